@@ -1,0 +1,71 @@
+// AffineMap construction, evaluation and printing.
+#include "tilegraph/affine_map.h"
+
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+int64_t AffineExpr::apply(const int64_t* point) const {
+  int64_t v = offset;
+  for (size_t a = 0; a < coeffs.size(); ++a) v += coeffs[a] * point[a];
+  return v;
+}
+
+int64_t AffineExpr::min_over(const std::vector<int64_t>& extents) const {
+  int64_t v = offset;
+  for (size_t a = 0; a < coeffs.size(); ++a)
+    if (coeffs[a] < 0) v += coeffs[a] * (extents[a] - 1);
+  return v;
+}
+
+int64_t AffineExpr::max_over(const std::vector<int64_t>& extents) const {
+  int64_t v = offset;
+  for (size_t a = 0; a < coeffs.size(); ++a)
+    if (coeffs[a] > 0) v += coeffs[a] * (extents[a] - 1);
+  return v;
+}
+
+AffineMap::AffineMap(int num_axes, std::vector<AffineExpr> results)
+    : num_axes_(num_axes), results_(std::move(results)) {
+  for (const auto& r : results_)
+    TESSEL_ASSERT(static_cast<int>(r.coeffs.size()) == num_axes_, "affine row has ",
+                  r.coeffs.size(), " coefficients for ", num_axes_, " axes");
+}
+
+AffineMap AffineMap::select_axes(int num_axes, const std::vector<int>& axes) {
+  std::vector<AffineExpr> rows;
+  for (int a : axes) {
+    AffineExpr row{std::vector<int64_t>(num_axes, 0), 0};
+    if (a >= 0) {
+      TESSEL_ASSERT(a < num_axes, "axis ", a, " out of ", num_axes);
+      row.coeffs[a] = 1;
+    }
+    rows.push_back(std::move(row));
+  }
+  return AffineMap(num_axes, std::move(rows));
+}
+
+std::string AffineMap::print(const std::vector<std::string>& axis_names) const {
+  std::string out = "[";
+  for (size_t i = 0; i < results_.size(); ++i) {
+    if (i) out += ", ";
+    const AffineExpr& r = results_[i];
+    std::string term;
+    for (int a = 0; a < num_axes_; ++a) {
+      const int64_t c = r.coeffs[a];
+      if (c == 0) continue;
+      const std::string name = a < static_cast<int>(axis_names.size()) ? axis_names[a] : cat("d", a);
+      if (!term.empty()) term += c < 0 ? " - " : " + ";
+      else if (c < 0) term += "-";
+      const int64_t m = c < 0 ? -c : c;
+      term += m == 1 ? name : cat(m, "*", name);
+    }
+    if (term.empty()) term = cat(r.offset);
+    else if (r.offset > 0) term += cat(" + ", r.offset);
+    else if (r.offset < 0) term += cat(" - ", -r.offset);
+    out += term;
+  }
+  return out + "]";
+}
+
+}  // namespace tessel

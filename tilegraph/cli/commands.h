@@ -1,0 +1,15 @@
+// The `tessel` subcommands; each takes the arguments after its name and returns the exit status.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+int cmd_inspect(const std::vector<std::string>& argv);
+int cmd_run(const std::vector<std::string>& argv);
+int cmd_convert(const std::vector<std::string>& argv);
+int cmd_compile(const std::vector<std::string>& argv);
+int cmd_version(const std::vector<std::string>& argv);
+
+}  // namespace tessel

@@ -1,0 +1,50 @@
+// `tessel`: the command-line driver.
+//
+// Exit status: 0 success; 1 a check failed (`run --expect` found a mismatch); 2 bad input (a
+// UserError, printed as one line); 3 an internal error (a Tessel bug).
+#include <cstring>
+#include <iostream>
+
+#include "tilegraph/cli/commands.h"
+#include "tilegraph/error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: tessel COMMAND [options]   (tessel COMMAND --help for details)\n"
+    "  inspect MODEL          nodes, shapes, dtypes, FLOPs and bytes of a model (--dump: the IR)\n"
+    "  run MODEL --interp     run a model with the reference interpreter\n"
+    "  convert MODEL.onnx -o MODEL.json\n"
+    "                         convert a model to Tessel's JSON format\n"
+    "  compile MODEL [--run]  run the compiler pipeline and report each stage\n"
+    "  version                version and build information\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  try {
+    if (command == "inspect") return tessel::cmd_inspect(rest);
+    if (command == "run") return tessel::cmd_run(rest);
+    if (command == "convert") return tessel::cmd_convert(rest);
+    if (command == "compile") return tessel::cmd_compile(rest);
+    if (command == "version" || command == "--version") return tessel::cmd_version(rest);
+    std::cerr << "tessel: error: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const tessel::UserError& e) {
+    std::cerr << "tessel: error: " << e.what() << "\n";
+    return 2;
+  } catch (const tessel::InternalError& e) {
+    std::cerr << "tessel: " << e.what() << "\nThis is a bug in Tessel; please report it with the model.\n";
+    return 3;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tessel: error: out of memory\n";
+    return 2;
+  }
+}

@@ -1,0 +1,55 @@
+// Tolerances by dtype and tensor comparison.
+#include "tilegraph/compare.h"
+
+#include <cmath>
+
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+Tolerance tolerance_for(DType dtype) {
+  switch (dtype) {
+    case DType::f64: return {1e-7, 1e-9};
+    case DType::f32: return {1e-4, 1e-5};
+    case DType::f16: return {1e-2, 1e-3};
+    case DType::bf16: return {2e-2, 1e-2};
+    default: return {0, 0};
+  }
+}
+
+CompareResult compare_tensors(const HostTensor& actual, const HostTensor& expected) {
+  CompareResult r;
+  if (actual.type() != expected.type()) {
+    r.ok = false;
+    r.message = cat("type ", actual.type().print(), " differs from expected ", expected.type().print());
+    return r;
+  }
+  const Tolerance tol = tolerance_for(expected.dtype());
+  for (int64_t i = 0; i < expected.size(); ++i) {
+    const double a = actual[i], e = expected[i];
+    bool good;
+    if (std::isnan(e)) good = std::isnan(a);
+    else if (std::isnan(a)) good = false;
+    else if (std::isinf(e) || std::isinf(a)) good = a == e;
+    else {
+      const double err = std::fabs(a - e);
+      good = err <= tol.atol + tol.rtol * std::fabs(e);
+      r.max_abs_error = std::max(r.max_abs_error, err);
+      if (e != 0) r.max_rel_error = std::max(r.max_rel_error, err / std::fabs(e));
+    }
+    if (!good) {
+      if (r.mismatches == 0) r.first_mismatch = i;
+      ++r.mismatches;
+    }
+  }
+  if (r.mismatches > 0) {
+    r.ok = false;
+    r.message = cat(r.mismatches, " of ", expected.size(), " elements differ (first at flat index ",
+                    r.first_mismatch, ": got ", actual[r.first_mismatch], ", expected ",
+                    expected[r.first_mismatch], "; max abs error ", r.max_abs_error,
+                    ", tolerance rtol ", tol.rtol, " atol ", tol.atol, ")");
+  }
+  return r;
+}
+
+}  // namespace tessel

@@ -1,0 +1,45 @@
+// Comparing a computed tensor with a reference, with tolerances by dtype.
+//
+// This is the one place where tolerances are stated. Every correctness check in Tessel -- unit
+// tests, ONNX node tests, `tessel run --expect`, and later compiled kernels against the
+// interpreter -- compares through `compare_tensors`.
+//
+//   element passes  <=>  |actual - expected| <= atol + rtol * |expected|
+//
+//   dtype      rtol     atol
+//   f64        1e-7     1e-9
+//   f32        1e-4     1e-5
+//   f16        1e-2     1e-3
+//   bf16       2e-2     1e-2
+//   integers, bool: exact
+//
+// Infinities must match exactly. A NaN passes only where the reference is NaN.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tilegraph/host_tensor.h"
+
+namespace tessel {
+
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+Tolerance tolerance_for(DType dtype);
+
+struct CompareResult {
+  bool ok = true;
+  int64_t mismatches = 0;
+  int64_t first_mismatch = -1;  // flat index
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  std::string message;  // empty when ok; otherwise one line with the values
+};
+
+/// Shapes and dtypes must be equal; values within tolerance_for(expected.dtype()).
+CompareResult compare_tensors(const HostTensor& actual, const HostTensor& expected);
+
+}  // namespace tessel

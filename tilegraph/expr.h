@@ -1,0 +1,93 @@
+// Scalar expressions: the body of a tensor-expression node.
+//
+// An Expr is an immutable tree evaluated once per point of a node's iteration domain. Leaves read
+// the node's k-th input at that point (`input`), a constant, or the value of an iteration axis
+// (`axis_index`, for iota-like ops such as ArgMax or Concat). Every Expr has a dtype; factories
+// check operand dtypes (binary arithmetic needs equal dtypes, comparisons give bool, `select` needs
+// a bool condition) and raise InternalError on a mismatch, since lowering must insert casts.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tilegraph/dtype.h"
+
+namespace tessel {
+
+enum class ExprOp : uint8_t {
+  // Leaves.
+  input, constant, axis_index,
+  // Unary.
+  neg, abs, exp, log, sqrt, rsqrt, reciprocal, tanh, erf, sigmoid, sin, cos, tan, asin, acos,
+  atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, sign, logical_not, isnan, isinf,
+  // Binary.
+  add, sub, mul, div, mod, fmod, pow, min, max, eq, ne, lt, le, gt, ge, logical_and, logical_or,
+  logical_xor,
+  // Ternary and conversion.
+  select, cast,
+};
+
+std::string_view expr_op_name(ExprOp op);
+bool is_unary(ExprOp op);
+bool is_binary(ExprOp op);
+bool is_comparison(ExprOp op);
+
+struct ExprNode;
+
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+
+  bool valid() const { return node_ != nullptr; }
+  ExprOp op() const;
+  DType dtype() const;
+  /// Input slot (for `input`) or axis position (for `axis_index`).
+  int index() const;
+  /// Value of a `constant`.
+  double value() const;
+  const std::vector<Expr>& operands() const;
+  const ExprNode* get() const { return node_.get(); }
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+struct ExprNode {
+  ExprOp op;
+  DType dtype;
+  int index = -1;
+  double value = 0;
+  std::vector<Expr> operands;
+};
+
+// Factories (validating).
+Expr input(int slot, DType dtype);
+Expr constant(double value, DType dtype);
+Expr axis_index(int axis);  // dtype i64
+Expr unary(ExprOp op, Expr a);
+Expr binary(ExprOp op, Expr a, Expr b);
+Expr select(Expr cond, Expr if_true, Expr if_false);
+Expr cast(Expr a, DType to);  // no-op when the dtype already matches
+
+// Shorthands for lowering code.
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator-(Expr a);
+/// A constant of the same dtype as `like`.
+Expr constant_like(double value, const Expr& like);
+
+/// Stable one-line text: `add(in0, mul(in1, 2:f32))`.
+std::string print_expr(const Expr& e, const std::vector<std::string>& axis_names = {});
+
+/// Evaluates a unary/binary op on doubles with the semantics of `dtype` (integer division
+/// truncates, `mod` takes the divisor's sign, comparisons return 0/1). Shared by the interpreter
+/// and constant folding so both agree.
+double apply_unary(ExprOp op, double a, DType dtype);
+double apply_binary(ExprOp op, double a, double b, DType dtype);
+
+}  // namespace tessel

@@ -1,0 +1,573 @@
+// The reference interpreter (see interpreter.h).
+//
+// A node is evaluated in three steps:
+//   1. Its body is compiled into a register program (`Program`): one instruction per expression
+//      node, registers being arrays of kLanes doubles.
+//   2. A lane axis is chosen: normally a spatial axis (each lane owns one output element and its
+//      own accumulator), or, when every spatial extent is tiny, a reduction axis (lanes are
+//      combined at the end). The remaining axes are walked as an odometer.
+//   3. For every batch of lanes, each input access computes its base offset once; lanes then step
+//      by a constant linear stride. Bounds are checked per lane only for accesses that can leave
+//      the tensor (padding, slicing past the end), and gather indices are read per lane.
+// The outer loop over "rows" is split across threads for large nodes.
+#include "tilegraph/interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+namespace {
+
+constexpr int kLanes = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Step 1: the register program.
+
+struct Instr {
+  ExprOp op;
+  DType dtype;        // result dtype
+  DType operand_dtype;  // dtype of the first operand (for casts and integer semantics)
+  int dst;
+  int a = -1, b = -1, c = -1;
+  bool round;         // round the result to `dtype` (integers and bool)
+};
+
+struct Program {
+  int num_inputs = 0;
+  int num_regs = 0;
+  std::vector<Instr> code;
+  std::vector<std::pair<int, double>> constants;  // register, value
+  std::vector<std::pair<int, int>> axis_regs;     // register, axis
+  int result = -1;
+};
+
+int compile_expr(const Expr& e, Program& p) {
+  switch (e.op()) {
+    case ExprOp::input:
+      return e.index();
+    case ExprOp::constant: {
+      const int r = p.num_regs++;
+      p.constants.emplace_back(r, e.value());
+      return r;
+    }
+    case ExprOp::axis_index: {
+      for (auto [reg, axis] : p.axis_regs)
+        if (axis == e.index()) return reg;
+      const int r = p.num_regs++;
+      p.axis_regs.emplace_back(r, e.index());
+      return r;
+    }
+    default:
+      break;
+  }
+  Instr in{e.op(), e.dtype(), e.operands()[0].dtype(), -1};
+  in.a = compile_expr(e.operands()[0], p);
+  if (e.operands().size() > 1) in.b = compile_expr(e.operands()[1], p);
+  if (e.operands().size() > 2) in.c = compile_expr(e.operands()[2], p);
+  in.dst = p.num_regs++;
+  // Float intermediates stay in double; integer and bool results wrap like the dtype; a cast
+  // always rounds to its target.
+  in.round = e.op() == ExprOp::cast || is_integer(e.dtype()) || e.dtype() == DType::boolean;
+  p.code.push_back(in);
+  return in.dst;
+}
+
+Program compile_body(const TeNode& node) {
+  Program p;
+  p.num_inputs = static_cast<int>(node.inputs().size());
+  p.num_regs = p.num_inputs;
+  p.result = compile_expr(node.body(), p);
+  return p;
+}
+
+void run_instr(const Instr& in, double* regs, int n) {
+  double* d = regs + static_cast<size_t>(in.dst) * kLanes;
+  const double* a = regs + static_cast<size_t>(in.a) * kLanes;
+  const double* b = in.b >= 0 ? regs + static_cast<size_t>(in.b) * kLanes : nullptr;
+  const bool integral = is_integer(in.operand_dtype);
+  switch (in.op) {
+    case ExprOp::add: for (int l = 0; l < n; ++l) d[l] = a[l] + b[l]; break;
+    case ExprOp::sub: for (int l = 0; l < n; ++l) d[l] = a[l] - b[l]; break;
+    case ExprOp::mul: for (int l = 0; l < n; ++l) d[l] = a[l] * b[l]; break;
+    case ExprOp::div:
+      if (integral) for (int l = 0; l < n; ++l) d[l] = apply_binary(ExprOp::div, a[l], b[l], in.operand_dtype);
+      else for (int l = 0; l < n; ++l) d[l] = a[l] / b[l];
+      break;
+    case ExprOp::max:
+      for (int l = 0; l < n; ++l) d[l] = (a[l] != a[l] || b[l] != b[l]) ? NAN : (a[l] > b[l] ? a[l] : b[l]);
+      break;
+    case ExprOp::min:
+      for (int l = 0; l < n; ++l) d[l] = (a[l] != a[l] || b[l] != b[l]) ? NAN : (a[l] < b[l] ? a[l] : b[l]);
+      break;
+    case ExprOp::neg: for (int l = 0; l < n; ++l) d[l] = -a[l]; break;
+    case ExprOp::exp: for (int l = 0; l < n; ++l) d[l] = std::exp(a[l]); break;
+    case ExprOp::sqrt: for (int l = 0; l < n; ++l) d[l] = std::sqrt(a[l]); break;
+    case ExprOp::rsqrt: for (int l = 0; l < n; ++l) d[l] = 1.0 / std::sqrt(a[l]); break;
+    case ExprOp::tanh: for (int l = 0; l < n; ++l) d[l] = std::tanh(a[l]); break;
+    case ExprOp::erf: for (int l = 0; l < n; ++l) d[l] = std::erf(a[l]); break;
+    case ExprOp::sigmoid: for (int l = 0; l < n; ++l) d[l] = 1.0 / (1.0 + std::exp(-a[l])); break;
+    case ExprOp::gt: for (int l = 0; l < n; ++l) d[l] = a[l] > b[l]; break;
+    case ExprOp::lt: for (int l = 0; l < n; ++l) d[l] = a[l] < b[l]; break;
+    case ExprOp::eq: for (int l = 0; l < n; ++l) d[l] = a[l] == b[l]; break;
+    case ExprOp::select: {
+      const double* c = regs + static_cast<size_t>(in.c) * kLanes;
+      for (int l = 0; l < n; ++l) d[l] = a[l] != 0 ? b[l] : c[l];
+      break;
+    }
+    case ExprOp::cast:
+      for (int l = 0; l < n; ++l) d[l] = a[l];
+      break;
+    default:
+      if (is_unary(in.op)) {
+        for (int l = 0; l < n; ++l) d[l] = apply_unary(in.op, a[l], in.operand_dtype);
+      } else {
+        for (int l = 0; l < n; ++l) d[l] = apply_binary(in.op, a[l], b[l], in.operand_dtype);
+      }
+  }
+  if (in.round)
+    for (int l = 0; l < n; ++l) d[l] = round_to(in.dtype, d[l]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 3 helpers: address arithmetic of one input access.
+
+struct AccessPlan {
+  const double* data = nullptr;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;           // row-major element strides of the tensor
+  std::vector<std::vector<int64_t>> rows;  // affine coefficients per tensor dim
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> linear;  // element-offset coefficient per domain axis
+  int64_t linear_offset = 0;
+  bool checked = false;  // some read can fall outside the tensor
+  double pad = 0;
+  int gather_dim = -1;
+  int gather_reg = -1;
+};
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+AccessPlan plan_access(const Access& access, const HostTensor& tensor,
+                       const std::vector<int64_t>& extents) {
+  AccessPlan a;
+  a.data = tensor.data();
+  a.shape = access.type.shape;
+  a.strides = row_major_strides(a.shape);
+  a.pad = access.pad_value;
+  a.gather_dim = access.gather_dim;
+  a.gather_reg = access.gather_index_input;
+  for (int r = 0; r < access.map.num_results(); ++r) {
+    const AffineExpr& row = access.map.result(r);
+    a.rows.push_back(row.coeffs);
+    a.offsets.push_back(row.offset);
+    if (r == access.gather_dim) continue;
+    if (row.min_over(extents) < 0 || row.max_over(extents) >= a.shape[r]) a.checked = true;
+  }
+  if (tensor.size() == 0) a.checked = true;
+  a.linear.assign(extents.size(), 0);
+  for (int r = 0; r < access.map.num_results(); ++r) {
+    a.linear_offset += a.offsets[r] * a.strides[r];
+    for (size_t ax = 0; ax < extents.size(); ++ax) a.linear[ax] += a.rows[r][ax] * a.strides[r];
+  }
+  return a;
+}
+
+// Loads `n` lanes into `dst`; the point of lane l is `point` with point[lane_axis] += l.
+void load_lanes(const AccessPlan& a, const int64_t* point, int lane_axis, int n, double* dst,
+                const double* regs, const std::string& node_name) {
+  const int rank = static_cast<int>(a.shape.size());
+  int64_t base_index[16];
+  int64_t step_index[16];
+  int64_t base = 0, step = 0;
+  for (int r = 0; r < rank; ++r) {
+    int64_t v = a.offsets[r];
+    const auto& row = a.rows[r];
+    for (size_t ax = 0; ax < row.size(); ++ax) v += row[ax] * point[ax];
+    base_index[r] = v;
+    step_index[r] = lane_axis >= 0 ? row[lane_axis] : 0;
+    base += v * a.strides[r];
+    step += step_index[r] * a.strides[r];
+  }
+  bool inside_all = !a.checked;
+  if (a.checked && a.gather_dim < 0 && n > 0) {
+    inside_all = true;
+    for (int r = 0; r < rank && inside_all; ++r) {
+      const int64_t first = base_index[r], last = base_index[r] + step_index[r] * (n - 1);
+      inside_all = std::min(first, last) >= 0 && std::max(first, last) < a.shape[r];
+    }
+  }
+  if (inside_all && a.gather_dim < 0) {
+    const double* src = a.data + base;
+    if (step == 1) std::copy(src, src + n, dst);
+    else for (int l = 0; l < n; ++l) dst[l] = src[l * step];
+    return;
+  }
+  for (int l = 0; l < n; ++l) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int r = 0; r < rank; ++r) {
+      int64_t idx;
+      if (r == a.gather_dim) {
+        const double g = regs[static_cast<size_t>(a.gather_reg) * kLanes + l];
+        idx = static_cast<int64_t>(g);
+        if (idx < 0) idx += a.shape[r];
+        if (idx < 0 || idx >= a.shape[r])
+          throw UserError("", cat("node '", node_name, "'"),
+                          cat("gather index ", static_cast<int64_t>(g), " is out of range for a dimension of size ",
+                              a.shape[r]));
+      } else {
+        idx = base_index[r] + step_index[r] * l;
+        if (idx < 0 || idx >= a.shape[r]) inside = false;
+      }
+      off += idx * a.strides[r];
+    }
+    dst[l] = inside ? a.data[off] : a.pad;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 2: iteration.
+
+struct NodeRun {
+  const TeNode& node;
+  const Program& program;
+  std::vector<AccessPlan> accesses;
+  std::vector<int> load_order;  // gather index inputs before the gathers that use them
+  std::vector<int64_t> extents;
+  int lane_axis = -1;           // -1: no axis (single lane)
+  bool lanes_reduce = false;    // lane axis is a reduction axis
+  std::vector<int> outer_axes;  // spatial axes other than the lane axis (row loop)
+  std::vector<int> inner_axes;  // reduction axes other than the lane axis (accumulation loop)
+  std::vector<int64_t> out_strides;  // per spatial axis
+  double* out = nullptr;
+  bool contraction = false;     // body is in0 * in1 (affine reads), combiner sum: see contract_row
+};
+
+double combine(Combiner c, double acc, double v) {
+  switch (c) {
+    case Combiner::sum: return acc + v;
+    case Combiner::prod: return acc * v;
+    case Combiner::max: return (v > acc || v != v) ? v : acc;
+    case Combiner::min: return (v < acc || v != v) ? v : acc;
+    case Combiner::none: return v;
+  }
+  return v;
+}
+
+// Advances `point` over `axes` (odometer, last axis fastest); false when done.
+bool advance(std::vector<int64_t>& point, const std::vector<int>& axes,
+             const std::vector<int64_t>& extents) {
+  for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
+    const int ax = axes[i];
+    if (++point[ax] < extents[ax]) return true;
+    point[ax] = 0;
+  }
+  return false;
+}
+
+void evaluate_batch(const NodeRun& run, std::vector<int64_t>& point, int n, double* regs) {
+  for (int i : run.load_order)
+    load_lanes(run.accesses[i], point.data(), run.lane_axis, n, regs + static_cast<size_t>(i) * kLanes,
+               regs, run.node.name());
+  for (auto [reg, axis] : run.program.axis_regs) {
+    double* d = regs + static_cast<size_t>(reg) * kLanes;
+    for (int l = 0; l < n; ++l) d[l] = static_cast<double>(point[axis] + (axis == run.lane_axis ? l : 0));
+  }
+  for (const Instr& in : run.program.code) run_instr(in, regs, n);
+}
+
+// True when every lane of a batch reads inside the tensor.
+bool lanes_inside(const AccessPlan& a, const int64_t* point, int lane_axis, int n) {
+  if (!a.checked) return true;
+  for (size_t r = 0; r < a.shape.size(); ++r) {
+    int64_t v = a.offsets[r];
+    for (size_t ax = 0; ax < a.rows[r].size(); ++ax) v += a.rows[r][ax] * point[ax];
+    const int64_t last = v + a.rows[r][lane_axis] * (n - 1);
+    if (std::min(v, last) < 0 || std::max(v, last) >= a.shape[r]) return false;
+  }
+  return true;
+}
+
+// acc[l] = sum over the reduction domain of in0 * in1, for the n lanes at `point` (lanes on a
+// spatial axis). The innermost reduction axis runs as a tight loop over linear offsets; a step
+// whose lanes might read outside a tensor (padding) goes through the generic per-lane path.
+void contract_row(const NodeRun& run, std::vector<int64_t>& point, int n, double* acc, double* regs) {
+  const AccessPlan& A = run.accesses[0];
+  const AccessPlan& B = run.accesses[1];
+  const int lane = run.lane_axis >= 0 ? run.lane_axis : 0;
+  const int64_t la = run.lane_axis >= 0 ? A.linear[lane] : 0, lb = run.lane_axis >= 0 ? B.linear[lane] : 0;
+  const int inner = run.inner_axes.back();
+  const std::vector<int> outer(run.inner_axes.begin(), run.inner_axes.end() - 1);
+  const int64_t k_extent = run.extents[inner];
+  const int64_t ka = A.linear[inner], kb = B.linear[inner];
+  const bool checked = A.checked || B.checked;
+  std::fill_n(acc, n, 0.0);
+  const double* result = regs + static_cast<size_t>(run.program.result) * kLanes;
+  do {
+    point[inner] = 0;
+    int64_t oa = A.linear_offset, ob = B.linear_offset;
+    for (size_t ax = 0; ax < point.size(); ++ax) {
+      oa += A.linear[ax] * point[ax];
+      ob += B.linear[ax] * point[ax];
+    }
+    for (int64_t k = 0; k < k_extent; ++k, oa += ka, ob += kb) {
+      if (checked) {
+        point[inner] = k;
+        if (!lanes_inside(A, point.data(), lane, n) || !lanes_inside(B, point.data(), lane, n)) {
+          evaluate_batch(run, point, n, regs);
+          for (int l = 0; l < n; ++l) acc[l] += result[l];
+          continue;
+        }
+      }
+      const double* pa = A.data + oa;
+      const double* pb = B.data + ob;
+      if (la == 0 && lb == 1) {
+        const double av = *pa;
+        for (int l = 0; l < n; ++l) acc[l] += av * pb[l];
+      } else {
+        for (int l = 0; l < n; ++l) acc[l] += pa[l * la] * pb[l * lb];
+      }
+    }
+    point[inner] = 0;
+  } while (advance(point, outer, run.extents));
+}
+
+// Computes the rows [row_begin, row_end) of the row loop; a row is one point of outer_axes
+// times one batch of the lane axis (when the lane axis is spatial).
+void run_rows(const NodeRun& run, int64_t row_begin, int64_t row_end) {
+  const Program& p = run.program;
+  std::vector<double> regs(static_cast<size_t>(p.num_regs) * kLanes);
+  for (auto [reg, value] : p.constants) std::fill_n(regs.data() + static_cast<size_t>(reg) * kLanes, kLanes, value);
+  const double* result = regs.data() + static_cast<size_t>(p.result) * kLanes;
+  const Combiner combiner = run.node.combiner();
+  const DType out_dtype = run.node.output().dtype;
+  const int64_t lane_extent = run.lane_axis >= 0 ? run.extents[run.lane_axis] : 1;
+  const int64_t batches = run.lanes_reduce ? 1 : (lane_extent + kLanes - 1) / kLanes;
+  double acc[kLanes];
+  std::vector<int64_t> point(run.extents.size(), 0);
+
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    // Decode the row into the outer point and the lane batch.
+    int64_t rest = row / batches;
+    const int64_t batch = row % batches;
+    std::fill(point.begin(), point.end(), 0);
+    for (int i = static_cast<int>(run.outer_axes.size()) - 1; i >= 0; --i) {
+      const int ax = run.outer_axes[i];
+      point[ax] = rest % run.extents[ax];
+      rest /= run.extents[ax];
+    }
+    int64_t out_off = 0;
+    for (int ax : run.outer_axes) out_off += point[ax] * run.out_strides[ax];
+
+    if (run.node.num_reduction() == 0) {
+      const int64_t first = batch * kLanes;
+      const int n = static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first));
+      if (run.lane_axis >= 0) point[run.lane_axis] = first;
+      evaluate_batch(run, point, n, regs.data());
+      const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
+      out_off += first * ostep;
+      for (int l = 0; l < n; ++l) run.out[out_off + l * ostep] = round_to(out_dtype, result[l]);
+      continue;
+    }
+
+    if (!run.lanes_reduce && run.contraction) {
+      const int64_t first = batch * kLanes;
+      const int n = run.lane_axis >= 0 ? static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first)) : 1;
+      if (run.lane_axis >= 0) point[run.lane_axis] = first;
+      contract_row(run, point, n, acc, regs.data());
+      const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
+      out_off += first * ostep;
+      for (int l = 0; l < n; ++l) run.out[out_off + l * ostep] = round_to(out_dtype, acc[l]);
+      continue;
+    }
+
+    if (!run.lanes_reduce) {
+      // Lanes own output elements; walk every reduction point.
+      const int64_t first = batch * kLanes;
+      const int n = run.lane_axis >= 0 ? static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first)) : 1;
+      std::fill_n(acc, n, run.node.init());
+      if (run.lane_axis >= 0) point[run.lane_axis] = first;
+      do {
+        evaluate_batch(run, point, n, regs.data());
+        for (int l = 0; l < n; ++l) acc[l] = combine(combiner, acc[l], result[l]);
+      } while (advance(point, run.inner_axes, run.extents));
+      const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
+      out_off += first * ostep;
+      for (int l = 0; l < n; ++l) run.out[out_off + l * ostep] = round_to(out_dtype, acc[l]);
+      continue;
+    }
+
+    // Lanes run along a reduction axis: one accumulator per lane, combined at the end.
+    const int lanes = static_cast<int>(std::min<int64_t>(kLanes, lane_extent));
+    std::fill_n(acc, lanes, run.node.init());
+    do {
+      for (int64_t first = 0; first < lane_extent; first += kLanes) {
+        const int n = static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first));
+        point[run.lane_axis] = first;
+        evaluate_batch(run, point, n, regs.data());
+        for (int l = 0; l < n; ++l) acc[l] = combine(combiner, acc[l], result[l]);
+      }
+      point[run.lane_axis] = 0;
+    } while (advance(point, run.inner_axes, run.extents));
+    double total = run.node.init();
+    for (int l = 0; l < lanes; ++l) total = combine(combiner, total, acc[l]);
+    run.out[out_off] = round_to(out_dtype, total);
+  }
+}
+
+// Picks the lane axis: a spatial axis of extent >= 8 (the innermost such), else the largest
+// reduction axis of extent >= 8, else the largest spatial axis.
+void choose_lanes(NodeRun& run) {
+  const TeNode& node = run.node;
+  const int ns = node.num_spatial();
+  for (int ax = ns - 1; ax >= 0; --ax)
+    if (run.extents[ax] >= 8) { run.lane_axis = ax; break; }
+  if (run.lane_axis < 0 && node.num_reduction() > 0) {
+    int best = -1;
+    for (int ax = ns; ax < node.num_axes(); ++ax)
+      if (run.extents[ax] >= 8 && (best < 0 || run.extents[ax] > run.extents[best])) best = ax;
+    if (best >= 0) {
+      run.lane_axis = best;
+      run.lanes_reduce = true;
+    }
+  }
+  if (run.lane_axis < 0) {
+    for (int ax = 0; ax < ns; ++ax)
+      if (run.lane_axis < 0 || run.extents[ax] > run.extents[run.lane_axis]) run.lane_axis = ax;
+  }
+  for (int ax = 0; ax < ns; ++ax)
+    if (ax != run.lane_axis) run.outer_axes.push_back(ax);
+  for (int ax = ns; ax < node.num_axes(); ++ax)
+    if (ax != run.lane_axis) run.inner_axes.push_back(ax);
+}
+
+}  // namespace
+
+HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*>& inputs,
+                         const InterpretOptions& options) {
+  TESSEL_ASSERT(inputs.size() == node.inputs().size(), "node '", node.name(), "' given ",
+                inputs.size(), " inputs");
+  HostTensor out(node.output());
+  if (out.size() == 0) return out;
+  const Program program = compile_body(node);
+  NodeRun run{node, program, {}, {}, node.extents()};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TESSEL_ASSERT(inputs[i]->type() == node.inputs()[i].type, "node '", node.name(), "' input ", i,
+                  " is ", inputs[i]->type().print(), ", expected ", node.inputs()[i].type.print());
+    run.accesses.push_back(plan_access(node.inputs()[i], *inputs[i], run.extents));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!node.inputs()[i].is_gather()) run.load_order.push_back(static_cast<int>(i));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (node.inputs()[i].is_gather()) run.load_order.push_back(static_cast<int>(i));
+  // An empty reduction domain (some reduction extent 0 cannot happen: extents are >= 1).
+  choose_lanes(run);
+  {
+    const Expr& b = node.body();
+    run.contraction = node.combiner() == Combiner::sum && !run.lanes_reduce && !run.inner_axes.empty() &&
+                      inputs.size() == 2 && !node.inputs()[0].is_gather() && !node.inputs()[1].is_gather() &&
+                      b.op() == ExprOp::mul && b.operands()[0].op() == ExprOp::input &&
+                      b.operands()[0].index() == 0 && b.operands()[1].op() == ExprOp::input &&
+                      b.operands()[1].index() == 1 && is_float(b.dtype());
+  }
+  {
+    // Row-major strides of the output over the spatial axes.
+    run.out_strides.assign(node.num_axes(), 0);
+    int64_t s = 1;
+    for (int ax = node.num_spatial() - 1; ax >= 0; --ax) {
+      run.out_strides[ax] = s;
+      s *= run.extents[ax];
+    }
+  }
+  run.out = out.data();
+
+  int64_t rows = 1;
+  for (int ax : run.outer_axes) rows *= run.extents[ax];
+  if (!run.lanes_reduce && run.lane_axis >= 0)
+    rows *= (run.extents[run.lane_axis] + kLanes - 1) / kLanes;
+  int64_t points = 1;
+  for (int64_t e : run.extents) points *= e;
+
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (points < (1 << 16)) threads = 1;
+  threads = static_cast<int>(std::min<int64_t>(threads, rows));
+  if (threads <= 1) {
+    run_rows(run, 0, rows);
+    return out;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(threads);
+  for (int t = 0; t < threads; ++t) {
+    const int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
+    pool.emplace_back([&, t, begin, end] {
+      try {
+        run_rows(run, begin, end);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+std::vector<HostTensor> interpret(const OpGraph& graph, const std::vector<HostTensor>& inputs,
+                                  const InterpretOptions& options) {
+  if (inputs.size() != graph.inputs().size())
+    throw UserError("", "", cat("the model has ", graph.inputs().size(), " inputs, ", inputs.size(),
+                                " were given"));
+  std::vector<std::shared_ptr<const HostTensor>> values(graph.num_tensors());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& info = graph.tensor(graph.inputs()[i]);
+    if (inputs[i].type() != info.type)
+      throw UserError("", cat("input '", info.name, "'"),
+                      cat("expected ", info.type.print(), ", given ", inputs[i].type().print()));
+    values[graph.inputs()[i]] = std::make_shared<const HostTensor>(inputs[i]);
+  }
+  const std::vector<NodeId> order = graph.topological_order();
+  // Release each intermediate after its last use.
+  std::vector<int> last_use(graph.num_tensors(), -1);
+  for (size_t step = 0; step < order.size(); ++step)
+    for (TensorId t : graph.node_inputs(order[step])) last_use[t] = static_cast<int>(step);
+  for (TensorId t : graph.outputs()) last_use[t] = static_cast<int>(order.size());
+
+  for (size_t step = 0; step < order.size(); ++step) {
+    const NodeId n = order[step];
+    std::vector<const HostTensor*> ins;
+    for (TensorId t : graph.node_inputs(n)) {
+      if (!values[t]) {
+        TESSEL_ASSERT(graph.tensor(t).kind == TensorKind::weight, "tensor '", graph.tensor(t).name,
+                      "' has no value");
+        values[t] = std::make_shared<const HostTensor>(graph.weight_values(t));
+      }
+      ins.push_back(values[t].get());
+    }
+    values[graph.node_output(n)] = std::make_shared<const HostTensor>(evaluate_node(graph.node(n), ins, options));
+    for (TensorId t : graph.node_inputs(n))
+      if (last_use[t] == static_cast<int>(step) && graph.tensor(t).kind == TensorKind::intermediate)
+        values[t].reset();
+  }
+  std::vector<HostTensor> outputs;
+  for (TensorId t : graph.outputs()) {
+    if (!values[t]) {
+      const TensorInfo& info = graph.tensor(t);
+      TESSEL_ASSERT(info.kind == TensorKind::weight, "output '", info.name, "' has no value");
+      values[t] = std::make_shared<const HostTensor>(graph.weight_values(t));
+    }
+    outputs.push_back(*values[t]);
+  }
+  return outputs;
+}
+
+}  // namespace tessel
