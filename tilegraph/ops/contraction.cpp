@@ -144,9 +144,11 @@ ConvGeometry conv_geometry(LowerContext& ctx, const std::vector<int64_t>& in,
         if (static_cast<int>(output_shape->size()) != g.dims)
           ctx.fail("attribute 'output_shape' must list the spatial dimensions");
         out = (*output_shape)[i];
+        // ONNX splits the total padding with floor division (a negative total adds rows at the end).
         const int64_t total = g.stride[i] * (in[i] - 1) + output_padding[i] + span - out;
-        if (auto_pad == "SAME_UPPER") { g.pad_begin[i] = total / 2; g.pad_end[i] = total - total / 2; }
-        else { g.pad_begin[i] = total - total / 2; g.pad_end[i] = total / 2; }
+        const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+        if (auto_pad == "SAME_UPPER") { g.pad_begin[i] = half; g.pad_end[i] = total - half; }
+        else { g.pad_begin[i] = total - half; g.pad_end[i] = half; }
       } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
         out = in[i] * g.stride[i];
         const int64_t total = std::max<int64_t>(0, g.stride[i] * (in[i] - 1) + output_padding[i] + span - out);

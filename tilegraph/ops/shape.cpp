@@ -271,8 +271,10 @@ void lower_slice(LowerContext& ctx) {
     axes = ctx.attr_ints("axes");
   }
   if (starts.size() != ends.size()) ctx.fail(cat("starts has ", starts.size(), " entries, ends ", ends.size()));
-  if (axes.empty()) axes = std::vector<int64_t>(identity_axes(static_cast<int>(starts.size())).begin(),
-                                                identity_axes(static_cast<int>(starts.size())).end());
+  if (axes.empty()) {
+    const std::vector<int> all = identity_axes(static_cast<int>(starts.size()));
+    axes.assign(all.begin(), all.end());
+  }
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (axes.size() != starts.size() || steps.size() != starts.size())
     ctx.fail("starts, ends, axes and steps must have the same length");
