@@ -304,8 +304,14 @@ void contract_row(const NodeRun& run, std::vector<int64_t>& point, int n, double
   const AccessPlan& B = run.accesses[1];
   const int lane = run.lane_axis >= 0 ? run.lane_axis : 0;
   const int64_t la = run.lane_axis >= 0 ? A.linear[lane] : 0, lb = run.lane_axis >= 0 ? B.linear[lane] : 0;
-  const int inner = run.inner_axes.back();
-  const std::vector<int> outer(run.inner_axes.begin(), run.inner_axes.end() - 1);
+  // The tight loop runs along the longest reduction axis (channels of a convolution, not its
+  // 3-wide kernel); the other reduction axes form the outer odometer.
+  int inner = run.inner_axes.back();
+  for (int ax : run.inner_axes)
+    if (run.extents[ax] > run.extents[inner]) inner = ax;
+  std::vector<int> outer;
+  for (int ax : run.inner_axes)
+    if (ax != inner) outer.push_back(ax);
   const int64_t k_extent = run.extents[inner];
   const int64_t ka = A.linear[inner], kb = B.linear[inner];
   const bool checked = A.checked || B.checked;
