@@ -1,0 +1,192 @@
+// Bad ONNX models must raise UserError (an InternalError or a crash fails the test): a missing
+// file, bytes that are not a ModelProto, tensors of an element type Tessel has no dtype for
+// (UnsupportedError, a UserError), non-tensor inputs, inconsistent tensor data, and external data
+// that is missing. The models are built byte by byte, so the test needs no protobuf library.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tilegraph/error.h"
+#include "tilegraph/import/onnx_import.h"
+
+namespace fs = std::filesystem;
+using namespace tessel;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() / cat("tessel_bad_onnx_", getpid(), "_", counter++);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string path() const { return path_.string(); }
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const std::string path = (path_ / name).string();
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return path;
+  }
+
+ private:
+  fs::path path_;
+};
+
+// Protobuf wire format, enough to build small ModelProtos; field numbers are those of onnx.proto.
+std::string varint(uint64_t v) {
+  std::string out;
+  do {
+    out.push_back(static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+    v >>= 7;
+  } while (v != 0);
+  return out;
+}
+std::string int_field(int field, uint64_t v) { return varint(uint64_t(field) << 3) + varint(v); }
+std::string bytes_field(int field, const std::string& bytes) {
+  return varint(uint64_t(field) << 3 | 2) + varint(bytes.size()) + bytes;
+}
+
+constexpr int kFloat = 1, kUint16 = 4, kInt16 = 5;  // TensorProto.DataType
+
+/// ValueInfoProto of a tensor `name` with element type `elem_type` and shape `dims`.
+std::string tensor_value_info(const std::string& name, int elem_type, const std::vector<int64_t>& dims) {
+  std::string shape;
+  for (int64_t d : dims) shape += bytes_field(1, int_field(1, static_cast<uint64_t>(d)));
+  const std::string tensor_type = int_field(1, elem_type) + bytes_field(2, shape);
+  return bytes_field(1, name) + bytes_field(2, bytes_field(1, tensor_type));
+}
+
+/// ValueInfoProto of a sequence of float tensors.
+std::string sequence_value_info(const std::string& name) {
+  const std::string element = bytes_field(1, int_field(1, kFloat));
+  return bytes_field(1, name) + bytes_field(2, bytes_field(4, bytes_field(1, element)));
+}
+
+std::string identity_node(const std::string& in, const std::string& out) {
+  return bytes_field(1, in) + bytes_field(2, out) + bytes_field(4, "Identity");
+}
+
+/// A ModelProto (ir_version 8, opset 17) around a graph of the given serialized parts.
+std::string model(const std::vector<std::string>& inputs, const std::vector<std::string>& initializers,
+                  const std::string& output) {
+  std::string graph = bytes_field(1, identity_node("x", "y")) + bytes_field(2, "g");
+  for (const std::string& init : initializers) graph += bytes_field(5, init);
+  for (const std::string& in : inputs) graph += bytes_field(11, in);
+  graph += bytes_field(12, output);
+  const std::string opset = bytes_field(1, "") + int_field(2, 17);
+  return int_field(1, 8) + bytes_field(7, graph) + bytes_field(8, opset);
+}
+
+template <class F>
+void check_user_error(F import, const std::string& expected_text) {
+  try {
+    import();
+    FAIL("no error raised; expected a UserError containing: " << expected_text);
+  } catch (const InternalError& e) {
+    FAIL("InternalError instead of UserError: " << e.what());
+  } catch (const UserError& e) {
+    INFO("message: " << std::string(e.what()));
+    CHECK(std::string(e.what()).find(expected_text) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the hand-built ONNX model imports (so the cases below fail for their own reason)") {
+  TempDir dir;
+  const std::string path =
+      dir.write("ok.onnx", model({tensor_value_info("x", kFloat, {2, 3})}, {},
+                                 tensor_value_info("y", kFloat, {2, 3})));
+  const ModelDef m = import_onnx(path);
+  REQUIRE(m.inputs.size() == 1);
+  CHECK(m.inputs[0].type == TensorType{DType::f32, {2, 3}});
+  CHECK(m.opset == 17);
+  REQUIRE(m.ops.size() == 1);
+  CHECK(m.ops[0].name == "Identity_0");
+  CHECK(m.outputs == std::vector<std::string>{"y"});
+}
+
+TEST_CASE("a missing ONNX file is a UserError") {
+  check_user_error([] { import_onnx("/nonexistent/dir/model.onnx"); }, "file not found");
+}
+
+TEST_CASE("bytes that are not an ONNX model are a UserError") {
+  TempDir dir;
+  check_user_error([&] { import_onnx(dir.write("garbage.onnx", std::string(64, '\xff'))); },
+                   "not an ONNX model");
+  check_user_error([&] { import_onnx(dir.write("text.onnx", "this is not protobuf\n")); },
+                   "not an ONNX model");
+  check_user_error([&] { import_onnx(dir.write("empty.onnx", "")); }, "without a graph");
+  check_user_error([&] { import_onnx(dir.path()); }, "is a directory");
+}
+
+TEST_CASE("a tensor of an unsupported element type is an UnsupportedError") {
+  TempDir dir;
+  SUBCASE("graph input") {
+    const std::string path = dir.write(
+        "int16_input.onnx", model({tensor_value_info("x", kInt16, {4})}, {},
+                                  tensor_value_info("y", kInt16, {4})));
+    CHECK_THROWS_AS(import_onnx(path), UnsupportedError);
+    check_user_error([&] { import_onnx(path); }, "tensor 'x': unsupported element type INT16");
+  }
+  SUBCASE("initializer") {
+    const std::string init = int_field(1, 2) + int_field(2, kUint16) + bytes_field(8, "w") +
+                             bytes_field(5, varint(1) + varint(2));
+    const std::string path = dir.write(
+        "uint16_weight.onnx", model({tensor_value_info("x", kFloat, {2})}, {init},
+                                    tensor_value_info("y", kFloat, {2})));
+    check_user_error([&] { import_onnx(path); }, "tensor 'w': unsupported element type UINT16");
+  }
+  SUBCASE("an element type code ONNX 1.12 does not know") {
+    const std::string path = dir.write(
+        "float8.onnx", model({tensor_value_info("x", 17, {4})}, {}, tensor_value_info("y", 17, {4})));
+    check_user_error([&] { import_onnx(path); }, "unsupported element type <element type 17>");
+  }
+}
+
+TEST_CASE("a sequence-typed input is an UnsupportedError") {
+  TempDir dir;
+  const std::string path = dir.write(
+      "sequence.onnx", model({sequence_value_info("x")}, {}, tensor_value_info("y", kFloat, {2})));
+  check_user_error([&] { import_onnx(path); }, "unsupported input type: sequence");
+}
+
+TEST_CASE("inconsistent initializer data is a UserError") {
+  TempDir dir;
+  SUBCASE("raw_data of the wrong size") {
+    const std::string init = int_field(1, 4) + int_field(2, kFloat) + bytes_field(8, "w") +
+                             bytes_field(9, std::string(12, '\0'));
+    const std::string path = dir.write("short.onnx", model({tensor_value_info("x", kFloat, {4})},
+                                                           {init}, tensor_value_info("y", kFloat, {4})));
+    check_user_error([&] { import_onnx(path); }, "raw_data has 12 bytes, expected 4 elements");
+  }
+  SUBCASE("external data file missing") {
+    auto entry = [](const std::string& key, const std::string& value) {
+      return bytes_field(13, bytes_field(1, key) + bytes_field(2, value));
+    };
+    const std::string init = int_field(1, 4) + int_field(2, kFloat) + bytes_field(8, "w") +
+                             entry("location", "absent.bin") + int_field(14, 1);
+    const std::string path = dir.write("external.onnx", model({tensor_value_info("x", kFloat, {4})},
+                                                              {init}, tensor_value_info("y", kFloat, {4})));
+    check_user_error([&] { import_onnx(path); }, "absent.bin");
+  }
+  SUBCASE("external data outside the model's directory") {
+    auto entry = [](const std::string& key, const std::string& value) {
+      return bytes_field(13, bytes_field(1, key) + bytes_field(2, value));
+    };
+    const std::string init = int_field(1, 4) + int_field(2, kFloat) + bytes_field(8, "w") +
+                             entry("location", "../../etc/passwd") + int_field(14, 1);
+    const std::string path = dir.write("escape.onnx", model({tensor_value_info("x", kFloat, {4})},
+                                                            {init}, tensor_value_info("y", kFloat, {4})));
+    check_user_error([&] { import_onnx(path); }, "must be a path inside the model's directory");
+  }
+}
