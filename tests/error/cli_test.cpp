@@ -1,0 +1,131 @@
+// The `tessel` binary: every subcommand has --help; bad input gives one error line naming the
+// place and exit status 2; `run --expect` exits 1 on a mismatch; convert round-trips an ONNX model.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+Result tessel(const std::string& args) {
+  const std::string cmd = std::string(TESSEL_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kModels = std::string(TESSEL_SOURCE_DIR) + "/experiments/models/";
+const std::string kNodeTests = "/usr/share/libonnx-testdata/data/node/";
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("tessel_cli_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("cli: --help on every subcommand") {
+  for (const char* cmd : {"inspect", "run", "convert", "compile"}) {
+    CAPTURE(cmd);
+    const Result r = tessel(std::string(cmd) + " --help");
+    CHECK(r.status == 0);
+    CHECK(r.output.find(std::string("usage: tessel ") + cmd) != std::string::npos);
+  }
+  CHECK(tessel("--help").status == 0);
+}
+
+TEST_CASE("cli: bad input exits 2 with one line naming the place and the value") {
+  struct Case { std::string args, expect; };
+  const fs::path dir = temp_dir("bad");
+  {
+    std::ofstream(dir / "broken.json") << R"({"format": "tessel-model", "version": 1, "inputs": [], "outputs": [], "ops": [)";
+    std::ofstream(dir / "badkey.json")
+        << R"({"format": "tessel-model", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],)"
+        << R"( "outputs": ["y"], "ops": [{"name": "r", "op": "Relu", "inputs": ["x"], "outputs": ["y"], "atrs": {}}]})";
+    std::ofstream(dir / "model.txt") << "hello";
+  }
+  const std::vector<Case> cases = {
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"inspect " + (dir / "nope.json").string(), "nope.json: no such model file"},
+      {"inspect " + (dir / "broken.json").string(), "broken.json"},
+      {"inspect " + (dir / "badkey.json").string(), "/ops/0/atrs"},
+      {"inspect " + (dir / "model.txt").string(), "unknown model extension \".txt\""},
+      {"inspect " + kModels + "bert_base_layer.json --bogus", "unknown option '--bogus'"},
+      {"run " + kModels + "bert_base_layer.json", "needs --interp"},
+      {"run " + kModels + "bert_base_layer.json --interp --seed abc", "expects an integer, got \"abc\""},
+      {"run " + kModels + "bert_base_layer.json --interp --inputs " + (dir / "none").string(), "not a directory"},
+      {"convert " + kModels + "bert_base_layer.json", "needs -o"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Result r = tessel(c.args);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(c.expect) != std::string::npos);
+    CHECK(r.output.find("internal error") == std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: run --expect against ONNX test data passes, and a perturbed reference fails with 1") {
+  const std::string test = kNodeTests + "test_softmax_axis_1";
+  REQUIRE(fs::exists(test));
+  const std::string data = test + "/test_data_set_0";
+  Result r = tessel("run " + test + "/model.onnx --interp --inputs " + data + " --expect " + data);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("match") != std::string::npos);
+
+  // Write our outputs, then compare against a directory whose reference is a different model's.
+  const fs::path out = temp_dir("expect");
+  r = tessel("run " + test + "/model.onnx --interp --inputs " + data + " --outputs " + out.string());
+  CHECK(r.status == 0);
+  CHECK(fs::exists(out / "output_0.pb"));
+  const std::string other = kNodeTests + "test_softmax_axis_0/test_data_set_0";
+  r = tessel("run " + test + "/model.onnx --interp --inputs " + data + " --expect " + other);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("MISMATCH output 0") != std::string::npos);
+  fs::remove_all(out);
+}
+
+TEST_CASE("cli: convert an ONNX model to JSON, and the JSON runs to the same outputs") {
+  const std::string test = kNodeTests + "test_conv_with_strides_padding";
+  REQUIRE(fs::exists(test));
+  const fs::path dir = temp_dir("convert");
+  const std::string json = (dir / "conv.json").string();
+  Result r = tessel("convert " + test + "/model.onnx -o " + json);
+  CHECK(r.status == 0);
+  r = tessel("run " + json + " --interp --inputs " + test + "/test_data_set_0 --expect " + test + "/test_data_set_0");
+  CHECK(r.status == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: inspect --dump prints the IR; compile reports every stage") {
+  Result r = tessel("inspect " + kModels + "resnet50_bottleneck.json --dump");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("reduce sum init 0 node") != std::string::npos);
+  CHECK(r.output.find("FLOP") != std::string::npos);
+  r = tessel("compile " + kModels + "bert_base_layer.json");
+  CHECK(r.status == 0);
+  for (const char* stage : {"[1/5 import]", "[2/5 normalize]", "[3/5 schedule]", "[4/5 emit]", "[5/5 run]"})
+    CHECK(r.output.find(stage) != std::string::npos);
+}
