@@ -30,6 +30,12 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+std::string milliseconds(Clock::time_point start) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f ms", seconds_since(start) * 1e3);
+  return buf;
+}
+
 std::string human(double v, const char* unit) {
   const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
   int p = 0;
@@ -325,15 +331,15 @@ int cmd_compile(const std::vector<std::string>& argv) {
   auto t0 = Clock::now();
   const ModelDef model = load_model(path);
   std::cout << "[1/5 import]     " << path << ": " << model.ops.size() << " ops, " << model.inputs.size()
-            << " inputs, " << model.outputs.size() << " outputs, " << model.weights.size() << " weights ("
-            << seconds_since(t0) << " s)\n";
+            << " input(s), " << model.outputs.size() << " output(s), " << model.weights.size() << " weights ("
+            << milliseconds(t0) << ")\n";
 
   t0 = Clock::now();
   const OpGraph g = lower_model(model, lower_options(args, nullptr, model));
-  std::cout << "[2/5 normalize]  lowered to " << g.num_nodes()
-            << " tensor-expression nodes; constant folding (Shape/Constant/shape arithmetic) and dead-node\n"
-            << "                 elimination done (" << seconds_since(t0) << " s). Not implemented yet: BN folding,\n"
-            << "                 layout canonicalization.\n";
+  std::cout << "[2/5 normalize]  lowered to " << g.num_nodes() << " tensor-expression nodes (" << milliseconds(t0)
+            << "): constant folding of shape\n"
+            << "                 computations and dead-node elimination ran; BN folding and layout\n"
+            << "                 canonicalization are not implemented yet.\n";
   std::ostringstream summary;
   print_summary(summary, model, g, false);
   std::istringstream lines(summary.str());
@@ -353,7 +359,7 @@ int cmd_compile(const std::vector<std::string>& argv) {
   t0 = Clock::now();
   const std::vector<HostTensor> outputs = interpret(g, inputs, io);
   std::cout << "[5/5 run]        no compiled code yet, so the reference interpreter ran the graph (fp64\n"
-            << "                 accumulation, seeded random inputs) in " << seconds_since(t0) << " s\n";
+            << "                 accumulation, seeded random inputs) in " << milliseconds(t0) << "\n";
   for (size_t i = 0; i < outputs.size(); ++i)
     std::cout << "                 output '" << g.tensor(g.outputs()[i]).name << "': " << describe(outputs[i]) << "\n";
   return 0;
