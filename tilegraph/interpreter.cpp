@@ -455,12 +455,97 @@ void choose_lanes(NodeRun& run) {
     if (ax != run.lane_axis) run.inner_axes.push_back(ax);
 }
 
+// The instrumented path: every point of the (possibly restricted) domain, one lane at a time,
+// reporting each in-range read. Independent of the lane machinery above except for the program.
+HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTensor*>& inputs,
+                           const InterpretOptions& options) {
+  HostTensor out(node.output());
+  const std::vector<int64_t> extents = node.extents();
+  const int na = node.num_axes();
+  std::vector<int64_t> begin(na, 0), extent = extents;
+  if (options.domain_tile) {
+    TESSEL_ASSERT(static_cast<int>(options.domain_tile->begin.size()) == na &&
+                  static_cast<int>(options.domain_tile->extent.size()) == na,
+                  "domain tile of node '", node.name(), "' must have ", na, " axes");
+    for (int a = 0; a < na; ++a) {
+      begin[a] = options.domain_tile->begin[a];
+      extent[a] = options.domain_tile->extent[a];
+      TESSEL_ASSERT(begin[a] >= 0 && extent[a] >= 0 && begin[a] + extent[a] <= extents[a],
+                    "domain tile outside the domain of node '", node.name(), "'");
+    }
+  }
+  for (int a = 0; a < na; ++a)
+    if (extent[a] == 0) return out;
+  const Program program = compile_body(node);
+  std::vector<double> regs(static_cast<size_t>(program.num_regs) * kLanes);
+  for (auto [reg, value] : program.constants) regs[static_cast<size_t>(reg) * kLanes] = value;
+  std::vector<int64_t> out_strides(node.num_spatial(), 1);
+  for (int a = node.num_spatial() - 2; a >= 0; --a) out_strides[a] = out_strides[a + 1] * extents[a + 1];
+  std::vector<bool> touched(static_cast<size_t>(out.size()), false);
+  std::vector<int64_t> point = begin, index;
+  std::vector<int> order;  // gather index inputs first
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!node.inputs()[i].is_gather()) order.push_back(static_cast<int>(i));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (node.inputs()[i].is_gather()) order.push_back(static_cast<int>(i));
+  for (;;) {
+    for (int i : order) {
+      const Access& acc = node.inputs()[i];
+      const HostTensor& t = *inputs[i];
+      index.assign(acc.type.rank(), 0);
+      bool inside = true;
+      int64_t off = 0;
+      for (int r = 0; r < acc.type.rank(); ++r) {
+        int64_t v = acc.map.result(r).apply(point.data());
+        if (r == acc.gather_dim) {
+          v = static_cast<int64_t>(regs[static_cast<size_t>(acc.gather_index_input) * kLanes]);
+          if (v < 0) v += acc.type.shape[r];
+          if (v < 0 || v >= acc.type.shape[r])
+            throw UserError("", cat("node '", node.name(), "'"),
+                            cat("gather index ", v, " is out of range for a dimension of size ", acc.type.shape[r]));
+        }
+        index[r] = v;
+        inside &= v >= 0 && v < acc.type.shape[r];
+        off = off * acc.type.shape[r] + v;
+      }
+      if (inside && options.read_observer) options.read_observer(i, index.data());
+      regs[static_cast<size_t>(i) * kLanes] = inside ? t[off] : acc.pad_value;
+    }
+    for (auto [reg, axis] : program.axis_regs) regs[static_cast<size_t>(reg) * kLanes] = static_cast<double>(point[axis]);
+    for (const Instr& in : program.code) run_instr(in, regs.data(), 1);
+    const double v = regs[static_cast<size_t>(program.result) * kLanes];
+    int64_t o = 0;
+    for (int a = 0; a < node.num_spatial(); ++a) o += point[a] * out_strides[a];
+    if (!touched[o]) {
+      touched[o] = true;
+      out.data()[o] = node.num_reduction() > 0 ? combine(node.combiner(), node.init(), v) : v;
+    } else {
+      out.data()[o] = combine(node.combiner(), out.data()[o], v);
+    }
+    int a = na - 1;
+    for (; a >= 0; --a) {
+      if (++point[a] < begin[a] + extent[a]) break;
+      point[a] = begin[a];
+    }
+    if (a < 0) break;
+  }
+  for (int64_t i = 0; i < out.size(); ++i)
+    if (touched[i]) out.data()[i] = round_to(out.dtype(), out.data()[i]);
+  return out;
+}
+
 }  // namespace
 
 HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*>& inputs,
                          const InterpretOptions& options) {
   TESSEL_ASSERT(inputs.size() == node.inputs().size(), "node '", node.name(), "' given ",
                 inputs.size(), " inputs");
+  if (options.read_observer || options.domain_tile) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      TESSEL_ASSERT(inputs[i]->type() == node.inputs()[i].type, "node '", node.name(), "' input ", i,
+                    " is ", inputs[i]->type().print(), ", expected ", node.inputs()[i].type.print());
+    return evaluate_points(node, inputs, options);
+  }
   HostTensor out(node.output());
   if (out.size() == 0) return out;
   const Program program = compile_body(node);

@@ -7,6 +7,8 @@
 // dtype when stored; the accumulator is a double.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "tilegraph/host_tensor.h"
@@ -14,9 +16,22 @@
 
 namespace tessel {
 
+/// A box of a node's iteration domain: begin and extent per axis (spatial axes, then reduction).
+struct DomainBox {
+  std::vector<int64_t> begin, extent;
+};
+
 struct InterpretOptions {
   /// Worker threads for the outer loops; 0 = one per hardware thread.
   int threads = 0;
+  /// Instrumentation (tile propagation tests): called for every element a node reads from one of
+  /// its inputs, with the input slot and the tensor index (rank = the tensor's rank). Reads
+  /// outside the tensor yield the pad value and are not reported. Setting it (or `domain_tile`)
+  /// makes evaluate_node take a plain point-by-point path: slow, single-threaded.
+  std::function<void(int input, const int64_t* index)> read_observer;
+  /// Restricts evaluate_node to the points of this box of the domain: output elements outside it
+  /// stay 0, and a reduction covers only the box's reduction range.
+  std::optional<DomainBox> domain_tile;
 };
 
 /// Runs `graph` on `inputs` (one per graph input, in order, with matching types) and returns one

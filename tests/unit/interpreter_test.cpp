@@ -80,3 +80,37 @@ TEST_CASE("accumulation is fp64 even for f32 tensors") {
   HostTensor out = evaluate_node(*make_node(s), {&x});
   CHECK(out[0] == doctest::Approx(1.01).epsilon(1e-6));
 }
+
+TEST_CASE("the instrumented point path agrees with the lane paths and reports in-range reads") {
+  // A padded, strided 1-D convolution: out[o] = sum_k x[2*o + k - 1] * w[k].
+  NodeSpec s;
+  s.name = "conv";
+  s.axes = {{"o", 9, AxisKind::spatial}, {"k", 3, AxisKind::reduction}};
+  s.inputs = {Access{TensorType{DType::f32, {17}}, AffineMap(2, {AffineExpr{{2, 1}, -1}})},
+              Access{TensorType{DType::f32, {3}}, AffineMap::select_axes(2, {1})}};
+  s.body = input(0, DType::f32) * input(1, DType::f32);
+  s.combiner = Combiner::sum;
+  std::vector<double> xv(17);
+  for (int i = 0; i < 17; ++i) xv[i] = 0.25 * i - 2;
+  HostTensor x(TensorType{DType::f32, {17}}, xv), w(TensorType{DType::f32, {3}}, {0.5, -1, 2});
+  const NodeRef n = make_node(s);
+  int64_t reads = 0, min_index = 100;
+  InterpretOptions observed;
+  observed.read_observer = [&](int input, const int64_t* index) {
+    if (input == 0) {
+      ++reads;
+      min_index = std::min(min_index, index[0]);
+    }
+  };
+  CHECK(evaluate_node(*n, {&x, &w}, observed).values() == evaluate_node(*n, {&x, &w}).values());
+  CHECK(reads == 9 * 3 - 2);  // the reads at -1 and 17 are padding
+  CHECK(min_index == 0);
+
+  // Restricted to output points [3, 5) and the first two kernel taps.
+  InterpretOptions tile;
+  tile.domain_tile = DomainBox{{3, 0}, {2, 2}};
+  const HostTensor part = evaluate_node(*n, {&x, &w}, tile);
+  CHECK(part[3] == doctest::Approx(static_cast<float>(xv[5] * 0.5 + xv[6] * -1)));  // o = 3
+  CHECK(part[4] == doctest::Approx(static_cast<float>(xv[7] * 0.5 + xv[8] * -1)));  // o = 4
+  CHECK(part[2] == 0);  // outside the tile
+}
