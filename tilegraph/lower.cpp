@@ -139,8 +139,19 @@ OpGraph lower_model(const ModelDef& model, const LowerOptions& options) {
   std::map<std::string, Value> values;
   for (const ValueDecl& decl : model.inputs) {
     Value v;
-    v.type = input_type(model, decl, options);
-    v.tensor = graph.add_input(decl.name, v.type);
+    if (auto bound = options.constant_inputs.find(decl.name); bound != options.constant_inputs.end()) {
+      LowerOptions with_shape = options;
+      with_shape.input_shapes[decl.name] = bound->second.shape();
+      v.type = input_type(model, decl, with_shape);
+      if (bound->second.type() != v.type)
+        throw UserError(model.file, cat("input '", decl.name, "'"),
+                        cat("bound to a ", bound->second.type().print(), " value, declared ", v.type.print()));
+      v.constant = std::make_shared<const HostTensor>(bound->second);
+      ctx.name_constant(v, decl.name);
+    } else {
+      v.type = input_type(model, decl, options);
+      v.tensor = graph.add_input(decl.name, v.type);
+    }
     values[decl.name] = v;
   }
   for (const WeightDef& w : model.weights) {

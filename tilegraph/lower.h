@@ -19,6 +19,10 @@ namespace tessel {
 struct LowerOptions {
   /// Concrete shapes for model inputs whose declared shape has unknown (-1) dimensions.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// Model inputs bound to known values at import (like binding parameters): they become
+  /// constants rather than graph inputs, so they may determine shapes (a Reshape target, Slice
+  /// bounds, reduction axes). Each must match the input's declared dtype and shape.
+  std::map<std::string, HostTensor> constant_inputs;
   /// Constants with at most this many elements are folded at import; larger ones stay weights.
   int64_t fold_limit_elements = 1 << 20;
 };

@@ -79,3 +79,21 @@ TEST_CASE("Shape arithmetic is folded at import: no node computes it") {
   CHECK(g.tensor(g.outputs()[0]).type.shape == std::vector<int64_t>{2, 12});
   CHECK(g.weights().empty());
 }
+
+TEST_CASE("inputs bound at import may determine shapes") {
+  ModelDef m;
+  m.name = "bind";
+  m.inputs.push_back({"x", TensorType{DType::f32, {2, 6}}});
+  m.inputs.push_back({"shape", TensorType{DType::i64, {2}}});
+  m.ops.push_back({"r", "Reshape", {"x", "shape"}, {"y"}, {}, ""});
+  m.outputs.push_back("y");
+  CHECK_THROWS_AS(lower_model(m), UnsupportedError);  // the shape is a run-time input
+  LowerOptions opts;
+  opts.constant_inputs.emplace("shape", i64({2}, {3, 4}));
+  const OpGraph g = lower_model(m, opts);
+  CHECK(g.inputs().size() == 1);
+  CHECK(g.tensor(g.outputs()[0]).type.shape == std::vector<int64_t>{3, 4});
+  opts.constant_inputs.clear();
+  opts.constant_inputs.emplace("shape", i64({3}, {3, 2, 2}));  // declared [2]
+  CHECK_THROWS_AS(lower_model(m, opts), UserError);
+}
