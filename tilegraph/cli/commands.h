@@ -11,5 +11,7 @@ int cmd_run(const std::vector<std::string>& argv);
 int cmd_convert(const std::vector<std::string>& argv);
 int cmd_compile(const std::vector<std::string>& argv);
 int cmd_version(const std::vector<std::string>& argv);
+/// `tessel hw show FILE` and `tessel hw probe` (hw_commands.cpp).
+int cmd_hw(const std::vector<std::string>& argv);
 
 }  // namespace tessel

@@ -17,6 +17,8 @@ const char* kUsage =
     "  convert MODEL.onnx -o MODEL.json\n"
     "                         convert a model to Tessel's JSON format\n"
     "  compile MODEL [--run]  run the compiler pipeline and report each stage\n"
+    "  hw show FILE | hw probe [-o FILE] [--device cpu|cuda] [--quick]\n"
+    "                         print a hardware spec, or measure this machine and write one\n"
     "  version                version and build information\n";
 
 }  // namespace
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
     if (command == "run") return tessel::cmd_run(rest);
     if (command == "convert") return tessel::cmd_convert(rest);
     if (command == "compile") return tessel::cmd_compile(rest);
+    if (command == "hw") return tessel::cmd_hw(rest);
     if (command == "version" || command == "--version") return tessel::cmd_version(rest);
     std::cerr << "tessel: error: unknown command '" << command << "'\n" << kUsage;
     return 2;
