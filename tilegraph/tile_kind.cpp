@@ -1,0 +1,108 @@
+// The tile-kind registry and the dense tile kind (tile_kind.h).
+#include "tilegraph/tile_kind.h"
+
+#include "tilegraph/error.h"
+
+namespace tessel {
+namespace {
+
+const LevelTile& level_of(const TileQuery& q) {
+  TESSEL_ASSERT(q.node && q.config, "TileQuery without node or config");
+  TESSEL_ASSERT(q.level >= 0 && q.level < static_cast<int>(q.config->levels.size()), "level index ",
+                q.level, " of a config with ", q.config->levels.size(), " levels");
+  return q.config->levels[q.level];
+}
+
+// Vector loads apply to an input whose innermost dimension walks the node's innermost spatial axis
+// with unit stride (and no other axis of the tile moves it faster).
+bool vectorizable(const TeNode& node, const Access& acc) {
+  if (node.num_spatial() == 0 || acc.type.rank() == 0 || acc.is_gather()) return false;
+  const AffineExpr& row = acc.map.result(acc.type.rank() - 1);
+  return row.coeffs[node.num_spatial() - 1] == 1;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::none: return "none";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_to_all: return "all_to_all";
+  }
+  return "?";
+}
+
+int64_t DenseTileKind::footprint_bytes(const TileQuery& q) const {
+  return tile_footprint(*q.node, level_of(q), q.params).total_bytes;
+}
+
+int64_t DenseTileKind::traffic_bytes(const TileQuery& q) const {
+  return tile_traffic(*q.node, level_of(q), q.params).total_bytes;
+}
+
+int64_t DenseTileKind::effective_flops(const TileQuery& q) const {
+  TESSEL_ASSERT(q.node, "TileQuery without node");
+  return q.node->flops();
+}
+
+std::optional<std::string> DenseTileKind::check_legal(const TileQuery& q) const {
+  TESSEL_ASSERT(q.node && q.config, "TileQuery without node or config");
+  if (!std::holds_alternative<DenseProps>(q.props))
+    return "tile kind 'dense' got the properties of another kind";
+  if (q.level < 0 || q.level >= static_cast<int>(q.config->levels.size()))
+    return cat("level index ", q.level, " but the config has ", q.config->levels.size(), " levels");
+  return check_tile_config(*q.node, *q.config);
+}
+
+std::vector<LoadPlan> DenseTileKind::load_plans(const TileQuery& q) const {
+  const LevelTile& lt = level_of(q);
+  const TeNode& node = *q.node;
+  const DomainTile step = representative_tile(node, lt, /*whole_reduction=*/false);
+  std::vector<LoadPlan> plans;
+  for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
+    const Access& acc = node.inputs()[i];
+    LoadPlan p;
+    p.input = i;
+    p.kind = LoadKind::dense_box;
+    p.box = bounding_box(input_region(node, i, step));
+    p.vector_width = vectorizable(node, acc) ? q.config->vector_width : 1;
+    const int eb = q.params.element_bytes > 0 ? q.params.element_bytes : dtype_bytes(acc.type.dtype);
+    p.data_bytes = num_elements(p.box) * eb;
+    p.once_per_tile = true;
+    for (const AffineExpr& row : acc.map.results())
+      for (int a = node.num_spatial(); a < node.num_axes(); ++a)
+        if (row.coeffs[a] != 0) p.once_per_tile = false;
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+StorePlan DenseTileKind::store_plan(const TileQuery& q) const {
+  const LevelTile& lt = level_of(q);
+  const TeNode& node = *q.node;
+  const DomainTile step = representative_tile(node, lt, /*whole_reduction=*/false);
+  StorePlan p;
+  p.kind = StoreKind::dense_box;
+  for (int a = 0; a < node.num_spatial(); ++a)
+    p.box.dims.push_back(IndexSet::range(step.begin[a], step.begin[a] + step.extent[a]));
+  p.vector_width = node.num_spatial() > 0 ? q.config->vector_width : 1;
+  const int eb = q.params.element_bytes > 0 ? q.params.element_bytes : dtype_bytes(node.output().dtype);
+  p.data_bytes = num_elements(p.box) * eb;
+  return p;
+}
+
+const std::vector<const TileKind*>& tile_kinds() {
+  static const DenseTileKind dense;
+  static const std::vector<const TileKind*> kinds = {&dense};
+  return kinds;
+}
+
+const TileKind* find_tile_kind(std::string_view name) {
+  for (const TileKind* k : tile_kinds())
+    if (k->name() == name) return k;
+  return nullptr;
+}
+
+}  // namespace tessel
