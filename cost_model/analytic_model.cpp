@@ -1,0 +1,251 @@
+// The analytic cost model (see analytic_model.h and docs/cost-model.md for the formulas).
+//
+// Steps:
+//   1. Compute: FLOPs of every node over the peak of the units that run it.
+//   2. Parallelism: blocks, blocks resident per SM/core (limits from the spec), waves, occupancy;
+//      wave quantization stretches the compute time.
+//   3. Memory: per LevelTile of every node, the traffic from the level outward (tile_traffic.h);
+//      inputs from outside the group come from device memory through the last-level cache, whose
+//      reuse across the blocks of a wave decides how much of that traffic reaches DRAM;
+//      intermediates live at their edge level.
+//   4. Latency = launch overhead + the largest of the compute and per-level times.
+#include "cost_model/analytic_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tilegraph/error.h"
+#include "tilegraph/tile_traffic.h"
+
+namespace tessel {
+
+namespace {
+
+bool is_contraction(const TeNode& node) {
+  if (node.combiner() != Combiner::sum || node.num_reduction() == 0) return false;
+  const Expr& b = node.body();
+  if (b.op() != ExprOp::mul) return false;
+  auto leaf = [](const Expr& e) {
+    return e.op() == ExprOp::input || (e.op() == ExprOp::cast && e.operands()[0].op() == ExprOp::input);
+  };
+  return leaf(b.operands()[0]) && leaf(b.operands()[1]);
+}
+
+DType input_dtype(const TeNode& node) {
+  return node.inputs().empty() ? node.output().dtype : node.inputs()[0].type.dtype;
+}
+
+// The level the outermost tiles load from: the outermost level that is not host memory.
+int device_level_index(const HwSpec& spec) {
+  for (int i = static_cast<int>(spec.memory_levels.size()) - 1; i >= 0; --i)
+    if (spec.memory_levels[i].scope != MemoryScope::host) return i;
+  TESSEL_ASSERT(false, "hardware spec '", spec.name, "' has no device memory level");
+}
+
+// The shared hardware cache just inside device memory (L2 on GPUs, L3 on CPUs), or -1.
+int last_level_cache_index(const HwSpec& spec, int device) {
+  const int i = device - 1;
+  if (i < 0) return -1;
+  const MemoryLevel& l = spec.memory_levels[i];
+  return l.cache && l.cache->shared ? i : -1;
+}
+
+bool is_gpu(const HwSpec& spec) { return spec.kind == "gpu"; }
+
+// The unit a contiguous run is rounded up to when data moves out of `source`: a banked level
+// feeding per-thread (inner) tiles is accessed one bank word at a time; otherwise the level's
+// transaction (sector, cache line).
+int64_t access_granularity(const MemoryLevel& source, bool to_inner_tile) {
+  if (to_inner_tile && source.banks > 0 && source.bank_width_bytes > 0) return source.bank_width_bytes;
+  return std::max<int64_t>(source.transaction_bytes, 1);
+}
+
+int64_t bytes_of(const TensorType& t) { return t.num_elements() * dtype_bytes(t.dtype); }
+
+}  // namespace
+
+bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& spec, std::string* reason) {
+  auto no = [&](const std::string& why) {
+    if (reason) *reason = why;
+    return false;
+  };
+  if (!is_contraction(node)) return no("not a sum of products");
+  const DType dt = input_dtype(node);
+  auto peak = spec.compute.tensor_peak_tflops.find(dt);
+  if (peak == spec.compute.tensor_peak_tflops.end() || peak->second <= 0)
+    return no(cat("no tensor-core peak for ", dtype_name(dt), " in ", spec.name));
+  auto shapes = spec.compute.tensor_core_shapes.find(dt);
+  if (shapes == spec.compute.tensor_core_shapes.end() || shapes->second.empty())
+    return no(cat("no tensor-core instruction shape for ", dtype_name(dt)));
+  const int ns = node.num_spatial();
+  const int64_t n = ns >= 1 ? tile.spatial[ns - 1] : 1;
+  const int64_t m = ns >= 2 ? tile.spatial[ns - 2] : 1;
+  const int64_t k = tile.reduction.back();
+  for (const MmaShape& s : shapes->second)
+    if (m % s.m == 0 && n % s.n == 0 && k % s.k == 0) return true;
+  const MmaShape& s = shapes->second.front();
+  return no(cat("tile ", m, "x", n, "x", k, " is not a multiple of an instruction shape such as ", s.m, "x",
+                s.n, "x", s.k));
+}
+
+CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledGroup& group,
+                                          const HwSpec& spec) const {
+  TESSEL_ASSERT(!group.nodes.empty(), "empty group");
+  CostBreakdown out;
+  const int device = device_level_index(spec);
+  const int llc = last_level_cache_index(spec, device);
+  const MemoryLevel& dram = spec.memory_levels[device];
+  const NodeId sink = group.nodes.back();
+  auto config = [&](NodeId n) -> const TileConfig& {
+    auto it = group.tiles.find(n);
+    TESSEL_ASSERT(it != group.tiles.end() && !it->second.levels.empty(), "no tile config for node ", n);
+    return it->second;
+  };
+  auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
+
+  // Step 1: compute.
+  for (NodeId n : group.nodes) {
+    const TeNode& node = graph.node(n);
+    std::string why;
+    const bool tc = uses_tensor_cores(node, config(n).levels.front(), spec, &why);
+    if (is_contraction(node) && !tc && !spec.compute.tensor_peak_tflops.empty())
+      out.notes.push_back(cat("node '", node.name(), "' on SIMT units: ", why));
+    out.tensor_cores |= tc;
+    double peak = spec.peak_flops(input_dtype(node), tc);
+    if (peak <= 0) {
+      peak = spec.peak_flops(DType::f32, false);
+      out.notes.push_back(cat("no peak for ", dtype_name(input_dtype(node)), "; using the f32 peak"));
+    }
+    TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
+    const double flops = static_cast<double>(node.flops());
+    out.flops += flops;
+    out.compute_s += flops / peak;
+  }
+
+  // Step 2: parallelism. Footprints per block at block/SM-scoped levels and per thread at
+  // thread-scoped levels.
+  const TileConfig& sink_cfg = config(sink);
+  out.blocks = num_spatial_tiles(graph.node(sink), sink_cfg.levels.front());
+  int64_t threads = 1;
+  for (int64_t t : sink_cfg.threads) threads *= t;
+  if (sink_cfg.threads.empty()) threads = is_gpu(spec) ? spec.compute.simd_width : 1;
+  int64_t block_bytes = 0, thread_bytes = 0;
+  for (NodeId n : group.nodes) {
+    const TileConfig& cfg = config(n);
+    for (const LevelTile& lt : cfg.levels) {
+      const MemoryLevel& level = spec.level(lt.level);
+      const TrafficParams params{1, 0, cfg.pipeline_stages};
+      const int64_t bytes = tile_footprint(graph.node(n), lt, params).total_bytes;
+      if (level.scope == MemoryScope::thread) thread_bytes += bytes;
+      else if (level.scope == MemoryScope::block || level.scope == MemoryScope::sm) block_bytes += bytes;
+    }
+  }
+  const int64_t units = spec.compute.units;
+  out.blocks_per_unit = 1;
+  out.occupancy = 1;
+  if (is_gpu(spec)) {
+    const LimitSpec& lim = spec.limits;
+    const int64_t regs_per_thread = (thread_bytes + 3) / 4;  // 32-bit registers holding the thread tiles
+    if (block_bytes > lim.smem_per_block_bytes || threads > lim.max_threads_per_block ||
+        regs_per_thread > lim.max_registers_per_thread) {
+      out.notes.push_back(cat("does not fit: ", block_bytes, " B shared memory per block (limit ",
+                              lim.smem_per_block_bytes, "), ", threads, " threads (limit ", lim.max_threads_per_block,
+                              "), ", regs_per_thread, " registers per thread (limit ", lim.max_registers_per_thread, ")"));
+      out.latency_s = std::numeric_limits<double>::infinity();
+      out.bound = "capacity";
+      return out;
+    }
+    int64_t per_sm = lim.max_blocks_per_sm;
+    if (block_bytes > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / block_bytes);
+    per_sm = std::min(per_sm, lim.max_threads_per_sm / threads);
+    if (regs_per_thread > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs_per_thread * threads));
+    out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
+    out.occupancy = static_cast<double>(out.blocks_per_unit * threads) / static_cast<double>(lim.max_threads_per_sm);
+  }
+  const int64_t concurrent = out.blocks_per_unit * units;
+  out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(concurrent));
+  // The last wave leaves units idle: compute stretches by waves x concurrent / blocks.
+  const double quantization = out.blocks > 0 ? out.waves * static_cast<double>(concurrent) / static_cast<double>(out.blocks) : 1;
+  out.compute_s *= quantization;
+  // Fewer busy units than the chip has draw proportionally less bandwidth.
+  const double active = std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(units));
+
+  // Step 3: memory traffic per level.
+  std::map<std::string, double> bytes;  // level name -> bytes moved out of it
+  double tile_bytes = 0, compulsory = 0, wave_set_per_block = 0, written = 0;
+  for (NodeId n : group.nodes) {
+    const TeNode& node = graph.node(n);
+    const TileConfig& cfg = config(n);
+    for (size_t i = 0; i < cfg.levels.size(); ++i) {
+      const LevelTile& lt = cfg.levels[i];
+      const MemoryLevel& source = i == 0 ? dram : spec.level(cfg.levels[i - 1].level);
+      const TrafficParams params{access_granularity(source, i > 0), 0, cfg.pipeline_stages};
+      const TileTraffic t = tile_traffic(node, lt, params);
+      if (i > 0) {  // inner tiles load from the outer tile's level
+        bytes[source.name] += static_cast<double>(t.total_bytes);
+        continue;
+      }
+      for (size_t k = 0; k < node.inputs().size(); ++k) {
+        const TensorId tensor = graph.node_inputs(n)[k];
+        const NodeId producer = graph.producer(tensor);
+        if (producer >= 0 && in_group(producer)) {
+          auto edge = group.edge_levels.find(tensor);
+          const std::string level = edge == group.edge_levels.end() ? "registers" : edge->second;
+          if (spec.level(level).scope != MemoryScope::thread) bytes[level] += static_cast<double>(t.input_bytes[k]);
+          continue;
+        }
+        tile_bytes += static_cast<double>(t.input_bytes[k]);
+        compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
+        // What one block reads of this input over its whole reduction loop.
+        const DomainTile whole = representative_tile(node, lt, /*whole_reduction=*/true);
+        wave_set_per_block += static_cast<double>(num_elements(bounding_box(input_region(node, static_cast<int>(k), whole))) *
+                                                  dtype_bytes(node.inputs()[k].type.dtype));
+      }
+      const TensorId result = graph.node_output(n);
+      bool leaves = n == sink;
+      for (TensorId o : graph.outputs()) leaves |= o == result;
+      for (NodeId c : graph.consumers(result)) leaves |= !in_group(c);
+      if (leaves) {
+        written += static_cast<double>(t.output_bytes);
+      } else {
+        auto edge = group.edge_levels.find(result);
+        const std::string level = edge == group.edge_levels.end() ? "registers" : edge->second;
+        if (spec.level(level).scope != MemoryScope::thread) bytes[level] += static_cast<double>(t.output_bytes);
+      }
+    }
+  }
+  // Last-level cache: blocks of one wave share what they read; if a wave's working set fits, each
+  // input byte comes from DRAM once (compulsory traffic), otherwise the excess spills.
+  double dram_bytes = tile_bytes;
+  if (llc >= 0) {
+    const MemoryLevel& cache = spec.memory_levels[llc];
+    const double wave_set = std::min(compulsory, wave_set_per_block * static_cast<double>(concurrent));
+    const double hit = wave_set > 0 ? std::min(1.0, static_cast<double>(cache.chip_capacity_bytes()) / wave_set) : 1.0;
+    dram_bytes = std::min(tile_bytes, compulsory + (tile_bytes - compulsory) * (1.0 - hit));
+    bytes[cache.name] += tile_bytes + written;
+    if (tile_bytes > compulsory)
+      out.notes.push_back(cat(cache.name, " serves ", static_cast<int64_t>(tile_bytes - dram_bytes),
+                              " B of re-reads across blocks (", static_cast<int>(hit * 100), "% of a wave's working set fits)"));
+  }
+  bytes[dram.name] += dram_bytes + written;
+
+  // Step 4: latency. Levels in the spec's order, registers outward.
+  out.bound = "compute";
+  double worst = out.compute_s;
+  for (const MemoryLevel& level : spec.memory_levels) {
+    auto it = bytes.find(level.name);
+    if (it == bytes.end() || it->second <= 0) continue;
+    const double seconds = it->second / (level.bandwidth_gbps * 1e9 * active);
+    out.memory.push_back({level.name, it->second, seconds});
+    if (seconds > worst) {
+      worst = seconds;
+      out.bound = level.name;
+    }
+  }
+  out.launch_s = spec.compute.launch_overhead_us * 1e-6;
+  out.latency_s = out.launch_s + worst;
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,212 @@
+// The cost models: hand-computed predictions for a memory-bound and a compute-bound group on a toy
+// GPU spec (numbers chosen so the arithmetic is easy to follow), the same cases on two shipped
+// specs, monotonicity (more bandwidth or more peak never predicts slower), capacity rejection.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "../test_util.h"
+#include "cost_model/analytic_model.h"
+#include "cost_model/roofline_model.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+MemoryLevel level(const std::string& name, MemoryScope scope, int64_t capacity, int64_t instances,
+                  double gbps, int64_t transaction, bool cache = false) {
+  MemoryLevel l;
+  l.name = name;
+  l.scope = scope;
+  l.capacity_bytes = capacity;
+  l.instances = instances;
+  l.bandwidth_gbps = gbps;
+  l.transaction_bytes = transaction;
+  l.software_managed = !cache && scope != MemoryScope::device;
+  if (cache) l.cache = CacheSpec{16, true};
+  return l;
+}
+
+// 10 SMs; f32 SIMT 10 TFLOP/s; f16 tensor cores 100 TFLOP/s with 16x8x16 instructions;
+// smem 100 TB/s, L2 8 MB at 2 TB/s, DRAM 1 TB/s; 2 us launch.
+HwSpec toy_gpu() {
+  HwSpec s;
+  s.name = "toy";
+  s.kind = "gpu";
+  s.memory_levels = {level("registers", MemoryScope::thread, 1024, 20480, 1e6, 4),
+                     level("smem", MemoryScope::sm, 100 * 1024, 10, 100000, 4),
+                     level("l2", MemoryScope::device, 8 << 20, 1, 2000, 32, true),
+                     level("dram", MemoryScope::device, int64_t{1} << 30, 1, 1000, 32)};
+  s.compute.units = 10;
+  s.compute.simd_width = 32;
+  s.compute.clock_ghz = 1;
+  s.compute.simt_peak_tflops = {{DType::f32, 10}, {DType::f16, 10}};
+  s.compute.tensor_peak_tflops = {{DType::f16, 100}};
+  s.compute.tensor_core_shapes = {{DType::f16, {MmaShape{16, 8, 16}}}};
+  s.compute.launch_overhead_us = 2;
+  s.limits = LimitSpec{1024, 2048, 16, 65536, 255, 100 * 1024, 100 * 1024, 0};
+  return s;
+}
+
+ScheduledGroup single(TileConfig cfg) {
+  ScheduledGroup g;
+  g.nodes = {0};
+  g.tiles[0] = std::move(cfg);
+  return g;
+}
+
+OpGraph add_graph() {
+  return lower_model(single_op_model("Add", {random_f32({1024, 1024}, 1), random_f32({1024, 1024}, 2)}, {}, 1, {}));
+}
+
+OpGraph matmul_graph(DType t) {
+  const TensorType a{t, {1024, 1024}};
+  return lower_model(single_op_model("MatMul", {HostTensor(a), HostTensor(a)}, {}, 1, {}));
+}
+
+TileConfig add_tiles() {
+  TileConfig c;
+  c.levels = {LevelTile{"smem", {8, 1024}, {}}};
+  c.threads = {1, 256};
+  return c;
+}
+
+TileConfig gemm_tiles() {
+  TileConfig c;
+  c.levels = {LevelTile{"smem", {128, 128}, {32}}, LevelTile{"registers", {8, 8}, {1}}};
+  c.threads = {16, 16};
+  c.pipeline_stages = 2;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("memory-bound: a 1024x1024 f32 add on the toy GPU, by hand") {
+  const OpGraph g = add_graph();
+  const CostBreakdown c = AnalyticCostModel().estimate(g, single(add_tiles()), toy_gpu());
+  // Block tile 8x1024: 128 blocks; smem per block 3 x 32 KiB = 96 KiB -> 1 block per SM.
+  CHECK(c.blocks == 128);
+  CHECK(c.blocks_per_unit == 1);
+  CHECK(c.waves == 13);
+  CHECK(c.occupancy == doctest::Approx(256.0 / 2048));
+  // Each input read once (4 MiB each), output written once (4 MiB); the wave's working set
+  // (10 blocks x 64 KiB) fits in L2, so DRAM sees 12 MiB.
+  const double dram = 12.0 * (1 << 20);
+  REQUIRE(c.memory.size() == 2);  // L2 and DRAM: a single-level tile has no inner traffic
+  CHECK(c.memory.back().level == "dram");
+  CHECK(c.memory.back().bytes == dram);
+  CHECK(c.memory.back().seconds == doctest::Approx(dram / 1e12));
+  CHECK(c.flops == 1024.0 * 1024);
+  CHECK(c.compute_s == doctest::Approx(1024.0 * 1024 / 1e13 * (13 * 10) / 128));
+  CHECK(c.bound == "dram");
+  CHECK(c.latency_s == doctest::Approx(2e-6 + dram / 1e12));
+  CHECK_FALSE(c.tensor_cores);
+}
+
+TEST_CASE("compute-bound: a 1024^3 f16 GEMM on the toy GPU's tensor cores, by hand") {
+  const OpGraph g = matmul_graph(DType::f16);
+  const CostBreakdown c = AnalyticCostModel().estimate(g, single(gemm_tiles()), toy_gpu());
+  CHECK(c.tensor_cores);
+  const double flops = 2.0 * 1024 * 1024 * 1024;
+  CHECK(c.flops == flops);
+  // 64 blocks of 128x128; smem per block: 2 stages x (8 KiB + 8 KiB) + a 32 KiB f16 accumulator
+  // = 64 KiB -> 1 block per SM, 10 at a time, 7 waves.
+  CHECK(c.blocks == 64);
+  CHECK(c.blocks_per_unit == 1);
+  CHECK(c.waves == 7);
+  const double compute = flops / 1e14 * (7.0 * 10 / 64);
+  CHECK(c.compute_s == doctest::Approx(compute));
+  // L2: every block reads 32 steps x (8 KiB of A + 8 KiB of B): 64 x 32 x 16 KiB = 32 MiB, plus
+  // 2 MiB written. The working set (4 MiB of inputs) fits in 8 MiB, so DRAM sees 4 + 2 MiB.
+  double l2_bytes = 0, dram_bytes = 0;
+  for (const LevelCost& l : c.memory) {
+    if (l.level == "l2") l2_bytes = l.bytes;
+    if (l.level == "dram") dram_bytes = l.bytes;
+  }
+  CHECK(l2_bytes == 34.0 * (1 << 20));
+  CHECK(dram_bytes == 6.0 * (1 << 20));
+  CHECK(c.bound == "compute");
+  CHECK(c.latency_s == doctest::Approx(2e-6 + compute));
+
+  // A tile that is not a multiple of the 16x8x16 instruction shape runs on SIMT units.
+  TileConfig odd = gemm_tiles();
+  odd.levels = {LevelTile{"smem", {120, 128}, {32}}, LevelTile{"registers", {8, 8}, {1}}};
+  odd.threads = {15, 16};
+  const CostBreakdown s = AnalyticCostModel().estimate(g, single(odd), toy_gpu());
+  CHECK_FALSE(s.tensor_cores);
+  CHECK(s.compute_s > c.compute_s * 5);
+  REQUIRE_FALSE(s.notes.empty());
+  CHECK(s.notes[0].find("120x128x32") != std::string::npos);
+}
+
+TEST_CASE("the roofline floor is below the analytic prediction") {
+  const OpGraph g = matmul_graph(DType::f16);
+  const CostBreakdown floor = RooflineCostModel().estimate(g, single(gemm_tiles()), toy_gpu());
+  CHECK(floor.latency_s == doctest::Approx(2.0 * 1024 * 1024 * 1024 / 1e14));
+  CHECK(floor.latency_s <= AnalyticCostModel().estimate(g, single(gemm_tiles()), toy_gpu()).latency_s);
+  const OpGraph add = add_graph();
+  CHECK(RooflineCostModel().estimate(add, single(add_tiles()), toy_gpu()).latency_s ==
+        doctest::Approx(12.0 * (1 << 20) / 1e12));
+}
+
+TEST_CASE("more bandwidth or more peak never predicts slower") {
+  const OpGraph add = add_graph(), mm = matmul_graph(DType::f16);
+  for (const auto& [graph, tiles] : {std::pair<const OpGraph*, TileConfig>{&add, add_tiles()}, {&mm, gemm_tiles()}}) {
+    const HwSpec base = toy_gpu();
+    const double t0 = AnalyticCostModel().estimate(*graph, single(tiles), base).latency_s;
+    for (size_t i = 0; i < base.memory_levels.size(); ++i)
+      for (double factor : {1.5, 4.0}) {
+        HwSpec faster = base;
+        faster.memory_levels[i].bandwidth_gbps *= factor;
+        CHECK(AnalyticCostModel().estimate(*graph, single(tiles), faster).latency_s <= t0);
+      }
+    HwSpec more_flops = base;
+    for (auto& [dt, v] : more_flops.compute.tensor_peak_tflops) v *= 2;
+    for (auto& [dt, v] : more_flops.compute.simt_peak_tflops) v *= 2;
+    CHECK(AnalyticCostModel().estimate(*graph, single(tiles), more_flops).latency_s <= t0);
+    HwSpec bigger_l2 = base;
+    bigger_l2.memory_levels[2].capacity_bytes *= 4;
+    CHECK(AnalyticCostModel().estimate(*graph, single(tiles), bigger_l2).latency_s <= t0);
+  }
+}
+
+TEST_CASE("a block that does not fit is rejected with the limit named") {
+  TileConfig huge = gemm_tiles();
+  huge.levels = {LevelTile{"smem", {256, 256}, {64}}, LevelTile{"registers", {8, 8}, {1}}};
+  huge.threads = {32, 32};
+  const CostBreakdown c = AnalyticCostModel().estimate(matmul_graph(DType::f16), single(huge), toy_gpu());
+  CHECK(std::isinf(c.latency_s));
+  CHECK(c.bound == "capacity");
+  REQUIRE_FALSE(c.notes.empty());
+  CHECK(c.notes.back().find("shared memory per block") != std::string::npos);
+}
+
+TEST_CASE("shipped specs: the same GEMM is faster on an H100 than on an A100") {
+  const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
+  const HwSpec h100 = load_hw_spec(dir + "nvidia-h100-sxm.json");
+  const HwSpec a100 = load_hw_spec(dir + "nvidia-a100-sxm-80g.json");
+  const TensorType t{DType::f16, {4096, 4096}};
+  const OpGraph g = lower_model(single_op_model("MatMul", {HostTensor(t), HostTensor(t)}, {}, 1, {}));
+  const CostBreakdown h = AnalyticCostModel().estimate(g, single(gemm_tiles()), h100);
+  const CostBreakdown a = AnalyticCostModel().estimate(g, single(gemm_tiles()), a100);
+  CHECK(h.tensor_cores);
+  CHECK(a.tensor_cores);
+  CHECK(h.latency_s < a.latency_s);
+  // Above the roofline floor. An 8x8 thread tile re-reads 16 elements of shared memory per 64
+  // multiply-adds: on the H100 that, not the tensor cores, is the bound.
+  const double floor = RooflineCostModel().estimate(g, single(gemm_tiles()), h100).latency_s;
+  CHECK(h.latency_s >= floor);
+  CHECK(h.bound == "smem");
+  // The add is DRAM-bound on both, and takes about bytes / bandwidth.
+  const OpGraph add = add_graph();
+  for (const HwSpec* spec : {&h100, &a100}) {
+    const CostBreakdown c = AnalyticCostModel().estimate(add, single(add_tiles()), *spec);
+    std::string device;
+    for (const MemoryLevel& l : spec->memory_levels)
+      if (l.scope != MemoryScope::host) device = l.name;
+    CHECK(c.bound == device);
+  }
+  CHECK(cost_models().front()->name() == "analytic");
+  CHECK(cost_models().size() == 2);
+}
