@@ -167,3 +167,18 @@ TEST_CASE("scope names") {
     CHECK(parse_scope(scope_name(s)) == s);
   CHECK_FALSE(parse_scope("socket").has_value());
 }
+
+TEST_CASE("every committed probed spec (hw_specs/measured/) loads, round-trips and says it was measured") {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(kSpecDir + "measured")) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    const std::string path = entry.path().string();
+    CAPTURE(path);
+    const HwSpec spec = load_hw_spec(path);
+    CHECK(spec.source.find("measured by tessel hw probe") != std::string::npos);
+    CHECK(parse_hw_spec(write_hw_spec(spec), path) == spec);
+    CHECK(spec.level("dram").bandwidth_gbps > 0);
+  }
+  CHECK(count >= 2);  // this development machine and the H100
+}

@@ -346,8 +346,8 @@ int cmd_compile(const std::vector<std::string>& argv) {
   for (std::string line; std::getline(lines, line);) std::cout << "                 " << line << "\n";
   if (args.flag("dump")) std::cout << g.print();
 
-  std::cout << "[3/5 schedule]   not implemented yet: hardware specs, the cost model and the policies\n"
-            << "                 (roller, welder, z3) come next; every node would run as its own kernel.\n";
+  std::cout << "[3/5 schedule]   not implemented yet: hardware specs, tile propagation and the cost model\n"
+            << "                 exist; the policies (roller, welder, z3) that choose groups and tiles come next.\n";
   std::cout << "[4/5 emit]       not implemented yet: CPU code generation through LLVM (" << target << ").\n";
   if (!args.flag("run")) {
     std::cout << "[5/5 run]        skipped (pass --run)\n";
