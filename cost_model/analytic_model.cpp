@@ -72,6 +72,8 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
   };
   if (!is_contraction(node)) return no("not a sum of products");
   const DType dt = input_dtype(node);
+  // The matrix units' f32 mode is TF32 (10-bit mantissa): not the f32 arithmetic the node asks for.
+  if (dt == DType::f32) return no("the tensor cores' f32 mode is TF32, less precise than f32");
   auto peak = spec.compute.tensor_peak_tflops.find(dt);
   if (peak == spec.compute.tensor_peak_tflops.end() || peak->second <= 0)
     return no(cat("no tensor-core peak for ", dtype_name(dt), " in ", spec.name));

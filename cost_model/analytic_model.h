@@ -21,7 +21,8 @@ class AnalyticCostModel : public CostModel {
 
 /// Pieces of the analytic model, exposed for tests and for policies that rank candidates.
 /// Whether `node` with outermost tile `tile` can run on the spec's tensor cores: a sum of
-/// products of two inputs, a dtype with a tensor-core peak, and tile extents (the last two
+/// products of two inputs, a dtype with a tensor-core peak other than f32 (whose tensor-core mode
+/// is TF32, less precise than the f32 the node asks for), and tile extents (the last two
 /// spatial axes and the last reduction step) that are multiples of one MMA shape. The reason is
 /// set when it cannot.
 bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& spec, std::string* reason);

@@ -210,3 +210,41 @@ TEST_CASE("shipped specs: the same GEMM is faster on an H100 than on an A100") {
   CHECK(cost_models().front()->name() == "analytic");
   CHECK(cost_models().size() == 2);
 }
+
+TEST_CASE("hand-computed on two shipped specs: a memory-bound add and a compute-bound f32 GEMM") {
+  const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
+  for (const char* file : {"nvidia-h100-sxm.json", "nvidia-a100-sxm-80g.json"}) {
+    CAPTURE(file);
+    const HwSpec spec = load_hw_spec(dir + file);
+    const double units = static_cast<double>(spec.compute.units);
+    const double launch = spec.compute.launch_overhead_us * 1e-6;
+
+    // Add of two 1024x1024 f32 tensors, 8x1024 block tiles: 128 blocks, fewer than the SMs, so
+    // only 128/units of the DRAM bandwidth is drawn; 12 MiB moved (two reads, one write).
+    const CostBreakdown add = AnalyticCostModel().estimate(add_graph(), single(add_tiles()), spec);
+    const double dram_time = 12.0 * (1 << 20) / (spec.level("dram").bandwidth_gbps * 1e9 * std::min(1.0, 128 / units));
+    CHECK(add.bound == "dram");
+    CHECK(add.latency_s == doctest::Approx(launch + dram_time));
+
+    // 4096^3 f32 GEMM, 128x128x32 block tiles (2 stages: 64 KiB of inputs + a 64 KiB f32
+    // accumulator = 128 KiB -> 1 block per SM), 8x16 thread tiles on 16x8 threads. f32 stays on the
+    // SIMT units: compute = FLOPs / f32 peak x wave quantization.
+    const TensorType t{DType::f32, {4096, 4096}};
+    const OpGraph gemm = lower_model(single_op_model("MatMul", {HostTensor(t), HostTensor(t)}, {}, 1, {}));
+    TileConfig tiles;
+    tiles.levels = {LevelTile{"smem", {128, 128}, {32}}, LevelTile{"registers", {8, 16}, {1}}};
+    tiles.threads = {16, 8};
+    tiles.pipeline_stages = 2;
+    const CostBreakdown c = AnalyticCostModel().estimate(gemm, single(tiles), spec);
+    CHECK_FALSE(c.tensor_cores);
+    CHECK(c.blocks == 1024);
+    CHECK(c.blocks_per_unit == 1);
+    const double waves = std::ceil(1024 / units);
+    const double compute = 2.0 * 4096 * 4096 * 4096 / (spec.compute.simt_peak_tflops.at(DType::f32) * 1e12) *
+                           (waves * units / 1024);
+    CHECK(c.waves == waves);
+    CHECK(c.compute_s == doctest::Approx(compute));
+    CHECK(c.bound == "compute");
+    CHECK(c.latency_s == doctest::Approx(launch + compute));
+  }
+}
