@@ -1,0 +1,44 @@
+// The roller policy (Roller, OSDI'22): one operator per group. For each node, build
+// hardware-aligned tile candidates (rTiles), scale them up along the axis with the best data-reuse
+// score until a capacity limit, scale out (shrink) small operators so the grid fills the machine,
+// and keep the top-k by the cost model.
+#pragma once
+
+#include "policy/policy.h"
+
+namespace tessel {
+
+struct RollerOptions {
+  /// Candidates priced by the cost model per node (the rest are pruned by the reuse heuristic).
+  int top_k = 8;
+  /// Largest fraction of a tile that may fall outside the domain (padding waste) when rounding
+  /// tile extents up to hardware-aligned sizes.
+  double max_padding_waste = 0.25;
+  /// Optional device measurement of the top-k (not owned; null = cost model only).
+  Measurer* measurer = nullptr;
+};
+
+/// The ranked tile candidates for one node on its own (best first, at most options.top_k), each
+/// with its predicted cost; a node no candidate fits gets an empty list. Used by roller directly
+/// and by welder and z3 for a group's sink.
+struct TileCandidate {
+  TileConfig tiles;
+  CostBreakdown predicted;
+};
+std::vector<TileCandidate> roller_candidates(const OpGraph& graph, NodeId node, const HwSpec& spec,
+                                             const CostModel& cost, const RollerOptions& options = {});
+
+class RollerPolicy : public Policy {
+ public:
+  explicit RollerPolicy(RollerOptions options = {}) : options_(options) {}
+  std::string_view name() const override { return "roller"; }
+  std::string_view description() const override {
+    return "one operator per kernel; hardware-aligned tiles scaled up by data reuse, top-k by cost";
+  }
+  Schedule schedule(const PolicyContext& ctx) const override;
+
+ private:
+  RollerOptions options_;
+};
+
+}  // namespace tessel
