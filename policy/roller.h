@@ -8,6 +8,8 @@
 
 namespace tessel {
 
+class MeasureCache;
+
 struct RollerOptions {
   /// Candidates priced by the cost model per node (the rest are pruned by the reuse heuristic).
   int top_k = 8;
@@ -16,6 +18,9 @@ struct RollerOptions {
   double max_padding_waste = 0.25;
   /// Optional device measurement of the top-k (not owned; null = cost model only).
   Measurer* measurer = nullptr;
+  /// Where measurements are cached (not owned). Null with a measurer: a MeasureCache in
+  /// default_measure_cache_dir() (measure_cache.h). Unused without a measurer.
+  MeasureCache* measure_cache = nullptr;
 };
 
 /// The ranked tile candidates for one node on its own (best first, at most options.top_k), each

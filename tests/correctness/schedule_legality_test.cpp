@@ -1,0 +1,275 @@
+// Schedule legality: roller schedules of every bundled model on every shipped hardware spec, and
+// of a few hundred ONNX backend node-test models on a GPU and a CPU spec, pass the independent
+// checker (check_schedule.h); the checker catches hand-broken schedules with messages naming the
+// numbers; schedules round-trip through JSON.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "../test_util.h"
+#include "cost_model/analytic_model.h"
+#include "hw_specs/hw_spec.h"
+#include "policy/check_schedule.h"
+#include "policy/policy.h"
+#include "policy/roller.h"
+#include "policy/schedule_json.h"
+#include "tilegraph/import/load_model.h"
+#include "tilegraph/import/onnx_import.h"
+#include "tilegraph/import/tensor_files.h"
+
+using namespace tessel;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<fs::path> files_in(const fs::path& dir, const std::string& ext) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ext) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<HwSpec> shipped_specs() {
+  std::vector<HwSpec> specs;
+  for (const fs::path& p : files_in(fs::path(TESSEL_SOURCE_DIR) / "hw_specs", ".json")) specs.push_back(load_hw_spec(p.string()));
+  return specs;
+}
+
+HwSpec spec_named(const std::string& name) {
+  return load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/" + name + ".json");
+}
+
+Schedule roller(const OpGraph& g, const HwSpec& spec) {
+  AnalyticCostModel cost;
+  return RollerPolicy().schedule(PolicyContext{g, spec, cost});
+}
+
+std::string joined(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const std::string& p : problems) out += p + "\n";
+  return out;
+}
+
+bool mentions(const std::vector<std::string>& problems, const std::string& text) {
+  return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.find(text) != std::string::npos; });
+}
+
+// An ONNX node test lowered with the shapes of its first data set (integer inputs bound when a
+// shape depends on them); nullopt when Tessel does not support it.
+std::optional<OpGraph> lower_node_test(const fs::path& dir) {
+  const ModelDef model = import_onnx((dir / "model.onnx").string());
+  std::vector<HostTensor> data;
+  for (int k = 0;; ++k) {
+    const fs::path p = dir / "test_data_set_0" / cat("input_", k, ".pb");
+    if (!fs::exists(p)) break;
+    data.push_back(read_tensor_file(p.string()));
+  }
+  if (data.size() != model.inputs.size()) return std::nullopt;
+  for (bool bind : {false, true}) {
+    LowerOptions options;
+    for (size_t k = 0; k < data.size(); ++k) {
+      options.input_shapes[model.inputs[k].name] = data[k].shape();
+      if (bind && is_integer(data[k].dtype())) options.constant_inputs[model.inputs[k].name] = data[k];
+    }
+    try {
+      return lower_model(model, options);
+    } catch (const UnsupportedError&) {
+      return std::nullopt;
+    } catch (const UserError&) {
+      if (bind) return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("schedule legality: roller on every bundled model and every shipped spec") {
+  const std::vector<HwSpec> specs = shipped_specs();
+  REQUIRE(specs.size() >= 7);
+  for (const fs::path& model : files_in(fs::path(TESSEL_SOURCE_DIR) / "experiments" / "models", ".json")) {
+    const OpGraph g = lower_model(load_model(model.string()));
+    for (const HwSpec& spec : specs) {
+      INFO(model.filename().string(), " on ", spec.name);
+      const Schedule s = roller(g, spec);
+      const std::vector<std::string> problems = check_schedule(g, spec, s);
+      CHECK_MESSAGE(problems.empty(), joined(problems));
+      CHECK(std::isfinite(s.predicted_latency_s));
+    }
+  }
+}
+
+TEST_CASE("schedule legality: roller on ONNX node-test models, H100 and a CPU") {
+  const fs::path root = "/usr/share/libonnx-testdata/data/node";
+  if (!fs::exists(root)) {
+    MESSAGE("[SKIP] no ONNX node tests at ", root.string());
+    return;
+  }
+  const HwSpec gpu = spec_named("nvidia-h100-sxm"), cpu = spec_named("x86-64-avx2-generic");
+  std::vector<fs::path> tests;
+  for (const auto& e : fs::directory_iterator(root))
+    if (fs::exists(e.path() / "model.onnx")) tests.push_back(e.path());
+  std::sort(tests.begin(), tests.end());
+  int scheduled = 0, skipped = 0;
+  for (const fs::path& dir : tests) {
+    std::optional<OpGraph> g;
+    try {
+      g = lower_node_test(dir);
+    } catch (const UserError&) {
+      g.reset();
+    }
+    if (!g || g->num_nodes() == 0) {
+      ++skipped;
+      continue;
+    }
+    for (const HwSpec* spec : {&gpu, &cpu}) {
+      INFO(dir.filename().string(), " on ", spec->name);
+      const Schedule s = roller(*g, *spec);
+      const std::vector<std::string> problems = check_schedule(*g, *spec, s);
+      CHECK_MESSAGE(problems.empty(), joined(problems));
+    }
+    ++scheduled;
+  }
+  MESSAGE("scheduled ", scheduled, " ONNX node-test models on two specs; skipped ", skipped);
+  CHECK(scheduled >= 300);
+}
+
+TEST_CASE("check_schedule catches hand-broken schedules") {
+  const HwSpec spec = spec_named("nvidia-h100-sxm");
+  const OpGraph g = lower_model(load_model(std::string(TESSEL_SOURCE_DIR) + "/experiments/models/bert_base_layer.json"));
+  const Schedule good = roller(g, spec);
+  REQUIRE(check_schedule(g, spec, good).empty());
+  // The first GEMM's group.
+  size_t gemm = 0;
+  while (g.node(good.groups[gemm].group.nodes[0]).num_reduction() == 0 ||
+         g.node(good.groups[gemm].group.nodes[0]).num_spatial() < 2)
+    ++gemm;
+  const NodeId gemm_node = good.groups[gemm].group.nodes[0];
+
+  SUBCASE("over shared-memory capacity") {
+    Schedule s = good;
+    TileConfig& cfg = s.groups[gemm].group.tiles[gemm_node];
+    for (int64_t& e : cfg.levels.front().spatial) e *= 64;
+    for (int64_t& e : cfg.threads) e *= 64;
+    const std::vector<std::string> p = check_schedule(g, spec, s);
+    INFO(joined(p));
+    CHECK(mentions(p, "shared memory per block, limit 232448"));
+    CHECK(mentions(p, "threads per block, limit 1024"));
+  }
+  SUBCASE("a missing node") {
+    Schedule s = good;
+    const NodeId dropped = s.groups.back().group.nodes[0];
+    s.groups.pop_back();
+    const std::vector<std::string> p = check_schedule(g, spec, s);
+    CHECK(mentions(p, cat("node '", g.node(dropped).name(), "' is in no group")));
+  }
+  SUBCASE("a node twice") {
+    Schedule s = good;
+    s.groups.push_back(s.groups.front());
+    CHECK(mentions(check_schedule(g, spec, s), "is in group 0 and in group"));
+  }
+  SUBCASE("a level the spec does not have") {
+    Schedule s = good;
+    s.groups[gemm].group.tiles[gemm_node].levels.front().level = "l1d";
+    const std::vector<std::string> p = check_schedule(g, spec, s);
+    CHECK(mentions(p, "level 'l1d' is not a memory level of nvidia-h100-sxm"));
+  }
+  SUBCASE("levels out of order") {
+    Schedule s = good;
+    std::swap(s.groups[gemm].group.tiles[gemm_node].levels[0].level, s.groups[gemm].group.tiles[gemm_node].levels[1].level);
+    CHECK(mentions(check_schedule(g, spec, s), "is not inside the level before it"));
+  }
+  SUBCASE("an invalid tile config") {
+    Schedule s = good;
+    s.groups[gemm].group.tiles[gemm_node].levels.front().spatial.pop_back();
+    CHECK_FALSE(check_schedule(g, spec, s).empty());
+  }
+  SUBCASE("groups out of dependence order") {
+    Schedule s = good;
+    std::reverse(s.groups.begin(), s.groups.end());
+    CHECK(mentions(check_schedule(g, spec, s), "before its producer"));
+  }
+  SUBCASE("an unaligned innermost tile") {
+    Schedule s = good;
+    TileConfig& cfg = s.groups[gemm].group.tiles[gemm_node];
+    cfg.levels = {cfg.levels.front()};
+    cfg.levels.front().spatial.back() = 3;
+    cfg.threads.assign(cfg.levels.front().spatial.begin(), cfg.levels.front().spatial.end());
+    cfg.pipeline_stages = 1;
+    const std::vector<std::string> p = check_schedule(g, spec, s);
+    INFO(joined(p));
+    CHECK(mentions(p, "innermost tile extent 3"));
+  }
+  SUBCASE("an edge level outside any group") {
+    Schedule s = good;
+    const TensorId t = g.node_output(s.groups[0].group.nodes[0]);
+    s.groups[0].group.edge_levels[t] = "smem";
+    CHECK(mentions(check_schedule(g, spec, s), "not produced and consumed inside the group"));
+  }
+  SUBCASE("a fused group whose nodes need different grids") {
+    // Softmax's row max with the elementwise node after it, tiled along the reduced axis.
+    Schedule s = good;
+    NodeId max_node = -1;
+    for (NodeId n = 0; n < g.num_nodes(); ++n)
+      if (g.node(n).name().find("probs.max") != std::string::npos) max_node = n;
+    REQUIRE(max_node >= 0);
+    NodeId next = -1;  // the elementwise consumer (not the sum of exponentials)
+    for (NodeId c : g.consumers(g.node_output(max_node)))
+      if (g.node(c).num_reduction() == 0) next = c;
+    REQUIRE(next >= 0);
+    const std::vector<int> group_of = group_of_nodes(g, s);
+    ScheduleGroup& target = s.groups[group_of[next]];
+    const ScheduleGroup moved = s.groups[group_of[max_node]];
+    target.group.nodes.insert(target.group.nodes.begin(), max_node);
+    target.group.tiles[max_node] = moved.group.tiles.at(max_node);
+    s.groups.erase(s.groups.begin() + group_of[max_node]);
+    const std::vector<std::string> p = check_schedule(g, spec, s);
+    INFO(joined(p));
+    CHECK(mentions(p, "do not share the grid"));
+  }
+}
+
+TEST_CASE("schedule JSON round trip: roller schedules of bundled models on a GPU and a CPU") {
+  for (const char* name : {"nvidia-h100-sxm", "x86-64-avx512-server"}) {
+    const HwSpec spec = spec_named(name);
+    for (const char* model : {"bert_base_layer", "resnet50_bottleneck", "llama_decoder_block"}) {
+      const OpGraph g = lower_model(load_model(std::string(TESSEL_SOURCE_DIR) + "/experiments/models/" + model + ".json"));
+      const Schedule s = roller(g, spec);
+      const std::string text = schedule_to_json(s, g);
+      const Schedule back = schedule_from_json(text, "x.json", g);
+      INFO(model, " on ", name);
+      CHECK(schedule_to_json(back, g) == text);
+      REQUIRE(back.groups.size() == s.groups.size());
+      CHECK(back.predicted_latency_s == s.predicted_latency_s);
+      CHECK(back.hw_spec_hash == s.hw_spec_hash);
+      for (size_t i = 0; i < s.groups.size(); ++i) {
+        CHECK(back.groups[i].group.nodes == s.groups[i].group.nodes);
+        CHECK(back.groups[i].group.tiles == s.groups[i].group.tiles);
+        CHECK(back.groups[i].predicted.latency_s == s.groups[i].predicted.latency_s);
+        CHECK(back.groups[i].predicted.notes == s.groups[i].predicted.notes);
+      }
+      CHECK(check_schedule(g, spec, back).empty());
+    }
+  }
+}
+
+TEST_CASE("schedule legality: every registered policy on every bundled model and every shipped spec") {
+  const std::vector<HwSpec> specs = shipped_specs();
+  AnalyticCostModel cost;
+  for (const auto& policy : policies()) {
+    if (policy->name() == "roller") continue;  // above
+    for (const fs::path& model : files_in(fs::path(TESSEL_SOURCE_DIR) / "experiments" / "models", ".json")) {
+      const OpGraph g = lower_model(load_model(model.string()));
+      for (const HwSpec& spec : specs) {
+        INFO(policy->name(), ": ", model.filename().string(), " on ", spec.name);
+        const Schedule s = policy->schedule(PolicyContext{g, spec, cost});
+        const std::vector<std::string> problems = check_schedule(g, spec, s);
+        CHECK_MESSAGE(problems.empty(), joined(problems));
+        CHECK(std::isfinite(s.predicted_latency_s));
+      }
+    }
+  }
+}
