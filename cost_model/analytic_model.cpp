@@ -129,16 +129,27 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // thread-scoped levels.
   const TileConfig& sink_cfg = config(sink);
   out.blocks = num_spatial_tiles(graph.node(sink), sink_cfg.levels.front());
-  int64_t threads = 1;
-  for (int64_t t : sink_cfg.threads) threads *= t;
-  if (sink_cfg.threads.empty()) threads = is_gpu(spec) ? spec.compute.simd_width : 1;
+  // A fused kernel's block has as many threads as its widest node needs.
+  int64_t threads = is_gpu(spec) ? spec.compute.simd_width : 1;
+  for (NodeId n : group.nodes) {
+    int64_t t = 1;
+    for (int64_t v : config(n).threads) t *= v;
+    if (!config(n).threads.empty()) threads = std::max(threads, t);
+  }
+  if (!is_gpu(spec)) threads = 1;
   int64_t block_bytes = 0, thread_bytes = 0;
   for (NodeId n : group.nodes) {
     const TileConfig& cfg = config(n);
     for (const LevelTile& lt : cfg.levels) {
       const MemoryLevel& level = spec.level(lt.level);
       const TrafficParams params{1, 0, cfg.pipeline_stages};
-      const int64_t bytes = tile_footprint(graph.node(n), lt, params).total_bytes;
+      const TileFootprint fp = tile_footprint(graph.node(n), lt, params);
+      int64_t bytes = fp.total_bytes;
+      // An intermediate resident at this level is its producer's output tile: count it once.
+      for (size_t k = 0; k < fp.input_bytes.size(); ++k) {
+        auto edge = group.edge_levels.find(graph.node_inputs(n)[k]);
+        if (edge != group.edge_levels.end() && edge->second == lt.level) bytes -= fp.input_bytes[k];
+      }
       if (level.scope == MemoryScope::thread) thread_bytes += bytes;
       else if (level.scope == MemoryScope::block || level.scope == MemoryScope::sm) block_bytes += bytes;
     }

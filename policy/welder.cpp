@@ -1,0 +1,762 @@
+// The welder policy (welder.h): greedy graph connecting over roller's single-node schedule.
+//
+// Steps of WelderPolicy::schedule:
+//   1. Roller candidates for every node, cached per node signature (the node's text without its
+//      name: the twelve layers of a BERT share one set of candidates per operator).
+//   2. One group per node with its best candidate.
+//   3. Every producer -> consumer edge in topological order (producer first, then consumer): try
+//      to merge the producer's group into the consumer's group (price_merge), keep the merge if
+//      the fused group is predicted faster than the two apart, else remember why not.
+//   4. Groups in a dependence-respecting order; every edge still crossing groups is recorded as
+//      unfused with its reason.
+//
+// Pricing a merge is memoized on the merged group's structure (node signatures, in-group edges
+// and their levels, which outputs leave the group), so repeated layers are priced once.
+#include "policy/welder.h"
+
+#include "policy/check_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "tilegraph/error.h"
+#include "tilegraph/tile_propagation.h"
+#include "tilegraph/tile_traffic.h"
+
+namespace tessel {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Halvings of a sink tile tried after a capacity failure (a policy choice: 3 halvings reach an
+// eighth of the tile, past which the roller candidates of the nodes apart are better anyway).
+constexpr int kMaxShrinks = 3;
+
+std::string format_us(double seconds) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f us", seconds * 1e6);
+  return buf;
+}
+
+std::string format_kib(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+  return buf;
+}
+
+std::string join_extents(const std::vector<int64_t>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "x" : "") + std::to_string(v[i]);
+  return out.empty() ? "-" : out;
+}
+
+// The node's text without its name: equal signatures mean equal candidates and equal costs.
+std::string node_signature(const TeNode& node) {
+  std::string text = print_node(node, {}, "");
+  const std::string marker = cat("node \"", node.name(), "\"");
+  if (auto at = text.find(marker); at != std::string::npos) text.erase(at, marker.size());
+  return text;
+}
+
+// True if `consumer` reads input `k` element for element along its own spatial axes (no
+// broadcast, transpose, stride, halo or reduction): the same thread can keep the element in a
+// register from producer to consumer.
+bool reads_identity(const TeNode& consumer, int k) {
+  const Access& in = consumer.inputs()[k];
+  if (in.is_gather() || in.map.num_results() != consumer.num_spatial()) return false;
+  for (int r = 0; r < in.map.num_results(); ++r) {
+    const AffineExpr& e = in.map.result(r);
+    if (e.offset != 0) return false;
+    for (int a = 0; a < consumer.num_axes(); ++a)
+      if (e.coeffs[a] != (a == r ? 1 : 0)) return false;
+    if (in.type.shape[r] != consumer.axes()[r].extent) return false;
+  }
+  return true;
+}
+
+// The producer's output is its spatial domain unchanged (no reshape reinterpretation).
+bool output_is_domain(const TeNode& node) {
+  const std::vector<int64_t>& shape = node.output().shape;
+  if (static_cast<int>(shape.size()) != node.num_spatial()) return false;
+  for (int a = 0; a < node.num_spatial(); ++a)
+    if (shape[a] != node.axes()[a].extent) return false;
+  return true;
+}
+
+bool same_thread_mapping(const TileConfig& a, const TileConfig& b) {
+  if (a.threads != b.threads || a.levels.size() != b.levels.size()) return false;
+  for (size_t i = 0; i < a.levels.size(); ++i)
+    if (a.levels[i].spatial != b.levels[i].spatial || a.levels[i].level != b.levels[i].level) return false;
+  return true;
+}
+
+// A group of the schedule being built.
+struct Group {
+  std::vector<NodeId> nodes;  // topological order, sink last
+  ScheduledGroup scheduled;
+  CostBreakdown predicted;
+  bool alive = true;
+};
+
+// What pricing one proposed group gave, by node position in the group (so that it can be reused
+// for a structurally identical group elsewhere in the graph).
+struct MergeResult {
+  bool ok = false;
+  std::vector<TileConfig> tiles;          // per position
+  std::vector<std::string> edge_levels;   // per in-group tensor, in tensor_order
+  CostBreakdown predicted;
+  UnfusedReason reason = UnfusedReason::grid;
+  std::string detail;                      // names as in `names`
+  std::vector<std::string> names;          // node and output tensor names it was computed with
+};
+
+class Welder {
+ public:
+  Welder(const PolicyContext& ctx, const WelderOptions& options) : ctx_(ctx), options_(options) {
+    const OpGraph& g = ctx_.graph;
+    topo_ = g.topological_order();
+    pos_.assign(g.num_nodes(), -1);
+    for (size_t i = 0; i < topo_.size(); ++i) pos_[topo_[i]] = static_cast<int>(i);
+    sig_.resize(g.num_nodes());
+    std::map<std::string, int> ids;
+    for (NodeId n = 0; n < g.num_nodes(); ++n) sig_[n] = ids.emplace(node_signature(g.node(n)), ids.size()).first->second;
+    candidates_.resize(ids.size());
+    has_candidates_.assign(ids.size(), false);
+    register_level_ = ctx_.spec.memory_levels.empty() ? "" : ctx_.spec.memory_levels.front().name;
+    for (const std::string& l : options_.edge_levels) {
+      const int i = ctx_.spec.level_index(l);
+      if (i >= 0 && ctx_.spec.memory_levels[i].software_managed) levels_.push_back(l);
+    }
+  }
+
+  Schedule run();
+
+ private:
+  const std::vector<TileCandidate>& candidates(NodeId n);
+  TileConfig fallback_config(NodeId n) const;
+  std::optional<std::string> precheck(const Group& p, const Group& c, NodeId producer, NodeId consumer) const;
+  std::string structure_key(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& levels,
+                            const std::set<TensorId>& fresh) const;
+  MergeResult price(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& base_levels,
+                    const std::set<TensorId>& fresh) const;
+  std::optional<TileConfig> derive_config(NodeId n, const std::vector<int64_t>& extent, const TileConfig& sink_cfg,
+                                          const TileConfig* own_template) const;
+  std::optional<std::string> over_capacity(const ScheduledGroup& g) const;
+  std::vector<TensorId> tensor_order(const std::vector<NodeId>& nodes) const;
+  bool leaves(NodeId n, const std::vector<NodeId>& nodes) const;
+
+  const PolicyContext& ctx_;
+  const WelderOptions& options_;
+  std::vector<NodeId> topo_;
+  std::vector<int> pos_;
+  std::vector<int> sig_;
+  mutable std::vector<std::vector<TileCandidate>> candidates_;
+  mutable std::vector<bool> has_candidates_;
+  std::string register_level_;
+  std::vector<std::string> levels_;  // options_.edge_levels the spec has and software manages
+  mutable std::unordered_map<std::string, MergeResult> memo_;
+};
+
+const std::vector<TileCandidate>& Welder::candidates(NodeId n) {
+  const int s = sig_[n];
+  if (!has_candidates_[s]) {
+    candidates_[s] = roller_candidates(ctx_.graph, n, ctx_.spec, ctx_.cost, options_.roller);
+    has_candidates_[s] = true;
+  }
+  return candidates_[s];
+}
+
+// A node no roller candidate fits: one level, unit tiles, unmapped threads (priced as it is).
+TileConfig Welder::fallback_config(NodeId n) const {
+  const TeNode& node = ctx_.graph.node(n);
+  std::string level = register_level_;
+  for (const MemoryLevel& l : ctx_.spec.memory_levels)
+    if (l.software_managed) level = l.name;
+  TileConfig c;
+  c.levels = {LevelTile{level, std::vector<int64_t>(node.num_spatial(), 1), std::vector<int64_t>(node.num_reduction(), 1)}};
+  return c;
+}
+
+// In-group tensors of `nodes` (produced and consumed inside), ordered by producer position.
+std::vector<TensorId> Welder::tensor_order(const std::vector<NodeId>& nodes) const {
+  std::vector<TensorId> out;
+  for (NodeId n : nodes) {
+    const TensorId t = ctx_.graph.node_output(n);
+    for (NodeId c : ctx_.graph.consumers(t))
+      if (std::find(nodes.begin(), nodes.end(), c) != nodes.end()) {
+        out.push_back(t);
+        break;
+      }
+  }
+  return out;
+}
+
+// Whether node n's output is needed outside the group (a graph output or read by another group).
+bool Welder::leaves(NodeId n, const std::vector<NodeId>& nodes) const {
+  const TensorId t = ctx_.graph.node_output(n);
+  for (TensorId o : ctx_.graph.outputs())
+    if (o == t) return true;
+  for (NodeId c : ctx_.graph.consumers(t))
+    if (std::find(nodes.begin(), nodes.end(), c) == nodes.end()) return true;
+  return false;
+}
+
+// Conditions checked before pricing; the reason (a `policy` detail) when the merge is not tried.
+std::optional<std::string> Welder::precheck(const Group& p, const Group& c, NodeId producer, NodeId consumer) const {
+  const OpGraph& g = ctx_.graph;
+  const size_t size = p.nodes.size() + c.nodes.size();
+  if (static_cast<int>(size) > options_.max_group_nodes)
+    return cat("the fused group would have ", size, " nodes, limit ", options_.max_group_nodes, " (WelderOptions::max_group_nodes)");
+  auto in = [](const Group& gr, NodeId n) { return std::find(gr.nodes.begin(), gr.nodes.end(), n) != gr.nodes.end(); };
+  const TensorId t = g.node_output(producer);
+  for (NodeId other : g.consumers(t))
+    if (!in(p, other) && !in(c, other))
+      return cat("'", g.tensor(t).name, "' also feeds '", g.node(other).name(), "' outside the group of '",
+                 g.node(consumer).name(), "'; welder fuses a producer only with all of its consumers (no recomputation)");
+  // A path P -> X -> C through another group would make the merged group and X depend on each
+  // other. Search forward from P's outputs outside P and C, up to C's last node.
+  int limit = -1;
+  for (NodeId n : c.nodes) limit = std::max(limit, pos_[n]);
+  std::vector<bool> seen(g.num_nodes(), false);
+  std::vector<NodeId> stack;
+  for (NodeId n : p.nodes)
+    for (NodeId x : g.consumers(g.node_output(n)))
+      if (!in(p, x) && !in(c, x) && !seen[x]) seen[x] = true, stack.push_back(x);
+  while (!stack.empty()) {
+    const NodeId x = stack.back();
+    stack.pop_back();
+    if (pos_[x] > limit) continue;
+    for (NodeId y : g.consumers(g.node_output(x))) {
+      if (in(c, y))
+        return cat("fusing would create a cycle: '", g.node(x).name(), "' (another group) depends on the producer's group and feeds '",
+                   g.node(y).name(), "'");
+      if (!seen[y]) seen[y] = true, stack.push_back(y);
+    }
+  }
+  return std::nullopt;
+}
+
+// Structure of a proposed group, independent of node ids: per node its signature, where each
+// input comes from (a position in the group or outside) and at which level, and whether its output
+// leaves the group. Two groups with equal keys price identically.
+std::string Welder::structure_key(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& levels,
+                                  const std::set<TensorId>& fresh) const {
+  const OpGraph& g = ctx_.graph;
+  std::string key;
+  for (NodeId n : nodes) {
+    key += cat(sig_[n], "(");
+    for (TensorId t : g.node_inputs(n)) {
+      const NodeId p = g.producer(t);
+      auto it = std::find(nodes.begin(), nodes.end(), p);
+      if (p < 0 || it == nodes.end()) {
+        key += "x,";
+      } else {
+        auto l = levels.find(t);
+        key += cat(it - nodes.begin(), fresh.count(t) ? "*" : (l == levels.end() ? "?" : l->second), ",");
+      }
+    }
+    key += leaves(n, nodes) ? ")o;" : ");";
+  }
+  return key;
+}
+
+// The first capacity limit of the spec the group's tiles break, with the numbers, or nullopt.
+// The same accounting as the cost model and check_schedule: on a GPU the innermost level's tiles
+// are per-thread registers and the other software-managed block/SM-scoped levels' tiles are shared
+// memory per block; on a CPU every level's tiles must fit that level.
+std::optional<std::string> Welder::over_capacity(const ScheduledGroup& g) const {
+  const HwSpec& spec = ctx_.spec;
+  const bool gpu = spec.kind == "gpu";
+  int64_t register_bytes = 0, smem_bytes = 0;
+  std::map<int, int64_t> level_bytes;
+  for (NodeId n : g.nodes) {
+    const TileConfig& cfg = g.tiles.at(n);
+    for (const LevelTile& lt : cfg.levels) {
+      const int li = spec.level_index(lt.level);
+      const MemoryLevel& level = spec.memory_levels[li];
+      const TileFootprint fp = tile_footprint(ctx_.graph.node(n), lt, TrafficParams{1, 0, cfg.pipeline_stages});
+      int64_t bytes = fp.total_bytes;
+      // An intermediate resident at this level is its producer's output tile: count it once.
+      for (size_t k = 0; k < fp.input_bytes.size(); ++k) {
+        auto edge = g.edge_levels.find(ctx_.graph.node_inputs(n)[k]);
+        if (edge != g.edge_levels.end() && edge->second == lt.level) bytes -= fp.input_bytes[k];
+      }
+      if (gpu && li == 0) register_bytes += bytes;
+      else if (gpu && level.software_managed && (level.scope == MemoryScope::block || level.scope == MemoryScope::sm)) smem_bytes += bytes;
+      else level_bytes[li] += bytes;
+    }
+  }
+  if (gpu) {
+    const LimitSpec& lim = spec.limits;
+    if (smem_bytes > lim.smem_per_block_bytes)
+      return cat("needs ", format_kib(smem_bytes), " shared memory per block, limit ", format_kib(lim.smem_per_block_bytes));
+    // The kernel's block has as many threads as its widest node needs.
+    int64_t threads = spec.compute.simd_width;
+    for (NodeId n : g.nodes) {
+      const TileConfig& cfg = g.tiles.at(n);
+      if (!cfg.threads.empty())
+        threads = std::max(threads, std::accumulate(cfg.threads.begin(), cfg.threads.end(), int64_t{1}, std::multiplies<>()));
+    }
+    const int64_t regs = (register_bytes + 3) / 4;  // 32-bit registers
+    if (regs > lim.max_registers_per_thread)
+      return cat("needs ", regs, " registers per thread for its register tiles, limit ", lim.max_registers_per_thread);
+    if (regs * threads > lim.registers_per_sm)
+      return cat("needs ", regs, " registers x ", threads, " threads per block, more than the ", lim.registers_per_sm, " of an SM");
+    if (threads > lim.max_threads_per_block)
+      return cat("needs ", threads, " threads per block, limit ", lim.max_threads_per_block);
+  }
+  int device = static_cast<int>(spec.memory_levels.size()) - 1;
+  while (device > 0 && spec.memory_levels[device].scope == MemoryScope::host) --device;
+  for (const auto& [li, bytes] : level_bytes) {
+    const MemoryLevel& level = spec.memory_levels[li];
+    if (level.scope == MemoryScope::host || li >= device) continue;
+    if (bytes > level.capacity_bytes)
+      return cat("needs ", format_kib(bytes), " of tiles at level '", level.name, "', capacity ", format_kib(level.capacity_bytes));
+  }
+  return std::nullopt;
+}
+
+// The tile config of a non-sink node computing the spatial box `extent` per sink tile. Reuses a
+// config with that exact outer extent when there is one (the node's own candidate, or the sink's
+// when the shapes agree, so an elementwise chain keeps one thread mapping); otherwise spreads the
+// sink's threads over the box, innermost axis first, and gives each thread the rest.
+std::optional<TileConfig> Welder::derive_config(NodeId n, const std::vector<int64_t>& extent, const TileConfig& sink_cfg,
+                                                const TileConfig* own_template) const {
+  const TeNode& node = ctx_.graph.node(n);
+  const int ns = node.num_spatial(), nr = node.num_reduction();
+  const std::vector<TileCandidate>& own = candidates_[sig_[n]];
+  // Outer reduction steps: the node's own best candidate's (its staging of the reduction loop).
+  std::vector<int64_t> steps(nr, 1);
+  if (!own.empty()) steps = own.front().tiles.levels.front().reduction;
+  auto valid = [&](TileConfig& c) -> bool {
+    if (!check_tile_config(node, c)) return true;
+    c.vector_width = 1;
+    return !check_tile_config(node, c);
+  };
+  std::vector<const TileConfig*> templates;
+  if (own_template) templates.push_back(own_template);
+  templates.push_back(&sink_cfg);
+  for (const TileCandidate& c : own) templates.push_back(&c.tiles);
+  for (const TileConfig* t : templates) {
+    if (t->levels.empty() || t->levels.front().spatial != extent) continue;
+    TileConfig c = *t;
+    const bool own_steps = static_cast<int>(c.levels.front().reduction.size()) == nr && t != &sink_cfg;
+    if (!own_steps)
+      for (size_t i = 0; i < c.levels.size(); ++i) c.levels[i].reduction = i == 0 ? steps : std::vector<int64_t>(nr, 1);
+    if (valid(c)) return c;
+  }
+  TileConfig c;
+  c.pipeline_stages = own.empty() ? 1 : own.front().tiles.pipeline_stages;
+  c.levels.push_back(LevelTile{sink_cfg.levels.front().level, extent, steps});
+  if (!sink_cfg.threads.empty() && ns > 0) {
+    int64_t remaining = std::accumulate(sink_cfg.threads.begin(), sink_cfg.threads.end(), int64_t{1}, std::multiplies<>());
+    c.threads.assign(ns, 1);
+    for (int a = ns - 1; a >= 0; --a) {
+      c.threads[a] = std::gcd(extent[a], remaining);
+      remaining /= c.threads[a];
+    }
+    if (sink_cfg.levels.size() >= 2) {
+      std::vector<int64_t> inner(ns);
+      for (int a = 0; a < ns; ++a) inner[a] = extent[a] / c.threads[a];
+      c.levels.push_back(LevelTile{sink_cfg.levels.back().level, inner, std::vector<int64_t>(nr, 1)});
+    }
+  }
+  if (valid(c)) return c;
+  c.levels.resize(1);
+  c.threads.clear();
+  if (valid(c)) return c;
+  return std::nullopt;
+}
+
+// Prices the group `nodes` (topological, sink last) with the tensors `fresh` newly inside it,
+// trying each edge level and sink tile; the fastest legal one, or why none is.
+MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& base_levels,
+                          const std::set<TensorId>& fresh) const {
+  const OpGraph& g = ctx_.graph;
+  const NodeId sink = nodes.back();
+  const TeNode& sink_node = g.node(sink);
+  const int ns = sink_node.num_spatial();
+  const std::vector<TensorId> internal = tensor_order(nodes);
+
+  MergeResult best;
+  best.predicted.latency_s = kInfinity;
+  for (NodeId n : nodes) best.names.push_back(g.node(n).name()), best.names.push_back(g.tensor(g.node_output(n)).name);
+  std::string grid_reason, capacity_reason, mapping_reason;
+  int64_t least_volume = -1;
+
+  // Sink tiles: the sink's candidates, then those of the heaviest node sharing its spatial extents.
+  struct SinkTile {
+    TileConfig config;
+    NodeId source;  // node whose candidate it is
+    const TileConfig* source_config;
+  };
+  std::vector<SinkTile> sink_tiles;
+  auto add_tiles = [&](NodeId from) {
+    const std::vector<TileCandidate>& cands = candidates_[sig_[from]];
+    for (size_t i = 0; i < cands.size() && static_cast<int>(i) < options_.sink_candidates; ++i) {
+      TileConfig c = cands[i].tiles;
+      if (from != sink)
+        for (size_t l = 0; l < c.levels.size(); ++l) c.levels[l].reduction.assign(sink_node.num_reduction(), 1);
+      if (check_tile_config(sink_node, c)) continue;
+      bool dup = false;
+      for (const SinkTile& s : sink_tiles) dup |= s.config == c;
+      if (!dup) sink_tiles.push_back({c, from, &cands[i].tiles});
+    }
+  };
+  add_tiles(sink);
+  NodeId heaviest = sink;
+  for (NodeId n : nodes)
+    if (g.node(n).flops() > g.node(heaviest).flops()) heaviest = n;
+  if (heaviest != sink) {
+    std::vector<int64_t> a = g.node(heaviest).extents(), b = sink_node.extents();
+    a.resize(g.node(heaviest).num_spatial());
+    b.resize(ns);
+    if (a == b) add_tiles(heaviest);
+  }
+
+  // Step 1: the grid of each sink tile (independent of the edge levels). When the group does not
+  // share the tile's grid, try the tile widened to a whole axis (the last axis first): a
+  // reduction feeding a consumer tiled along the reduced axis needs the whole axis per tile.
+  struct Tiling {
+    TileConfig sink_cfg;
+    NodeId source;
+    const TileConfig* source_config;
+    int shrinks = 0;  // halvings applied after a capacity failure
+  };
+  std::vector<Tiling> tilings;
+  for (const SinkTile& st : sink_tiles) {
+    const std::vector<int64_t>& s = st.config.levels.front().spatial;
+    GridCheck check = check_grid(g, nodes, sink, s);
+    TileConfig cfg = st.config;
+    if (!check.ok) {
+      if (grid_reason.empty()) grid_reason = cat("sink tile ", join_extents(s), ": ", check.reason);
+      bool found = false;
+      for (int a = ns - 1; a >= 0 && !found; --a) {
+        const int64_t extent = sink_node.axes()[a].extent;
+        if (s[a] >= extent) continue;
+        TileConfig wide = st.config;
+        const int64_t unit = (wide.threads.empty() ? 1 : wide.threads[a]) *
+                             (wide.levels.size() >= 2 ? wide.levels[1].spatial[a] : 1);
+        wide.levels.front().spatial[a] = (extent + unit - 1) / unit * unit;
+        if (check_tile_config(sink_node, wide)) continue;
+        GridCheck retry = check_grid(g, nodes, sink, wide.levels.front().spatial);
+        if (retry.ok) cfg = wide, found = true;
+      }
+      if (!found) continue;
+    }
+    bool dup = false;
+    for (const Tiling& t : tilings) dup |= t.sink_cfg == cfg;
+    if (!dup) tilings.push_back({cfg, st.source, st.source_config});
+  }
+
+  // A tiling over capacity is retried at half its largest axis that is not whole (the per-node
+  // tiles of a fused group add up: a GEMM tile that fits alone may not fit with its epilogue).
+  // Inner levels must keep dividing: halving an outer extent also halves the inner extents.
+  auto shrink = [&](const Tiling& t) -> std::optional<Tiling> {
+    if (t.shrinks >= kMaxShrinks) return std::nullopt;
+    Tiling out = t;
+    ++out.shrinks;
+    TileConfig& c = out.sink_cfg;
+    std::vector<int64_t>& outer = c.levels.front().spatial;
+    // First choice: the same block tile on twice the threads, each with half the thread tile
+    // along its largest even axis (keeps a GEMM's block tile and its tensor-core shape).
+    if (c.levels.size() >= 2 && !c.threads.empty()) {
+      std::vector<int64_t>& inner = c.levels.back().spatial;
+      const int64_t threads = std::accumulate(c.threads.begin(), c.threads.end(), int64_t{1}, std::multiplies<>());
+      int widest = -1;
+      for (int a = 0; a < ns; ++a)
+        if (inner[a] % 2 == 0 && (widest < 0 || inner[a] > inner[widest])) widest = a;
+      if (widest >= 0 && c.levels.size() == 2 && threads * 2 <= ctx_.spec.limits.max_threads_per_block) {
+        TileConfig more = c;
+        more.levels.back().spatial[widest] /= 2;
+        more.threads[widest] *= 2;
+        if (!check_tile_config(sink_node, more) || (more.vector_width = 1, !check_tile_config(sink_node, more))) {
+          c = more;
+          return out;
+        }
+      }
+    }
+    int axis = -1;
+    for (int a = 0; a < ns; ++a)
+      if (outer[a] > 1 && outer[a] < sink_node.axes()[a].extent && (axis < 0 || outer[a] > outer[axis])) axis = a;
+    if (axis < 0 || outer[axis] % 2 != 0) return std::nullopt;
+    // Halve the inner tiles along the axis too (registers add up across the group like shared
+    // memory does), keeping the thread mapping where the extents allow.
+    outer[axis] /= 2;
+    for (size_t l = 1; l < c.levels.size(); ++l) {
+      int64_t& e = c.levels[l].spatial[axis];
+      e = std::min(e % 2 == 0 ? e / 2 : e, outer[axis]);
+    }
+    const int64_t inner = c.levels.size() >= 2 ? c.levels.back().spatial[axis] : 1;
+    if (!c.threads.empty()) {
+      while (c.threads[axis] > 1 && outer[axis] % (c.threads[axis] * inner) != 0) c.threads[axis] /= 2;
+    }
+    if (check_tile_config(sink_node, c) && (c.vector_width = 1, check_tile_config(sink_node, c))) return std::nullopt;
+    if (!check_grid(g, nodes, sink, outer).ok) return std::nullopt;
+    return out;
+  };
+
+  // Step 2: per edge level and tiling, every node's config from the propagated tile, then price.
+  std::vector<std::string> tried_levels;
+  for (const std::string& level : levels_) {
+    const bool registers = level == register_level_;
+    if (registers) {
+      bool identity = true;
+      for (TensorId t : fresh) {
+        identity &= output_is_domain(g.node(g.producer(t)));
+        for (NodeId c : nodes)
+          for (size_t k = 0; k < g.node_inputs(c).size(); ++k)
+            if (g.node_inputs(c)[k] == t) identity &= reads_identity(g.node(c), static_cast<int>(k));
+      }
+      if (!identity) continue;
+    }
+    tried_levels.push_back(level);
+    std::vector<Tiling> work = tilings;
+    for (size_t w = 0; w < work.size(); ++w) {
+      const Tiling tiling = work[w];
+      ScheduledGroup sg;
+      sg.nodes = nodes;
+      sg.tiles[sink] = tiling.sink_cfg;
+      const GroupPropagation prop =
+          propagate_group(g, nodes, sink, representative_tile(sink_node, tiling.sink_cfg.levels.front(), true));
+      if (!prop.ok) {
+        if (grid_reason.empty()) grid_reason = prop.reason;
+        continue;
+      }
+      bool ok = true;
+      for (NodeId n : nodes) {
+        if (n == sink) continue;
+        const NodeTile* nt = prop.find(n);
+        std::vector<int64_t> extent(nt->tile.extent.begin(), nt->tile.extent.begin() + g.node(n).num_spatial());
+        auto cfg = derive_config(n, extent, tiling.sink_cfg, n == tiling.source ? tiling.source_config : nullptr);
+        if (!cfg) {
+          ok = false;
+          if (mapping_reason.empty())
+            mapping_reason = cat("no valid tile config for '", g.node(n).name(), "' computing ", join_extents(extent), " per tile");
+          break;
+        }
+        sg.tiles[n] = *cfg;
+      }
+      if (!ok) continue;
+      // Edge levels: fresh tensors at `level`; earlier register edges whose two ends no longer
+      // share a thread mapping move to the next level out.
+      for (TensorId t : internal) {
+        auto it = base_levels.find(t);
+        std::string l = fresh.count(t) || it == base_levels.end() ? level : it->second;
+        if (l == register_level_) {
+          const NodeId p = g.producer(t);
+          bool same = true;
+          for (NodeId c : g.consumers(t))
+            if (sg.tiles.count(c)) same &= same_thread_mapping(sg.tiles[p], sg.tiles[c]);
+          if (!same) {
+            if (fresh.count(t) || levels_.size() < 2) {
+              ok = false;
+              if (mapping_reason.empty())
+                mapping_reason = cat("'", g.tensor(t).name, "' at ", l, " needs producer and consumer on one thread mapping; the sink tile ",
+                                     join_extents(tiling.sink_cfg.levels.front().spatial), " gives them different ones");
+              break;
+            }
+            l = levels_[1];
+          }
+        }
+        sg.edge_levels[t] = l;
+      }
+      if (!ok) continue;
+      // Over a limit of the spec (or infinite for the cost model): try a smaller sink tile.
+      std::optional<std::string> over = over_capacity(sg);
+      if (!over) {  // the checker's per-group rules (alignment among them) are the last word
+        const std::vector<std::string> problems = check_group(g, ctx_.spec, sg);
+        if (!problems.empty()) over = problems.front();
+      }
+      CostBreakdown cost;
+      if (!over) {
+        cost = ctx_.cost.estimate(g, sg, ctx_.spec);
+        if (!std::isfinite(cost.latency_s)) over = cost.notes.empty() ? "over a capacity limit" : cost.notes.back();
+      }
+      if (over) {
+        if (auto smaller = shrink(tiling)) work.push_back(*smaller);
+        // Report the candidate that came closest: the smallest sink tile tried.
+        int64_t volume = 1;
+        for (int64_t e : tiling.sink_cfg.levels.front().spatial) volume *= e;
+        if (least_volume < 0 || volume < least_volume) {
+          least_volume = volume;
+          capacity_reason = cat("fused group (intermediate at ", level, ", sink tile ",
+                                join_extents(tiling.sink_cfg.levels.front().spatial), ") ", *over);
+        }
+        continue;
+      }
+      if (cost.latency_s < best.predicted.latency_s) {
+        best.ok = true;
+        best.predicted = cost;
+        best.tiles.clear();
+        for (NodeId n : nodes) best.tiles.push_back(sg.tiles[n]);
+        best.edge_levels.clear();
+        for (TensorId t : internal) best.edge_levels.push_back(sg.edge_levels[t]);
+      }
+    }
+  }
+  if (best.ok) return best;
+  if (tried_levels.empty()) {
+    best.reason = UnfusedReason::grid;
+    best.detail = cat("a consumer reads the intermediate through a non-identity map (another thread mapping) and ",
+                      ctx_.spec.name, " has no software-managed level for it other than ", register_level_);
+  } else if (!capacity_reason.empty()) {
+    best.reason = UnfusedReason::capacity;
+    best.detail = capacity_reason;
+  } else {
+    best.reason = UnfusedReason::grid;
+    best.detail = !grid_reason.empty() ? grid_reason + "; widening the tile to a whole axis did not help"
+                                       : !mapping_reason.empty() ? mapping_reason : "no sink tile candidate";
+  }
+  return best;
+}
+
+Schedule Welder::run() {
+  const OpGraph& g = ctx_.graph;
+  Schedule out;
+  out.policy = "welder";
+  out.cost_model = std::string(ctx_.cost.name());
+  out.hw_spec = ctx_.spec.name;
+  out.hw_spec_hash = hw_spec_hash(ctx_.spec);
+
+  // Steps 1-2: one group per node with its best roller candidate.
+  std::vector<Group> groups;
+  std::vector<int> group_of(g.num_nodes(), -1);
+  for (NodeId n : topo_) {
+    Group gr;
+    gr.nodes = {n};
+    gr.scheduled.nodes = {n};
+    const std::vector<TileCandidate>& cands = candidates(n);
+    if (!cands.empty()) {
+      gr.scheduled.tiles[n] = cands.front().tiles;
+      gr.predicted = cands.front().predicted;
+    } else {
+      gr.scheduled.tiles[n] = fallback_config(n);
+      gr.predicted = ctx_.cost.estimate(g, gr.scheduled, ctx_.spec);
+    }
+    group_of[n] = static_cast<int>(groups.size());
+    groups.push_back(std::move(gr));
+  }
+
+  // Step 3: edges in topological order of the producer, then of the consumer. A merge can
+  // unblock an edge visited before it (a producer whose consumers have since come together, as a
+  // softmax's row max feeding both the row sum and the normalization), so passes repeat until
+  // one merges nothing; a repeated pricing is a memo hit.
+  std::map<std::pair<NodeId, NodeId>, std::pair<UnfusedReason, std::string>> why;
+  for (bool merged_any = true; merged_any;) {
+  merged_any = false;
+  for (NodeId p : topo_) {
+    std::vector<NodeId> consumers = g.consumers(g.node_output(p));
+    std::sort(consumers.begin(), consumers.end(), [&](NodeId a, NodeId b) { return pos_[a] < pos_[b]; });
+    for (NodeId c : consumers) {
+      const int gp = group_of[p], gc = group_of[c];
+      if (gp == gc) continue;
+      Group& P = groups[gp];
+      Group& C = groups[gc];
+      if (auto reason = precheck(P, C, p, c)) {
+        why[{p, c}] = {UnfusedReason::policy, *reason};
+        continue;
+      }
+      std::vector<NodeId> nodes = P.nodes;
+      nodes.insert(nodes.end(), C.nodes.begin(), C.nodes.end());
+      const NodeId sink = C.nodes.back();
+      std::sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) {
+        if ((a == sink) != (b == sink)) return b == sink;
+        return pos_[a] < pos_[b];
+      });
+      std::map<TensorId, std::string> base = P.scheduled.edge_levels;
+      base.insert(C.scheduled.edge_levels.begin(), C.scheduled.edge_levels.end());
+      std::set<TensorId> fresh;
+      for (TensorId t : tensor_order(nodes))
+        if (!base.count(t)) fresh.insert(t);
+
+      const std::string key = structure_key(nodes, base, fresh);
+      auto hit = memo_.find(key);
+      if (hit == memo_.end()) hit = memo_.emplace(key, price(nodes, base, fresh)).first;
+      const MergeResult& r = hit->second;
+      const double apart = P.predicted.latency_s + C.predicted.latency_s;
+      if (!r.ok || !(r.predicted.latency_s < apart)) {
+        std::string detail = r.ok ? cat("predicted ", format_us(r.predicted.latency_s), " fused vs ", format_us(apart), " apart (",
+                                        format_us(P.predicted.latency_s), " + ", format_us(C.predicted.latency_s), ")")
+                                  : r.detail;
+        // A memoized result may come from a structurally equal group elsewhere: use our names.
+        if (!r.ok) {
+          std::vector<std::string> names;
+          for (NodeId n : nodes) names.push_back(g.node(n).name()), names.push_back(g.tensor(g.node_output(n)).name);
+          for (size_t i = 0; i < names.size(); ++i) {
+            const std::string from = "'" + r.names[i] + "'", to = "'" + names[i] + "'";
+            for (size_t at = detail.find(from); from != to && at != std::string::npos; at = detail.find(from, at + to.size()))
+              detail.replace(at, from.size(), to);
+          }
+        }
+        why[{p, c}] = {r.ok ? UnfusedReason::cost : r.reason, detail};
+        continue;
+      }
+      Group merged;
+      merged.nodes = nodes;
+      merged.scheduled.nodes = nodes;
+      for (size_t i = 0; i < nodes.size(); ++i) merged.scheduled.tiles[nodes[i]] = r.tiles[i];
+      const std::vector<TensorId> internal = tensor_order(nodes);
+      for (size_t i = 0; i < internal.size(); ++i) merged.scheduled.edge_levels[internal[i]] = r.edge_levels[i];
+      merged.predicted = r.predicted;
+      P.alive = false;
+      for (NodeId n : P.nodes) group_of[n] = gc;
+      C = std::move(merged);
+      merged_any = true;
+    }
+  }
+  }
+
+  // Step 4: groups in dependence order (Kahn's algorithm over the group graph; ties go to the
+  // group whose first node comes first in topological order).
+  std::vector<int> first(groups.size(), 0), indegree(groups.size(), 0);
+  std::vector<std::set<int>> succ(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (!groups[i].alive) continue;
+    first[i] = pos_[groups[i].nodes.front()];
+    for (NodeId n : groups[i].nodes) first[i] = std::min(first[i], pos_[n]);
+  }
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    for (NodeId c : g.consumers(g.node_output(n)))
+      if (group_of[n] != group_of[c] && succ[group_of[n]].insert(group_of[c]).second) ++indegree[group_of[c]];
+  std::set<std::pair<int, int>> ready;
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (groups[i].alive && indegree[i] == 0) ready.insert({first[i], static_cast<int>(i)});
+  while (!ready.empty()) {
+    const int i = ready.begin()->second;
+    ready.erase(ready.begin());
+    out.groups.push_back({groups[i].scheduled, groups[i].predicted});
+    out.predicted_latency_s += groups[i].predicted.latency_s;
+    for (int j : succ[i])
+      if (--indegree[j] == 0) ready.insert({first[j], j});
+  }
+  size_t alive = 0;
+  for (const Group& gr : groups) alive += gr.alive;
+  TESSEL_ASSERT(out.groups.size() == alive, "welder: the fused groups depend on each other in a cycle");
+
+  // Every edge that still crosses groups, with why it was not fused.
+  for (NodeId c : topo_) {
+    std::set<TensorId> seen;
+    for (TensorId t : g.node_inputs(c)) {
+      const NodeId p = g.producer(t);
+      if (p < 0 || !seen.insert(t).second || group_of[p] == group_of[c]) continue;
+      UnfusedEdge e{t, p, c, UnfusedReason::policy, "not visited"};
+      if (auto it = why.find({p, c}); it != why.end()) e.reason = it->second.first, e.detail = it->second.second;
+      out.unfused.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Schedule WelderPolicy::schedule(const PolicyContext& ctx) const { return Welder(ctx, options_).run(); }
+
+}  // namespace tessel
