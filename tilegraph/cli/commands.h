@@ -13,5 +13,7 @@ int cmd_compile(const std::vector<std::string>& argv);
 int cmd_version(const std::vector<std::string>& argv);
 /// `tessel hw show FILE` and `tessel hw probe` (hw_commands.cpp).
 int cmd_hw(const std::vector<std::string>& argv);
+int cmd_schedule(const std::vector<std::string>& argv);
+int cmd_explain(const std::vector<std::string>& argv);
 
 }  // namespace tessel

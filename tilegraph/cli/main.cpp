@@ -19,6 +19,10 @@ const char* kUsage =
     "  compile MODEL [--run]  run the compiler pipeline and report each stage\n"
     "  hw show FILE | hw probe [-o FILE] [--device cpu|cuda] [--quick]\n"
     "                         print a hardware spec, or measure this machine and write one\n"
+    "  schedule MODEL --hw SPEC [--policy P] -o FILE\n"
+    "                         fuse and tile a model for a chip; save the schedule as JSON\n"
+    "  explain MODEL --hw SPEC [--format text|dot|html]\n"
+    "                         why each kernel, tile and memory level was chosen\n"
     "  version                version and build information\n";
 
 }  // namespace
@@ -37,6 +41,8 @@ int main(int argc, char** argv) {
     if (command == "convert") return tessel::cmd_convert(rest);
     if (command == "compile") return tessel::cmd_compile(rest);
     if (command == "hw") return tessel::cmd_hw(rest);
+    if (command == "schedule") return tessel::cmd_schedule(rest);
+    if (command == "explain") return tessel::cmd_explain(rest);
     if (command == "version" || command == "--version") return tessel::cmd_version(rest);
     std::cerr << "tessel: error: unknown command '" << command << "'\n" << kUsage;
     return 2;

@@ -1,0 +1,70 @@
+// Compile-speed benchmark (BENCHMARKS.md, "Compile speed"): how long each built-in policy takes to
+// schedule each bundled model -- including the 12-layer BERT-base encoder and the full ResNet-50 --
+// for one hardware spec, without measurement on a device. Import and lowering are timed apart.
+//
+//   compile_speed [--spec hw_specs/nvidia-h100-sxm.json] [Google Benchmark flags]
+//   (run.sh runs it and writes results/ as JSON)
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cost_model/cost_model.h"
+#include "policy/policy.h"
+#include "tilegraph/import/load_model.h"
+#include "tilegraph/lower.h"
+
+namespace fs = std::filesystem;
+using namespace tessel;
+
+int main(int argc, char** argv) {
+  std::string spec_path = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-h100-sxm.json";
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--spec") && i + 1 < argc) spec_path = argv[++i];
+    else rest.push_back(argv[i]);
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+
+  static const HwSpec spec = load_hw_spec(spec_path);
+  static const auto cost = std::move(cost_models().front());
+  std::vector<std::string> models;
+  for (const auto& e : fs::directory_iterator(std::string(TESSEL_SOURCE_DIR) + "/experiments/models"))
+    if (e.path().extension() == ".json") models.push_back(e.path().string());
+  std::sort(models.begin(), models.end());
+
+  static std::vector<std::unique_ptr<OpGraph>> graphs;  // lowered once, outside the timed region
+  for (const std::string& path : models) {
+    const std::string name = fs::path(path).stem().string();
+    benchmark::RegisterBenchmark(("import_and_lower/" + name).c_str(), [path](benchmark::State& state) {
+      for (auto _ : state) benchmark::DoNotOptimize(lower_model(load_model(path)));
+    })->Unit(benchmark::kMillisecond);
+    graphs.push_back(std::make_unique<OpGraph>(lower_model(load_model(path))));
+    const OpGraph* graph = graphs.back().get();
+    for (const auto& policy : policies()) {
+      const std::string policy_name(policy->name());
+      benchmark::RegisterBenchmark(("schedule/" + policy_name + "/" + name).c_str(),
+                                   [graph, policy_name](benchmark::State& state) {
+                                     std::unique_ptr<Policy> p;
+                                     for (auto& q : policies())
+                                       if (q->name() == policy_name) p = std::move(q);
+                                     Schedule s;
+                                     for (auto _ : state) {
+                                       s = p->schedule(PolicyContext{*graph, spec, *cost});
+                                       benchmark::DoNotOptimize(s);
+                                     }
+                                     state.counters["nodes"] = graph->num_nodes();
+                                     state.counters["kernels"] = static_cast<double>(s.groups.size());
+                                     state.counters["predicted_ms"] = s.predicted_latency_s * 1e3;
+                                   })
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.5);
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
