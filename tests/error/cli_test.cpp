@@ -46,7 +46,7 @@ fs::path temp_dir(const std::string& name) {
 }  // namespace
 
 TEST_CASE("cli: --help on every subcommand") {
-  for (const char* cmd : {"inspect", "run", "convert", "compile"}) {
+  for (const char* cmd : {"inspect", "run", "convert", "compile", "schedule", "explain"}) {
     CAPTURE(cmd);
     const Result r = tessel(std::string(cmd) + " --help");
     CHECK(r.status == 0);
@@ -128,4 +128,38 @@ TEST_CASE("cli: inspect --dump prints the IR; compile reports every stage") {
   CHECK(r.status == 0);
   for (const char* stage : {"[1/5 import]", "[2/5 normalize]", "[3/5 schedule]", "[4/5 emit]", "[5/5 run]"})
     CHECK(r.output.find(stage) != std::string::npos);
+}
+
+TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing --hw exit 2") {
+  const std::string model = kModels + "bert_base_layer.json";
+  const std::string spec = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-h100-sxm.json";
+  const fs::path dir = temp_dir("schedule");
+  const std::string json = (dir / "s.json").string();
+  Result r = tessel("schedule " + model + " --hw " + spec + " -o " + json);
+  REQUIRE(r.status == 0);
+  const Result fresh = tessel("explain " + model + " --hw " + spec);
+  const Result replay = tessel("explain " + model + " --hw " + spec + " --schedule " + json);
+  CHECK(fresh.status == 0);
+  CHECK(replay.status == 0);
+  CHECK(fresh.output == replay.output);  // the saved schedule replays to the same explanation
+  CHECK(fresh.output.find("not fused") != std::string::npos);
+  CHECK(fresh.output.find("totals:") != std::string::npos);
+  r = tessel("explain " + model + " --hw " + spec + " --format dot");
+  CHECK(r.output.find("subgraph cluster_0") != std::string::npos);
+  r = tessel("explain " + model + " --hw " + spec + " --format html -o " + (dir / "e.html").string());
+  CHECK(r.status == 0);
+  std::ifstream html(dir / "e.html");
+  const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  CHECK(page.find("<svg") != std::string::npos);
+  CHECK(page.find("Edges not fused") != std::string::npos);
+
+  r = tessel("schedule " + model + " --hw " + spec + " --policy magic");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("unknown policy \"magic\" (known: welder, roller)") != std::string::npos);
+  r = tessel("schedule " + model);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--hw SPEC is required") != std::string::npos);
+  r = tessel("explain " + model + " --hw " + spec + " --format pdf");
+  CHECK(r.status == 2);
+  fs::remove_all(dir);
 }
