@@ -346,8 +346,8 @@ int cmd_compile(const std::vector<std::string>& argv) {
   for (std::string line; std::getline(lines, line);) std::cout << "                 " << line << "\n";
   if (args.flag("dump")) std::cout << g.print();
 
-  std::cout << "[3/5 schedule]   not implemented yet: hardware specs, tile propagation and the cost model\n"
-            << "                 exist; the policies (roller, welder, z3) that choose groups and tiles come next.\n";
+  std::cout << "[3/5 schedule]   not run here: `tessel compile` has no CPU code generation to schedule for yet;\n"
+            << "                 `tessel schedule|explain MODEL --hw SPEC` fuse and tile for a spec (welder, roller).\n";
   std::cout << "[4/5 emit]       not implemented yet: CPU code generation through LLVM (" << target << ").\n";
   if (!args.flag("run")) {
     std::cout << "[5/5 run]        skipped (pass --run)\n";
