@@ -10,6 +10,8 @@
 // printer as model files: 2-space indent, containers that fit in 100 columns on one line.
 #include "hw_specs/hw_spec.h"
 
+#include "tilegraph/import/json_util.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -38,27 +40,11 @@ constexpr std::string_view kScopeNames[] = {"thread", "warp", "block",  "cluster
 // ---------------------------------------------------------------------------------------------
 // JSON helpers: pointers, value descriptions, duplicate-key check, parsing.
 
-std::string child(const std::string& ptr, const std::string& key) {  // RFC 6901 escaping
-  std::string out = ptr + "/";
-  for (char c : key) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
-  return out;
-}
-std::string child(const std::string& ptr, size_t index) { return ptr + "/" + std::to_string(index); }
-
-template <class J>
-std::string dump_safe(const J& j) {
-  return j.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
-}
-
-std::string describe(const json& j) {
-  std::string text = dump_safe(j);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  if (j.is_object()) return "an object " + text;
-  if (j.is_array()) return "a list " + text;
-  return text;
-}
-
-std::string quoted(const std::string& s) { return dump_safe(json(s)); }
+using json_util::child;
+using json_util::describe;
+using json_util::dump_safe;
+using json_util::quoted;
+using json_util::render_inline;
 
 /// nlohmann keeps the last of two equal keys; a spec with one is rejected instead.
 class DuplicateKeyCheck {
@@ -591,31 +577,6 @@ ordered_json spec_json(const HwSpec& s) {
   t["cpu_features"] = s.target.cpu_features;
   doc["target"] = std::move(t);
   return doc;
-}
-
-/// Appends `j` on one line; returns false once `out` exceeds `limit`.
-bool render_inline(const ordered_json& j, std::string& out, size_t limit) {
-  if (j.is_object()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [key, value] : j.items()) {
-      out += first ? "" : ", ";
-      first = false;
-      out += dump_safe(ordered_json(key)) + ": ";
-      if (!render_inline(value, out, limit)) return false;
-    }
-    out += '}';
-  } else if (j.is_array()) {
-    out += '[';
-    for (size_t i = 0; i < j.size(); ++i) {
-      out += i ? ", " : "";
-      if (!render_inline(j[i], out, limit)) return false;
-    }
-    out += ']';
-  } else {
-    out += dump_safe(j);
-  }
-  return out.size() <= limit;
 }
 
 void render_pretty(const ordered_json& j, size_t indent, size_t column, std::string& out) {

@@ -12,6 +12,8 @@
 // same value of the tensor's dtype); non-finite values are the strings "nan", "inf", "-inf".
 #include "tilegraph/import/model_json.h"
 
+#include "tilegraph/import/json_util.h"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -46,41 +48,11 @@ constexpr int64_t kMaxElements = int64_t{1} << 53;
 // ---------------------------------------------------------------------------------------------
 // Small helpers shared by reading and writing.
 
-std::string pointer_token(const std::string& key) {  // RFC 6901 escaping
-  std::string out;
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string child(const std::string& ptr, const std::string& key) {
-  return ptr + "/" + pointer_token(key);
-}
-std::string child(const std::string& ptr, size_t index) {
-  return ptr + "/" + std::to_string(index);
-}
-
-template <class J>
-std::string dump_safe(const J& j) {
-  return j.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
-}
-
-/// A JSON value as it appears in an error message, shortened.
-std::string describe(const json& j) {
-  std::string text = dump_safe(j);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  if (j.is_object()) return "an object " + text;
-  if (j.is_array()) return "a list " + text;
-  return text;
-}
-
-std::string quoted(const std::string& s) { return dump_safe(json(s)); }
+using json_util::child;
+using json_util::describe;
+using json_util::dump_safe;
+using json_util::quoted;
+using json_util::render_inline;
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out = "[";
@@ -857,31 +829,6 @@ ordered_json model_json(const ModelDef& model, Sidecar* sidecar) {
 
 // The pretty printer. A container goes on one line when it fits in kLineWidth columns; a long list
 // of scalars is packed several to a line; anything else gets one member per line.
-
-/// Appends `j` on one line; returns false (with `out` partly written) once out exceeds `limit`.
-bool render_inline(const ordered_json& j, std::string& out, size_t limit) {
-  if (j.is_object()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [key, value] : j.items()) {
-      out += first ? "" : ", ";
-      first = false;
-      out += dump_safe(ordered_json(key)) + ": ";
-      if (!render_inline(value, out, limit)) return false;
-    }
-    out += '}';
-  } else if (j.is_array()) {
-    out += '[';
-    for (size_t i = 0; i < j.size(); ++i) {
-      out += i ? ", " : "";
-      if (!render_inline(j[i], out, limit)) return false;
-    }
-    out += ']';
-  } else {
-    out += dump_safe(j);
-  }
-  return out.size() <= limit;
-}
 
 void render_pretty(const ordered_json& j, size_t indent, size_t column, std::string& out) {
   if (!j.is_structured() || j.empty()) {

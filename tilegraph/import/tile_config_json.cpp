@@ -5,6 +5,8 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "tilegraph/import/json_util.h"
 #include <set>
 
 #include "tilegraph/error.h"
@@ -15,13 +17,7 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-std::string describe(const json& j) {
-  std::string text = j.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  if (j.is_object()) return "an object " + text;
-  if (j.is_array()) return "a list " + text;
-  return text;
-}
+using json_util::describe;
 
 class Reader {
  public:

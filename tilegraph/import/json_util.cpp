@@ -1,0 +1,56 @@
+// Shared JSON helpers (see json_util.h).
+#include "tilegraph/import/json_util.h"
+
+namespace tessel::json_util {
+
+std::string child(const std::string& ptr, const std::string& key) {
+  std::string out = ptr + "/";
+  for (char c : key) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+  return out;
+}
+
+std::string child(const std::string& ptr, size_t index) { return ptr + "/" + std::to_string(index); }
+
+std::string dump_safe(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
+}
+
+std::string dump_safe(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
+}
+
+std::string describe(const nlohmann::json& j) {
+  std::string text = dump_safe(j);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  if (j.is_object()) return "an object " + text;
+  if (j.is_array()) return "a list " + text;
+  return text;
+}
+
+std::string quoted(const std::string& s) { return dump_safe(nlohmann::json(s)); }
+
+bool render_inline(const nlohmann::ordered_json& j, std::string& out, size_t limit) {
+  if (j.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, value] : j.items()) {
+      out += first ? "" : ", ";
+      first = false;
+      out += dump_safe(nlohmann::ordered_json(key)) + ": ";
+      if (!render_inline(value, out, limit)) return false;
+    }
+    out += '}';
+  } else if (j.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < j.size(); ++i) {
+      out += i ? ", " : "";
+      if (!render_inline(j[i], out, limit)) return false;
+    }
+    out += ']';
+  } else {
+    out += dump_safe(j);
+  }
+  return out.size() <= limit;
+}
+
+}  // namespace tessel::json_util
