@@ -102,13 +102,15 @@ TEST_CASE("schedule legality: roller on every bundled model and every shipped sp
   }
 }
 
-TEST_CASE("schedule legality: roller on ONNX node-test models, H100 and a CPU") {
+TEST_CASE("schedule legality: every registered policy on ONNX node-test models, every shipped spec") {
   const fs::path root = "/usr/share/libonnx-testdata/data/node";
   if (!fs::exists(root)) {
     MESSAGE("[SKIP] no ONNX node tests at ", root.string());
     return;
   }
-  const HwSpec gpu = spec_named("nvidia-h100-sxm"), cpu = spec_named("x86-64-avx2-generic");
+  const std::vector<HwSpec> specs = shipped_specs();
+  AnalyticCostModel cost;
+  const auto all = policies();
   std::vector<fs::path> tests;
   for (const auto& e : fs::directory_iterator(root))
     if (fs::exists(e.path() / "model.onnx")) tests.push_back(e.path());
@@ -125,15 +127,17 @@ TEST_CASE("schedule legality: roller on ONNX node-test models, H100 and a CPU") 
       ++skipped;
       continue;
     }
-    for (const HwSpec* spec : {&gpu, &cpu}) {
-      INFO(dir.filename().string(), " on ", spec->name);
-      const Schedule s = roller(*g, *spec);
-      const std::vector<std::string> problems = check_schedule(*g, *spec, s);
-      CHECK_MESSAGE(problems.empty(), joined(problems));
-    }
+    for (const HwSpec& spec : specs)
+      for (const auto& policy : all) {
+        INFO(policy->name(), ": ", dir.filename().string(), " on ", spec.name);
+        const Schedule s = policy->schedule(PolicyContext{*g, spec, cost});
+        const std::vector<std::string> problems = check_schedule(*g, spec, s);
+        CHECK_MESSAGE(problems.empty(), joined(problems));
+      }
     ++scheduled;
   }
-  MESSAGE("scheduled ", scheduled, " ONNX node-test models on two specs; skipped ", skipped);
+  MESSAGE("scheduled ", scheduled, " ONNX node-test models with ", all.size(), " policies on ", specs.size(),
+          " specs; skipped ", skipped);
   CHECK(scheduled >= 300);
 }
 
