@@ -3,16 +3,22 @@
 //
 // Steps of solve_node_z3:
 //   1. The tile space: admissible values per axis, tensor-core shapes, capacity (tile_space).
-//   2. The Z3 encoding of tile_traffic and tile_footprint over that space (encode_traffic).
+//   2. The Z3 encoding of tile_traffic and tile_footprint over that space: one-hot Booleans
+//      per axis, per-tensor tables, linear in if-then-else terms (encode).
 //   3. Tightening: solve, read the tile, check Q against tile_traffic, demand Q < best, repeat.
 //   4. The register tile and threads (add_inner_tile); on timeout, roller's best instead.
 #include "policy/z3_policy.h"
+
+#include "policy/check_schedule.h"
+
+#include <map>
 
 #include <z3++.h>
 
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 
 #include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
@@ -60,137 +66,153 @@ int64_t dtype_bytes_or(const TeNode& node, int input) {
 
 // ---- Step 2: the Z3 encoding ------------------------------------------------------------------
 
-// If-then-else chain: f(t) for t in `values` (t is constrained to `values`).
-template <class F>
-z3::expr table(z3::context& c, const z3::expr& t, const std::vector<int64_t>& values, F f) {
-  z3::expr e = c.int_val(static_cast<int64_t>(f(values.back())));
-  for (int i = static_cast<int>(values.size()) - 2; i >= 0; --i)
-    e = z3::ite(t == c.int_val(values[i]), c.int_val(static_cast<int64_t>(f(values[i]))), e);
-  return e;
-}
-
-z3::expr zmax(const z3::expr& a, const z3::expr& b) { return z3::ite(a >= b, a, b); }
-z3::expr zmin(const z3::expr& a, const z3::expr& b) { return z3::ite(a <= b, a, b); }
-
-struct Encoding {
-  std::vector<z3::expr> t;   // tile extent per axis
-  z3::expr traffic;          // Q (tile_traffic total_bytes)
-  z3::expr footprint;        // F (tile_footprint total_bytes)
-  std::vector<z3::expr> side;  // definitions of auxiliary variables
+// An integer term with the least and greatest value it can take over the tile space.
+struct Bounded {
+  z3::expr e;
+  int64_t lo, hi;
 };
 
-// Bytes of a box rounded to transactions (transaction_bytes_of) given its per-dimension counts.
-z3::expr rounded_bytes(z3::context& c, const std::vector<z3::expr>& counts, const std::vector<int64_t>& shape,
-                       int64_t element_bytes, int64_t transaction, std::vector<z3::expr>& side,
-                       const std::string& name) {
-  const int rank = static_cast<int>(counts.size());
-  if (rank == 0) return c.int_val(ceil_div(element_bytes, transaction) * transaction);
-  // Split point d*: the run is counts[d*..], the number of runs counts[..d*) (see tile_traffic.cpp).
-  auto product = [&](int from, int to) {
-    z3::expr p = c.int_val(1);
-    for (int k = from; k < to; ++k) p = k == from ? counts[k] : p * counts[k];
-    return p;
-  };
-  // d* is the innermost dimension d >= 1 whose box does not cover the tensor (else 0): later
-  // (inner) dimensions take priority, so their if-then-else wraps the earlier ones.
-  z3::expr run = product(0, rank), runs = c.int_val(1);
-  for (int d = 1; d < rank; ++d) {
-    const z3::expr stops = counts[d] != c.int_val(shape[d]);
-    run = z3::ite(stops, product(d, rank), run);
-    runs = z3::ite(stops, product(0, d), runs);
+struct Encoding {
+  std::vector<std::vector<z3::expr>> pick;  // pick[a][j]: t_a = space.values[a][j] (one-hot per axis)
+  z3::expr traffic;                         // Q (tile_traffic total_bytes), linear in ite terms
+  z3::expr footprint;                       // F (tile_footprint total_bytes)
+  std::vector<z3::expr> side;               // one-hot, tensor-core and bound constraints
+  int64_t table_entries = 0;                // leaves of all per-input tables
+};
+
+// The axes input i's access map reads (nonzero coefficient in some result row), in axis order.
+std::vector<int> axes_read(const TeNode& node, int input) {
+  std::vector<int> out;
+  for (int a = 0; a < node.num_axes(); ++a) {
+    bool reads = false;
+    for (const AffineExpr& row : node.inputs()[input].map.results()) reads |= row.coeffs[a] != 0;
+    if (reads) out.push_back(a);
   }
-  // Transactions per run: ceil(run x E / T) as an auxiliary integer.
-  z3::expr tx = c.int_const(name.c_str());
-  const z3::expr bytes = run * c.int_val(element_bytes);
-  side.push_back(tx * c.int_val(transaction) >= bytes);
-  side.push_back(tx * c.int_val(transaction) < bytes + c.int_val(transaction));
-  return runs * tx * c.int_val(transaction);
+  return out;
 }
 
-Encoding encode(z3::context& c, const TeNode& node, const TileSpace& space) {
+int64_t& axis_of(LevelTile& tile, int ns, int a) { return a < ns ? tile.spatial[a] : tile.reduction[a - ns]; }
+
+// Leaves of a table over `axes`: the product of their value counts.
+int64_t table_size(const TileSpace& space, const std::vector<int>& axes) {
+  int64_t n = 1;
+  for (int a : axes) n *= static_cast<int64_t>(space.values[a].size());
+  return n;
+}
+
+// A decision tree over the one-hot choices of `axes[k..]`: the leaf for a full assignment is
+// f(tile), where `tile` holds the assignment on `axes` and the whole extent elsewhere. Every
+// inner node is bounded by the least and greatest leaf below it, so a partial assignment
+// already bounds the term (what lets the linear solver prune).
+template <class F>
+Bounded table(z3::context& c, Encoding& enc, const TileSpace& space, int ns, const std::vector<int>& axes,
+              size_t k, LevelTile& tile, F f) {
+  if (k == axes.size()) {
+    const int64_t v = f(tile);
+    ++enc.table_entries;
+    return {c.int_val(v), v, v};
+  }
+  const int a = axes[k];
+  const std::vector<int64_t>& vals = space.values[a];
+  std::vector<Bounded> child;
+  for (int64_t v : vals) {
+    axis_of(tile, ns, a) = v;
+    child.push_back(table(c, enc, space, ns, axes, k + 1, tile, f));
+  }
+  axis_of(tile, ns, a) = space.values[a].back();
+  Bounded out = child.back();
+  for (int j = static_cast<int>(vals.size()) - 2; j >= 0; --j) {
+    out.e = z3::ite(enc.pick[a][j], child[j].e, out.e);
+    out.lo = std::min(out.lo, child[j].lo);
+    out.hi = std::max(out.hi, child[j].hi);
+  }
+  if (vals.size() > 1 && out.lo < out.hi) enc.side.push_back(out.e >= c.int_val(out.lo) && out.e <= c.int_val(out.hi));
+  return out;
+}
+
+// x times the tile count along axis a (a constant per choice of t_a), linear in x.
+Bounded times_tiles(z3::context& c, Encoding& enc, const TileSpace& space, int64_t extent, int a, const Bounded& x) {
+  const std::vector<int64_t>& vals = space.values[a];
+  auto n = [&](size_t j) { return axis_pos(extent, vals[j]).tiles; };
+  Bounded out{c.int_val(n(vals.size() - 1)) * x.e, n(vals.size() - 1) * x.lo, n(vals.size() - 1) * x.hi};
+  for (int j = static_cast<int>(vals.size()) - 2; j >= 0; --j) {
+    out.e = z3::ite(enc.pick[a][j], c.int_val(n(j)) * x.e, out.e);
+    out.lo = std::min(out.lo, n(j) * x.lo);
+    out.hi = std::max(out.hi, n(j) * x.hi);
+  }
+  if (vals.size() > 1 && out.lo < out.hi) enc.side.push_back(out.e >= c.int_val(out.lo) && out.e <= c.int_val(out.hi));
+  return out;
+}
+
+// Q and F as sums of per-tensor terms (tile_traffic.h):
+//   Q_i = (product of n_a over counted axes outside S_i) x H_i(t restricted to S_i)
+// where S_i is the axes input i reads, "counted" is every spatial axis plus, when S_i holds a
+// reduction axis, every reduction axis (tiles x steps), and H_i is tile_traffic's input_bytes[i]
+// for the tile with t on S_i and the whole extent elsewhere -- a table computed in C++. The
+// output is the same with S = the spatial axes. The products outside S_i are if-then-else over
+// one axis's choices of a constant times the rest, so Q is linear in the if-then-else terms.
+// F_i = tile_footprint's input_bytes[i] over S_i (a table; no factors outside S_i).
+std::optional<Encoding> encode(z3::context& c, const TeNode& node, const TileSpace& space, int64_t max_entries) {
   const int na = node.num_axes(), ns = node.num_spatial();
-  Encoding enc{{}, c.int_val(0), c.int_val(0), {}};
-  std::vector<z3::expr> n, begin, ext;
+  Encoding enc{{}, c.int_val(0), c.int_val(0), {}, 0};
+  std::vector<int> spatial_axes;
+  for (int a = 0; a < ns; ++a) spatial_axes.push_back(a);
+  std::vector<std::vector<int>> reads;
+  int64_t entries = table_size(space, spatial_axes);
+  for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
+    reads.push_back(axes_read(node, i));
+    entries += table_size(space, reads.back());
+  }
+  if (entries > max_entries) return std::nullopt;
+
   for (int a = 0; a < na; ++a) {
-    const int64_t extent = node.axes()[a].extent;
-    const std::vector<int64_t>& vals = space.values[a];
-    z3::expr t = c.int_const(cat("t_", a, "_", node.axes()[a].name).c_str());
-    z3::expr_vector in(c);
-    for (int64_t v : vals) in.push_back(t == c.int_val(v));
-    enc.side.push_back(z3::mk_or(in));
-    n.push_back(table(c, t, vals, [&](int64_t v) { return axis_pos(extent, v).tiles; }));
-    begin.push_back(table(c, t, vals, [&](int64_t v) { return axis_pos(extent, v).begin; }));
-    ext.push_back(table(c, t, vals, [&](int64_t v) { return axis_pos(extent, v).extent; }));
-    enc.t.push_back(t);
+    std::vector<z3::expr> p;
+    z3::expr_vector pv(c);
+    for (size_t j = 0; j < space.values[a].size(); ++j) {
+      p.push_back(c.bool_const(cat("t_", a, "_", node.axes()[a].name, "=", space.values[a][j]).c_str()));
+      pv.push_back(p.back());
+    }
+    enc.side.push_back(z3::mk_or(pv));
+    if (pv.size() > 1) enc.side.push_back(z3::atmost(pv, 1));
+    enc.pick.push_back(std::move(p));
   }
   if (!space.mma_shapes.empty()) {  // tensor cores: one instruction shape divides the tile
+    auto divisible = [&](int a, int64_t by) {
+      z3::expr_vector any(c);
+      for (size_t j = 0; j < space.values[a].size(); ++j)
+        if (space.values[a][j] % by == 0) any.push_back(enc.pick[a][j]);
+      return any.empty() ? c.bool_val(false) : z3::mk_or(any);
+    };
     z3::expr_vector any(c);
-    const z3::expr& tm = enc.t[ns - 2];
-    const z3::expr& tn = enc.t[ns - 1];
-    const z3::expr& tk = enc.t[na - 1];
     for (const MmaShape& s : space.mma_shapes)
-      any.push_back(z3::mod(tm, s.m) == 0 && z3::mod(tn, s.n) == 0 && z3::mod(tk, s.k) == 0);
+      any.push_back(divisible(ns - 2, s.m) && divisible(ns - 1, s.n) && divisible(na - 1, s.k));
     enc.side.push_back(z3::mk_or(any));
   }
-  z3::expr tiles = c.int_val(1), steps = c.int_val(1);
-  for (int a = 0; a < na; ++a) (a < ns ? tiles : steps) = (a < ns ? tiles : steps) * n[a];
 
-  // Per-dimension bounding-box counts of input i over the step tile or the whole-reduction tile.
-  auto box_counts = [&](int i, bool whole) {
-    const Access& acc = node.inputs()[i];
-    std::vector<z3::expr> counts;
-    for (int d = 0; d < acc.type.rank(); ++d) {
-      const int64_t size = acc.type.shape[d];
-      if (acc.is_gather() && d == acc.gather_dim) {
-        counts.push_back(c.int_val(size));
-        continue;
-      }
-      const AffineExpr& row = acc.map.results()[d];
-      z3::expr lo = c.int_val(row.offset), hi = c.int_val(row.offset);
-      for (int a = 0; a < na; ++a) {
-        const int64_t k = row.coeffs[a];
-        if (k == 0) continue;
-        const bool full = whole && a >= ns;
-        const z3::expr b = full ? c.int_val(0) : begin[a];
-        const z3::expr last = full ? c.int_val(node.axes()[a].extent - 1) : begin[a] + ext[a] - 1;
-        lo = lo + c.int_val(k) * (k > 0 ? b : last);
-        hi = hi + c.int_val(k) * (k > 0 ? last : b);
-      }
-      const z3::expr clo = zmax(lo, c.int_val(0)), chi = zmin(hi + 1, c.int_val(size));
-      counts.push_back(zmax(chi - clo, c.int_val(0)));
+  LevelTile whole{space.level, {}, {}};
+  for (int a = 0; a < na; ++a) (a < ns ? whole.spatial : whole.reduction).push_back(space.values[a].back());
+  auto term = [&](const std::vector<int>& axes, bool counts_steps, auto traffic_of, auto footprint_of) {
+    LevelTile tile = whole;
+    Bounded q = table(c, enc, space, ns, axes, 0, tile, traffic_of);
+    for (int a = na - 1; a >= 0; --a) {
+      if (std::find(axes.begin(), axes.end(), a) != axes.end() || (a >= ns && !counts_steps)) continue;
+      q = times_tiles(c, enc, space, node.axes()[a].extent, a, q);
     }
-    return counts;
+    tile = whole;
+    const Bounded f = table(c, enc, space, ns, axes, 0, tile, footprint_of);
+    enc.traffic = enc.traffic + q.e;
+    enc.footprint = enc.footprint + f.e;
   };
-  auto reads_reduction = [&](const Access& acc) {
-    for (const AffineExpr& row : acc.map.results())
-      for (int a = ns; a < na; ++a)
-        if (row.coeffs[a] != 0) return true;
-    return false;
-  };
-  const int64_t T = space.traffic.transaction_bytes;
   for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
-    const Access& acc = node.inputs()[i];
-    const int64_t eb = dtype_bytes(acc.type.dtype);
-    const bool per_step = reads_reduction(acc);
-    const std::vector<z3::expr> step = box_counts(i, false);
-    const z3::expr bt = rounded_bytes(c, per_step ? step : box_counts(i, true), acc.type.shape, eb, T,
-                                      enc.side, cat("tx_in", i));
-    enc.traffic = enc.traffic + (per_step ? tiles * steps * bt : tiles * bt);
-    z3::expr elems = c.int_val(1);
-    for (const z3::expr& k : step) elems = elems * k;
-    enc.footprint = enc.footprint + c.int_val(space.footprint.pipeline_stages * eb) * elems;
+    const bool per_step = std::any_of(reads[i].begin(), reads[i].end(), [&](int a) { return a >= ns; });
+    term(
+        reads[i], per_step,
+        [&](const LevelTile& t) { return tile_traffic(node, t, space.traffic).input_bytes[i]; },
+        [&](const LevelTile& t) { return tile_footprint(node, t, space.footprint).input_bytes[i]; });
   }
-  std::vector<z3::expr> out_counts;
-  std::vector<int64_t> out_shape;
-  z3::expr out_elems = c.int_val(1);
-  for (int a = 0; a < ns; ++a) {
-    out_counts.push_back(ext[a]);
-    out_shape.push_back(node.axes()[a].extent);
-    out_elems = out_elems * ext[a];
-  }
-  const int64_t ob = dtype_bytes(node.output().dtype);
-  enc.traffic = enc.traffic + tiles * rounded_bytes(c, out_counts, out_shape, ob, T, enc.side, "tx_out");
-  enc.footprint = enc.footprint + c.int_val(ob) * out_elems;
+  term(
+      spatial_axes, false, [&](const LevelTile& t) { return tile_traffic(node, t, space.traffic).output_bytes; },
+      [&](const LevelTile& t) { return tile_footprint(node, t, space.footprint).output_bytes; });
   return enc;
 }
 
@@ -239,10 +261,17 @@ TileConfig add_inner_tile(const OpGraph& graph, NodeId id, const HwSpec& spec, c
     const bool fits = !is_gpu(spec) || threads <= spec.limits.max_threads_per_block;
     if (fits && (warp || !best_warp)) {
       cfg.levels.push_back(inner);
+      // Vector width: on a CPU the SIMD lanes the innermost register extent allows; the GPU specs
+      // give no vector-load width, so GPU tiles stay scalar (as roller's do).
       const int64_t inner_last = ns > 0 ? inner.spatial[ns - 1] : 1;
-      const int64_t max_vec = std::max<int64_t>(1, 16 / dtype_bytes(node.output().dtype));
-      while (cfg.vector_width * 2 <= max_vec && inner_last % (cfg.vector_width * 2) == 0) cfg.vector_width *= 2;
-      if (!check_tile_config(node, cfg)) {
+      if (!is_gpu(spec))
+        while (cfg.vector_width * 2 <= spec.compute.simd_width && inner_last % (cfg.vector_width * 2) == 0)
+          cfg.vector_width *= 2;
+      ScheduledGroup alone;
+      alone.nodes = {id};
+      alone.tiles[id] = cfg;
+      // The checker's per-group rules (registers per thread and per SM, threads) are the last word.
+      if (!check_tile_config(node, cfg) && check_group(graph, spec, alone).empty()) {
         const double s = predict(cfg);
         if ((warp && !best_warp) || s < best_s) {
           best = cfg;
@@ -304,11 +333,19 @@ TileSpace tile_space(const TeNode& node, const HwSpec& spec, const Z3Options& op
       align = std::lcm(align, g);
       covers_ok = false;  // the instruction shape must divide the tile
     }
-    std::vector<int64_t> vals;
-    for (int64_t v = align; v < extent + align; v += align) vals.push_back(v);
-    if (vals.empty()) vals.push_back(align);
-    if (covers_ok && extent % align != 0 && extent > 0) vals.push_back(extent);
+    // The whole axis, powers of two times the alignment below it, and the least aligned tile
+    // for 2..max_balanced_tiles tiles where its padding waste is within bounds.
+    const int64_t whole = covers_ok || extent % align == 0 ? std::max<int64_t>(extent, 1) : ceil_div(extent, align) * align;
+    std::vector<int64_t> vals{whole};
+    for (int64_t v = align; v < whole; v *= 2) vals.push_back(v);
+    for (int64_t n = 2; n <= options.max_balanced_tiles; ++n) {
+      const int64_t v = ceil_div(ceil_div(extent, n), align) * align;
+      const int64_t padded = ceil_div(extent, v) * v;
+      if (v < whole && static_cast<double>(padded - extent) <= options.max_padding_waste * static_cast<double>(padded))
+        vals.push_back(v);
+    }
     std::sort(vals.begin(), vals.end());
+    vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
     s.values.push_back(vals);
   }
   return s;
@@ -339,45 +376,54 @@ Z3NodeResult solve_node_z3(const OpGraph& graph, NodeId id, const HwSpec& spec, 
   Z3NodeResult r;
   // Step 1.
   const TileSpace space = tile_space(node, spec, options);
-  bool zero_extent = false;
+  bool zero_extent = false, too_large = false;
   for (const Axis& ax : node.axes()) zero_extent |= ax.extent == 0;
 
   // Steps 2 and 3.
   std::optional<LevelTile> best;
   if (!zero_extent) {
     z3::context c;
-    const Encoding enc = encode(c, node, space);
-    z3::solver solver(c);
-    z3::params p(c);
-    p.set("random_seed", 0u);
-    solver.set(p);
-    for (const z3::expr& e : enc.side) solver.add(e);
-    solver.add(enc.footprint <= c.int_val(space.capacity_bytes));
-    while (true) {
-      const double left = options.timeout_ms - elapsed_ms();
-      if (left <= 0) break;
-      z3::params tp(c);
-      tp.set("timeout", static_cast<unsigned>(std::max(1.0, left)));
-      solver.set(tp);
-      ++r.rounds;
-      const z3::check_result res = solver.check();
-      if (res == z3::unsat) {
-        r.proven_optimal = best.has_value();
-        break;
+    const std::optional<Encoding> enc = encode(c, node, space, options.max_table_entries);
+    r.encode_ms = elapsed_ms();
+    if (!enc) {
+      too_large = true;
+    } else {
+      z3::solver solver(c);
+      z3::params p(c);
+      p.set("random_seed", 0u);
+      solver.set(p);
+      for (const z3::expr& e : enc->side) solver.add(e);
+      solver.add(enc->footprint <= c.int_val(space.capacity_bytes));
+      while (true) {
+        const double left = options.timeout_ms - elapsed_ms();
+        if (left <= 0) break;
+        z3::params tp(c);
+        tp.set("timeout", static_cast<unsigned>(std::max(1.0, left)));
+        solver.set(tp);
+        ++r.rounds;
+        const z3::check_result res = solver.check();
+        if (res == z3::unsat) {
+          r.proven_optimal = best.has_value();
+          break;
+        }
+        if (res == z3::unknown) break;
+        const z3::model m = solver.get_model();
+        LevelTile tile{space.level, {}, {}};
+        for (int a = 0; a < node.num_axes(); ++a) {
+          int64_t v = -1;
+          for (size_t j = 0; j < space.values[a].size(); ++j)
+            if (m.eval(enc->pick[a][j], true).is_true()) v = space.values[a][j];
+          (a < node.num_spatial() ? tile.spatial : tile.reduction).push_back(v);
+        }
+        const int64_t q_z3 = m.eval(enc->traffic, true).get_numeral_int64();
+        const int64_t q = tile_traffic(node, tile, space.traffic).total_bytes;
+        TESSEL_ASSERT(q == q_z3, "z3 encoding of tile_traffic disagrees for node '", node.name(), "' tile ",
+                      print_tile_config(TileConfig{{tile}, {}}), ": z3 ", q_z3, " B, tile_traffic ", q, " B");
+        TESSEL_ASSERT(space_admits(space, node, tile), "z3 tile outside the space for node '", node.name(), "'");
+        best = tile;
+        r.traffic_bytes = q;
+        solver.add(enc->traffic < c.int_val(q));
       }
-      if (res == z3::unknown) break;
-      const z3::model m = solver.get_model();
-      LevelTile tile{space.level, {}, {}};
-      for (int a = 0; a < node.num_axes(); ++a)
-        (a < node.num_spatial() ? tile.spatial : tile.reduction).push_back(m.eval(enc.t[a], true).get_numeral_int64());
-      const int64_t q_z3 = m.eval(enc.traffic, true).get_numeral_int64();
-      const int64_t q = tile_traffic(node, tile, space.traffic).total_bytes;
-      TESSEL_ASSERT(q == q_z3, "z3 encoding of tile_traffic disagrees for node '", node.name(), "' tile ",
-                    print_tile_config(TileConfig{{tile}, {}}), ": z3 ", q_z3, " B, tile_traffic ", q, " B");
-      TESSEL_ASSERT(space_admits(space, node, tile), "z3 tile outside the space for node '", node.name(), "'");
-      best = tile;
-      r.traffic_bytes = q;
-      solver.add(enc.traffic < c.int_val(q));
     }
   }
   r.solve_ms = elapsed_ms();
@@ -391,13 +437,14 @@ Z3NodeResult solve_node_z3(const OpGraph& graph, NodeId id, const HwSpec& spec, 
     r.tiles = add_inner_tile(graph, id, spec, cost, outer, options);
     r.notes.push_back(cat("z3: outer tile of least ", device_level(spec).name, " traffic (", r.traffic_bytes,
                           " B), proven over the aligned tile space in ", r.rounds, " solver calls, ",
-                          static_cast<int64_t>(r.solve_ms), " ms"));
+                          static_cast<int64_t>(r.solve_ms), " ms (encoding ", static_cast<int64_t>(r.encode_ms), " ms)"));
     return r;
   }
   r.solved = best.has_value();
   r.fallback = true;
   const std::string why =
       zero_extent ? "an axis of extent 0"
+      : too_large ? cat("the encoding's tables exceed ", options.max_table_entries, " entries")
       : best      ? cat("no optimality proof within ", options.timeout_ms, " ms (best found ", r.traffic_bytes, " B)")
       : r.rounds > 0 && elapsed_ms() < options.timeout_ms ? std::string("no aligned tile fits the capacity")
                                                           : cat("no tile found within ", options.timeout_ms, " ms");
@@ -418,8 +465,20 @@ Schedule Z3Policy::schedule(const PolicyContext& ctx) const {
   s.cost_model = std::string(ctx.cost.name());
   s.hw_spec = ctx.spec.name;
   s.hw_spec_hash = hw_spec_hash(ctx.spec);
+  // Nodes computing the same thing on the same shapes (the layers of a transformer) share one
+  // solution: the signature is the node's printed IR without its name.
+  std::map<std::string, Z3NodeResult> solved;
+  auto signature = [&](NodeId n) {
+    const std::string text = print_node(ctx.graph.node(n), {}, "");
+    const size_t at = text.find(" node \"");
+    const size_t end = text.find('\n', at);
+    return text.substr(0, at) + text.substr(end);
+  };
   for (NodeId n : ctx.graph.topological_order()) {
-    Z3NodeResult r = solve_node_z3(ctx.graph, n, ctx.spec, ctx.cost, options_);
+    const std::string key = signature(n);
+    auto hit = solved.find(key);
+    if (hit == solved.end()) hit = solved.emplace(key, solve_node_z3(ctx.graph, n, ctx.spec, ctx.cost, options_)).first;
+    Z3NodeResult r = hit->second;
     TESSEL_ASSERT(!r.tiles.levels.empty(), "no tile config for node '", ctx.graph.node(n).name(), "': ",
                   r.notes.empty() ? std::string() : r.notes.back());
     ScheduleGroup g;

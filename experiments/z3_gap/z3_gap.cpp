@@ -6,6 +6,7 @@
 // Per node of every operator: roller's best candidate (rank 1 by the cost model) and the least
 // traffic among its top-k, z3's proven minimum over the aligned tile space (z3_policy.h), both
 // as tile_traffic bytes of the outermost tile from the device level, and their ratio.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "policy/roller.h"
 #include "policy/z3_policy.h"
 #include "tilegraph/error.h"
+#include "tilegraph/import/load_model.h"
 #include "tilegraph/lower.h"
 #include "tilegraph/model_def.h"
 #include "tilegraph/tile_traffic.h"
@@ -100,7 +102,7 @@ int main(int argc, char** argv) {
   if (argc > 3) options.timeout_ms = std::stoi(argv[3]);
   std::ofstream csv(argv[2]);
   csv << "spec,operator,node,axes,roller_tile,roller_bytes,roller_topk_min_bytes,z3_tile,z3_bytes,ratio,"
-         "z3_proven,z3_rounds,z3_ms\n";
+         "z3_proven,z3_rounds,z3_ms,z3_encode_ms,z3_values_per_axis\n";
   const AnalyticCostModel cost;
   for (const std::string spec_name : {"nvidia-h100-sxm", "x86-64-avx512-server"}) {
     const HwSpec spec = load_hw_spec(src + "/hw_specs/" + spec_name + ".json");
@@ -127,7 +129,8 @@ int main(int argc, char** argv) {
         const double ratio = z3_ok && roller_bytes >= 0 && z.traffic_bytes > 0
                                  ? static_cast<double>(roller_bytes) / static_cast<double>(z.traffic_bytes)
                                  : 0;
-        std::string axes;
+        std::string axes, values;
+        for (const std::vector<int64_t>& v : space.values) values += cat(values.empty() ? "" : "x", v.size());
         for (const Axis& a : node.axes()) axes += cat(axes.empty() ? "" : "x", a.extent);
         std::printf("%-34s %-12s %14lld %14lld %7.3f %6s %8.0f\n", op.name.c_str(), node.name().c_str(),
                     static_cast<long long>(roller_bytes), static_cast<long long>(z3_ok ? z.traffic_bytes : -1), ratio,
@@ -136,9 +139,24 @@ int main(int argc, char** argv) {
         csv << spec_name << ',' << op.name << ',' << node.name() << ',' << axes << ",\"" << roller_tile << "\","
             << roller_bytes << ',' << roller_min << ",\"" << (z3_ok ? print_tile_config(z.tiles) : "-") << "\","
             << (z3_ok ? z.traffic_bytes : -1) << ',' << ratio << ',' << (z.proven_optimal ? 1 : 0) << ','
-            << z.rounds << ',' << static_cast<int64_t>(z.solve_ms) << '\n';
+            << z.rounds << ',' << static_cast<int64_t>(z.solve_ms) << ',' << static_cast<int64_t>(z.encode_ms) << ','
+            << values << '\n';
+        csv.flush();  // a row at a time, so an interrupted run keeps what it finished
       }
     }
+  }
+  // The whole bundled BERT-base layer scheduled by the z3 policy: wall time and proven nodes.
+  for (const std::string spec_name : {"nvidia-h100-sxm", "x86-64-avx512-server"}) {
+    const HwSpec spec = load_hw_spec(src + "/hw_specs/" + spec_name + ".json");
+    const OpGraph bert = lower_model(load_model(src + "/experiments/models/bert_base_layer.json"));
+    const auto start = std::chrono::steady_clock::now();
+    const Schedule s = Z3Policy(options).schedule(PolicyContext{bert, spec, cost});
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    int proven = 0;
+    for (const ScheduleGroup& g : s.groups)
+      for (const std::string& note : g.predicted.notes) proven += note.find("proven") != std::string::npos;
+    std::printf("bert_base_layer on %s: %zu nodes, %d proven, z3 policy schedule %.0f ms\n", spec_name.c_str(),
+                s.groups.size(), proven, ms);
   }
   return 0;
 }
