@@ -47,58 +47,7 @@ using json_util::quoted;
 using json_util::render_inline;
 
 /// nlohmann keeps the last of two equal keys; a spec with one is rejected instead.
-class DuplicateKeyCheck {
- public:
-  explicit DuplicateKeyCheck(const std::string& file) : file_(file) {}
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        stack_.push_back({event == json::parse_event_t::object_start, {}, {}, 0});
-        break;
-      case json::parse_event_t::key: {
-        Frame& top = stack_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second)
-          throw UserError(file_, pointer(), cat("duplicate key ", quoted(top.key)));
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack_.pop_back();
-        [[fallthrough]];
-      case json::parse_event_t::value:
-        if (!stack_.empty() && !stack_.back().is_object) ++stack_.back().index;
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Frame {
-    bool is_object;
-    std::set<std::string> keys;
-    std::string key;
-    size_t index;
-  };
-  std::string pointer() const {
-    std::string ptr;
-    for (const Frame& f : stack_) ptr = f.is_object ? child(ptr, f.key) : child(ptr, f.index);
-    return ptr;
-  }
-  const std::string& file_;
-  std::vector<Frame> stack_;
-};
-
-json parse_text(const std::string& text, const std::string& file) {
-  try {
-    return json::parse(text, DuplicateKeyCheck(file));
-  } catch (const json::parse_error& e) {
-    std::string reason = e.what();  // "[json.exception.parse_error.101] parse error at line 3..."
-    if (size_t end = reason.find("] "); end != std::string::npos) reason = reason.substr(end + 2);
-    throw UserError(file, "", "malformed JSON: " + reason);
-  }
-}
+json parse_text(const std::string& text, const std::string& file) { return json_util::parse_strict(text, file); }
 
 std::string read_text(const std::string& path, const std::string& referrer, const std::string& ptr) {
   std::ifstream in(path, std::ios::binary);

@@ -133,3 +133,13 @@ TEST_CASE("bad tile config JSON raises UserError with a JSON pointer") {
   CHECK(location(R"({"levels": [{"level": "smem", "spatial": [4.5]}]})") ==
         "/levels/0/spatial/0: expected an integer >= 1, got 4.5");
 }
+
+TEST_CASE("tile config JSON: a repeated key is a UserError naming the key") {
+  try {
+    tile_config_from_json(R"({"levels": [], "levels": []})", "t.json");
+    FAIL("expected a UserError");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find("t.json") != std::string::npos);
+    CHECK(std::string(e.what()).find("duplicate key \"levels\"") != std::string::npos);
+  }
+}

@@ -124,70 +124,7 @@ double value_from_bits(DType t, uint64_t bits) {
 // Parsing the text: nlohmann's DOM parser with a callback that rejects duplicate object keys
 // (nlohmann would silently keep the last one).
 
-class DuplicateKeyCheck {
- public:
-  explicit DuplicateKeyCheck(const std::string& file) : file_(file) {}
-
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        stack_.emplace_back(true);
-        break;
-      case json::parse_event_t::array_start:
-        stack_.emplace_back(false);
-        break;
-      case json::parse_event_t::key:
-        on_key(parsed.get<std::string>());
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack_.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::value:
-        element_done();
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Frame {
-    explicit Frame(bool object) : is_object(object) {}
-    bool is_object;
-    std::set<std::string> keys;  // keys seen so far (objects)
-    std::string key;             // the current key (objects)
-    size_t index = 0;            // the current element (lists)
-  };
-
-  void on_key(const std::string& key) {
-    Frame& top = stack_.back();
-    top.key = key;
-    if (!top.keys.insert(key).second)
-      throw UserError(file_, pointer(), cat("duplicate key ", quoted(key)));
-  }
-  void element_done() {
-    if (!stack_.empty() && !stack_.back().is_object) ++stack_.back().index;
-  }
-  std::string pointer() const {
-    std::string ptr;
-    for (const Frame& f : stack_) ptr = f.is_object ? child(ptr, f.key) : child(ptr, f.index);
-    return ptr;
-  }
-
-  const std::string& file_;
-  std::vector<Frame> stack_;
-};
-
-json parse_text(const std::string& text, const std::string& file) {
-  try {
-    return json::parse(text, DuplicateKeyCheck(file));
-  } catch (const json::parse_error& e) {
-    std::string reason = e.what();  // "[json.exception.parse_error.101] parse error at line 3, ..."
-    if (size_t end = reason.find("] "); end != std::string::npos) reason = reason.substr(end + 2);
-    throw UserError(file, "", "malformed JSON: " + reason);
-  }
-}
+json parse_text(const std::string& text, const std::string& file) { return json_util::parse_strict(text, file); }
 
 // ---------------------------------------------------------------------------------------------
 // Reading: one member function per section of the format. `ptr` is always the JSON pointer of the

@@ -108,14 +108,8 @@ std::string tile_config_to_json(const TileConfig& config) {
 }
 
 TileConfig tile_config_from_json(const std::string& text, const std::string& file) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string reason = e.what();
-    if (size_t end = reason.find("] "); end != std::string::npos) reason = reason.substr(end + 2);
-    throw UserError(file, "", "malformed JSON: " + reason);
-  }
+  // Strict: malformed text and repeated keys are UserErrors with the place.
+  const json doc = json_util::parse_strict(text, file);
   try {
     return Reader(file).read(doc);
   } catch (const json::exception& e) {
