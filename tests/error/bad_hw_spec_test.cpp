@@ -4,6 +4,7 @@
 //
 // Each case edits one spot of a small valid GPU spec (kValid) so that the case shows exactly what
 // is wrong with it.
+#include "../temp_dir.h"
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -69,22 +70,7 @@ void expect_user_error(const std::string& text, const std::string& pointer, cons
   }
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("tessel_bad_hw_spec_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-};
+using tessel::testing::TempDir;
 
 }  // namespace
 

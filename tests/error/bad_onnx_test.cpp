@@ -2,6 +2,7 @@
 // file, bytes that are not a ModelProto, tensors of an element type Tessel has no dtype for
 // (UnsupportedError, a UserError), non-tensor inputs, inconsistent tensor data, and external data
 // that is missing. The models are built byte by byte, so the test needs no protobuf library.
+#include "../temp_dir.h"
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -19,27 +20,7 @@ using namespace tessel;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / cat("tessel_bad_onnx_", getpid(), "_", counter++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string path() const { return path_.string(); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string path = (path_ / name).string();
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return path;
-  }
-
- private:
-  fs::path path_;
-};
+using tessel::testing::TempDir;
 
 // Protobuf wire format, enough to build small ModelProtos; field numbers are those of onnx.proto.
 std::string varint(uint64_t v) {
@@ -126,7 +107,7 @@ TEST_CASE("bytes that are not an ONNX model are a UserError") {
   check_user_error([&] { import_onnx(dir.write("text.onnx", "this is not protobuf\n")); },
                    "not an ONNX model");
   check_user_error([&] { import_onnx(dir.write("empty.onnx", "")); }, "without a graph");
-  check_user_error([&] { import_onnx(dir.path()); }, "is a directory");
+  check_user_error([&] { import_onnx(dir.path.string()); }, "is a directory");
 }
 
 TEST_CASE("a tensor of an unsupported element type is an UnsupportedError") {

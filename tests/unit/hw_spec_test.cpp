@@ -1,6 +1,7 @@
 // Hardware specs (hw_specs/hw_spec.h): every shipped spec loads, validates and round-trips through
 // the canonical written form; "extends" overrides and merges as documented; the helpers answer from
 // the spec's data.
+#include "../temp_dir.h"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,22 +20,7 @@ namespace {
 
 const std::string kSpecDir = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("tessel_hw_spec_test_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-};
+using tessel::testing::TempDir;
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 // data of every dtype with NaN, infinities and -0.0, every attribute type including empty lists and
 // tensors, integer vs float attributes, unknown input dimensions, and weights in a sidecar .bin
 // file.
+#include "../temp_dir.h"
 #include "tilegraph/import/model_json.h"
 
 #include <doctest/doctest.h>
@@ -131,18 +132,7 @@ ModelDef model_with_weights(std::vector<WeightDef> weights) {
   return m;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("tessel_model_json_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using tessel::testing::TempDir;
 
 const char* const kBundledModels[] = {"bert_base_layer",     "bert_base_12_layers", "vit_b_block",
                                       "llama_decoder_block", "resnet50_bottleneck", "resnet50"};

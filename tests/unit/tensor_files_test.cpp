@@ -2,6 +2,7 @@
 // they share with the ONNX importer: every dtype round-trips through .npy and .pb, the typed
 // fields and external data of a TensorProto decode, a real file of the ONNX backend test data
 // reads, and malformed files raise UserError.
+#include "../temp_dir.h"
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -23,22 +24,7 @@ using namespace tessel;
 namespace {
 
 /// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / cat("tessel_tensor_files_", getpid(), "_", counter++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using tessel::testing::TempDir;
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
