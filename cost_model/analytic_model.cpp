@@ -11,6 +11,8 @@
 //   4. Latency = launch overhead + the largest of the compute and per-level times.
 #include "cost_model/analytic_model.h"
 
+#include "cost_model/group_footprint.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -105,6 +107,20 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     return it->second;
   };
   auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
+  // Whether a tensor is read or written by a node outside the group (or is a graph output).
+  auto leaves_group = [&](TensorId t) {
+    for (TensorId o : graph.outputs())
+      if (o == t) return true;
+    for (NodeId c : graph.consumers(t))
+      if (!in_group(c)) return true;
+    return false;
+  };
+  // The level of an intermediate produced and consumed inside the group; without an entry, the
+  // innermost level (the producer's registers).
+  auto edge_level = [&](TensorId t) -> const std::string& {
+    auto edge = group.edge_levels.find(t);
+    return edge == group.edge_levels.end() ? spec.memory_levels.front().name : edge->second;
+  };
 
   // Step 1: compute.
   for (NodeId n : group.nodes) {
@@ -129,31 +145,11 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // thread-scoped levels.
   const TileConfig& sink_cfg = config(sink);
   out.blocks = num_spatial_tiles(graph.node(sink), sink_cfg.levels.front());
-  // A fused kernel's block has as many threads as its widest node needs.
-  int64_t threads = is_gpu(spec) ? spec.compute.simd_width : 1;
-  for (NodeId n : group.nodes) {
-    int64_t t = 1;
-    for (int64_t v : config(n).threads) t *= v;
-    if (!config(n).threads.empty()) threads = std::max(threads, t);
-  }
-  if (!is_gpu(spec)) threads = 1;
-  int64_t block_bytes = 0, thread_bytes = 0;
-  for (NodeId n : group.nodes) {
-    const TileConfig& cfg = config(n);
-    for (const LevelTile& lt : cfg.levels) {
-      const MemoryLevel& level = spec.level(lt.level);
-      const TrafficParams params{1, 0, cfg.pipeline_stages};
-      const TileFootprint fp = tile_footprint(graph.node(n), lt, params);
-      int64_t bytes = fp.total_bytes;
-      // An intermediate resident at this level is its producer's output tile: count it once.
-      for (size_t k = 0; k < fp.input_bytes.size(); ++k) {
-        auto edge = group.edge_levels.find(graph.node_inputs(n)[k]);
-        if (edge != group.edge_levels.end() && edge->second == lt.level) bytes -= fp.input_bytes[k];
-      }
-      if (level.scope == MemoryScope::thread) thread_bytes += bytes;
-      else if (level.scope == MemoryScope::block || level.scope == MemoryScope::sm) block_bytes += bytes;
-    }
-  }
+  // What the group occupies (group_footprint.h: the same accounting as the policies and
+  // check_schedule).
+  const GroupFootprint footprint = group_footprint(graph, group, spec);
+  const int64_t threads = is_gpu(spec) ? std::max<int64_t>(footprint.threads_per_block, spec.compute.simd_width) : 1;
+  const int64_t block_bytes = footprint.smem_bytes_per_block, thread_bytes = footprint.register_bytes_per_thread;
   const int64_t units = spec.compute.units;
   out.blocks_per_unit = 1;
   out.occupancy = 1;
@@ -195,17 +191,32 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       const MemoryLevel& source = i == 0 ? dram : spec.level(cfg.levels[i - 1].level);
       const TrafficParams params{access_granularity(source, i > 0), 0, cfg.pipeline_stages};
       const TileTraffic t = tile_traffic(node, lt, params);
-      if (i > 0) {  // inner tiles load from the outer tile's level
-        bytes[source.name] += static_cast<double>(t.total_bytes);
+      if (i > 0) {
+        // Inner tiles load from the outer tile's level what that level holds (group_footprint.h):
+        // staged inputs and intermediates kept there; register edges are already in the thread,
+        // and unstaged inputs come straight from device memory (priced at the outer level).
+        const bool staged = stages_inputs(graph, group, n, spec);
+        double moved = 0;
+        for (size_t k = 0; k < node.inputs().size(); ++k) {
+          const std::string level = edge_level_of(graph, group, graph.node_inputs(n)[k]);
+          if (level.empty() ? staged : level == source.name) moved += static_cast<double>(t.input_bytes[k]);
+        }
+        // A GPU thread writes its output tile from registers unless an edge keeps it at `source`.
+        const bool mapped = is_gpu(spec) && !cfg.threads.empty();
+        const std::string out_level = edge_level_of(graph, group, graph.node_output(n));
+        if (out_level.empty() ? !mapped : out_level == source.name)
+          moved += static_cast<double>(t.output_bytes);
+        bytes[source.name] += moved;
         continue;
       }
       for (size_t k = 0; k < node.inputs().size(); ++k) {
         const TensorId tensor = graph.node_inputs(n)[k];
         const NodeId producer = graph.producer(tensor);
         if (producer >= 0 && in_group(producer)) {
-          auto edge = group.edge_levels.find(tensor);
-          const std::string level = edge == group.edge_levels.end() ? "registers" : edge->second;
-          if (spec.level(level).scope != MemoryScope::thread) bytes[level] += static_cast<double>(t.input_bytes[k]);
+          // Read from the edge's level; with an inner tile, that read is the inner tile's load.
+          const std::string& level = edge_level(tensor);
+          if (spec.level(level).scope != MemoryScope::thread && cfg.levels.size() == 1)
+            bytes[level] += static_cast<double>(t.input_bytes[k]);
           continue;
         }
         tile_bytes += static_cast<double>(t.input_bytes[k]);
@@ -216,14 +227,10 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
                                                   dtype_bytes(node.inputs()[k].type.dtype));
       }
       const TensorId result = graph.node_output(n);
-      bool leaves = n == sink;
-      for (TensorId o : graph.outputs()) leaves |= o == result;
-      for (NodeId c : graph.consumers(result)) leaves |= !in_group(c);
-      if (leaves) {
+      if (n == sink || leaves_group(result)) {
         written += static_cast<double>(t.output_bytes);
       } else {
-        auto edge = group.edge_levels.find(result);
-        const std::string level = edge == group.edge_levels.end() ? "registers" : edge->second;
+        const std::string& level = edge_level(result);
         if (spec.level(level).scope != MemoryScope::thread) bytes[level] += static_cast<double>(t.output_bytes);
       }
     }

@@ -2,6 +2,8 @@
 // every quantity from the graph, the spec and the tile footprint formulas (tile_traffic.h).
 #include "policy/check_schedule.h"
 
+#include "cost_model/group_footprint.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -22,7 +24,6 @@ int device_level(const HwSpec& spec) {
   return static_cast<int>(spec.memory_levels.size()) - 1;
 }
 
-bool block_scoped(MemoryScope s) { return s == MemoryScope::block || s == MemoryScope::sm || s == MemoryScope::cluster; }
 
 std::string node_label(const OpGraph& graph, NodeId n) { return cat("node '", graph.node(n).name(), "'"); }
 
@@ -83,28 +84,12 @@ void check_group(const OpGraph& graph, const HwSpec& spec, const ScheduleGroup& 
   if (!configs_ok || group.nodes.empty()) return;
 
   // Rule 4: capacity.
-  std::map<int, int64_t> level_bytes;  // level index -> summed footprint of the group's tiles
-  int64_t smem_bytes = 0, register_bytes = 0, threads = 1;
-  for (NodeId n : group.nodes) {
-    const TileConfig& cfg = group.tiles.at(n);
-    int64_t node_threads = 1;
-    for (int64_t t : cfg.threads) node_threads *= t;
-    threads = std::max(threads, node_threads);
-    for (const LevelTile& lt : cfg.levels) {
-      const int li = spec.level_index(lt.level);
-      const MemoryLevel& level = spec.memory_levels[li];
-      const TileFootprint fp = tile_footprint(graph.node(n), lt, TrafficParams{1, 0, cfg.pipeline_stages});
-      int64_t bytes = fp.total_bytes;
-      // An intermediate resident at this level is its producer's output tile: count it once.
-      for (size_t k = 0; k < fp.input_bytes.size(); ++k) {
-        auto edge = group.edge_levels.find(graph.node_inputs(n)[k]);
-        if (edge != group.edge_levels.end() && edge->second == lt.level) bytes -= fp.input_bytes[k];
-      }
-      if (gpu && li == 0) register_bytes += bytes;
-      else if (gpu && level.software_managed && block_scoped(level.scope)) smem_bytes += bytes;
-      else level_bytes[li] += bytes;
-    }
-  }
+  // What the group occupies: group_footprint (cost_model/group_footprint.h) is the one
+  // definition of what each node keeps at each level, shared with the cost model and policies.
+  const GroupFootprint fp = group_footprint(graph, group, spec);
+  const int64_t smem_bytes = fp.smem_bytes_per_block, register_bytes = fp.register_bytes_per_thread;
+  const int64_t threads = fp.threads_per_block;
+  const std::map<int, int64_t>& level_bytes = fp.level_bytes;
   if (gpu) {
     const LimitSpec& lim = spec.limits;
     if (smem_bytes > lim.smem_per_block_bytes)

@@ -14,6 +14,8 @@
 // and their levels, which outputs leave the group), so repeated layers are priced once.
 #include "policy/welder.h"
 
+#include "cost_model/group_footprint.h"
+
 #include "policy/check_schedule.h"
 
 #include <algorithm>
@@ -274,36 +276,15 @@ std::string Welder::structure_key(const std::vector<NodeId>& nodes, const std::m
 std::optional<std::string> Welder::over_capacity(const ScheduledGroup& g) const {
   const HwSpec& spec = ctx_.spec;
   const bool gpu = spec.kind == "gpu";
-  int64_t register_bytes = 0, smem_bytes = 0;
-  std::map<int, int64_t> level_bytes;
-  for (NodeId n : g.nodes) {
-    const TileConfig& cfg = g.tiles.at(n);
-    for (const LevelTile& lt : cfg.levels) {
-      const int li = spec.level_index(lt.level);
-      const MemoryLevel& level = spec.memory_levels[li];
-      const TileFootprint fp = tile_footprint(ctx_.graph.node(n), lt, TrafficParams{1, 0, cfg.pipeline_stages});
-      int64_t bytes = fp.total_bytes;
-      // An intermediate resident at this level is its producer's output tile: count it once.
-      for (size_t k = 0; k < fp.input_bytes.size(); ++k) {
-        auto edge = g.edge_levels.find(ctx_.graph.node_inputs(n)[k]);
-        if (edge != g.edge_levels.end() && edge->second == lt.level) bytes -= fp.input_bytes[k];
-      }
-      if (gpu && li == 0) register_bytes += bytes;
-      else if (gpu && level.software_managed && (level.scope == MemoryScope::block || level.scope == MemoryScope::sm)) smem_bytes += bytes;
-      else level_bytes[li] += bytes;
-    }
-  }
+  const GroupFootprint fp = group_footprint(ctx_.graph, g, spec);
+  const int64_t register_bytes = fp.register_bytes_per_thread, smem_bytes = fp.smem_bytes_per_block;
+  const std::map<int, int64_t>& level_bytes = fp.level_bytes;
   if (gpu) {
     const LimitSpec& lim = spec.limits;
     if (smem_bytes > lim.smem_per_block_bytes)
       return cat("needs ", format_kib(smem_bytes), " shared memory per block, limit ", format_kib(lim.smem_per_block_bytes));
     // The kernel's block has as many threads as its widest node needs.
-    int64_t threads = spec.compute.simd_width;
-    for (NodeId n : g.nodes) {
-      const TileConfig& cfg = g.tiles.at(n);
-      if (!cfg.threads.empty())
-        threads = std::max(threads, std::accumulate(cfg.threads.begin(), cfg.threads.end(), int64_t{1}, std::multiplies<>()));
-    }
+    const int64_t threads = std::max<int64_t>(fp.threads_per_block, spec.compute.simd_width);
     const int64_t regs = (register_bytes + 3) / 4;  // 32-bit registers
     if (regs > lim.max_registers_per_thread)
       return cat("needs ", regs, " registers per thread for its register tiles, limit ", lim.max_registers_per_thread);

@@ -157,6 +157,7 @@ TEST_CASE("check_schedule catches hand-broken schedules") {
     Schedule s = good;
     TileConfig& cfg = s.groups[gemm].group.tiles[gemm_node];
     for (int64_t& e : cfg.levels.front().spatial) e *= 64;
+    for (int64_t& e : cfg.levels.front().reduction) e *= 64;  // staged inputs grow with the step
     for (int64_t& e : cfg.threads) e *= 64;
     const std::vector<std::string> p = check_schedule(g, spec, s);
     INFO(joined(p));

@@ -110,12 +110,12 @@ TEST_CASE("compute-bound: a 1024^3 f16 GEMM on the toy GPU's tensor cores, by ha
   CHECK(c.tensor_cores);
   const double flops = 2.0 * 1024 * 1024 * 1024;
   CHECK(c.flops == flops);
-  // 64 blocks of 128x128; smem per block: 2 stages x (8 KiB + 8 KiB) + a 32 KiB f16 accumulator
-  // = 64 KiB -> 1 block per SM, 10 at a time, 7 waves.
+  // 64 blocks of 128x128; smem per block: 2 stages x (8 KiB + 8 KiB) = 32 KiB (the accumulator
+  // lives in the threads' registers) -> 3 blocks per SM in 100 KiB, 30 at a time, 3 waves.
   CHECK(c.blocks == 64);
-  CHECK(c.blocks_per_unit == 1);
-  CHECK(c.waves == 7);
-  const double compute = flops / 1e14 * (7.0 * 10 / 64);
+  CHECK(c.blocks_per_unit == 3);
+  CHECK(c.waves == 3);
+  const double compute = flops / 1e14 * (3.0 * 30 / 64);
   CHECK(c.compute_s == doctest::Approx(compute));
   // L2: every block reads 32 steps x (8 KiB of A + 8 KiB of B): 64 x 32 x 16 KiB = 32 MiB, plus
   // 2 MiB written. The working set (4 MiB of inputs) fits in 8 MiB, so DRAM sees 4 + 2 MiB.
@@ -226,9 +226,11 @@ TEST_CASE("hand-computed on two shipped specs: a memory-bound add and a compute-
     CHECK(add.bound == "dram");
     CHECK(add.latency_s == doctest::Approx(launch + dram_time));
 
-    // 4096^3 f32 GEMM, 128x128x32 block tiles (2 stages: 64 KiB of inputs + a 64 KiB f32
-    // accumulator = 128 KiB -> 1 block per SM), 8x16 thread tiles on 16x8 threads. f32 stays on the
-    // SIMT units: compute = FLOPs / f32 peak x wave quantization.
+    // 4096^3 f32 GEMM, 128x128x32 block tiles (2 stages of inputs: 64 KiB of shared memory per
+    // block), 8x16 thread tiles on 16x8 threads: per thread 2 stages x (8 + 16) input elements and
+    // a 128-element accumulator = 176 registers x 128 threads = 22528 per block, so the register
+    // file allows 2 blocks per SM (both specs: 65536 registers). f32 stays on the SIMT units:
+    // compute = FLOPs / f32 peak x wave quantization.
     const TensorType t{DType::f32, {4096, 4096}};
     const OpGraph gemm = lower_model(single_op_model("MatMul", {HostTensor(t), HostTensor(t)}, {}, 1, {}));
     TileConfig tiles;
@@ -238,10 +240,12 @@ TEST_CASE("hand-computed on two shipped specs: a memory-bound add and a compute-
     const CostBreakdown c = AnalyticCostModel().estimate(gemm, single(tiles), spec);
     CHECK_FALSE(c.tensor_cores);
     CHECK(c.blocks == 1024);
-    CHECK(c.blocks_per_unit == 1);
-    const double waves = std::ceil(1024 / units);
+    const int64_t per_sm = std::min<int64_t>(spec.limits.smem_per_sm_bytes / (64 * 1024), spec.limits.registers_per_sm / (176 * 128));
+    CHECK(per_sm == 2);
+    CHECK(c.blocks_per_unit == per_sm);
+    const double waves = std::ceil(1024 / (units * 2));
     const double compute = 2.0 * 4096 * 4096 * 4096 / (spec.compute.simt_peak_tflops.at(DType::f32) * 1e12) *
-                           (waves * units / 1024);
+                           (waves * units * 2 / 1024);
     CHECK(c.waves == waves);
     CHECK(c.compute_s == doctest::Approx(compute));
     CHECK(c.bound == "compute");
