@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cost_model/cost_model.h"
+#include "policy/check_schedule.h"
 #include "policy/explain.h"
 #include "policy/policy.h"
 #include "policy/schedule_json.h"
@@ -76,6 +77,18 @@ Scheduled make_schedule(const Args& args) {
     std::stringstream text;
     text << in.rdbuf();
     s.schedule = schedule_from_json(text.str(), *file, s.graph);
+    // A replayed schedule may be hand-edited or made for another spec: check it against this
+    // spec, then price it again with this cost model (the file's predictions may be stale).
+    const std::vector<std::string> problems = check_schedule(s.graph, s.spec, s.schedule);
+    if (!problems.empty())
+      throw UserError(*file, "", cat("the schedule is not legal for '", s.spec.name, "': ", problems.front(),
+                                     problems.size() > 1 ? cat(" (and ", problems.size() - 1, " more)") : std::string()));
+    s.schedule.cost_model = std::string(s.cost->name());
+    s.schedule.predicted_latency_s = 0;
+    for (ScheduleGroup& group : s.schedule.groups) {
+      group.predicted = s.cost->estimate(s.graph, group.group, s.spec);
+      s.schedule.predicted_latency_s += group.predicted.latency_s;
+    }
     return s;
   }
   const auto policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
