@@ -1,0 +1,86 @@
+// Backends: turn a Schedule into code that runs (DESIGN.md, "Code generation"). Each backend --
+// CUDA C++ through NVRTC for GPUs (kernels/cuda/), LLVM IR through ORC for CPUs (kernels/cpu/)
+// -- implements Backend; `backends()` (registry.cpp) lists them all. The CLI (`tessel run
+// --device`, `tessel compile --emit`) and the benchmark suites only talk to this interface.
+//
+// Contract of every Executable: run() returns exactly what the reference interpreter
+// (tilegraph/interpreter.h) returns for the same inputs, within compare.h's tolerances; outputs
+// are poisoned (NaN, or a byte pattern for integers) before each run so a kernel that skips an
+// element cannot pass; every failure of the device or the compiler is a UserError (bad input,
+// missing device) or an InternalError (a bug), never a crash.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hw_specs/hw_spec.h"
+#include "policy/schedule.h"
+#include "tilegraph/host_tensor.h"
+
+namespace tessel {
+
+struct CompileOptions {
+  /// Directory of the on-disk compile cache; empty = $TESSEL_CACHE_DIR, else ~/.cache/tessel.
+  std::string cache_dir;
+  bool use_cache = true;
+  /// Where generated code the toolchain rejected is saved (with a repro command); empty = the
+  /// current directory's `tessel-rejected/`.
+  std::string reject_dir;
+  /// CPU backend: worker threads (0 = the spec's cores, capped at the host's hardware threads).
+  int threads = 0;
+};
+
+struct CompileStats {
+  int kernels = 0;            // one per group of the schedule
+  double codegen_s = 0;       // emitting source / IR
+  double compile_s = 0;       // NVRTC or LLVM, including cache lookups
+  int cache_hits = 0;         // kernels loaded from the cache instead of compiled
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  /// Runs the model on `inputs` (one per graph input, in order) and returns the graph outputs.
+  virtual std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) = 0;
+  /// Uploads `inputs` once, runs `warmup` times, then returns the wall time of each of `repeats`
+  /// runs in seconds (device-synchronized; inputs and weights already resident).
+  virtual std::vector<double> time(const std::vector<HostTensor>& inputs, int warmup, int repeats) = 0;
+  virtual const CompileStats& compile_stats() const = 0;
+  /// Peak bytes of the buffer plan (arena + inputs + weights + outputs).
+  virtual int64_t peak_memory_bytes() const = 0;
+  /// Kernel launches (or parallel regions) per run.
+  virtual int launches_per_run() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;         // "cpu", "cuda": the --device value
+  virtual std::string_view description() const = 0;
+  /// True if this backend generates code for `spec` (by spec.kind).
+  virtual bool supports(const HwSpec& spec) const = 0;
+  /// Why compiled code cannot run on this machine now (no GPU, no driver), or nullopt.
+  virtual std::optional<std::string> unavailable() const = 0;
+  /// Formats `emit` writes ("cuda", "llvm", "obj", ...).
+  virtual std::vector<std::string> emit_formats() const = 0;
+  /// Writes the generated code of every group of `schedule` in `format` into `dir`, one file per
+  /// kernel plus `manifest.json` (kernel names, groups, launch shapes, buffer plan); returns the
+  /// files written. Needs no device.
+  virtual std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
+                                        const std::string& format, const std::string& dir) const = 0;
+  /// Generates, compiles and loads every kernel of `schedule`. Needs the device (unavailable()).
+  virtual std::unique_ptr<Executable> compile(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
+                                              const CompileOptions& options) const = 0;
+};
+
+/// Every built-in backend.
+std::vector<std::unique_ptr<Backend>> backends();
+
+/// The backend named `name`; UserError listing the names otherwise.
+std::unique_ptr<Backend> find_backend(std::string_view name);
+
+}  // namespace tessel
