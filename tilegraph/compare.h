@@ -14,6 +14,18 @@
 //   integers, bool: exact
 //
 // Infinities must match exactly. A NaN passes only where the reference is NaN.
+//
+// Compiled code against the interpreter (`tessel run --device D --check`, backend tests) is judged
+// by `compare_compiled`: the relative L2 error ||actual - expected|| / ||expected|| must be at
+// most rel_l2 below (an accumulation order different from the interpreter's fp64 one moves
+// individual near-zero elements further than the elementwise rule allows, not the whole tensor);
+// integers and bools stay exact, a NaN or infinity must sit exactly where the reference has one.
+//
+//   dtype      rel_l2
+//   f64        1e-9
+//   f32        1e-5
+//   f16        5e-3
+//   bf16       2e-2
 #pragma once
 
 #include <cstdint>
@@ -26,6 +38,7 @@ namespace tessel {
 struct Tolerance {
   double rtol = 0;
   double atol = 0;
+  double rel_l2 = 0;  // compare_compiled's bound on ||actual - expected|| / ||expected||
 };
 
 Tolerance tolerance_for(DType dtype);
@@ -36,10 +49,14 @@ struct CompareResult {
   int64_t first_mismatch = -1;  // flat index
   double max_abs_error = 0;
   double max_rel_error = 0;
+  double rel_l2_error = 0;  // ||actual - expected|| / ||expected|| over finite elements
   std::string message;  // empty when ok; otherwise one line with the values
 };
 
 /// Shapes and dtypes must be equal; values within tolerance_for(expected.dtype()).
 CompareResult compare_tensors(const HostTensor& actual, const HostTensor& expected);
+
+/// Compiled output against the interpreter's: the relative L2 rule above.
+CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expected);
 
 }  // namespace tessel

@@ -1,0 +1,43 @@
+// The two comparison rules of tilegraph/compare.h: elementwise (reference results) and relative
+// L2 (compiled code against the interpreter).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tilegraph/compare.h"
+
+using namespace tessel;
+
+TEST_CASE("compare_tensors: elementwise rtol/atol by dtype; NaN only where the reference has one") {
+  const TensorType t{DType::f32, {3}};
+  CHECK(compare_tensors(HostTensor(t, {1.0, 2.0, 3.0}), HostTensor(t, {1.0, 2.0001, 3.0})).ok);
+  const CompareResult bad = compare_tensors(HostTensor(t, {1.0, 2.1, 3.0}), HostTensor(t, {1.0, 2.0, 3.0}));
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.first_mismatch == 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(compare_tensors(HostTensor(t, {nan, 2.0, 3.0}), HostTensor(t, {nan, 2.0, 3.0})).ok);
+  CHECK_FALSE(compare_tensors(HostTensor(t, {nan, 2.0, 3.0}), HostTensor(t, {1.0, 2.0, 3.0})).ok);
+}
+
+TEST_CASE("compare_compiled: relative L2 error by dtype; a stray NaN or a type change never passes") {
+  const TensorType t{DType::f32, {4}};
+  const HostTensor ref(t, {1.0, -2.0, 3.0, 1e-6});
+  // A near-zero element off by far more than rtol x |e|, but the tensor as a whole within 1e-5.
+  const CompareResult near = compare_compiled(HostTensor(t, {1.0, -2.0, 3.0, 2e-5}), ref);
+  CHECK(near.ok);
+  CHECK_FALSE(compare_tensors(HostTensor(t, {1.0, -2.0, 3.0, 2e-5}), ref).ok);
+  CHECK(near.rel_l2_error == doctest::Approx(1.9e-5 / std::sqrt(14.0)).epsilon(1e-3));
+  const CompareResult off = compare_compiled(HostTensor(t, {1.0, -2.0, 3.001, 0.0}), ref);
+  CHECK_FALSE(off.ok);
+  CHECK(off.message.find("relative L2 error") != std::string::npos);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(compare_compiled(HostTensor(t, {1.0, -2.0, nan, 1e-6}), ref).ok);
+  CHECK_FALSE(compare_compiled(HostTensor({DType::f16, {4}}, {1.0, -2.0, 3.0, 0.0}), ref).ok);
+  // f16 allows 5e-3: one element off by 1e-3 of the tensor's norm passes.
+  const TensorType h{DType::f16, {2}};
+  CHECK(compare_compiled(HostTensor(h, {1.0, 1.00390625}), HostTensor(h, {1.0, 1.0})).ok);
+  // Integers stay exact.
+  const TensorType i{DType::i32, {2}};
+  CHECK_FALSE(compare_compiled(HostTensor(i, {1.0, 3.0}), HostTensor(i, {1.0, 2.0})).ok);
+}
