@@ -72,7 +72,8 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
       {"inspect " + (dir / "badkey.json").string(), "/ops/0/atrs"},
       {"inspect " + (dir / "model.txt").string(), "unknown model extension \".txt\""},
       {"inspect " + kModels + "bert_base_layer.json --bogus", "unknown option '--bogus'"},
-      {"run " + kModels + "bert_base_layer.json", "needs --interp"},
+      {"run " + kModels + "bert_base_layer.json", "needs exactly one of --interp and --device cpu|cuda"},
+      {"run " + kModels + "bert_base_layer.json --device tpu", "unknown device 'tpu'"},
       {"run " + kModels + "bert_base_layer.json --interp --seed abc", "expects an integer, got \"abc\""},
       {"run " + kModels + "bert_base_layer.json --interp --inputs " + (dir / "none").string(), "not a directory"},
       {"convert " + kModels + "bert_base_layer.json", "needs -o"},
@@ -155,7 +156,7 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
 
   r = tessel("schedule " + model + " --hw " + spec + " --policy magic");
   CHECK(r.status == 2);
-  CHECK(r.output.find("unknown policy \"magic\" (known: welder, roller)") != std::string::npos);
+  CHECK(r.output.find("unknown policy \"magic\" (known: welder, roller, z3)") != std::string::npos);
   r = tessel("schedule " + model);
   CHECK(r.status == 2);
   CHECK(r.output.find("--hw SPEC is required") != std::string::npos);

@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "policy/schedule_json.h"
 #include "tilegraph/cli/args.h"
+#include "tilegraph/cli/cli_common.h"
 #include "tilegraph/cli/commands.h"
 #include "tilegraph/error.h"
 #include "tilegraph/import/load_model.h"
@@ -36,24 +37,6 @@ const char* kExplainHelp =
     "  not fused and why, totals against running every node on its own.\n"
     "  --format dot writes Graphviz; --format html a self-contained page (needs graphviz's dot).\n";
 
-std::unique_ptr<Policy> find_policy(const std::string& name) {
-  std::string known;
-  for (auto& p : policies()) {
-    if (p->name() == name) return std::move(p);
-    known += (known.empty() ? "" : ", ") + std::string(p->name());
-  }
-  throw UserError("command line", "--policy", cat("unknown policy \"", name, "\" (known: ", known, ")"));
-}
-
-std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
-  std::string known;
-  for (auto& m : cost_models()) {
-    if (m->name() == name) return std::move(m);
-    known += (known.empty() ? "" : ", ") + std::string(m->name());
-  }
-  throw UserError("command line", "--cost-model", cat("unknown cost model \"", name, "\" (known: ", known, ")"));
-}
-
 struct Scheduled {
   ModelDef model;
   OpGraph graph;
@@ -71,30 +54,9 @@ Scheduled make_schedule(const Args& args) {
   if (!hw) throw UserError("command line", "", "--hw SPEC is required (a hardware spec, e.g. hw_specs/nvidia-h100-sxm.json)");
   s.spec = load_hw_spec(*hw);
   s.cost = args.option("cost-model") ? find_cost_model(*args.option("cost-model")) : std::move(cost_models().front());
-  if (auto file = args.option("schedule")) {
-    std::ifstream in(*file);
-    if (!in) throw UserError(*file, "", "cannot read the schedule file");
-    std::stringstream text;
-    text << in.rdbuf();
-    s.schedule = schedule_from_json(text.str(), *file, s.graph);
-    // A replayed schedule may be hand-edited or made for another spec: check it against this
-    // spec, then price it again with this cost model (the file's predictions may be stale).
-    const std::vector<std::string> problems = check_schedule(s.graph, s.spec, s.schedule);
-    if (!problems.empty())
-      throw UserError(*file, "", cat("the schedule is not legal for '", s.spec.name, "': ", problems.front(),
-                                     problems.size() > 1 ? cat(" (and ", problems.size() - 1, " more)") : std::string()));
-    s.schedule.cost_model = std::string(s.cost->name());
-    s.schedule.predicted_latency_s = 0;
-    for (ScheduleGroup& group : s.schedule.groups) {
-      group.predicted = s.cost->estimate(s.graph, group.group, s.spec);
-      s.schedule.predicted_latency_s += group.predicted.latency_s;
-    }
-    return s;
-  }
-  const auto policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
-  const auto start = std::chrono::steady_clock::now();
-  s.schedule = policy->schedule(PolicyContext{s.graph, s.spec, *s.cost});
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto start = Clock::now();
+  s.schedule = schedule_for(args, s.graph, s.spec, *s.cost);
+  s.seconds = seconds_since(start);
   return s;
 }
 

@@ -1,0 +1,259 @@
+// Helpers shared by the `tessel` subcommands (cli_common.h).
+#include "tilegraph/cli/cli_common.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "policy/check_schedule.h"
+#include "policy/schedule_json.h"
+#include "tilegraph/error.h"
+#include "tilegraph/import/tensor_files.h"
+
+namespace tessel {
+
+namespace fs = std::filesystem;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string milliseconds(Clock::time_point start) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f ms", seconds_since(start) * 1e3);
+  return buf;
+}
+
+std::string human(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int p = 0;
+  while (std::fabs(v) >= 1000 && p < 5) {
+    v /= 1000;
+    ++p;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), p == 0 ? "%.0f %s%s" : "%.2f %s%s", v, prefixes[p], unit);
+  return buf;
+}
+
+// ---- Graph statistics ------------------------------------------------------------------------
+
+struct NodeStats {
+  int64_t flops = 0;
+  int64_t bytes = 0;  // distinct input tensors read once plus the output written once
+};
+
+NodeStats node_stats(const OpGraph& g, NodeId n) {
+  NodeStats s;
+  s.flops = g.node(n).flops();
+  std::set<TensorId> seen;
+  for (TensorId t : g.node_inputs(n))
+    if (seen.insert(t).second) s.bytes += g.tensor(t).type.num_elements() * dtype_bytes(g.tensor(t).type.dtype);
+  const TensorType& out = g.tensor(g.node_output(n)).type;
+  s.bytes += out.num_elements() * dtype_bytes(out.dtype);
+  return s;
+}
+
+std::string domain_text(const TeNode& node) {
+  std::string out = "(";
+  for (int a = 0; a < node.num_axes(); ++a) {
+    if (a == node.num_spatial()) out += " | ";
+    else if (a) out += ", ";
+    out += cat(node.axes()[a].name, ":", node.axes()[a].extent);
+  }
+  return out + ")";
+}
+
+void print_summary(std::ostream& os, const ModelDef& model, const OpGraph& g, bool node_table) {
+  int64_t weight_elems = 0, weight_bytes = 0;
+  for (TensorId t : g.weights()) {
+    weight_elems += g.tensor(t).type.num_elements();
+    weight_bytes += g.tensor(t).type.num_elements() * dtype_bytes(g.tensor(t).type.dtype);
+  }
+  os << "model '" << model.name << "': " << model.ops.size() << " ops lowered to " << g.num_nodes()
+     << " tensor-expression nodes\n";
+  for (TensorId t : g.inputs()) os << "  input   " << g.tensor(t).name << ": " << g.tensor(t).type.print() << "\n";
+  for (TensorId t : g.outputs()) os << "  output  " << g.tensor(t).name << ": " << g.tensor(t).type.print() << "\n";
+  os << "  weights " << g.weights().size() << " tensors, " << human(static_cast<double>(weight_elems), "")
+     << "elements, " << human(static_cast<double>(weight_bytes), "B") << "\n";
+  int64_t flops = 0, bytes = 0;
+  char line[512];
+  if (node_table) {
+    std::snprintf(line, sizeof(line), "  %-4s %-34s %-22s %12s %12s  %s\n", "#", "node", "output", "FLOPs", "bytes", "domain");
+    os << line;
+  }
+  int index = 0;
+  for (NodeId n : g.topological_order()) {
+    const NodeStats s = node_stats(g, n);
+    flops += s.flops;
+    bytes += s.bytes;
+    if (node_table) {
+      std::snprintf(line, sizeof(line), "  %-4d %-34s %-22s %12s %12s  %s\n", index, g.node(n).name().c_str(),
+                    g.node(n).output().print().c_str(), human(static_cast<double>(s.flops), "").c_str(),
+                    human(static_cast<double>(s.bytes), "B").c_str(), domain_text(g.node(n)).c_str());
+      os << line;
+    }
+    ++index;
+  }
+  os << "  total   " << human(static_cast<double>(flops), "FLOP") << ", "
+     << human(static_cast<double>(bytes), "B")
+     << " moved if every node reads its inputs and writes its output once (unfused)\n";
+}
+
+// ---- Inputs and outputs ----------------------------------------------------------------------
+
+std::map<std::string, std::vector<int64_t>> parse_shapes(const Args& args) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  // --shape name=1x128x768 (repeatable through commas: a=1x2,b=3)
+  if (auto spec = args.option("shape")) {
+    std::stringstream ss(*spec);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      const auto eq = item.find('=');
+      if (eq == std::string::npos)
+        throw UserError("command line", "--shape", cat("expected NAME=D0xD1x..., got \"", item, "\""));
+      std::vector<int64_t> dims;
+      std::stringstream ds(item.substr(eq + 1));
+      std::string d;
+      while (std::getline(ds, d, 'x')) {
+        try {
+          size_t used = 0;
+          const long long v = std::stoll(d, &used);
+          if (used != d.size() || v < 0) throw std::invalid_argument(d);
+          dims.push_back(v);
+        } catch (const std::exception&) {
+          throw UserError("command line", "--shape", cat("bad extent \"", d, "\" in \"", item, "\""));
+        }
+      }
+      shapes[item.substr(0, eq)] = dims;
+    }
+  }
+  return shapes;
+}
+
+// Finds input_N.pb or input_N.npy (or output_N...) in `dir`.
+std::optional<std::string> find_tensor_file(const std::string& dir, const std::string& stem) {
+  for (const char* ext : {".pb", ".npy"}) {
+    const fs::path p = fs::path(dir) / (stem + ext);
+    if (fs::exists(p)) return p.string();
+  }
+  return std::nullopt;
+}
+
+std::vector<HostTensor> read_inputs(const std::string& dir, const ModelDef& model) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UserError(dir, "", "--inputs is not a directory");
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < model.inputs.size(); ++i) {
+    auto file = find_tensor_file(dir, cat("input_", i));
+    if (!file)
+      throw UserError(dir, "", cat("no input_", i, ".pb or input_", i, ".npy for model input '",
+                                   model.inputs[i].name, "'"));
+    out.push_back(read_tensor_file(*file));
+  }
+  return out;
+}
+
+HostTensor random_input(const TensorType& type, uint64_t seed) {
+  RandomInit init;
+  init.seed = seed;
+  if (is_float(type.dtype)) {
+    init.dist = RandomInit::Dist::normal;
+    init.a = 0;
+    init.b = 1;
+  } else {
+    init.dist = RandomInit::Dist::uniform;  // small non-negative integers (valid indices)
+    init.a = 0;
+    init.b = type.dtype == DType::boolean ? 2 : 4;
+  }
+  return materialize_random(type, init);
+}
+
+std::string describe(const HostTensor& t) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0, sq = 0;
+  int64_t nans = 0;
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = t[i];
+    if (std::isnan(v)) { ++nans; continue; }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+    sq += v * v;
+  }
+  std::string out = cat(t.type().print(), "  min ", lo, "  max ", hi, "  mean ",
+                        t.size() ? sum / static_cast<double>(t.size()) : 0.0, "  l2 ", std::sqrt(sq));
+  if (nans) out += cat("  NaN ", nans);
+  out += "  [";
+  for (int64_t i = 0; i < std::min<int64_t>(t.size(), 4); ++i) out += cat(i ? ", " : "", t[i]);
+  return out + (t.size() > 4 ? ", ...]" : "]");
+}
+
+std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, const OpGraph& g) {
+  if (auto dir = args.option("inputs")) return read_inputs(*dir, model);
+  const uint64_t seed = static_cast<uint64_t>(args.int_option("seed", 0));
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    out.push_back(random_input(g.tensor(g.inputs()[i]).type, seed * 1000003 + i));
+  return out;
+}
+
+LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inputs, const ModelDef& model) {
+  LowerOptions opts;
+  opts.input_shapes = parse_shapes(args);
+  if (inputs)
+    for (size_t i = 0; i < model.inputs.size() && i < inputs->size(); ++i)
+      opts.input_shapes.emplace(model.inputs[i].name, (*inputs)[i].shape());
+  return opts;
+}
+
+// ---- Policies, cost models, schedules --------------------------------------------------------
+
+std::unique_ptr<Policy> find_policy(const std::string& name) {
+  std::string known;
+  for (auto& p : policies()) {
+    if (p->name() == name) return std::move(p);
+    known += (known.empty() ? "" : ", ") + std::string(p->name());
+  }
+  throw UserError("command line", "--policy", cat("unknown policy \"", name, "\" (known: ", known, ")"));
+}
+
+std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
+  std::string known;
+  for (auto& m : cost_models()) {
+    if (m->name() == name) return std::move(m);
+    known += (known.empty() ? "" : ", ") + std::string(m->name());
+  }
+  throw UserError("command line", "--cost-model", cat("unknown cost model \"", name, "\" (known: ", known, ")"));
+}
+
+Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec, const CostModel& cost) {
+  if (auto file = args.option("schedule")) {
+    std::ifstream in(*file);
+    if (!in) throw UserError(*file, "", "cannot read the schedule file");
+    std::stringstream text;
+    text << in.rdbuf();
+    Schedule s = schedule_from_json(text.str(), *file, graph);
+    // A replayed schedule may be hand-edited or made for another spec: check it against this
+    // spec, then price it again with this cost model (the file's predictions may be stale).
+    const std::vector<std::string> problems = check_schedule(graph, spec, s);
+    if (!problems.empty())
+      throw UserError(*file, "", cat("the schedule is not legal for '", spec.name, "': ", problems.front(),
+                                     problems.size() > 1 ? cat(" (and ", problems.size() - 1, " more)") : std::string()));
+    s.cost_model = std::string(cost.name());
+    s.predicted_latency_s = 0;
+    for (ScheduleGroup& group : s.groups) {
+      group.predicted = cost.estimate(graph, group.group, spec);
+      s.predicted_latency_s += group.predicted.latency_s;
+    }
+    return s;
+  }
+  const auto policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
+  return policy->schedule(PolicyContext{graph, spec, cost});
+}
+
+}  // namespace tessel

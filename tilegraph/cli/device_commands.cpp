@@ -1,0 +1,113 @@
+// Compiled execution from the command line: `tessel run --device D` and `tessel compile`. Both go
+// through the Backend interface (kernels/backend.h) and never name a backend's internals.
+//
+// The hardware spec is --hw SPEC, or else the machine's own: `tessel hw probe`'s quick probe of
+// the host CPU for --device cpu, of CUDA device 0 for --device cuda.
+#include "tilegraph/cli/device_commands.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "hw_specs/probe.h"
+#include "kernels/backend.h"
+#include "tilegraph/cli/cli_common.h"
+#include "tilegraph/compare.h"
+#include "tilegraph/error.h"
+#include "tilegraph/import/load_model.h"
+#include "tilegraph/interpreter.h"
+
+namespace tessel {
+
+namespace {
+
+std::string format_ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
+  return buf;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+HwSpec spec_for(const Args& args, const Backend& backend) {
+  if (auto file = args.option("hw")) {
+    HwSpec spec = load_hw_spec(*file);
+    if (!backend.supports(spec))
+      throw UserError(*file, "/kind", cat("a '", spec.kind, "' spec; --device ", backend.name(), " needs another kind"));
+    return spec;
+  }
+  ProbeOptions quick;
+  quick.quick = true;
+  if (backend.name() == "cuda") return probe_cuda_gpu(0, quick);
+  return probe_host_cpu(quick);
+}
+
+CompileOptions compile_options(const Args& args) {
+  CompileOptions options;
+  options.threads = static_cast<int>(args.int_option("threads", 0));
+  if (auto dir = args.option("cache")) options.cache_dir = *dir;
+  options.use_cache = !args.flag("no-cache");
+  return options;
+}
+
+std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec, const OpGraph& graph,
+                                     const Schedule& schedule, const CompileOptions& options,
+                                     const std::vector<HostTensor>& inputs, const CompiledRunRequest& request,
+                                     int* mismatches) {
+  if (auto why = backend.unavailable())
+    throw UserError("command line", "--device", cat("'", backend.name(), "' cannot run here: ", *why));
+  auto start = Clock::now();
+  const std::unique_ptr<Executable> exe = backend.compile(graph, schedule, spec, options);
+  const double compile_s = seconds_since(start);
+  const CompileStats& cs = exe->compile_stats();
+  std::cout << "compiled for " << spec.name << " (" << backend.name() << ") in " << format_ms(compile_s) << ": "
+            << cs.kernels << " kernels; codegen " << format_ms(cs.codegen_s) << ", compile " << format_ms(cs.compile_s)
+            << " (" << cs.cache_hits << " cached); peak memory "
+            << human(static_cast<double>(exe->peak_memory_bytes()), "B") << "\n";
+
+  start = Clock::now();
+  std::vector<HostTensor> outputs = exe->run(inputs);
+  std::cout << "ran in " << format_ms(seconds_since(start)) << " (first run, with transfers)\n";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    std::cout << "  output " << i << " '" << graph.tensor(graph.outputs()[i]).name << "': " << describe(outputs[i]) << "\n";
+
+  if (const int repeats = request.time_repeats; repeats > 0) {
+    const std::vector<double> t = exe->time(inputs, std::min(repeats, 10), repeats);
+    std::cout << "timed " << repeats << " runs: median " << format_ms(median(t)) << ", min "
+              << format_ms(*std::min_element(t.begin(), t.end())) << " (" << exe->launches_per_run()
+              << " launches per run; predicted " << format_ms(schedule.predicted_latency_s) << ")\n";
+  }
+
+  *mismatches = 0;
+  if (request.check) {
+    InterpretOptions io;
+    io.threads = request.interpreter_threads;
+    start = Clock::now();
+    const std::vector<HostTensor> expected = interpret(graph, inputs, io);
+    const double interp_s = seconds_since(start);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const CompareResult r = compare_compiled(outputs[i], expected[i]);
+      const std::string name = graph.tensor(graph.outputs()[i]).name;
+      if (!r.ok) {
+        ++*mismatches;
+        std::cout << "MISMATCH output " << i << " '" << name << "' vs the interpreter: " << r.message << "\n";
+      } else {
+        std::cout << "check: output " << i << " '" << name << "' matches the interpreter (relative L2 error "
+                  << r.rel_l2_error << ", max abs error " << r.max_abs_error << ")\n";
+      }
+    }
+    std::cout << "  (interpreter: " << format_ms(interp_s) << ")\n";
+  }
+  return outputs;
+}
+
+}  // namespace tessel

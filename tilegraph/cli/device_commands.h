@@ -1,0 +1,37 @@
+// Compiled execution for the `tessel` subcommands (device_commands.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "tilegraph/cli/args.h"
+#include "tilegraph/host_tensor.h"
+#include "tilegraph/op_graph.h"
+
+namespace tessel {
+
+/// --hw SPEC (checked to suit the backend), or the probed spec of the machine the backend runs on
+/// (`tessel hw probe --quick`: the host CPU, or CUDA device 0).
+HwSpec spec_for(const Args& args, const Backend& backend);
+
+/// --cache DIR, --no-cache, --threads N.
+CompileOptions compile_options(const Args& args);
+
+/// What run_compiled does after the first run.
+struct CompiledRunRequest {
+  bool check = false;     // compare every output with the interpreter (compare_compiled)
+  int time_repeats = 0;   // time this many runs after warm-up
+  int interpreter_threads = 0;
+};
+
+/// Compiles `schedule` with `backend`, runs it on `inputs` and prints a report (compile stats,
+/// peak memory, outputs; timings and the check as `request` asks). Sets `*mismatches` to the
+/// number of outputs that differ from the interpreter. Returns the outputs.
+std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec, const OpGraph& graph,
+                                     const Schedule& schedule, const CompileOptions& options,
+                                     const std::vector<HostTensor>& inputs, const CompiledRunRequest& request,
+                                     int* mismatches);
+
+}  // namespace tessel
