@@ -118,15 +118,16 @@ def render(v, indent=0, column=0):
 
 class Model:
     """A Tessel model under construction. Tensor names are unique; every op's output tensor is
-    named after the op (ops and tensors have separate namespaces in the format)."""
+    named after the op (ops and tensors have separate namespaces in the format). `dtype` is the
+    element type of every floating-point input, weight and constant ("f32", "f16", "bf16")."""
 
-    def __init__(self, name, opset):
-        self.name, self.opset = name, opset
+    def __init__(self, name, opset, dtype="f32"):
+        self.name, self.opset, self.dtype = name, opset, dtype
         self.inputs, self.outputs, self.weights, self.ops = [], [], [], []
         self.next_seed = 1
 
     def input(self, name, shape):
-        self.inputs.append({"name": name, "dtype": "f32", "shape": list(shape)})
+        self.inputs.append({"name": name, "dtype": self.dtype, "shape": list(shape)})
         return name
 
     def _weight(self, name, dtype, shape, source):
@@ -136,19 +137,20 @@ class Model:
     def normal(self, name, shape, std=0.02, mean=0.0):
         seed, self.next_seed = self.next_seed, self.next_seed + 1
         init = {"dist": "normal", "mean": float(mean), "std": float(std), "seed": seed}
-        return self._weight(name, "f32", shape, {"init": init})
+        return self._weight(name, self.dtype, shape, {"init": init})
 
     def uniform(self, name, shape, low, high):
         seed, self.next_seed = self.next_seed, self.next_seed + 1
         init = {"dist": "uniform", "low": float(low), "high": float(high), "seed": seed}
-        return self._weight(name, "f32", shape, {"init": init})
+        return self._weight(name, self.dtype, shape, {"init": init})
 
     def i64(self, name, values, shape=None):
         shape = [len(values)] if shape is None else shape
         return self._weight(name, "i64", shape, {"data": [int(v) for v in values]})
 
     def f32_scalar(self, name, value):
-        return self._weight(name, "f32", [], {"data": [f32(value)]})
+        """A scalar constant of the model's float dtype (its value written as the f32 nearest)."""
+        return self._weight(name, self.dtype, [], {"data": [f32(value)]})
 
     def op(self, name, op_type, inputs, **attrs):
         entry = {"name": name, "op": op_type, "inputs": list(inputs), "outputs": [name]}
@@ -237,7 +239,7 @@ def bert_layer(m, prefix, x, a, consts):
 
 
 def bert(a, layers, name):
-    m = Model(name, opset=20)  # Gelu is opset 20
+    m = Model(name, 20, getattr(a, "dtype", "f32"))  # Gelu is opset 20
     x = m.input("hidden", [a.batch, a.bert_seq, a.bert_hidden])
     consts = attention_constants(m, a.batch, a.bert_seq, a.bert_hidden, a.bert_heads)
     for i in range(layers):
@@ -265,13 +267,13 @@ def vit_block(a):
 def llama_block(a):
     """LLaMA-style decoder block: RMSNorm, causal attention without biases (the mask is built in
     the graph), residual, RMSNorm, SwiGLU MLP, residual. No rotary embedding."""
-    m = Model("llama_decoder_block", opset=23)  # RMSNormalization is opset 23
+    m = Model("llama_decoder_block", 23, getattr(a, "dtype", "f32"))  # RMSNormalization: opset 23
     s, hidden = a.llama_seq, a.llama_hidden
     x = m.input("hidden", [a.batch, s, hidden])
     consts = attention_constants(m, a.batch, s, hidden, a.llama_heads)
     # Causal mask: -1e9 above the diagonal, 0 elsewhere: Trilu(upper=1, k=1) of a [S,S] fill.
     fill = m.op("mask_fill", "ConstantOfShape", [m.i64("mask_shape", [s, s])],
-                value={"tensor": {"dtype": "f32", "shape": [1], "data": [-1e9]}})
+                value={"tensor": {"dtype": m.dtype, "shape": [1], "data": [-1e9 if m.dtype == "f32" else -6e4]}})
     mask = m.op("causal_mask", "Trilu", [fill, m.i64("mask_k", [1], shape=[])], upper=1)
 
     n1 = rms_norm(m, "attn_norm", x, hidden, 1e-5)
