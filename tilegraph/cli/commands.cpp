@@ -42,7 +42,8 @@ const char* kInspectHelp =
 const char* kRunHelp =
     "usage: tessel run MODEL (--interp | --device cpu|cuda) [--check] [--time N] [--hw SPEC]\n"
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
-    "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
+                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
+    "                  [--report FILE]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
@@ -58,7 +59,8 @@ const char* kRunHelp =
     "  --expect   compare with output_N.pb/.npy under the dtype tolerances; exit 1 on a mismatch\n"
     "  --seed     seed of the random inputs (default 0)\n"
     "  --threads  interpreter / CPU worker threads (default: all hardware threads)\n"
-    "  --cache    compile cache directory (default $TESSEL_CACHE_DIR or ~/.cache/tessel); --no-cache\n";
+    "  --cache    compile cache directory (default $TESSEL_CACHE_DIR or ~/.cache/tessel); --no-cache\n"
+    "  --report   write a JSON report of a compiled run (compile stats, times, checks) to FILE\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx -o MODEL.json\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). Weight data over\n"
@@ -89,7 +91,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "no-cache", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
-             "cost-model", "time", "cache"});
+             "cost-model", "time", "cache", "report"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
   const auto device = args.option("device");
   if (args.flag("interp") == device.has_value())
@@ -106,8 +108,11 @@ int cmd_run(const std::vector<std::string>& argv) {
     const HwSpec spec = spec_for(args, *backend);
     const std::unique_ptr<CostModel> cost =
         args.option("cost-model") ? find_cost_model(*args.option("cost-model")) : std::move(cost_models().front());
+    const auto scheduled = Clock::now();
     const Schedule schedule = schedule_for(args, g, spec, *cost);
     CompiledRunRequest request;
+    request.schedule_s = seconds_since(scheduled);
+    request.report_path = args.option_or("report", "");
     request.check = args.flag("check");
     request.time_repeats = static_cast<int>(args.int_option("time", 0));
     request.interpreter_threads = static_cast<int>(args.int_option("threads", 0));

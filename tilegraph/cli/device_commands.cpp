@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
 
@@ -80,14 +84,8 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
   for (size_t i = 0; i < outputs.size(); ++i)
     std::cout << "  output " << i << " '" << graph.tensor(graph.outputs()[i]).name << "': " << describe(outputs[i]) << "\n";
 
-  if (const int repeats = request.time_repeats; repeats > 0) {
-    const std::vector<double> t = exe->time(inputs, std::min(repeats, 10), repeats);
-    std::cout << "timed " << repeats << " runs: median " << format_ms(median(t)) << ", min "
-              << format_ms(*std::min_element(t.begin(), t.end())) << " (" << exe->launches_per_run()
-              << " launches per run; predicted " << format_ms(schedule.predicted_latency_s) << ")\n";
-  }
-
   *mismatches = 0;
+  std::vector<std::tuple<std::string, bool, double>> checks;  // per output: name, ok, relative L2 error
   if (request.check) {
     InterpretOptions io;
     io.threads = request.interpreter_threads;
@@ -97,6 +95,7 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     for (size_t i = 0; i < outputs.size(); ++i) {
       const CompareResult r = compare_compiled(outputs[i], expected[i]);
       const std::string name = graph.tensor(graph.outputs()[i]).name;
+      checks.emplace_back(name, r.ok, r.rel_l2_error);
       if (!r.ok) {
         ++*mismatches;
         std::cout << "MISMATCH output " << i << " '" << name << "' vs the interpreter: " << r.message << "\n";
@@ -106,6 +105,39 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
       }
     }
     std::cout << "  (interpreter: " << format_ms(interp_s) << ")\n";
+  }
+
+  // Timed only after the check (when asked for): numbers of wrong code are not reported.
+  std::vector<double> times;
+  if (const int repeats = request.time_repeats; repeats > 0) {
+    times = exe->time(inputs, std::min(repeats, 10), repeats);
+    std::cout << "timed " << repeats << " runs: median " << format_ms(median(times)) << ", min "
+              << format_ms(*std::min_element(times.begin(), times.end())) << " (" << exe->launches_per_run()
+              << " launches per run; predicted " << format_ms(schedule.predicted_latency_s) << ")\n";
+  }
+
+  if (!request.report_path.empty()) {
+    nlohmann::ordered_json r;
+    r["backend"] = std::string(backend.name());
+    r["hw_spec"] = spec.name;
+    r["policy"] = schedule.policy;
+    r["kernels"] = cs.kernels;
+    r["launches_per_run"] = exe->launches_per_run();
+    r["schedule_s"] = request.schedule_s;
+    r["compile_s"] = compile_s;
+    r["codegen_s"] = cs.codegen_s;
+    r["toolchain_s"] = cs.compile_s;
+    r["cache_hits"] = cs.cache_hits;
+    r["peak_memory_bytes"] = exe->peak_memory_bytes();
+    r["predicted_s"] = schedule.predicted_latency_s;
+    r["times_s"] = times;
+    r["median_s"] = times.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(times));
+    r["checked"] = request.check;
+    r["outputs"] = nlohmann::ordered_json::array();
+    for (const auto& [name, ok, rel_l2] : checks) r["outputs"].push_back({{"name", name}, {"ok", ok}, {"rel_l2_error", rel_l2}});
+    std::ofstream out(request.report_path);
+    if (!out) throw UserError(request.report_path, "", "cannot write the report");
+    out << r.dump(1) << "\n";
   }
   return outputs;
 }

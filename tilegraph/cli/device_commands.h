@@ -24,6 +24,8 @@ struct CompiledRunRequest {
   bool check = false;     // compare every output with the interpreter (compare_compiled)
   int time_repeats = 0;   // time this many runs after warm-up
   int interpreter_threads = 0;
+  double schedule_s = 0;       // how long scheduling took (for the report)
+  std::string report_path;     // if set, write a JSON report there (compile stats, times, checks)
 };
 
 /// Compiles `schedule` with `backend`, runs it on `inputs` and prints a report (compile stats,
