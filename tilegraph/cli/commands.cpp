@@ -42,7 +42,7 @@ const char* kInspectHelp =
 const char* kRunHelp =
     "usage: tessel run MODEL (--interp | --device cpu|cuda) [--check] [--time N] [--hw SPEC]\n"
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
-                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
+    "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
     "                  [--report FILE]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
