@@ -1,0 +1,260 @@
+// Differential testing (issue 7): seeded random graphs (random_graph.h) are lowered, scheduled by
+// every registered policy for a CPU and a GPU spec, checked by check_schedule, and -- for every
+// backend that supports the spec and can run here -- compiled, run and compared with the
+// interpreter (compare_compiled). A failing graph is minimized and saved as a reproducer under
+// tests/regressions/<name>/ (model.json, schedule.json, case.json), which the regression test
+// below then runs forever.
+//
+// The z3 policy proves each operator's optimum with an SMT solver (~0.5 s per random graph), so it
+// runs on every TESSEL_DIFF_Z3_EVERY-th graph (default 5); welder and roller run on all of them.
+//
+//   TESSEL_DIFF_GRAPHS=N   graphs per run (default 500)
+//   TESSEL_DIFF_Z3_EVERY=K z3 on every K-th graph (default 5; 1 = all)
+//   TESSEL_DIFF_SEED=S     first seed (default 1)
+//   TESSEL_DIFF_SAVE=DIR   where reproducers go (default: the source tree's tests/regressions)
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "../test_util.h"
+#include "cost_model/analytic_model.h"
+#include "kernels/backend.h"
+#include "policy/check_schedule.h"
+#include "policy/policy.h"
+#include "policy/schedule_json.h"
+#include "random_graph.h"
+#include "tilegraph/compare.h"
+#include "tilegraph/import/load_model.h"
+#include "tilegraph/import/model_json.h"
+#include "tilegraph/interpreter.h"
+
+using namespace tessel;
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t env_int(const char* name, int64_t dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoll(v, nullptr, 10) : dflt;
+}
+
+std::string source_path(const std::string& rel) { return std::string(TESSEL_SOURCE_DIR) + "/" + rel; }
+
+const std::vector<std::string>& spec_files() {
+  static const std::vector<std::string> files = {"x86-64-avx2-generic.json", "nvidia-h100-sxm.json"};
+  return files;
+}
+
+std::vector<HostTensor> random_inputs(const OpGraph& g, uint64_t seed) {
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    out.push_back(materialize_random(g.tensor(g.inputs()[i]).type,
+                                     RandomInit{RandomInit::Dist::uniform, -2.0, 2.0, seed * 7919 + i}));
+  return out;
+}
+
+// What went wrong with one (model, policy, spec, backend), or "" when nothing did.
+struct Case {
+  std::string policy, spec_file, backend;  // backend "" = schedule legality only
+};
+
+std::string check_case(const ModelDef& model, const Case& c, uint64_t seed, Schedule* schedule_out = nullptr) {
+  OpGraph g;
+  try {
+    g = lower_model(model);
+  } catch (const UserError& e) {
+    return cat("lowering failed: ", std::string(e.what()));
+  }
+  const HwSpec spec = load_hw_spec(source_path("hw_specs/" + c.spec_file));
+  const AnalyticCostModel cost;
+  std::unique_ptr<Policy> policy;
+  for (auto& p : policies())
+    if (p->name() == c.policy) policy = std::move(p);
+  REQUIRE(policy);
+  const Schedule s = policy->schedule(PolicyContext{g, spec, cost});
+  if (schedule_out) *schedule_out = s;
+  const std::vector<std::string> problems = check_schedule(g, spec, s);
+  if (!problems.empty()) return "illegal schedule: " + problems.front();
+  if (c.backend.empty()) return "";
+  const std::unique_ptr<Backend> backend = find_backend(c.backend);
+  const std::vector<HostTensor> inputs = random_inputs(g, seed);
+  const std::vector<HostTensor> expected = interpret(g, inputs);
+  std::vector<HostTensor> actual;
+  try {
+    actual = backend->compile(g, s, spec, CompileOptions{})->run(inputs);
+  } catch (const std::exception& e) {
+    return cat("compile/run threw: ", e.what());
+  }
+  if (actual.size() != expected.size()) return cat(actual.size(), " outputs, expected ", expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const CompareResult r = compare_compiled(actual[i], expected[i]);
+    if (!r.ok) return cat("output '", g.tensor(g.outputs()[i]).name, "': ", r.message);
+  }
+  return "";
+}
+
+// Ops of `m` needed for its outputs (and the inputs and weights they read).
+ModelDef without_dead_ops(ModelDef m) {
+  std::set<std::string> needed(m.outputs.begin(), m.outputs.end());
+  std::vector<OpDef> kept;
+  for (auto it = m.ops.rbegin(); it != m.ops.rend(); ++it) {
+    bool useful = false;
+    for (const std::string& o : it->outputs) useful |= needed.count(o) > 0;
+    if (!useful) continue;
+    for (const std::string& in : it->inputs) needed.insert(in);
+    kept.insert(kept.begin(), *it);
+  }
+  m.ops = kept;
+  std::erase_if(m.inputs, [&](const ValueDecl& d) { return !needed.count(d.name); });
+  std::erase_if(m.weights, [&](const WeightDef& w) { return !needed.count(w.name); });
+  return m;
+}
+
+// Greedy minimization while `fails` holds: one output at a time, then cut the graph at each
+// intermediate (it becomes a model input of its lowered type) and drop what is dead.
+ModelDef minimize(ModelDef m, const std::function<bool(const ModelDef&)>& fails) {
+  for (const std::string& out : std::vector<std::string>(m.outputs)) {
+    ModelDef one = m;
+    one.outputs = {out};
+    one = without_dead_ops(one);
+    if (fails(one)) {
+      m = one;
+      break;
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    const OpGraph g = lower_model(m);
+    for (const OpDef& op : m.ops) {
+      for (const std::string& in : op.inputs) {
+        const bool produced = std::any_of(m.ops.begin(), m.ops.end(), [&](const OpDef& o) {
+          return std::find(o.outputs.begin(), o.outputs.end(), in) != o.outputs.end();
+        });
+        const auto t = g.find_tensor(in);
+        if (!produced || !t) continue;
+        ModelDef cut = m;
+        std::erase_if(cut.ops, [&](const OpDef& o) { return std::find(o.outputs.begin(), o.outputs.end(), in) != o.outputs.end(); });
+        cut.inputs.push_back({in, g.tensor(*t).type});
+        cut = without_dead_ops(cut);
+        if (fails(cut)) {
+          m = cut;
+          changed = true;
+          break;
+        }
+      }
+      if (changed) break;
+    }
+  }
+  return m;
+}
+
+void save_reproducer(const ModelDef& model, const Case& c, uint64_t seed, const std::string& error) {
+  const fs::path root = std::getenv("TESSEL_DIFF_SAVE") ? fs::path(std::getenv("TESSEL_DIFF_SAVE"))
+                                                        : fs::path(source_path("tests/regressions"));
+  const fs::path dir = root / cat(model.name, "_", c.policy, "_", fs::path(c.spec_file).stem().string(), "_",
+                                  c.backend.empty() ? "schedule" : c.backend);
+  fs::create_directories(dir);
+  save_model_json(model, (dir / "model.json").string());
+  Schedule s;
+  check_case(model, c, seed, &s);
+  std::ofstream(dir / "schedule.json") << schedule_to_json(s, lower_model(model));
+  nlohmann::ordered_json info = {{"seed", seed}, {"policy", c.policy}, {"hw_spec", c.spec_file},
+                                 {"backend", c.backend}, {"error", error}};
+  std::ofstream(dir / "case.json") << info.dump(1) << "\n";
+  MESSAGE("saved a reproducer in ", dir.string());
+}
+
+}  // namespace
+
+TEST_CASE("differential: random graphs, every policy and backend, against the interpreter") {
+  const int64_t graphs = env_int("TESSEL_DIFF_GRAPHS", 500);
+  const uint64_t first = static_cast<uint64_t>(env_int("TESSEL_DIFF_SEED", 1));
+  const int64_t z3_every = env_int("TESSEL_DIFF_Z3_EVERY", 5);
+  std::vector<std::string> policy_names;
+  for (const auto& p : policies()) policy_names.push_back(std::string(p->name()));
+  int64_t lowered = 0, schedules = 0, runs = 0, failures = 0;
+  std::map<std::string, int64_t> runs_by_backend;
+  std::map<std::string, double> seconds_by_policy;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t seed = first; seed < first + static_cast<uint64_t>(graphs); ++seed) {
+    const ModelDef model = random_model(seed);
+    CAPTURE(seed);
+    try {
+      lower_model(model);
+    } catch (const UserError& e) {
+      FAIL_CHECK("the generator made a model Tessel rejects (seed ", seed, "): ", std::string(e.what()));
+      continue;
+    }
+    ++lowered;
+    for (const std::string& spec_file : spec_files()) {
+      const HwSpec spec = load_hw_spec(source_path("hw_specs/" + spec_file));
+      std::vector<std::string> backends_here = {""};
+      for (const auto& b : backends())
+        if (b->supports(spec) && !b->unavailable()) backends_here.push_back(std::string(b->name()));
+      for (const std::string& policy : policy_names)
+        for (const std::string& backend : backends_here) {
+          if (policy == "z3" && (seed - first) % static_cast<uint64_t>(std::max<int64_t>(1, z3_every)) != 0) continue;
+          const Case c{policy, spec_file, backend};
+          const auto t0 = std::chrono::steady_clock::now();
+          const std::string error = check_case(model, c, seed);
+          seconds_by_policy[policy + (backend.empty() ? "" : "+" + backend)] +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (backend.empty()) ++schedules;
+          else ++runs, ++runs_by_backend[backend];
+          if (error.empty()) continue;
+          ++failures;
+          FAIL_CHECK("seed ", seed, ", ", policy, " on ", spec_file, backend.empty() ? "" : ", " + backend, ": ", error);
+          const ModelDef small = minimize(model, [&](const ModelDef& m) { return !check_case(m, c, seed).empty(); });
+          save_reproducer(small, c, seed, check_case(small, c, seed));
+        }
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string per_backend, per_policy;
+  for (const auto& [p, t] : seconds_by_policy) per_policy += cat(" ", p, " ", t, " s;");
+  for (const auto& [b, n] : runs_by_backend) per_backend += cat(" ", b, ": ", n);
+  MESSAGE(graphs, " random graphs (seeds ", first, "..", first + graphs - 1, "): ", lowered, " lowered, ", schedules,
+          " schedules checked, ", runs, " compiled runs compared (", per_backend.empty() ? " no backend can run here" : per_backend,
+          "), ", failures, " failures, ", seconds, " s (", per_policy, " )");
+}
+
+TEST_CASE("regressions: every saved reproducer under tests/regressions passes") {
+  const fs::path root = source_path("tests/regressions");
+  int count = 0;
+  if (fs::exists(root))
+    for (const auto& e : fs::directory_iterator(root)) {
+      if (!fs::exists(e.path() / "case.json")) continue;
+      std::ifstream in(e.path() / "case.json");
+      const nlohmann::json info = nlohmann::json::parse(in);
+      const Case c{info.at("policy"), info.at("hw_spec"), info.at("backend")};
+      const std::string backend = c.backend;
+      if (!backend.empty()) {
+        const auto b = find_backend(backend);
+        if (b->unavailable()) {
+          MESSAGE("[SKIP] ", e.path().filename().string(), ": backend ", backend, " cannot run here");
+          continue;
+        }
+      }
+      CAPTURE(e.path().string());
+      const ModelDef model = load_model((e.path() / "model.json").string());
+      CHECK(check_case(model, c, info.at("seed").get<uint64_t>()) == "");
+      // The saved schedule replays and is legal too.
+      const OpGraph g = lower_model(model);
+      std::ifstream sj(e.path() / "schedule.json");
+      std::stringstream text;
+      text << sj.rdbuf();
+      const Schedule s = schedule_from_json(text.str(), (e.path() / "schedule.json").string(), g);
+      CHECK(check_schedule(g, load_hw_spec(source_path("hw_specs/" + c.spec_file)), s).empty());
+      ++count;
+    }
+  MESSAGE(count, " reproducers");
+}
