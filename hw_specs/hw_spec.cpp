@@ -157,7 +157,8 @@ void SpecReader::check_keys(const json& j, const std::string& ptr,
                             std::initializer_list<const char*> required,
                             std::initializer_list<const char*> optional) const {
   if (!j.is_object()) expected(ptr, "an object", j);
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // not a structured binding: clang 14 cannot capture one
     auto same = [&](const char* k) { return key == k; };
     if (std::any_of(required.begin(), required.end(), same) ||
         std::any_of(optional.begin(), optional.end(), same))

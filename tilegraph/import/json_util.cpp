@@ -100,7 +100,8 @@ class DuplicateKeyCheck {
 nlohmann::json parse_strict(const std::string& text, const std::string& file) {
   try {
     return nlohmann::json::parse(text, DuplicateKeyCheck(file));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error (syntax) and out_of_range 406 (a number beyond double, e.g. 1e400) alike.
     std::string reason = e.what();  // "[json.exception.parse_error.101] parse error at line 3, ..."
     if (size_t end = reason.find("] "); end != std::string::npos) reason = reason.substr(end + 2);
     throw tessel::UserError(file, "", "malformed JSON: " + reason);
