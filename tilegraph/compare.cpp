@@ -2,8 +2,10 @@
 #include "tilegraph/compare.h"
 
 #include <cmath>
+#include <vector>
 
 #include "tilegraph/error.h"
+#include "tilegraph/op_graph.h"
 
 namespace tessel {
 
@@ -52,7 +54,7 @@ CompareResult compare_tensors(const HostTensor& actual, const HostTensor& expect
   return r;
 }
 
-CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expected) {
+CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expected, std::optional<DType> computed_in) {
   if (!is_float(expected.dtype())) return compare_tensors(actual, expected);
   CompareResult r;
   if (actual.type() != expected.type()) {
@@ -79,7 +81,12 @@ CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expec
       ++r.mismatches;
     }
   }
-  const Tolerance tol = tolerance_for(expected.dtype());
+  Tolerance tol = tolerance_for(expected.dtype());
+  DType bound_dtype = expected.dtype();
+  if (computed_in && is_float(*computed_in) && tolerance_for(*computed_in).rel_l2 > tol.rel_l2) {
+    tol = tolerance_for(*computed_in);
+    bound_dtype = *computed_in;
+  }
   r.rel_l2_error = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   if (r.mismatches > 0) {
     r.ok = false;
@@ -87,10 +94,28 @@ CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expec
                     actual[r.first_mismatch], ", expected ", expected[r.first_mismatch], ")");
   } else if (r.rel_l2_error > tol.rel_l2) {
     r.ok = false;
-    r.message = cat("relative L2 error ", r.rel_l2_error, " over the ", dtype_name(expected.dtype()), " bound ", tol.rel_l2,
+    r.message = cat("relative L2 error ", r.rel_l2_error, " over the ", dtype_name(bound_dtype), " bound ", tol.rel_l2,
                     " (max abs error ", r.max_abs_error, ")");
   }
   return r;
+}
+
+std::optional<DType> computed_precision(const OpGraph& graph, TensorId output) {
+  std::optional<DType> least;
+  std::vector<bool> seen(graph.num_tensors(), false);
+  std::vector<TensorId> stack = {output};
+  while (!stack.empty()) {
+    const TensorId t = stack.back();
+    stack.pop_back();
+    if (seen[t]) continue;
+    seen[t] = true;
+    const NodeId n = graph.producer(t);
+    if (n < 0) continue;
+    const DType d = graph.tensor(t).type.dtype;
+    if (is_float(d) && (!least || tolerance_for(d).rel_l2 > tolerance_for(*least).rel_l2)) least = d;
+    for (TensorId in : graph.node_inputs(n)) stack.push_back(in);
+  }
+  return least;
 }
 
 }  // namespace tessel

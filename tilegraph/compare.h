@@ -26,14 +26,23 @@
 //   f32        1e-5
 //   f16        5e-3
 //   bf16       2e-2
+//
+// An output computed through a less precise intermediate (an f32 output of an f16 island) carries
+// that intermediate's precision: a compiled f16 op computed in f32 and the interpreter's computed
+// in f64 can round to neighbouring f16 values. `computed_precision` finds the least precise float
+// dtype among the node outputs an output depends on; compare_compiled uses the looser of its bound
+// and the output dtype's.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tilegraph/host_tensor.h"
 
 namespace tessel {
+
+class OpGraph;
 
 struct Tolerance {
   double rtol = 0;
@@ -56,7 +65,13 @@ struct CompareResult {
 /// Shapes and dtypes must be equal; values within tolerance_for(expected.dtype()).
 CompareResult compare_tensors(const HostTensor& actual, const HostTensor& expected);
 
-/// Compiled output against the interpreter's: the relative L2 rule above.
-CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expected);
+/// Compiled output against the interpreter's: the relative L2 rule above. `computed_in` is the
+/// least precise float dtype the output was computed through (computed_precision), if known.
+CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expected,
+                               std::optional<DType> computed_in = std::nullopt);
+
+/// The least precise float dtype among the outputs of the nodes `output` depends on (itself
+/// included; model inputs and weights are exact and do not count); nullopt when there is none.
+std::optional<DType> computed_precision(const OpGraph& graph, int output);
 
 }  // namespace tessel

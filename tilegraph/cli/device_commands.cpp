@@ -93,7 +93,7 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     const std::vector<HostTensor> expected = interpret(graph, inputs, io);
     const double interp_s = seconds_since(start);
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const CompareResult r = compare_compiled(outputs[i], expected[i]);
+      const CompareResult r = compare_compiled(outputs[i], expected[i], computed_precision(graph, graph.outputs()[i]));
       const std::string name = graph.tensor(graph.outputs()[i]).name;
       checks.emplace_back(name, r.ok, r.rel_l2_error);
       if (!r.ok) {
