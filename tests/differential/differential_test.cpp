@@ -5,13 +5,21 @@
 // tests/regressions/<name>/ (model.json, schedule.json, case.json), which the regression test
 // below then runs forever.
 //
-// The z3 policy proves each operator's optimum with an SMT solver (~0.5 s per random graph), so it
-// runs on every TESSEL_DIFF_Z3_EVERY-th graph (default 5); welder and roller run on all of them.
+// Every graph is scheduled by every policy and checked; compiling and running costs ~0.1 s of LLVM
+// (or NVRTC) per kernel, so by default a graph is compiled on every TESSEL_DIFF_RUN_EVERY-th seed
+// only, with one policy per compiled graph, rotating through the policies (each policy compiles a
+// third of them); TESSEL_DIFF_RUN=all compiles every graph with every policy. z3 solves an SMT
+// problem per operator (~1-5 s per random graph), so it schedules every TESSEL_DIFF_Z3_EVERY-th
+// graph only.
 //
-//   TESSEL_DIFF_GRAPHS=N   graphs per run (default 500)
-//   TESSEL_DIFF_Z3_EVERY=K z3 on every K-th graph (default 5; 1 = all)
-//   TESSEL_DIFF_SEED=S     first seed (default 1)
-//   TESSEL_DIFF_SAVE=DIR   where reproducers go (default: the source tree's tests/regressions)
+//   TESSEL_DIFF_GRAPHS=N      graphs per run (default 500)
+//   TESSEL_DIFF_SEED=S        first seed (default 1)
+//   TESSEL_DIFF_RUN=rotate|all  which policies' schedules are compiled and run (default rotate)
+//   TESSEL_DIFF_RUN_EVERY=K   compile and run every K-th graph (default 5; 1 = all)
+//   TESSEL_DIFF_Z3_EVERY=K    z3 on every K-th graph (default 20; 1 = all)
+//   TESSEL_DIFF_SAVE=DIR      where reproducers go (default: the source tree's tests/regressions)
+//   TESSEL_DIFF_SPECS=A,B     spec files under hw_specs/ (default: the AVX2 CPU and the H100; the GPU
+//                             machine's script runs the H100 alone)
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -49,8 +57,16 @@ int64_t env_int(const char* name, int64_t dflt) {
 
 std::string source_path(const std::string& rel) { return std::string(TESSEL_SOURCE_DIR) + "/" + rel; }
 
+// TESSEL_DIFF_SPECS (comma-separated files under hw_specs/) or a CPU and a GPU spec.
 const std::vector<std::string>& spec_files() {
-  static const std::vector<std::string> files = {"x86-64-avx2-generic.json", "nvidia-h100-sxm.json"};
+  static const std::vector<std::string> files = [] {
+    std::vector<std::string> out;
+    const char* env = std::getenv("TESSEL_DIFF_SPECS");
+    std::stringstream list(env && *env ? env : "x86-64-avx2-generic.json,nvidia-h100-sxm.json");
+    for (std::string item; std::getline(list, item, ',');)
+      if (!item.empty()) out.push_back(item);
+    return out;
+  }();
   return files;
 }
 
@@ -67,39 +83,86 @@ struct Case {
   std::string policy, spec_file, backend;  // backend "" = schedule legality only
 };
 
-std::string check_case(const ModelDef& model, const Case& c, uint64_t seed, Schedule* schedule_out = nullptr) {
-  OpGraph g;
-  try {
-    g = lower_model(model);
-  } catch (const UserError& e) {
-    return cat("lowering failed: ", std::string(e.what()));
-  }
-  const HwSpec spec = load_hw_spec(source_path("hw_specs/" + c.spec_file));
-  const AnalyticCostModel cost;
-  std::unique_ptr<Policy> policy;
+std::unique_ptr<Policy> make_policy(const std::string& name) {
   for (auto& p : policies())
-    if (p->name() == c.policy) policy = std::move(p);
-  REQUIRE(policy);
-  const Schedule s = policy->schedule(PolicyContext{g, spec, cost});
-  if (schedule_out) *schedule_out = s;
+    if (p->name() == name) return std::move(p);
+  FAIL("no policy ", name);
+  return nullptr;
+}
+
+// One graph under test: lowered once, its inputs drawn once, the interpreter run at most once.
+struct Subject {
+  OpGraph graph;
+  std::vector<HostTensor> inputs;
+  std::optional<std::vector<HostTensor>> expected;
+  const std::vector<HostTensor>& reference() {
+    if (!expected) expected = interpret(graph, inputs);
+    return *expected;
+  }
+};
+
+// Where the time goes (the summary message prints it).
+struct Phases {
+  double schedule = 0, check = 0, compile = 0, run = 0, interpret = 0;
+};
+Phases phases;
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// What went wrong with `schedule` on `backend` ("" = legality only), or "" when nothing did.
+std::string check_schedule_run(Subject& subject, const HwSpec& spec, const Schedule& s, const std::string& backend_name) {
+  const OpGraph& g = subject.graph;
+  auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::string> problems = check_schedule(g, spec, s);
+  phases.check += since(t0);
   if (!problems.empty()) return "illegal schedule: " + problems.front();
-  if (c.backend.empty()) return "";
-  const std::unique_ptr<Backend> backend = find_backend(c.backend);
-  const std::vector<HostTensor> inputs = random_inputs(g, seed);
-  const std::vector<HostTensor> expected = interpret(g, inputs);
+  if (backend_name.empty()) return "";
+  const std::unique_ptr<Backend> backend = find_backend(backend_name);
   std::vector<HostTensor> actual;
   try {
-    actual = backend->compile(g, s, spec, CompileOptions{})->run(inputs);
+    t0 = std::chrono::steady_clock::now();
+    const std::unique_ptr<Executable> exe = backend->compile(g, s, spec, CompileOptions{});
+    phases.compile += since(t0);
+    t0 = std::chrono::steady_clock::now();
+    actual = exe->run(subject.inputs);
+    phases.run += since(t0);
   } catch (const std::exception& e) {
     return cat("compile/run threw: ", e.what());
   }
+  t0 = std::chrono::steady_clock::now();
+  const std::vector<HostTensor>& expected = subject.reference();
+  phases.interpret += since(t0);
   if (actual.size() != expected.size()) return cat(actual.size(), " outputs, expected ", expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
-    const CompareResult r = compare_compiled(actual[i], expected[i]);
+    const CompareResult r = compare_compiled(actual[i], expected[i], computed_precision(g, g.outputs()[i]));
     if (!r.ok) return cat("output '", g.tensor(g.outputs()[i]).name, "': ", r.message);
   }
   return "";
+}
+
+const HwSpec& spec_named(const std::string& file) {
+  static std::map<std::string, HwSpec> specs;
+  auto it = specs.find(file);
+  if (it == specs.end()) it = specs.emplace(file, load_hw_spec(source_path("hw_specs/" + file))).first;
+  return it->second;
+}
+
+// The whole case from the model: lower, schedule, check, compile, run, compare.
+std::string check_case(const ModelDef& model, const Case& c, uint64_t seed, Schedule* schedule_out = nullptr) {
+  Subject subject;
+  try {
+    subject.graph = lower_model(model);
+  } catch (const UserError& e) {
+    return cat("lowering failed: ", std::string(e.what()));
+  }
+  subject.inputs = random_inputs(subject.graph, seed);
+  const HwSpec& spec = spec_named(c.spec_file);
+  const AnalyticCostModel cost;
+  const Schedule s = make_policy(c.policy)->schedule(PolicyContext{subject.graph, spec, cost});
+  if (schedule_out) *schedule_out = s;
+  return check_schedule_run(subject, spec, s, c.backend);
 }
 
 // Ops of `m` needed for its outputs (and the inputs and weights they read).
@@ -178,36 +241,65 @@ void save_reproducer(const ModelDef& model, const Case& c, uint64_t seed, const 
 TEST_CASE("differential: random graphs, every policy and backend, against the interpreter") {
   const int64_t graphs = env_int("TESSEL_DIFF_GRAPHS", 500);
   const uint64_t first = static_cast<uint64_t>(env_int("TESSEL_DIFF_SEED", 1));
-  const int64_t z3_every = env_int("TESSEL_DIFF_Z3_EVERY", 5);
+  const int64_t z3_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_Z3_EVERY", 20));
+  const int64_t run_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_RUN_EVERY", 5));
+  const bool run_all = std::getenv("TESSEL_DIFF_RUN") && std::string(std::getenv("TESSEL_DIFF_RUN")) == "all";
   std::vector<std::string> policy_names;
   for (const auto& p : policies()) policy_names.push_back(std::string(p->name()));
-  int64_t lowered = 0, schedules = 0, runs = 0, failures = 0;
+  int64_t lowered = 0, schedules = 0, runs = 0, shared_runs = 0, failures = 0;
   std::map<std::string, int64_t> runs_by_backend;
   std::map<std::string, double> seconds_by_policy;
+  const AnalyticCostModel cost;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t seed = first; seed < first + static_cast<uint64_t>(graphs); ++seed) {
     const ModelDef model = random_model(seed);
     CAPTURE(seed);
+    Subject subject;
     try {
-      lower_model(model);
+      subject.graph = lower_model(model);
     } catch (const UserError& e) {
       FAIL_CHECK("the generator made a model Tessel rejects (seed ", seed, "): ", std::string(e.what()));
       continue;
     }
+    subject.inputs = random_inputs(subject.graph, seed);
     ++lowered;
     for (const std::string& spec_file : spec_files()) {
-      const HwSpec spec = load_hw_spec(source_path("hw_specs/" + spec_file));
+      const HwSpec& spec = spec_named(spec_file);
       std::vector<std::string> backends_here = {""};
       for (const auto& b : backends())
         if (b->supports(spec) && !b->unavailable()) backends_here.push_back(std::string(b->name()));
-      for (const std::string& policy : policy_names)
+      // Policies often agree; a schedule already compiled and run for this graph is not run again.
+      std::set<std::string> schedules_run;
+      for (const std::string& policy : policy_names) {
+        const uint64_t index = seed - first;
+        const bool z3_here = index % static_cast<uint64_t>(z3_every) == 0;
+        if (policy == "z3" && !z3_here) continue;
+        // Compiled with this policy? Every run_every-th graph; all policies, or the next in turn
+        // among those that scheduled it.
+        bool compile_here = index % static_cast<uint64_t>(run_every) == 0;
+        if (compile_here && !run_all) {
+          std::vector<std::string> eligible;
+          for (const std::string& p : policy_names)
+            if (p != "z3" || z3_here) eligible.push_back(p);
+          compile_here = eligible[(index / static_cast<uint64_t>(run_every)) % eligible.size()] == policy;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        const Schedule s = make_policy(policy)->schedule(PolicyContext{subject.graph, spec, cost});
+        phases.schedule += since(t0);
+        Schedule plan = s;  // what code generation sees: groups, tiles, edge levels
+        plan.policy.clear();
+        plan.unfused.clear();
+        plan.predicted_latency_s = 0;
+        for (ScheduleGroup& sg : plan.groups) sg.predicted = {};
+        const std::string key = schedule_to_json(plan, subject.graph);
         for (const std::string& backend : backends_here) {
-          if (policy == "z3" && (seed - first) % static_cast<uint64_t>(std::max<int64_t>(1, z3_every)) != 0) continue;
+          if (!backend.empty() && !compile_here) continue;
           const Case c{policy, spec_file, backend};
-          const auto t0 = std::chrono::steady_clock::now();
-          const std::string error = check_case(model, c, seed);
-          seconds_by_policy[policy + (backend.empty() ? "" : "+" + backend)] +=
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (!backend.empty() && !schedules_run.insert(backend + "\n" + key).second) {
+            ++shared_runs;
+            continue;
+          }
+          const std::string error = check_schedule_run(subject, spec, s, backend);
           if (backend.empty()) ++schedules;
           else ++runs, ++runs_by_backend[backend];
           if (error.empty()) continue;
@@ -216,6 +308,8 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
           const ModelDef small = minimize(model, [&](const ModelDef& m) { return !check_case(m, c, seed).empty(); });
           save_reproducer(small, c, seed, check_case(small, c, seed));
         }
+        seconds_by_policy[policy] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -224,7 +318,9 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
   for (const auto& [b, n] : runs_by_backend) per_backend += cat(" ", b, ": ", n);
   MESSAGE(graphs, " random graphs (seeds ", first, "..", first + graphs - 1, "): ", lowered, " lowered, ", schedules,
           " schedules checked, ", runs, " compiled runs compared (", per_backend.empty() ? " no backend can run here" : per_backend,
-          "), ", failures, " failures, ", seconds, " s (", per_policy, " )");
+          "; ", shared_runs, " schedules identical to another policy's not run again), ", failures, " failures, ", seconds,
+          " s (per policy, schedule + check + runs:", per_policy, " ); phases: schedule ", phases.schedule, " s, check ",
+          phases.check, " s, compile ", phases.compile, " s, run ", phases.run, " s, interpret ", phases.interpret, " s");
 }
 
 TEST_CASE("regressions: every saved reproducer under tests/regressions passes") {

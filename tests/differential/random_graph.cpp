@@ -105,7 +105,8 @@ class Generator {
     return out;
   }
 
-  // A value of dtype `t`, preferring recent ones (deep chains) but reaching back sometimes.
+  // A value of dtype `t`, preferring recent ones (deep chains) but reaching back sometimes. The
+  // pointer is valid until the next emit() or add_input(); callers copy the value first.
   const Value* pick(DType t = DType::f32, int min_rank = 0) {
     std::vector<size_t> ok;
     for (size_t v = 0; v < values_.size(); ++v)
@@ -133,20 +134,20 @@ class Generator {
   }
 
   void unary(DType t = DType::f32) {
-    const Value* x = pick(t);
-    if (!x) return;
+    const Value* picked = pick(t);
+    if (!picked) return;
+    const Value x = *picked;  // emit() grows values_, so keep a copy, not the pointer
     static const char* kOps[] = {"Relu", "Tanh", "Sigmoid", "Abs", "Neg", "Gelu", "Erf", "Sin", "Softsign", "LeakyRelu",
                                  "HardSigmoid", "Silu", "Elu"};
     const std::string op = kOps[below(std::size(kOps))];
     std::map<std::string, AttrValue> attrs;
     if (op == "Gelu") attrs["approximate"] = std::string(coin(50) ? "none" : "tanh");
     if (op == "Silu") {  // not ONNX: x * sigmoid(x) built from its parts
-      const Value s = emit("Sigmoid", {x->name}, x->shape, t);
-      emit("Mul", {x->name, s.name}, x->shape, t);
+      const Value s = emit("Sigmoid", {x.name}, x.shape, t);
+      emit("Mul", {x.name, s.name}, x.shape, t);
       return;
     }
-    const Value in = *x;
-    emit(op, {in.name}, in.shape, t, attrs);
+    emit(op, {x.name}, x.shape, t, attrs);
   }
 
   // A shape that broadcasts against `s`: some leading axes dropped, some extents set to 1.

@@ -6,6 +6,9 @@
 #include <limits>
 
 #include "tilegraph/compare.h"
+#include "tilegraph/lower.h"
+#include "tilegraph/model_def.h"
+#include "tilegraph/op_graph.h"
 
 using namespace tessel;
 
@@ -40,4 +43,27 @@ TEST_CASE("compare_compiled: relative L2 error by dtype; a stray NaN or a type c
   // Integers stay exact.
   const TensorType i{DType::i32, {2}};
   CHECK_FALSE(compare_compiled(HostTensor(i, {1.0, 3.0}), HostTensor(i, {1.0, 2.0})).ok);
+}
+
+TEST_CASE("computed_precision: the least precise float dtype an output was computed through") {
+  // x (f32 input) -> Cast f16 -> Tanh (f16) -> Cast f32 -> Relu (f32) = y; and z = Relu(x).
+  ModelDef m;
+  m.name = "island";
+  m.inputs.push_back({"x", {DType::f32, {4}}});
+  m.ops.push_back(OpDef{"c1", "Cast", {"x"}, {"h"}, {{"to", std::string("f16")}}, ""});
+  m.ops.push_back(OpDef{"t", "Tanh", {"h"}, {"th"}, {}, ""});
+  m.ops.push_back(OpDef{"c2", "Cast", {"th"}, {"f"}, {{"to", std::string("f32")}}, ""});
+  m.ops.push_back(OpDef{"r", "Relu", {"f"}, {"y"}, {}, ""});
+  m.ops.push_back(OpDef{"r2", "Relu", {"x"}, {"z"}, {}, ""});
+  m.outputs = {"y", "z"};
+  const OpGraph g = lower_model(m);
+  CHECK(computed_precision(g, g.outputs()[0]) == DType::f16);
+  CHECK(computed_precision(g, g.outputs()[1]) == DType::f32);
+  CHECK(computed_precision(g, g.inputs()[0]) == std::nullopt);  // inputs are exact
+  // The f32 output with f16-sized error passes only when judged at f16 precision.
+  const TensorType t{DType::f32, {2}};
+  const HostTensor ref(t, {1.0, 1.0}), got(t, {1.0, 1.0009765625});
+  CHECK_FALSE(compare_compiled(got, ref).ok);
+  CHECK(compare_compiled(got, ref, DType::f16).ok);
+  CHECK_FALSE(compare_compiled(got, ref, DType::f64).ok);  // a more precise dtype never loosens
 }
