@@ -1,0 +1,183 @@
+// The CPU backend (cpu_backend.h): the pipeline from a Schedule to running code, top to bottom.
+//
+//   1. plan buffers (kernels/buffer_plan.h): arena slots for tensors that leave their group;
+//   2. plan every group (group_plan.h): task grid, per-task boxes, scratch placement -- needs
+//      the buffer plan, to know which outputs stay in scratch;
+//   3. emit one LLVM function per group (emit_group.h) into its own module and verify it (a
+//      rejected module is saved with a repro command);
+//   4. optimize at O3 for the host CPU and hand the module to ORC LLJIT (llvm_toolchain.h);
+//   5. look every kernel up (this compiles it) and build the runtime (cpu_executable.h).
+// `emit` runs steps 1-3 for the spec's own target instead and writes .ll or .o files.
+#include "kernels/cpu/cpu_backend.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cpu_executable.h"
+#include "kernels/cpu/emit_group.h"
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Arena and scratch alignment: the largest transaction (cache line) of the spec's levels.
+int64_t buffer_alignment(const HwSpec& spec) {
+  int64_t a = 1;
+  for (const MemoryLevel& l : spec.memory_levels) a = std::max(a, l.transaction_bytes);
+  int64_t pow2 = 1;
+  while (pow2 < a) pow2 *= 2;
+  return pow2;
+}
+
+std::string describe_group(const OpGraph& graph, const CpuGroupPlan& plan) {
+  std::string names;
+  for (NodeId n : plan.nodes) names += (names.empty() ? "" : ", ") + graph.node(n).name();
+  return cat("group ", plan.group, " (", names, ")");
+}
+
+void check_inputs(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec) {
+  if (spec.kind != "cpu")
+    throw UserError(spec.file, "/kind", cat("the cpu backend compiles for cpu specs; '", spec.name, "' is a ", spec.kind));
+  const std::vector<int> group_of = group_of_nodes(graph, schedule);
+  for (NodeId n = 0; n < graph.num_nodes(); ++n)
+    if (group_of[n] < 0)
+      throw UserError("", cat("node '", graph.node(n).name(), "'"), "is in no group of the schedule (was it made for this model?)");
+}
+
+// One group's module, emitted for `tm`'s target and verified.
+std::unique_ptr<llvm::Module> emit_module(const OpGraph& graph, const CpuGroupPlan& plan, const cpu::CodegenParams& params,
+                                          llvm::LLVMContext& ctx, llvm::TargetMachine& tm, const std::string& reject_dir) {
+  auto module = std::make_unique<llvm::Module>(cpu::kernel_name(plan.group), ctx);
+  cpu::set_target(*module, tm);
+  cpu::emit_group_kernel(graph, plan, params, *module);
+  cpu::verify_or_reject(*module, reject_dir, cpu::kernel_name(plan.group), describe_group(graph, plan));
+  return module;
+}
+
+class CpuBackend : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  std::string_view description() const override {
+    return "LLVM IR per fused group, JIT-compiled with ORC at O3 for the host CPU, tasks on a thread pool";
+  }
+  bool supports(const HwSpec& spec) const override { return spec.kind == "cpu"; }
+  std::optional<std::string> unavailable() const override { return std::nullopt; }
+  std::vector<std::string> emit_formats() const override { return {"llvm", "obj"}; }
+
+  std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec, const std::string& format,
+                                const std::string& dir) const override {
+    if (format != "llvm" && format != "obj")
+      throw UserError("command line", "--emit", cat("the cpu backend emits llvm or obj, not '", format, "'"));
+    check_inputs(graph, schedule, spec);
+    const cpu::CodegenParams params = cpu::codegen_params(spec);
+    const int64_t alignment = buffer_alignment(spec);
+    const BufferPlan buffers = plan_buffers(graph, schedule, alignment);
+    std::unique_ptr<llvm::TargetMachine> tm = cpu::spec_target_machine(spec);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw UserError(dir, "", cat("cannot create the output directory: ", ec.message()));
+
+    std::vector<std::string> files;
+    nlohmann::json manifest;
+    manifest["backend"] = "cpu";
+    manifest["format"] = format;
+    manifest["hw_spec"] = spec.name;
+    manifest["target"] = {{"triple", spec.target.triple}, {"cpu", spec.target.arch}, {"features", spec.target.cpu_features}};
+    manifest["kernel_abi"] =
+        "void kernel(uint8_t** tensors /* by tensor id */, int64_t task_begin, int64_t task_end, uint8_t* scratch "
+        "/* per thread */, const int64_t* boxes /* <kernel>.boxes.bin */, int64_t* status /* 4 words */)";
+    manifest["arena_bytes"] = buffers.arena_bytes;
+    manifest["alignment"] = buffers.alignment;
+    nlohmann::json tensors = nlohmann::json::array();
+    for (TensorId t = 0; t < graph.num_tensors(); ++t) {
+      nlohmann::json e = {{"id", t}, {"name", graph.tensor(t).name}, {"type", graph.tensor(t).type.print()}};
+      if (const BufferSlot* s = buffers.find(t)) e["arena_offset"] = s->offset;
+      tensors.push_back(e);
+    }
+    manifest["tensors"] = tensors;
+    nlohmann::json kernels = nlohmann::json::array();
+    for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
+      const CpuGroupPlan plan = plan_cpu_group(graph, schedule, buffers, g, alignment);
+      auto ctx = cpu::make_context();
+      std::unique_ptr<llvm::Module> module = emit_module(graph, plan, params, *ctx, *tm, dir);
+      const std::string base = (std::filesystem::path(dir) / cpu::kernel_name(g)).string();
+      const std::string file = base + (format == "llvm" ? ".ll" : ".o");
+      if (format == "llvm") {
+        cpu::write_ir(*module, file);
+      } else {
+        cpu::optimize_module(*module, *tm);
+        cpu::write_object(*module, *tm, file);
+      }
+      std::ofstream(base + ".boxes.bin", std::ios::binary)
+          .write(reinterpret_cast<const char*>(plan.boxes.data()), static_cast<std::streamsize>(plan.boxes.size() * sizeof(int64_t)));
+      files.push_back(file);
+      files.push_back(base + ".boxes.bin");
+      std::vector<std::string> nodes;
+      for (NodeId n : plan.nodes) nodes.push_back(graph.node(n).name());
+      kernels.push_back({{"name", cpu::kernel_name(g)}, {"group", g}, {"file", std::filesystem::path(file).filename().string()},
+                         {"nodes", nodes}, {"tasks", plan.num_tasks}, {"sink_tile", plan.sink_tile},
+                         {"scratch_bytes_per_thread", plan.scratch_bytes},
+                         {"repro", format == "llvm" ? cat("llc-16 -O3 -mtriple=", spec.target.triple, " -mcpu=", spec.target.arch, " ", file)
+                                                    : cat("objdump -d ", file)}});
+    }
+    manifest["kernels"] = kernels;
+    const std::string manifest_path = (std::filesystem::path(dir) / "manifest.json").string();
+    std::ofstream(manifest_path) << manifest.dump(2) << "\n";
+    files.push_back(manifest_path);
+    return files;
+  }
+
+  std::unique_ptr<Executable> compile(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
+                                      const CompileOptions& options) const override {
+    check_inputs(graph, schedule, spec);
+    CompileStats stats;
+    const cpu::CodegenParams params = cpu::codegen_params(spec);
+    const int64_t alignment = buffer_alignment(spec);
+    BufferPlan buffers = plan_buffers(graph, schedule, alignment);
+    std::unique_ptr<llvm::TargetMachine> tm = cpu::host_target_machine();
+    auto jit = std::make_unique<cpu::HostJit>();
+    std::vector<cpu::CompiledGroup> groups;
+    for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
+      cpu::CompiledGroup cg;
+      cg.plan = plan_cpu_group(graph, schedule, buffers, g, alignment);
+      auto ctx = cpu::make_context();
+      auto t0 = Clock::now();
+      std::unique_ptr<llvm::Module> module = emit_module(graph, cg.plan, params, *ctx, *tm, options.reject_dir);
+      stats.codegen_s += seconds_since(t0);
+      t0 = Clock::now();
+      cpu::optimize_module(*module, *tm);
+      jit->add(std::move(module), std::move(ctx));
+      stats.compile_s += seconds_since(t0);
+      groups.push_back(std::move(cg));
+    }
+    auto t0 = Clock::now();
+    for (cpu::CompiledGroup& cg : groups)
+      cg.kernel = reinterpret_cast<cpu::KernelFn>(jit->lookup(cpu::kernel_name(cg.plan.group), options.reject_dir));
+    stats.compile_s += seconds_since(t0);
+    stats.kernels = static_cast<int>(groups.size());
+    int threads = options.threads;
+    if (threads <= 0) {
+      const int64_t host = std::max(1u, std::thread::hardware_concurrency());
+      threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(spec.compute.units, host)));
+    }
+    return std::make_unique<cpu::CpuExecutable>(graph, std::move(buffers), std::move(groups), std::move(jit), threads, stats);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace tessel

@@ -1,0 +1,108 @@
+// The CPU runtime (cpu_executable.h).
+#include "kernels/cpu/cpu_executable.h"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cpu/emit_group.h"
+#include "kernels/packed_tensor.h"
+#include "tilegraph/error.h"
+
+namespace tessel::cpu {
+
+void CpuExecutable::AlignedFree::operator()(uint8_t* p) const { std::free(p); }
+
+CpuExecutable::Buffer CpuExecutable::allocate(int64_t bytes) const {
+  const int64_t alignment = std::max<int64_t>(buffers_.alignment, static_cast<int64_t>(alignof(std::max_align_t)));
+  const int64_t size = std::max<int64_t>(alignment, (bytes + alignment - 1) / alignment * alignment);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(static_cast<size_t>(alignment), static_cast<size_t>(size)));
+  if (!p) throw UserError("", "", cat("out of memory: cannot allocate ", bytes, " bytes for the CPU runtime"));
+  return Buffer(p);
+}
+
+CpuExecutable::CpuExecutable(const OpGraph& graph, BufferPlan buffers, std::vector<CompiledGroup> groups,
+                             std::unique_ptr<HostJit> jit, int threads, CompileStats stats)
+    : graph_(graph), buffers_(std::move(buffers)), groups_(std::move(groups)), jit_(std::move(jit)),
+      pool_(std::make_unique<ThreadPool>(threads)), stats_(stats) {
+  tensor_ptrs_.assign(graph_.num_tensors(), nullptr);
+  arena_ = allocate(buffers_.arena_bytes);
+  for (const BufferSlot& s : buffers_.slots) tensor_ptrs_[s.tensor] = arena_.get() + s.offset;
+  auto own = [&](TensorId t) {
+    const TensorType& type = graph_.tensor(t).type;
+    const int64_t bytes = type.num_elements() * dtype_bytes(type.dtype);
+    owned_.push_back(allocate(bytes));
+    owned_bytes_ += bytes;
+    tensor_ptrs_[t] = owned_.back().get();
+    return bytes;
+  };
+  for (TensorId t : graph_.inputs()) own(t);
+  for (TensorId t : graph_.weights()) {
+    const std::vector<uint8_t> packed = pack_tensor(graph_.weight_values(t));
+    const int64_t bytes = own(t);
+    std::memcpy(tensor_ptrs_[t], packed.data(), static_cast<size_t>(bytes));
+  }
+  int64_t scratch_bytes = 0;
+  for (const CompiledGroup& g : groups_) scratch_bytes = std::max(scratch_bytes, g.plan.scratch_bytes);
+  for (int w = 0; w < pool_->size(); ++w) scratch_.push_back(allocate(scratch_bytes));
+}
+
+CpuExecutable::~CpuExecutable() = default;
+
+int64_t CpuExecutable::peak_memory_bytes() const { return buffers_.arena_bytes + owned_bytes_; }
+
+void CpuExecutable::upload(const std::vector<HostTensor>& inputs) {
+  if (inputs.size() != graph_.inputs().size())
+    throw UserError("", "", cat("the model has ", graph_.inputs().size(), " inputs, ", inputs.size(), " were given"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& info = graph_.tensor(graph_.inputs()[i]);
+    if (inputs[i].type() != info.type)
+      throw UserError("", cat("input '", info.name, "'"), cat("expected ", info.type.print(), ", given ", inputs[i].type().print()));
+    const std::vector<uint8_t> packed = pack_tensor(inputs[i]);
+    std::memcpy(tensor_ptrs_[graph_.inputs()[i]], packed.data(), packed.size());
+  }
+}
+
+void CpuExecutable::execute() {
+  for (const CompiledGroup& g : groups_) {
+    int64_t status[kStatusWords] = {0, 0, 0, 0};
+    pool_->parallel_for(g.plan.num_tasks, [&](int64_t task, int worker) {
+      g.kernel(tensor_ptrs_.data(), task, task + 1, scratch_[worker].get(), g.plan.boxes.data(), status);
+    });
+    if (status[0] != 0) {
+      const TeNode& node = graph_.node(g.plan.nodes.at(static_cast<size_t>(status[3])));
+      throw UserError("", cat("node '", node.name(), "'"),
+                      cat("gather index ", status[1], " is out of range for a dimension of size ", status[2]));
+    }
+  }
+}
+
+std::vector<HostTensor> CpuExecutable::run(const std::vector<HostTensor>& inputs) {
+  upload(inputs);
+  // Poison the outputs, so an element no kernel writes cannot pass a comparison: NaN for floats,
+  // a byte pattern for integers.
+  for (TensorId t : graph_.outputs()) {
+    if (!buffers_.find(t)) continue;  // an input or weight: not written by any kernel
+    const TensorType& type = graph_.tensor(t).type;
+    std::memset(tensor_ptrs_[t], is_float(type.dtype) ? 0xff : 0xa5, static_cast<size_t>(type.num_elements() * dtype_bytes(type.dtype)));
+  }
+  execute();
+  std::vector<HostTensor> out;
+  for (TensorId t : graph_.outputs()) out.push_back(unpack_tensor(graph_.tensor(t).type, tensor_ptrs_[t]));
+  return out;
+}
+
+std::vector<double> CpuExecutable::time(const std::vector<HostTensor>& inputs, int warmup, int repeats) {
+  upload(inputs);
+  for (int i = 0; i < warmup; ++i) execute();
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    execute();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return seconds;
+}
+
+}  // namespace tessel::cpu

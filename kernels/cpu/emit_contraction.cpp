@@ -1,0 +1,319 @@
+// The register-blocked micro-kernel for contractions (matmul, convolution, any node computing
+//   out[..., m, n] = sum over reduction axes of A[...] * B[...] (* a constant scale)
+// where A does not depend on the innermost spatial axis n and B does not depend on m).
+//
+// A block of MR rows (m) x NR vectors of VW lanes (n) accumulates in MR*NR vector registers: for
+// every reduction point, NR vectors of B are loaded, and each of the MR scalars of A is broadcast
+// and multiplied into its NR accumulators (fused multiply-add). VW is the spec's SIMD width for the
+// dtype; MR and NR maximize the FMAs per load, MR*NR / (MR + NR), under the register budget
+// MR*NR + NR + 1 <= the spec's vector registers (one register holds the broadcast), and no wider or
+// taller than the node's axes. Borders use narrower blocks (MR = 1 rows, NR = 1 vector) and, for
+// the last columns short of a vector, the generic scalar nest. B vectors are plain vector loads
+// when B is contiguous along n and the read stays in range (checked per vector when the access can
+// leave the tensor, e.g. convolution padding); otherwise they are assembled lane by lane through
+// the generic load, which applies pad values.
+#include "kernels/cpu/emit_scalar.h"
+#include "kernels/cpu/kernel_emitter.h"
+#include "tilegraph/error.h"
+
+namespace tessel::cpu {
+
+namespace {
+
+using llvm::Value;
+
+struct Contraction {
+  int a = -1, b = -1;   // inputs: A is broadcast along n, B is read along n
+  int n_axis = -1;      // innermost spatial axis
+  int m_axis = -1;      // a spatial axis A reads along and B does not; -1 if none
+  std::optional<double> scale;
+};
+
+bool depends(const Access& access, int axis) {
+  for (const AffineExpr& row : access.map.results())
+    if (row.coeffs[axis] != 0) return true;
+  return false;
+}
+
+std::optional<Contraction> match_contraction(const TeNode& node) {
+  const DType dtype = node.body().dtype();
+  if (node.combiner() != Combiner::sum || node.init() != 0 || node.num_reduction() == 0 || node.num_spatial() == 0) return std::nullopt;
+  if ((dtype != DType::f32 && dtype != DType::f64) || node.output().dtype != dtype) return std::nullopt;
+  Contraction c;
+  Expr product = node.body();
+  if (product.op() == ExprOp::mul) {
+    const Expr& l = product.operands()[0];
+    const Expr& r = product.operands()[1];
+    if (r.op() == ExprOp::constant && l.op() == ExprOp::mul) { c.scale = r.value(); product = l; }
+    else if (l.op() == ExprOp::constant && r.op() == ExprOp::mul) { c.scale = l.value(); product = r; }
+  }
+  if (product.op() != ExprOp::mul) return std::nullopt;
+  const Expr& x = product.operands()[0];
+  const Expr& y = product.operands()[1];
+  if (x.op() != ExprOp::input || y.op() != ExprOp::input || x.index() == y.index()) return std::nullopt;
+  for (int i : {x.index(), y.index()})
+    if (node.inputs()[i].is_gather() || node.inputs()[i].type.dtype != dtype) return std::nullopt;
+  c.n_axis = node.num_spatial() - 1;
+  const bool x_n = depends(node.inputs()[x.index()], c.n_axis), y_n = depends(node.inputs()[y.index()], c.n_axis);
+  if (x_n == y_n) return std::nullopt;
+  c.b = x_n ? x.index() : y.index();
+  c.a = x_n ? y.index() : x.index();
+  for (int ax = node.num_spatial() - 2; ax >= 0 && c.m_axis < 0; --ax)
+    if (depends(node.inputs()[c.a], ax) && !depends(node.inputs()[c.b], ax)) c.m_axis = ax;
+  return c;
+}
+
+struct Blocking {
+  int mr = 1, nr = 1;
+};
+
+// Register blocking from the spec's register count (see the file comment).
+Blocking choose_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
+  Blocking best;
+  double best_ratio = 0;
+  const int64_t max_nr = std::max<int64_t>(1, n_extent / lanes);
+  for (int64_t nr = 1; nr <= max_nr && nr + 2 <= registers; ++nr) {
+    int64_t mr = has_m ? (registers - 1 - nr) / nr : 1;
+    mr = std::min(mr, std::max<int64_t>(1, m_extent));
+    if (mr < 1) break;
+    const double ratio = static_cast<double>(mr * nr) / static_cast<double>(mr + nr);
+    if (ratio > best_ratio) {
+      best_ratio = ratio;
+      best = {static_cast<int>(mr), static_cast<int>(nr)};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+bool KernelEmitter::emit_contraction(NodeState& s) {
+  const std::optional<Contraction> match = match_contraction(*s.node);
+  if (!match) return false;
+  const Contraction& c = *match;
+  const TeNode& node = *s.node;
+  const DType dtype = node.body().dtype();
+  const int vw = vector_lanes(dtype);
+  const int ns = node.num_spatial(), na = node.num_axes();
+  // The largest box along an axis: the sink's outer tile, or (a fused producer) the whole axis.
+  auto box_limit = [&](int axis) {
+    const int64_t extent = node.axes()[axis].extent;
+    return s.position + 1 == static_cast<int>(plan_.nodes.size()) ? std::min(extent, plan_.sink_tile[axis]) : extent;
+  };
+  const int64_t n_extent = box_limit(c.n_axis);
+  const int64_t m_extent = c.m_axis >= 0 ? box_limit(c.m_axis) : 1;
+  if (vw < 2 || n_extent < vw) return false;  // nothing to vectorize: the generic nest does it
+  const Blocking blocking = choose_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
+  llvm::Type* vec_type = compute_type(ctx_, dtype, vw);
+  llvm::Type* vec_storage = llvm::FixedVectorType::get(storage_type(ctx_, dtype), vw);
+
+  // B's element step along n, when it is one constant (else lanes are loaded one by one).
+  const Access& b_access = node.inputs()[c.b];
+  const TensorView& b_view = s.inputs[c.b];
+  std::optional<int64_t> b_step;
+  if (!b_view.scratch || b_view.domain_extents.empty()) {
+    const std::vector<int64_t>& strides = b_view.scratch ? b_view.scratch_strides : b_view.strides;
+    int64_t step = 0;
+    for (int d = 0; d < b_access.map.num_results(); ++d) step += b_access.map.result(d).coeffs[c.n_axis] * strides[d];
+    b_step = step;
+  }
+  bool b_checked = false;
+  for (bool chk : s.checked[c.b]) b_checked = b_checked || chk;
+
+  // Lane by lane through the generic load (pads, any addressing).
+  auto load_lanes = [&](std::vector<Value*> point) {
+    Value* v = llvm::PoisonValue::get(vec_type);
+    Value* n0 = point[c.n_axis];
+    for (int l = 0; l < vw; ++l) {
+      point[c.n_axis] = b_.CreateAdd(n0, i64(l));
+      Cache cache;
+      v = b_.CreateInsertElement(v, load_input(s, c.b, point, cache), static_cast<uint64_t>(l));
+    }
+    return v;
+  };
+  auto load_b = [&](const std::vector<Value*>& point) -> Value* {
+    if (b_step != 1) return load_lanes(point);
+    Cache cache;
+    const std::vector<Value*> index = input_index(s, c.b, point, cache);
+    if (!b_checked) return from_storage(b_, dtype, load_stored(b_view, element_offset(b_view, index), vec_storage));
+    // In range for all lanes iff the first and the last lane are (the index is monotone in n).
+    Value* inside = b_.getTrue();
+    for (int d = 0; d < b_access.map.num_results(); ++d) {
+      if (!s.checked[c.b][d]) continue;
+      Value* last = b_.CreateAdd(index[d], i64(b_access.map.result(d).coeffs[c.n_axis] * (vw - 1)));
+      const int64_t size = b_access.type.shape[d];
+      inside = b_.CreateAnd(inside, b_.CreateAnd(b_.CreateICmpULT(index[d], i64(size)), b_.CreateICmpULT(last, i64(size))));
+    }
+    auto* fast = llvm::BasicBlock::Create(ctx_, "b_inside", fn_);
+    auto* slow = llvm::BasicBlock::Create(ctx_, "b_border", fn_);
+    auto* join = llvm::BasicBlock::Create(ctx_, "b_join", fn_);
+    b_.CreateCondBr(inside, fast, slow);
+    b_.SetInsertPoint(fast);
+    std::vector<Value*> safe = index;  // unclamped: in range on this path
+    Value* vf = from_storage(b_, dtype, load_stored(b_view, element_offset(b_view, safe), vec_storage));
+    llvm::BasicBlock* fast_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(slow);
+    Value* vs = load_lanes(point);
+    llvm::BasicBlock* slow_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(vec_type, 2);
+    phi->addIncoming(vf, fast_end);
+    phi->addIncoming(vs, slow_end);
+    return phi;
+  };
+
+  // The reduction loop is tiled by the node's L1-level reduction steps (the schedule's tile
+  // config): each step accumulates from zero in registers and is then added into running totals
+  // kept in f64. Besides staging the step's operands in L1, this bounds the rounding error to
+  // that of one step (about sqrt(step) ulps) instead of growing with the whole reduction, which
+  // for f32 over thousands of terms drifts past the tolerance against the f64 interpreter.
+  const std::vector<int64_t> steps = reduction_steps(s);
+
+  // One MR x NR block at the spatial point (m and n at the block's first row and column).
+  auto block = [&](std::vector<Value*> point, int mr, int nr) {
+    auto zeroed = [&] {
+      std::vector<llvm::AllocaInst*> regs(static_cast<size_t>(mr * nr));
+      for (auto& a : regs) {
+        a = entry_alloca(vec_type);
+        b_.CreateStore(constant_value(b_, dtype, 0.0, vw), a);
+      }
+      return regs;
+    };
+    llvm::Type* total_type = compute_type(ctx_, DType::f64, vw);
+    std::vector<llvm::AllocaInst*> total(static_cast<size_t>(mr * nr));
+    for (auto& t : total) {
+      t = entry_alloca(total_type);
+      b_.CreateStore(constant_value(b_, DType::f64, 0.0, vw), t);
+    }
+    point.resize(na, nullptr);
+    Value* m0 = c.m_axis >= 0 ? point[c.m_axis] : nullptr;
+    Value* n0 = point[c.n_axis];
+    std::vector<Value*> step_begin(na, nullptr);
+    std::vector<llvm::AllocaInst*> acc;
+    // The multiply-adds of one reduction point.
+    auto fma_point = [&] {
+      std::vector<Value*> bv(nr);
+      for (int j = 0; j < nr; ++j) {
+        std::vector<Value*> p = point;
+        p[c.n_axis] = b_.CreateAdd(n0, i64(j * vw));
+        bv[j] = load_b(p);
+      }
+      for (int i = 0; i < mr; ++i) {
+        std::vector<Value*> p = point;
+        if (m0) p[c.m_axis] = b_.CreateAdd(m0, i64(i));
+        Cache cache;
+        Value* a = b_.CreateVectorSplat(vw, load_input(s, c.a, p, cache));
+        for (int j = 0; j < nr; ++j) {
+          llvm::AllocaInst* slot = acc[i * nr + j];
+          Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_type}, {a, bv[j], b_.CreateLoad(vec_type, slot)});
+          b_.CreateStore(sum, slot);
+        }
+      }
+    };
+    // Points of one step: every reduction axis within its step.
+    std::function<void(int)> within = [&](int r) {
+      if (r == na) return fma_point();
+      const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
+      Value* begin = step >= extent ? i64(0) : step_begin[r];
+      Value* end = step >= extent ? i64(extent) : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(begin, i64(step)), i64(extent));
+      emit_for(begin, end, 1, [&](Value* k) {
+        point[r] = k;
+        within(r + 1);
+      });
+    };
+    // Steps: one loop per reduction axis that is cut.
+    std::function<void(int)> over_steps = [&](int r) {
+      if (r == na) {
+        acc = zeroed();
+        within(ns);
+        for (size_t x = 0; x < total.size(); ++x)
+          b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(total_type, total[x]),
+                                       convert_value(b_, b_.CreateLoad(vec_type, acc[x]), dtype, DType::f64)),
+                         total[x]);
+        return;
+      }
+      const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
+      if (step >= extent) return over_steps(r + 1);
+      emit_for(i64(0), i64((extent + step - 1) / step), 1, [&](Value* q) {
+        step_begin[r] = b_.CreateMul(q, i64(step));
+        over_steps(r + 1);
+      });
+    };
+    over_steps(ns);
+    for (int i = 0; i < mr; ++i)
+      for (int j = 0; j < nr; ++j) {
+        std::vector<Value*> p(point.begin(), point.begin() + ns);
+        if (m0) p[c.m_axis] = b_.CreateAdd(m0, i64(i));
+        p[c.n_axis] = b_.CreateAdd(n0, i64(j * vw));
+        Value* v = b_.CreateLoad(total_type, total[i * nr + j]);
+        if (c.scale) v = b_.CreateFMul(v, constant_value(b_, DType::f64, *c.scale, vw));
+        v = convert_value(b_, v, DType::f64, dtype);
+        store_stored(s.output.tensor, output_offset(s, p), to_storage(b_, dtype, v));  // n is contiguous in the output
+      }
+  };
+
+  // Rows of one column block: full MR blocks, then single rows.
+  auto rows = [&](std::vector<Value*>& point, int nr) {
+    if (c.m_axis < 0) {
+      block(point, 1, nr);
+      return;
+    }
+    Value* mb = s.box_begin[c.m_axis];
+    Value* me = b_.CreateAdd(mb, s.box_extent[c.m_axis]);
+    const int mr = blocking.mr;
+    Value* full = b_.CreateSDiv(s.box_extent[c.m_axis], i64(mr));
+    emit_for(i64(0), full, 1, [&](Value* im) {
+      point[c.m_axis] = b_.CreateAdd(mb, b_.CreateMul(im, i64(mr)));
+      block(point, mr, nr);
+    });
+    if (mr > 1)
+      emit_for(b_.CreateAdd(mb, b_.CreateMul(full, i64(mr))), me, 1, [&](Value* m) {
+        point[c.m_axis] = m;
+        block(point, 1, nr);
+      });
+  };
+
+  std::vector<Value*> point(ns);
+  std::function<void(int)> outer = [&](int ax) {
+    if (ax < ns) {
+      if (ax == c.n_axis || ax == c.m_axis) return outer(ax + 1);
+      emit_for(s.box_begin[ax], b_.CreateAdd(s.box_begin[ax], s.box_extent[ax]), 1, [&](Value* p) {
+        point[ax] = p;
+        outer(ax + 1);
+      });
+      return;
+    }
+    const int nr = blocking.nr;
+    Value* nb = s.box_begin[c.n_axis];
+    Value* ne = b_.CreateAdd(nb, s.box_extent[c.n_axis]);
+    // Full NR-vector column blocks, then single vectors, then the scalar remainder.
+    Value* full = b_.CreateSDiv(s.box_extent[c.n_axis], i64(nr * vw));
+    emit_for(i64(0), full, 1, [&](Value* jn) {
+      point[c.n_axis] = b_.CreateAdd(nb, b_.CreateMul(jn, i64(nr * vw)));
+      rows(point, nr);
+    });
+    Value* vec_begin = b_.CreateAdd(nb, b_.CreateMul(full, i64(nr * vw)));
+    Value* vectors = b_.CreateSDiv(b_.CreateSub(ne, vec_begin), i64(vw));
+    if (nr > 1)
+      emit_for(i64(0), vectors, 1, [&](Value* jv) {
+        point[c.n_axis] = b_.CreateAdd(vec_begin, b_.CreateMul(jv, i64(vw)));
+        rows(point, 1);
+      });
+    Value* scalar_begin = nr > 1 ? b_.CreateAdd(vec_begin, b_.CreateMul(vectors, i64(vw))) : vec_begin;
+    emit_for(scalar_begin, ne, 1, [&](Value* n) {
+      point[c.n_axis] = n;
+      auto one = [&] { store_point(s, point, reduce_point(s, point)); };
+      if (c.m_axis < 0) return one();
+      emit_for(s.box_begin[c.m_axis], b_.CreateAdd(s.box_begin[c.m_axis], s.box_extent[c.m_axis]), 1, [&](Value* m) {
+        point[c.m_axis] = m;
+        one();
+      });
+    });
+  };
+  outer(0);
+  return true;
+}
+
+}  // namespace tessel::cpu

@@ -1,0 +1,422 @@
+// The CPU kernel of one fused group (emit_group.h): task loop, tensor addressing, and the generic
+// loop nest that evaluates any tensor-expression node.
+//
+// The generic nest is the reference lowering every node can take: spatial axes outermost (the
+// task's box of the node), then the reduction axes, then the body at one point -- loads through
+// the affine maps (out-of-range reads give the pad value; only dimensions that can leave the
+// tensor are checked, branch-free), the ExprOps (emit_scalar.h), the combiner -- and a store
+// rounded to the output dtype. The innermost loop carries a vectorization width derived from the
+// spec's SIMD width, and every memory access carries alias scopes (the tensors of a group never
+// overlap), so LLVM's loop vectorizer turns elementwise loops and sum/product reductions into
+// vector code with correct tails. Contractions take the register-blocked micro-kernel instead
+// (emit_contraction.cpp).
+#include "kernels/cpu/kernel_emitter.h"
+
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "kernels/cpu/emit_scalar.h"
+#include "tilegraph/error.h"
+
+namespace tessel::cpu {
+
+using llvm::Value;
+
+CodegenParams codegen_params(const HwSpec& spec) {
+  CodegenParams p;
+  if (spec.kind != "cpu")
+    throw UserError(spec.file, "/kind", cat("the CPU backend needs a cpu spec, '", spec.name, "' is a ", spec.kind));
+  if (spec.compute.simd_width <= 0)
+    throw UserError(spec.file, "/compute/simd_width", cat("must be positive for CPU code generation, got ", spec.compute.simd_width));
+  p.vector_bytes = spec.compute.simd_width * dtype_bytes(DType::f32);
+  const int regs = spec.level_index("registers");
+  if (regs < 0)
+    throw UserError(spec.file, "/memory_levels", cat("spec '", spec.name, "' has no 'registers' level (the micro-kernel is sized from it)"));
+  p.vector_registers = std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / p.vector_bytes);
+  return p;
+}
+
+std::string kernel_name(int group) { return cat("tessel_group_", group); }
+
+llvm::Function* emit_group_kernel(const OpGraph& graph, const CpuGroupPlan& plan, const CodegenParams& params,
+                                  llvm::Module& module) {
+  return KernelEmitter(graph, plan, params, module).emit();
+}
+
+KernelEmitter::KernelEmitter(const OpGraph& graph, const CpuGroupPlan& plan, const CodegenParams& params,
+                             llvm::Module& module)
+    : graph_(graph), plan_(plan), params_(params), module_(module), ctx_(module.getContext()), b_(module.getContext()) {}
+
+int KernelEmitter::vector_lanes(DType dtype) const {
+  return static_cast<int>(std::max<int64_t>(1, params_.vector_bytes / compute_bytes(dtype)));
+}
+
+llvm::Function* KernelEmitter::emit() {
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::Type* i64t = b_.getInt64Ty();
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64t, i64t, ptr, ptr, ptr}, false);
+  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, kernel_name(plan_.group), module_);
+  fn_->setDoesNotThrow();
+  const char* arg_names[] = {"tensors", "task_begin", "task_end", "scratch", "boxes", "status"};
+  for (unsigned i = 0; i < 6; ++i) fn_->getArg(i)->setName(arg_names[i]);
+  for (unsigned i : {0u, 3u, 4u, 5u}) fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+  if (params_.vector_bytes * 8 > 256)  // let the backend use registers as wide as the spec's
+    fn_->addFnAttr("min-legal-vector-width", std::to_string(params_.vector_bytes * 8));
+  arg_scratch_ = fn_->getArg(3);
+  arg_boxes_ = fn_->getArg(4);
+  arg_status_ = fn_->getArg(5);
+
+  entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry_);
+
+  // Alias scopes: one per tensor the group touches; tensors of one group never overlap (their
+  // arena lifetimes all include this group, inputs and weights have buffers of their own, and
+  // scratch arrays are disjoint).
+  std::vector<TensorId> touched;
+  for (NodeId n : plan_.nodes) {
+    for (TensorId t : graph_.node_inputs(n)) touched.push_back(t);
+    touched.push_back(graph_.node_output(n));
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  llvm::MDBuilder mdb(ctx_);
+  llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain(kernel_name(plan_.group));
+  std::map<TensorId, llvm::MDNode*> scope;
+  for (TensorId t : touched) scope[t] = mdb.createAnonymousAliasScope(domain, graph_.tensor(t).name);
+  for (TensorId t : touched) {
+    std::vector<llvm::Metadata*> others;
+    for (TensorId o : touched)
+      if (o != t) others.push_back(scope[o]);
+    noalias_[t] = llvm::MDNode::get(ctx_, others);
+    scopes_[t] = llvm::MDNode::get(ctx_, {scope[t]});
+  }
+  // Tensor pointers, loaded once.
+  for (TensorId t : touched) {
+    Value* slot = b_.CreateInBoundsGEP(ptr, fn_->getArg(0), i64(t));
+    tensor_ptrs_[t] = b_.CreateLoad(ptr, slot, graph_.tensor(t).name);
+  }
+
+  emit_for(fn_->getArg(1), fn_->getArg(2), 1, [&](Value* task) { emit_task(task); });
+  b_.CreateRetVoid();
+  return fn_;
+}
+
+void KernelEmitter::emit_task(Value* task) {
+  // This task's boxes, from the plan's table.
+  Value* row = b_.CreateInBoundsGEP(b_.getInt64Ty(), arg_boxes_, b_.CreateMul(task, i64(plan_.box_stride)));
+  std::vector<std::vector<Value*>> begins(plan_.nodes.size()), extents(plan_.nodes.size());
+  for (size_t k = 0; k < plan_.nodes.size(); ++k) {
+    const int ns = graph_.node(plan_.nodes[k]).num_spatial();
+    for (int a = 0; a < ns; ++a) {
+      const int64_t at = plan_.box_offset[k] + 2 * a;
+      begins[k].push_back(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), row, i64(at))));
+      extents[k].push_back(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), row, i64(at + 1))));
+    }
+  }
+  // Producers first: every consumer's reads fall inside the producer's box (tile propagation).
+  for (size_t k = 0; k < plan_.nodes.size(); ++k) emit_node(static_cast<int>(k), begins, extents);
+}
+
+void KernelEmitter::emit_for(Value* begin, Value* end, int vector_lanes, const std::function<void(Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+  auto* inner = llvm::BasicBlock::Create(ctx_, "body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  i->addIncoming(begin, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(i, end), inner, exit);
+  b_.SetInsertPoint(inner);
+  body(i);
+  Value* next = b_.CreateNSWAdd(i, i64(1));
+  llvm::BranchInst* latch = b_.CreateBr(header);
+  i->addIncoming(next, b_.GetInsertBlock());
+  if (vector_lanes > 0) {
+    auto* width = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
+                                           llvm::ConstantAsMetadata::get(b_.getInt32(vector_lanes))});
+    auto tmp = llvm::MDNode::getTemporary(ctx_, std::nullopt);
+    llvm::MDNode* loop = llvm::MDNode::get(ctx_, {tmp.get(), width});
+    loop->replaceOperandWith(0, loop);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  }
+  b_.SetInsertPoint(exit);
+}
+
+llvm::AllocaInst* KernelEmitter::entry_alloca(llvm::Type* type) {
+  llvm::IRBuilder<> eb(entry_, entry_->begin());
+  return eb.CreateAlloca(type);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory.
+
+namespace {
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+}  // namespace
+
+TensorView KernelEmitter::view_of(TensorId t, const std::vector<std::vector<Value*>>& begins) {
+  TensorView v;
+  const TensorInfo& info = graph_.tensor(t);
+  v.dtype = info.type.dtype;
+  v.shape = info.type.shape;
+  v.strides = row_major_strides(v.shape);
+  v.scope = scopes_.at(t);
+  v.noalias = noalias_.at(t);
+  const int k = info.producer >= 0 ? plan_.position(info.producer) : -1;
+  if (k >= 0 && plan_.buffers[k].in_scratch) {
+    const CpuNodeBuffer& buf = plan_.buffers[k];
+    const TeNode& producer = graph_.node(info.producer);
+    v.scratch = true;
+    v.base = b_.CreateInBoundsGEP(b_.getInt8Ty(), arg_scratch_, i64(buf.scratch_offset_bytes));
+    std::vector<int64_t> domain;
+    for (int a = 0; a < producer.num_spatial(); ++a) domain.push_back(producer.axes()[a].extent);
+    if (domain != v.shape) v.domain_extents = domain;
+    v.box_begin = begins[k];
+    v.scratch_strides = row_major_strides(buf.scratch_extents);
+  } else {
+    v.base = tensor_ptrs_.at(t);
+  }
+  return v;
+}
+
+Value* KernelEmitter::element_offset(const TensorView& v, const std::vector<Value*>& index) {
+  Value* off = i64(0);
+  if (!v.scratch) {
+    for (size_t d = 0; d < index.size(); ++d) off = b_.CreateAdd(off, b_.CreateMul(index[d], i64(v.strides[d])));
+    return off;
+  }
+  std::vector<Value*> point = index;
+  if (!v.domain_extents.empty()) {  // tensor index -> linear -> the producer's domain point
+    Value* linear = i64(0);
+    for (size_t d = 0; d < index.size(); ++d) linear = b_.CreateAdd(linear, b_.CreateMul(index[d], i64(v.strides[d])));
+    const std::vector<int64_t> ds = row_major_strides(v.domain_extents);
+    point.clear();
+    for (size_t a = 0; a < v.domain_extents.size(); ++a)
+      point.push_back(b_.CreateURem(b_.CreateUDiv(linear, i64(ds[a])), i64(v.domain_extents[a])));
+  }
+  for (size_t a = 0; a < point.size(); ++a)
+    off = b_.CreateAdd(off, b_.CreateMul(b_.CreateSub(point[a], v.box_begin[a]), i64(v.scratch_strides[a])));
+  return off;
+}
+
+Value* KernelEmitter::element_ptr(const TensorView& v, Value* offset) {
+  return b_.CreateInBoundsGEP(storage_type(ctx_, v.dtype), v.base, offset);
+}
+
+Value* KernelEmitter::load_stored(const TensorView& v, Value* offset, llvm::Type* type) {
+  llvm::LoadInst* ld = b_.CreateAlignedLoad(type, element_ptr(v, offset), llvm::Align(dtype_bytes(v.dtype)));
+  ld->setMetadata(llvm::LLVMContext::MD_alias_scope, v.scope);
+  ld->setMetadata(llvm::LLVMContext::MD_noalias, v.noalias);
+  return ld;
+}
+
+void KernelEmitter::store_stored(const TensorView& v, Value* offset, Value* value) {
+  llvm::StoreInst* st = b_.CreateAlignedStore(value, element_ptr(v, offset), llvm::Align(dtype_bytes(v.dtype)));
+  st->setMetadata(llvm::LLVMContext::MD_alias_scope, v.scope);
+  st->setMetadata(llvm::LLVMContext::MD_noalias, v.noalias);
+}
+
+Value* KernelEmitter::output_offset(const NodeState& s, const std::vector<Value*>& point) {
+  Value* off = i64(0);
+  for (size_t a = 0; a < s.output.strides.size(); ++a) {
+    Value* p = s.output.begin.empty() ? point[a] : b_.CreateSub(point[a], s.output.begin[a]);
+    off = b_.CreateAdd(off, b_.CreateMul(p, i64(s.output.strides[a])));
+  }
+  return off;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes.
+
+void KernelEmitter::emit_node(int position, const std::vector<std::vector<Value*>>& begins,
+                              const std::vector<std::vector<Value*>>& extents) {
+  const NodeId n = plan_.nodes[position];
+  NodeState s;
+  s.node = &graph_.node(n);
+  s.position = position;
+  s.box_begin = begins[position];
+  s.box_extent = extents[position];
+  const std::vector<TensorId>& ins = graph_.node_inputs(n);
+  const std::vector<int64_t> extents_all = s.node->extents();
+  for (size_t i = 0; i < ins.size(); ++i) {
+    s.inputs.push_back(view_of(ins[i], begins));
+    const Access& acc = s.node->inputs()[i];
+    std::vector<bool> checked;
+    for (int d = 0; d < acc.map.num_results(); ++d) {
+      const AffineExpr& row = acc.map.result(d);
+      checked.push_back(d != acc.gather_dim &&
+                        (row.min_over(extents_all) < 0 || row.max_over(extents_all) >= acc.type.shape[d]));
+    }
+    s.checked.push_back(std::move(checked));
+  }
+  // The output: the box-relative scratch array, or the whole tensor (row-major over the spatial
+  // domain, whatever its output shape).
+  const CpuNodeBuffer& buf = plan_.buffers[position];
+  const int ns = s.node->num_spatial();
+  std::vector<int64_t> domain;
+  for (int a = 0; a < ns; ++a) domain.push_back(s.node->axes()[a].extent);
+  s.output.tensor = view_of(buf.tensor, begins);
+  if (buf.in_scratch) {
+    s.output.strides = row_major_strides(buf.scratch_extents);
+    s.output.begin = s.box_begin;
+  } else {
+    s.output.strides = row_major_strides(domain);
+  }
+  if (!emit_contraction(s)) emit_generic(s);
+}
+
+void KernelEmitter::emit_generic(NodeState& s) {
+  const int ns = s.node->num_spatial();
+  const int lanes = vector_lanes(s.node->body().dtype());
+  std::vector<Value*> point(ns);
+  std::function<void(int)> nest = [&](int a) {
+    if (a == ns) {
+      store_point(s, point, reduce_point(s, point));
+      return;
+    }
+    const bool innermost = a == ns - 1;
+    const int hint = innermost && s.node->num_reduction() == 0 ? lanes : (innermost ? 0 : 1);
+    emit_for(s.box_begin[a], b_.CreateAdd(s.box_begin[a], s.box_extent[a]), hint, [&](Value* p) {
+      point[a] = p;
+      nest(a + 1);
+    });
+  };
+  nest(0);
+}
+
+Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
+  const TeNode& node = *s.node;
+  const int ns = node.num_spatial(), na = node.num_axes();
+  point.resize(na, nullptr);
+  if (node.num_reduction() == 0) {
+    Cache cache;
+    return eval_expr(s, node.body(), point, cache);
+  }
+  // Float sums and products accumulate in f64 (the interpreter accumulates in f64; an f32
+  // accumulator over thousands of terms drifts past the f32 tolerance); the result is rounded to
+  // the body's compute type.
+  const DType dtype = node.body().dtype();
+  const bool reassociable = node.combiner() == Combiner::sum || node.combiner() == Combiner::prod;
+  const DType acc_dtype = reassociable && is_float(dtype) ? DType::f64 : dtype;
+  llvm::AllocaInst* acc = entry_alloca(compute_type(ctx_, acc_dtype));
+  b_.CreateStore(constant_value(b_, acc_dtype, node.init()), acc);
+  const int lanes = vector_lanes(acc_dtype);
+  std::function<void(int)> nest = [&](int a) {
+    if (a == na) {
+      Cache cache;
+      Value* v = convert_value(b_, eval_expr(s, node.body(), point, cache), dtype, acc_dtype);
+      b_.CreateStore(emit_combine(b_, node.combiner(), acc_dtype, b_.CreateLoad(acc->getAllocatedType(), acc), v), acc);
+      return;
+    }
+    const int hint = a == na - 1 ? (reassociable ? lanes : 0) : 1;
+    emit_for(i64(0), i64(node.axes()[a].extent), hint, [&](Value* r) {
+      point[a] = r;
+      nest(a + 1);
+    });
+  };
+  nest(ns);
+  Value* total = b_.CreateLoad(acc->getAllocatedType(), acc);
+  return acc_dtype == dtype ? total : b_.CreateFPTrunc(total, compute_type(ctx_, dtype));
+}
+
+void KernelEmitter::store_point(NodeState& s, const std::vector<Value*>& point, Value* value) {
+  const DType out = s.node->output().dtype;
+  Value* v = convert_value(b_, value, s.node->body().dtype(), out);
+  store_stored(s.output.tensor, output_offset(s, point), to_storage(b_, out, v));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The body at one point.
+
+std::vector<Value*> KernelEmitter::input_index(NodeState& s, int input, const std::vector<Value*>& point, Cache& cache) {
+  const Access& acc = s.node->inputs()[input];
+  std::vector<Value*> index;
+  for (int d = 0; d < acc.map.num_results(); ++d) {
+    if (d == acc.gather_dim) {
+      // The index is data: negative values count from the end; out of range is the user's error,
+      // reported through the status words (the read is clamped to stay in bounds).
+      const int src = acc.gather_index_input;
+      const DType src_dtype = s.node->inputs()[src].type.dtype;
+      Value* g = load_input(s, src, point, cache);
+      Value* idx = is_float(src_dtype) ? b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt64Ty(), g->getType()}, {g})
+                                       : convert_value(b_, g, src_dtype, DType::i64);
+      const int64_t size = acc.type.shape[d];
+      Value* raw = idx;
+      idx = b_.CreateSelect(b_.CreateICmpSLT(idx, i64(0)), b_.CreateAdd(idx, i64(size)), idx);
+      Value* bad = b_.CreateICmpUGE(idx, i64(size));
+      auto* report = llvm::BasicBlock::Create(ctx_, "gather_error", fn_);
+      auto* cont = llvm::BasicBlock::Create(ctx_, "gather_ok", fn_);
+      b_.CreateCondBr(bad, report, cont, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
+      b_.SetInsertPoint(report);
+      const int64_t words[] = {1, 0, size, s.position};
+      for (int w = 0; w < kStatusWords; ++w)
+        b_.CreateStore(w == 1 ? raw : i64(words[w]), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg_status_, i64(w)));
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+      index.push_back(b_.CreateSelect(bad, i64(0), idx));
+      continue;
+    }
+    const AffineExpr& row = acc.map.result(d);
+    Value* v = i64(row.offset);
+    for (size_t a = 0; a < row.coeffs.size(); ++a) {
+      if (row.coeffs[a] == 0) continue;
+      Value* term = row.coeffs[a] == 1 ? point[a] : b_.CreateMul(point[a], i64(row.coeffs[a]));
+      v = b_.CreateAdd(v, term);
+    }
+    index.push_back(v);
+  }
+  return index;
+}
+
+Value* KernelEmitter::load_input(NodeState& s, int input, const std::vector<Value*>& point, Cache& cache) {
+  const void* key = &s.node->inputs()[input];
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const Access& acc = s.node->inputs()[input];
+  const TensorView& v = s.inputs[input];
+  Value* pad = constant_value(b_, acc.type.dtype, acc.pad_value);
+  if (acc.type.num_elements() == 0) return cache[key] = pad;
+  std::vector<Value*> index = input_index(s, input, point, cache);
+  Value* inside = nullptr;
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (!s.checked[input][d]) continue;
+    Value* in_d = b_.CreateICmpULT(index[d], i64(acc.type.shape[d]));  // 0 <= i < shape
+    index[d] = b_.CreateSelect(in_d, index[d], i64(0));
+    inside = inside ? b_.CreateAnd(inside, in_d) : in_d;
+  }
+  Value* loaded = from_storage(b_, v.dtype, load_stored(v, element_offset(v, index), storage_type(ctx_, v.dtype)));
+  if (inside) loaded = b_.CreateSelect(inside, loaded, pad);
+  return cache[key] = loaded;
+}
+
+Value* KernelEmitter::eval_expr(NodeState& s, const Expr& e, const std::vector<Value*>& point, Cache& cache) {
+  if (auto it = cache.find(e.get()); it != cache.end()) return it->second;
+  Value* out = nullptr;
+  switch (e.op()) {
+    case ExprOp::input: out = load_input(s, e.index(), point, cache); break;
+    case ExprOp::constant: out = constant_value(b_, e.dtype(), e.value()); break;
+    case ExprOp::axis_index: out = point.at(e.index()); break;
+    case ExprOp::select:
+      out = b_.CreateSelect(eval_expr(s, e.operands()[0], point, cache), eval_expr(s, e.operands()[1], point, cache),
+                            eval_expr(s, e.operands()[2], point, cache));
+      break;
+    case ExprOp::cast:
+      out = convert_value(b_, eval_expr(s, e.operands()[0], point, cache), e.operands()[0].dtype(), e.dtype());
+      break;
+    default:
+      if (is_unary(e.op())) {
+        out = emit_unary(b_, e.op(), e.operands()[0].dtype(), eval_expr(s, e.operands()[0], point, cache));
+      } else {
+        TESSEL_ASSERT(is_binary(e.op()), "CPU codegen: unexpected op ", expr_op_name(e.op()));
+        out = emit_binary(b_, e.op(), e.operands()[0].dtype(), eval_expr(s, e.operands()[0], point, cache),
+                          eval_expr(s, e.operands()[1], point, cache));
+      }
+  }
+  return cache[e.get()] = out;
+}
+
+}  // namespace tessel::cpu

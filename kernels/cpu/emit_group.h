@@ -1,0 +1,48 @@
+// The CPU kernel of one fused group, in LLVM IR (DESIGN.md, "Code generation"; kernels/cpu/README.md).
+//
+// One function per group, with the ABI the runtime (cpu_executable.cpp) calls:
+//
+//   void tessel_group_<g>(uint8_t** tensors,      // every tensor's buffer, by TensorId
+//                         int64_t task_begin, int64_t task_end,
+//                         uint8_t* scratch,       // the calling thread's scratch buffer
+//                         const int64_t* boxes,   // CpuGroupPlan::boxes
+//                         int64_t* status)        // status[0] != 0: a gather index was out of range
+//
+// For every task in [task_begin, task_end) it evaluates the group's nodes in order over their boxes
+// (group_plan.h). Internal to kernels/cpu/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hw_specs/hw_spec.h"
+#include "kernels/cpu/group_plan.h"
+
+namespace llvm {
+class Function;
+class Module;
+}  // namespace llvm
+
+namespace tessel::cpu {
+
+/// What the emitter takes from the hardware spec -- and nothing else: vector widths, register
+/// blocking and loop hints are all derived from these.
+struct CodegenParams {
+  int64_t vector_bytes = 0;      // one SIMD register: compute.simd_width fp32 lanes
+  int64_t vector_registers = 0;  // SIMD registers per core: the register level's capacity / vector_bytes
+};
+
+/// Reads CodegenParams from a CPU spec; UserError naming the field when the spec lacks one.
+CodegenParams codegen_params(const HwSpec& spec);
+
+/// "tessel_group_<g>".
+std::string kernel_name(int group);
+
+/// Status words the kernel writes (status[kStatusWords]).
+inline constexpr int kStatusWords = 4;  // flag, offending index, dimension size, node position
+
+/// Emits the kernel of `plan` into `module` and returns it (not yet verified).
+llvm::Function* emit_group_kernel(const OpGraph& graph, const CpuGroupPlan& plan, const CodegenParams& params,
+                                  llvm::Module& module);
+
+}  // namespace tessel::cpu

@@ -1,0 +1,372 @@
+// Scalar semantics in LLVM IR (emit_scalar.h).
+#include "kernels/cpu/emit_scalar.h"
+
+#include <cmath>
+#include <string>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include "tilegraph/error.h"
+
+namespace tessel::cpu {
+
+namespace {
+
+using llvm::IRBuilderBase;
+using llvm::Type;
+using llvm::Value;
+
+bool is_unsigned_int(DType t) { return t == DType::u8 || t == DType::boolean; }
+
+Type* scalar_of(Value* v) { return v->getType()->getScalarType(); }
+
+// A constant of `v`'s type (splat for vectors).
+Value* fp_like(Value* v, double c) { return llvm::ConstantFP::get(v->getType(), c); }
+Value* int_like(Value* v, int64_t c) { return llvm::ConstantInt::get(v->getType(), static_cast<uint64_t>(c), true); }
+
+// Calls the C math library function `name` (float variant `namef`) on each lane; scalar values
+// call it once. LLVM vectorizes scalar calls only through a vector library, so the generic loops
+// stay scalar around them.
+Value* libm_call(IRBuilderBase& b, const std::string& name, std::initializer_list<Value*> args) {
+  Value* first = *args.begin();
+  Type* scalar = scalar_of(first);
+  const std::string symbol = scalar->isFloatTy() ? name + "f" : name;
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  std::vector<Type*> params(args.size(), scalar);
+  llvm::FunctionCallee fn = m->getOrInsertFunction(symbol, llvm::FunctionType::get(scalar, params, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotThrow();
+    f->setDoesNotAccessMemory();
+    f->setWillReturn();
+  }
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(first->getType());
+  if (!vt) return b.CreateCall(fn, std::vector<Value*>(args));
+  Value* out = llvm::PoisonValue::get(vt);
+  for (unsigned l = 0; l < vt->getNumElements(); ++l) {
+    std::vector<Value*> lane;
+    for (Value* a : args) lane.push_back(b.CreateExtractElement(a, l));
+    out = b.CreateInsertElement(out, b.CreateCall(fn, lane), l);
+  }
+  return out;
+}
+
+Value* unary_intrinsic(IRBuilderBase& b, llvm::Intrinsic::ID id, Value* a) { return b.CreateUnaryIntrinsic(id, a); }
+
+// Float -> integer of `bits` (< 64): truncate, then wrap modulo 2^bits. Done in double, where
+// t - 2^bits * floor(t / 2^bits) is exact, so no library call is needed.
+Value* float_to_wrapped_int(IRBuilderBase& b, Value* v, Type* int_type, int bits) {
+  Type* f64 = b.getDoubleTy();
+  llvm::Type* target_f64 = v->getType()->isVectorTy()
+                               ? static_cast<Type*>(llvm::VectorType::get(f64, llvm::cast<llvm::VectorType>(v->getType())->getElementCount()))
+                               : f64;
+  Value* d = scalar_of(v)->isDoubleTy() ? v : b.CreateFPExt(v, target_f64);
+  Value* t = unary_intrinsic(b, llvm::Intrinsic::trunc, d);
+  const double range = std::ldexp(1.0, bits);
+  Value* q = unary_intrinsic(b, llvm::Intrinsic::floor, b.CreateFMul(t, fp_like(t, 1.0 / range)));
+  Value* m = b.CreateFSub(t, b.CreateFMul(q, fp_like(t, range)));
+  llvm::Type* i64 = v->getType()->isVectorTy()
+                        ? static_cast<Type*>(llvm::VectorType::get(b.getInt64Ty(), llvm::cast<llvm::VectorType>(v->getType())->getElementCount()))
+                        : b.getInt64Ty();
+  Value* wide = b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i64, m->getType()}, {m});
+  return b.CreateTrunc(wide, int_type);
+}
+
+// The vector or scalar type with `v`'s shape and element `elem`.
+Type* like_shape(Value* v, Type* elem) {
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(v->getType())) return llvm::VectorType::get(elem, vt->getElementCount());
+  return elem;
+}
+
+// Rounds a float value to f16 or bf16 and back (the value a store and reload would give).
+Value* round_float_to(IRBuilderBase& b, DType t, Value* v) {
+  return from_storage(b, t, to_storage(b, t, v));
+}
+
+}  // namespace
+
+llvm::Type* compute_type(llvm::LLVMContext& ctx, DType dtype) {
+  switch (dtype) {
+    case DType::f64: return Type::getDoubleTy(ctx);
+    case DType::f32: case DType::f16: case DType::bf16: return Type::getFloatTy(ctx);
+    case DType::i64: return Type::getInt64Ty(ctx);
+    case DType::i32: return Type::getInt32Ty(ctx);
+    case DType::i8: case DType::u8: return Type::getInt8Ty(ctx);
+    case DType::boolean: return Type::getInt1Ty(ctx);
+  }
+  TESSEL_ASSERT(false, "unknown dtype");
+}
+
+llvm::Type* compute_type(llvm::LLVMContext& ctx, DType dtype, int lanes) {
+  Type* t = compute_type(ctx, dtype);
+  return lanes > 1 ? static_cast<Type*>(llvm::FixedVectorType::get(t, lanes)) : t;
+}
+
+llvm::Type* storage_type(llvm::LLVMContext& ctx, DType dtype) {
+  switch (dtype) {
+    case DType::f16: return Type::getHalfTy(ctx);
+    case DType::bf16: return Type::getInt16Ty(ctx);
+    case DType::boolean: return Type::getInt8Ty(ctx);
+    default: return compute_type(ctx, dtype);
+  }
+}
+
+int compute_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::f64: case DType::i64: return 8;
+    case DType::f32: case DType::f16: case DType::bf16: case DType::i32: return 4;
+    default: return 1;
+  }
+}
+
+llvm::Value* constant_value(IRBuilderBase& b, DType dtype, double value, int lanes) {
+  Type* t = compute_type(b.getContext(), dtype, lanes);
+  if (is_float(dtype)) return llvm::ConstantFP::get(t, value);
+  if (dtype == DType::boolean) return llvm::ConstantInt::get(t, value != 0 ? 1 : 0);
+  if (dtype == DType::u8) return llvm::ConstantInt::get(t, static_cast<uint64_t>(static_cast<int64_t>(value)) & 0xff);
+  // Integers: the value is already rounded to the dtype (constant(), round_to); the i64 extremes
+  // are exact doubles.
+  int64_t i;
+  if (value >= 9223372036854775807.0) i = INT64_MAX;
+  else if (value <= -9223372036854775808.0) i = INT64_MIN;
+  else i = static_cast<int64_t>(value);
+  return llvm::ConstantInt::get(t, static_cast<uint64_t>(i), true);
+}
+
+llvm::Value* from_storage(IRBuilderBase& b, DType dtype, Value* stored) {
+  switch (dtype) {
+    case DType::f16: return b.CreateFPExt(stored, like_shape(stored, b.getFloatTy()));
+    case DType::bf16: {
+      Value* wide = b.CreateZExt(stored, like_shape(stored, b.getInt32Ty()));
+      wide = b.CreateShl(wide, int_like(wide, 16));
+      return b.CreateBitCast(wide, like_shape(stored, b.getFloatTy()));
+    }
+    case DType::boolean: return b.CreateICmpNE(stored, int_like(stored, 0));
+    default: return stored;
+  }
+}
+
+llvm::Value* to_storage(IRBuilderBase& b, DType dtype, Value* v) {
+  switch (dtype) {
+    case DType::f16: return b.CreateFPTrunc(v, like_shape(v, b.getHalfTy()));  // round to nearest even
+    case DType::bf16: {
+      // float_to_bf16_bits: NaN keeps its top bits with the quiet bit set; others round to
+      // nearest even.
+      Value* bits = b.CreateBitCast(v, like_shape(v, b.getInt32Ty()));
+      Value* magnitude = b.CreateAnd(bits, int_like(bits, 0x7fffffff));
+      Value* is_nan = b.CreateICmpUGT(magnitude, int_like(bits, 0x7f800000));
+      Value* high = b.CreateLShr(bits, int_like(bits, 16));
+      Value* nan_bits = b.CreateOr(high, int_like(bits, 0x40));
+      Value* rounding = b.CreateAdd(int_like(bits, 0x7fff), b.CreateAnd(high, int_like(bits, 1)));
+      Value* rounded = b.CreateLShr(b.CreateAdd(bits, rounding), int_like(bits, 16));
+      return b.CreateTrunc(b.CreateSelect(is_nan, nan_bits, rounded), like_shape(v, b.getInt16Ty()));
+    }
+    case DType::boolean: return b.CreateZExt(v, like_shape(v, b.getInt8Ty()));
+    default: return v;
+  }
+}
+
+llvm::Value* convert_value(IRBuilderBase& b, Value* v, DType from, DType to) {
+  if (from == to) return v;
+  llvm::LLVMContext& ctx = b.getContext();
+  Type* to_type = like_shape(v, compute_type(ctx, to));
+  if (is_float(to)) {
+    Value* out;
+    if (is_float(from)) {
+      const unsigned fb = scalar_of(v)->getPrimitiveSizeInBits(), tb = to_type->getScalarSizeInBits();
+      out = fb == tb ? v : (fb < tb ? b.CreateFPExt(v, to_type) : b.CreateFPTrunc(v, to_type));
+    } else {
+      out = is_unsigned_int(from) ? b.CreateUIToFP(v, to_type) : b.CreateSIToFP(v, to_type);
+    }
+    if (to == DType::f16 || to == DType::bf16) out = round_float_to(b, to, out);
+    return out;
+  }
+  if (to == DType::boolean) {
+    if (is_float(from)) return b.CreateFCmpUNE(v, fp_like(v, 0.0));  // NaN != 0: true
+    return b.CreateICmpNE(v, int_like(v, 0));
+  }
+  // Integer targets.
+  if (is_float(from)) {
+    if (to == DType::i64) return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {to_type, v->getType()}, {v});
+    return float_to_wrapped_int(b, v, to_type, static_cast<int>(to_type->getScalarSizeInBits()));
+  }
+  const unsigned fb = scalar_of(v)->getIntegerBitWidth(), tb = to_type->getScalarSizeInBits();
+  if (fb == tb) return v;
+  if (fb > tb) return b.CreateTrunc(v, to_type);
+  return is_unsigned_int(from) ? b.CreateZExt(v, to_type) : b.CreateSExt(v, to_type);
+}
+
+llvm::Value* emit_unary(IRBuilderBase& b, ExprOp op, DType operand, Value* a) {
+  if (is_float(operand)) {
+    switch (op) {
+      case ExprOp::neg: return b.CreateFNeg(a);
+      case ExprOp::abs: return unary_intrinsic(b, llvm::Intrinsic::fabs, a);
+      case ExprOp::exp: return unary_intrinsic(b, llvm::Intrinsic::exp, a);
+      case ExprOp::log: return unary_intrinsic(b, llvm::Intrinsic::log, a);
+      case ExprOp::sqrt: return unary_intrinsic(b, llvm::Intrinsic::sqrt, a);
+      case ExprOp::rsqrt: return b.CreateFDiv(fp_like(a, 1.0), unary_intrinsic(b, llvm::Intrinsic::sqrt, a));
+      case ExprOp::reciprocal: return b.CreateFDiv(fp_like(a, 1.0), a);
+      case ExprOp::sigmoid:
+        return b.CreateFDiv(fp_like(a, 1.0), b.CreateFAdd(fp_like(a, 1.0), unary_intrinsic(b, llvm::Intrinsic::exp, b.CreateFNeg(a))));
+      case ExprOp::sin: return unary_intrinsic(b, llvm::Intrinsic::sin, a);
+      case ExprOp::cos: return unary_intrinsic(b, llvm::Intrinsic::cos, a);
+      case ExprOp::floor: return unary_intrinsic(b, llvm::Intrinsic::floor, a);
+      case ExprOp::ceil: return unary_intrinsic(b, llvm::Intrinsic::ceil, a);
+      case ExprOp::round: return unary_intrinsic(b, llvm::Intrinsic::roundeven, a);  // nearbyint: half to even
+      case ExprOp::tanh: return libm_call(b, "tanh", {a});
+      case ExprOp::erf: return libm_call(b, "erf", {a});
+      case ExprOp::tan: return libm_call(b, "tan", {a});
+      case ExprOp::asin: return libm_call(b, "asin", {a});
+      case ExprOp::acos: return libm_call(b, "acos", {a});
+      case ExprOp::atan: return libm_call(b, "atan", {a});
+      case ExprOp::sinh: return libm_call(b, "sinh", {a});
+      case ExprOp::cosh: return libm_call(b, "cosh", {a});
+      case ExprOp::asinh: return libm_call(b, "asinh", {a});
+      case ExprOp::acosh: return libm_call(b, "acosh", {a});
+      case ExprOp::atanh: return libm_call(b, "atanh", {a});
+      case ExprOp::sign: {
+        Value* s = b.CreateSelect(b.CreateFCmpOGT(a, fp_like(a, 0)), fp_like(a, 1),
+                                  b.CreateSelect(b.CreateFCmpOLT(a, fp_like(a, 0)), fp_like(a, -1), fp_like(a, 0)));
+        return b.CreateSelect(b.CreateFCmpUNO(a, a), a, s);
+      }
+      case ExprOp::isnan: return b.CreateFCmpUNO(a, a);
+      case ExprOp::isinf: return b.CreateFCmpOEQ(unary_intrinsic(b, llvm::Intrinsic::fabs, a), fp_like(a, INFINITY));
+      default: break;
+    }
+  } else {
+    const bool is_unsigned = is_unsigned_int(operand);
+    switch (op) {
+      case ExprOp::logical_not: return b.CreateXor(a, int_like(a, 1));
+      case ExprOp::neg: return b.CreateNeg(a);
+      case ExprOp::abs: return is_unsigned ? a : b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b.getFalse());
+      case ExprOp::sign: {
+        Value* pos = b.CreateZExt(b.CreateICmp(is_unsigned ? llvm::CmpInst::ICMP_UGT : llvm::CmpInst::ICMP_SGT, a, int_like(a, 0)), a->getType());
+        if (is_unsigned) return pos;
+        return b.CreateSub(pos, b.CreateZExt(b.CreateICmpSLT(a, int_like(a, 0)), a->getType()));
+      }
+      case ExprOp::reciprocal: {  // trunc(1 / a): 1 for 1, -1 for -1, else 0 (0 for a = 0)
+        Value* one = b.CreateICmpEQ(a, int_like(a, 1));
+        if (is_unsigned) return b.CreateZExt(one, a->getType());
+        Value* minus_one = b.CreateICmpEQ(a, int_like(a, -1));
+        return b.CreateSelect(one, int_like(a, 1), b.CreateSelect(minus_one, int_like(a, -1), int_like(a, 0)));
+      }
+      default: break;
+    }
+  }
+  TESSEL_ASSERT(false, "CPU codegen: unary op ", expr_op_name(op), " on ", dtype_name(operand));
+}
+
+llvm::Value* emit_binary(IRBuilderBase& b, ExprOp op, DType operand, Value* a, Value* x) {
+  if (operand == DType::boolean) {
+    switch (op) {
+      case ExprOp::logical_and: case ExprOp::min: return b.CreateAnd(a, x);
+      case ExprOp::logical_or: case ExprOp::max: return b.CreateOr(a, x);
+      case ExprOp::logical_xor: case ExprOp::ne: return b.CreateXor(a, x);
+      case ExprOp::eq: return b.CreateICmpEQ(a, x);
+      case ExprOp::lt: return b.CreateICmpULT(a, x);
+      case ExprOp::le: return b.CreateICmpULE(a, x);
+      case ExprOp::gt: return b.CreateICmpUGT(a, x);
+      case ExprOp::ge: return b.CreateICmpUGE(a, x);
+      default: break;
+    }
+    TESSEL_ASSERT(false, "CPU codegen: binary op ", expr_op_name(op), " on bool");
+  }
+  if (is_float(operand)) {
+    switch (op) {
+      case ExprOp::add: return b.CreateFAdd(a, x);
+      case ExprOp::sub: return b.CreateFSub(a, x);
+      case ExprOp::mul: return b.CreateFMul(a, x);
+      case ExprOp::div: return b.CreateFDiv(a, x);
+      case ExprOp::fmod: return b.CreateFRem(a, x);  // C fmod: the dividend's sign
+      case ExprOp::mod: {  // the divisor's sign
+        Value* r = b.CreateFRem(a, x);
+        Value* fix = b.CreateAnd(b.CreateFCmpONE(r, fp_like(r, 0)),
+                                 b.CreateICmpNE(b.CreateFCmpOLT(r, fp_like(r, 0)), b.CreateFCmpOLT(x, fp_like(x, 0))));
+        return b.CreateSelect(fix, b.CreateFAdd(r, x), r);
+      }
+      case ExprOp::pow: return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, x);
+      case ExprOp::min: case ExprOp::max: {
+        // NaN if either is NaN, else std::min / std::max (x86 cannot select llvm.minimum in LLVM 16).
+        Value* pick_x = op == ExprOp::min ? b.CreateFCmpOLT(x, a) : b.CreateFCmpOLT(a, x);
+        return b.CreateSelect(b.CreateFCmpUNO(a, x), fp_like(a, NAN), b.CreateSelect(pick_x, x, a));
+      }
+      case ExprOp::eq: return b.CreateFCmpOEQ(a, x);
+      case ExprOp::ne: return b.CreateFCmpUNE(a, x);
+      case ExprOp::lt: return b.CreateFCmpOLT(a, x);
+      case ExprOp::le: return b.CreateFCmpOLE(a, x);
+      case ExprOp::gt: return b.CreateFCmpOGT(a, x);
+      case ExprOp::ge: return b.CreateFCmpOGE(a, x);
+      default: break;
+    }
+    TESSEL_ASSERT(false, "CPU codegen: binary op ", expr_op_name(op), " on ", dtype_name(operand));
+  }
+  // Integers: wrap at the dtype's width, like the interpreter's round_to after every op.
+  const bool u = is_unsigned_int(operand);
+  Value* zero = int_like(a, 0);
+  auto safe_divisor = [&] {  // 0 -> 1 and -1 -> 1 (both handled apart): no trap, no overflow
+    Value* bad = b.CreateICmpEQ(x, zero);
+    if (!u) bad = b.CreateOr(bad, b.CreateICmpEQ(x, int_like(x, -1)));
+    return b.CreateSelect(bad, int_like(x, 1), x);
+  };
+  switch (op) {
+    case ExprOp::add: return b.CreateAdd(a, x);
+    case ExprOp::sub: return b.CreateSub(a, x);
+    case ExprOp::mul: return b.CreateMul(a, x);
+    case ExprOp::div: {
+      Value* q = u ? b.CreateUDiv(a, safe_divisor()) : b.CreateSDiv(a, safe_divisor());
+      if (!u) q = b.CreateSelect(b.CreateICmpEQ(x, int_like(x, -1)), b.CreateNeg(a), q);
+      return b.CreateSelect(b.CreateICmpEQ(x, zero), zero, q);
+    }
+    case ExprOp::fmod: case ExprOp::mod: {
+      Value* r = u ? b.CreateURem(a, safe_divisor()) : b.CreateSRem(a, safe_divisor());
+      if (!u) r = b.CreateSelect(b.CreateICmpEQ(x, int_like(x, -1)), zero, r);
+      if (op == ExprOp::mod && !u) {
+        Value* fix = b.CreateAnd(b.CreateICmpNE(r, zero), b.CreateICmpNE(b.CreateICmpSLT(r, zero), b.CreateICmpSLT(x, zero)));
+        r = b.CreateSelect(fix, b.CreateAdd(r, x), r);
+      }
+      return b.CreateSelect(b.CreateICmpEQ(x, zero), zero, r);
+    }
+    case ExprOp::pow: {  // in double, then wrapped like a cast
+      Type* f64 = like_shape(a, b.getDoubleTy());
+      Value* fa = u ? b.CreateUIToFP(a, f64) : b.CreateSIToFP(a, f64);
+      Value* fx = u ? b.CreateUIToFP(x, f64) : b.CreateSIToFP(x, f64);
+      return convert_value(b, b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, fa, fx), DType::f64, operand);
+    }
+    case ExprOp::min: return b.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, x);
+    case ExprOp::max: return b.CreateBinaryIntrinsic(u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, x);
+    case ExprOp::eq: return b.CreateICmpEQ(a, x);
+    case ExprOp::ne: return b.CreateICmpNE(a, x);
+    case ExprOp::lt: return u ? b.CreateICmpULT(a, x) : b.CreateICmpSLT(a, x);
+    case ExprOp::le: return u ? b.CreateICmpULE(a, x) : b.CreateICmpSLE(a, x);
+    case ExprOp::gt: return u ? b.CreateICmpUGT(a, x) : b.CreateICmpSGT(a, x);
+    case ExprOp::ge: return u ? b.CreateICmpUGE(a, x) : b.CreateICmpSGE(a, x);
+    default: break;
+  }
+  TESSEL_ASSERT(false, "CPU codegen: binary op ", expr_op_name(op), " on ", dtype_name(operand));
+}
+
+llvm::Value* emit_combine(IRBuilderBase& b, Combiner c, DType dtype, Value* acc, Value* v) {
+  llvm::FastMathFlags reassoc;
+  reassoc.setAllowReassoc();
+  switch (c) {
+    case Combiner::none: return v;
+    case Combiner::sum:
+      if (!is_float(dtype)) return dtype == DType::boolean ? b.CreateOr(acc, v) : b.CreateAdd(acc, v);
+      break;
+    case Combiner::prod:
+      if (!is_float(dtype)) return dtype == DType::boolean ? b.CreateAnd(acc, v) : b.CreateMul(acc, v);
+      break;
+    case Combiner::max: case Combiner::min: {
+      if (!is_float(dtype)) return emit_binary(b, c == Combiner::max ? ExprOp::max : ExprOp::min, dtype, acc, v);
+      // (v > acc || v != v) ? v : acc -- a NaN, once accumulated, stays.
+      Value* better = c == Combiner::max ? b.CreateFCmpOGT(v, acc) : b.CreateFCmpOLT(v, acc);
+      return b.CreateSelect(b.CreateOr(better, b.CreateFCmpUNO(v, v)), v, acc);
+    }
+  }
+  Value* r = c == Combiner::sum ? b.CreateFAdd(acc, v) : b.CreateFMul(acc, v);
+  if (auto* inst = llvm::dyn_cast<llvm::Instruction>(r)) inst->setFastMathFlags(reassoc);
+  return r;
+}
+
+}  // namespace tessel::cpu

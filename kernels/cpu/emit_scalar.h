@@ -1,0 +1,55 @@
+// Scalar semantics in LLVM IR: how the CPU emitter lowers Tessel's dtypes and ExprOps (expr.h).
+// Internal to kernels/cpu/ (LLVM types appear only as forward declarations here).
+//
+// Every function works on scalars and on vectors of them alike, and matches the reference
+// interpreter (tilegraph/interpreter.cpp, apply_unary/apply_binary, round_to):
+//   - compute types: f64 -> double; f32, f16, bf16 -> float (rounded to the dtype where the
+//     interpreter rounds: on store and on a cast); i64/i32/i8/u8 -> iN; bool -> i1;
+//   - storage types: f16 -> half, bf16 -> i16 (round to nearest even, NaN kept), bool -> i8;
+//   - integer division and modulo by zero give 0, `mod` takes the divisor's sign, float -> int
+//     conversion truncates and wraps (saturates for i64), NaN -> 0;
+//   - min/max propagate NaN; the max/min combiners keep the first NaN they see.
+#pragma once
+
+#include "tilegraph/expr.h"
+#include "tilegraph/node.h"
+
+namespace llvm {
+class IRBuilderBase;
+class LLVMContext;
+class Type;
+class Value;
+}  // namespace llvm
+
+namespace tessel::cpu {
+
+/// The type values of `dtype` are computed in (scalar).
+llvm::Type* compute_type(llvm::LLVMContext& ctx, DType dtype);
+/// The type of one element in memory (packed_tensor.h's layout).
+llvm::Type* storage_type(llvm::LLVMContext& ctx, DType dtype);
+/// Bytes of one compute value (vector widths are sized from it).
+int compute_bytes(DType dtype);
+
+/// `compute_type(dtype)`, or a vector of `lanes` of it when lanes > 1.
+llvm::Type* compute_type(llvm::LLVMContext& ctx, DType dtype, int lanes);
+
+/// A constant `value` of `dtype` in its compute type; a splat when `lanes` > 1.
+llvm::Value* constant_value(llvm::IRBuilderBase& b, DType dtype, double value, int lanes = 1);
+
+/// A stored element (or vector of elements) -> its compute value.
+llvm::Value* from_storage(llvm::IRBuilderBase& b, DType dtype, llvm::Value* stored);
+/// A compute value -> its storage form (rounding f16/bf16 to nearest even).
+llvm::Value* to_storage(llvm::IRBuilderBase& b, DType dtype, llvm::Value* value);
+
+/// round_to(to, value of `from`): the semantics of ExprOp::cast and of storing a node's result.
+llvm::Value* convert_value(llvm::IRBuilderBase& b, llvm::Value* v, DType from, DType to);
+
+/// A unary ExprOp on a value of dtype `operand` (apply_unary).
+llvm::Value* emit_unary(llvm::IRBuilderBase& b, ExprOp op, DType operand, llvm::Value* a);
+/// A binary ExprOp on values of dtype `operand` (apply_binary).
+llvm::Value* emit_binary(llvm::IRBuilderBase& b, ExprOp op, DType operand, llvm::Value* a, llvm::Value* x);
+/// The combiner step acc <- combine(acc, v) of the interpreter, on values of dtype `dtype`. Sum and
+/// product of floats are marked reassociable so that reductions vectorize.
+llvm::Value* emit_combine(llvm::IRBuilderBase& b, Combiner c, DType dtype, llvm::Value* acc, llvm::Value* v);
+
+}  // namespace tessel::cpu

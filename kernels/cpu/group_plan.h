@@ -1,0 +1,61 @@
+// Group planning for the CPU backend: everything about one fused group of a Schedule that the IR
+// emitter and the runtime need, decided before any IR exists (plain data, no LLVM).
+//
+// A group runs as a parallel loop over *tasks*: one task per tile of the sink's outermost tile
+// level (the L2 tile of a CPU schedule), in row-major order of the sink's tile grid. A task
+// evaluates every node of the group, producers first, over the domain box that tile propagation
+// (tile_propagation.h, propagate_group) says the sink's tile needs. Boxes differ from task to task
+// (halos and tiles are clamped at the borders), so they are precomputed here into one table of
+// (begin, extent) pairs per task, node and spatial axis, which the generated code reads.
+//
+// Each node's output goes either to the arena (it leaves the group, or the schedule put it in
+// device memory: kernels/buffer_plan.h) and is addressed as the whole tensor, or to the calling
+// thread's scratch buffer, addressed relative to the task's box of that node: a row-major array
+// of the largest box any task needs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/buffer_plan.h"
+
+namespace tessel {
+
+/// Where one node of a group writes its output.
+struct CpuNodeBuffer {
+  NodeId node = -1;
+  TensorId tensor = -1;
+  bool in_scratch = false;          // else the arena (or, never for a node, an input/weight buffer)
+  int64_t scratch_offset_bytes = 0;  // into the thread's scratch buffer (a multiple of the alignment)
+  /// The scratch array's extents: per spatial axis of the node, the largest box extent of any
+  /// task. Empty for arena outputs.
+  std::vector<int64_t> scratch_extents;
+};
+
+struct CpuGroupPlan {
+  int group = 0;                       // index in the schedule
+  std::vector<NodeId> nodes;           // topological, sink last
+  std::vector<CpuNodeBuffer> buffers;  // one per node, same order
+  /// Per node, the reduction step of each reduction axis at the level just inside the task's (the
+  /// L1 tile of a CPU schedule; the task level's own when the config has one level).
+  std::vector<std::vector<int64_t>> reduction_steps;
+  std::vector<int64_t> sink_tile;      // outermost tile extent per spatial axis of the sink
+  int64_t num_tasks = 0;
+  /// boxes[task * box_stride + box_offset[k] + 2 * a] = begin, [.. + 1] = extent of spatial axis
+  /// a of node k for that task.
+  std::vector<int64_t> boxes;
+  std::vector<int64_t> box_offset;     // per node, in int64 entries
+  int64_t box_stride = 0;
+  int64_t scratch_bytes = 0;           // per thread
+
+  /// Position of `node` in `nodes`, or -1.
+  int position(NodeId node) const;
+};
+
+/// Plans group `group` of `schedule`; scratch arrays start at multiples of `alignment` bytes (the
+/// caller passes the spec's cache-line size). Raises InternalError when tile propagation fails for
+/// one of the sink's tiles (the schedule checker accepts only groups where it succeeds).
+CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, const BufferPlan& buffers, int group,
+                            int64_t alignment);
+
+}  // namespace tessel

@@ -1,0 +1,107 @@
+// KernelEmitter: the state of emitting one group's kernel (emit_group.h), shared by the generic
+// loop nests (emit_group.cpp) and the contraction micro-kernel (emit_contraction.cpp). Internal to
+// kernels/cpu/; the only header of the backend that includes LLVM's.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+
+#include "kernels/cpu/emit_group.h"
+
+namespace tessel::cpu {
+
+/// A tensor as the kernel addresses it: a whole tensor (input, weight, arena), or a fused
+/// producer's scratch array, addressed relative to the producer's box for the current task.
+struct TensorView {
+  llvm::Value* base = nullptr;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;    // the tensor's shape
+  std::vector<int64_t> strides;  // row-major element strides of `shape`
+  llvm::MDNode* scope = nullptr;    // alias.scope of its accesses
+  llvm::MDNode* noalias = nullptr;  // the scopes of every other tensor of the group
+  bool scratch = false;
+  /// Scratch only: the producer's spatial extents when they differ from `shape` (a reshaping
+  /// output: a tensor index goes through the row-major linear index), else empty.
+  std::vector<int64_t> domain_extents;
+  std::vector<llvm::Value*> box_begin;   // scratch: the producer's box begin per spatial axis
+  std::vector<int64_t> scratch_strides;  // scratch: row-major strides of the scratch extents
+};
+
+/// Where a node's output element goes: offset = sum_a (p_a - begin_a) * stride_a over its spatial
+/// axes (begin 0 for a whole tensor, whose row-major index is the spatial domain's).
+struct OutputView {
+  TensorView tensor;
+  std::vector<int64_t> strides;
+  std::vector<llvm::Value*> begin;
+};
+
+struct NodeState {
+  const TeNode* node = nullptr;
+  int position = 0;                       // in the group
+  std::vector<TensorView> inputs;
+  OutputView output;
+  std::vector<llvm::Value*> box_begin, box_extent;  // spatial box of this task (i64)
+  std::vector<std::vector<bool>> checked;           // per input and dim: the read may leave [0, shape)
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const OpGraph& graph, const CpuGroupPlan& plan, const CodegenParams& params, llvm::Module& module);
+  llvm::Function* emit();
+
+ private:
+  // --- Structure (emit_group.cpp).
+  void emit_task(llvm::Value* task);
+  void emit_node(int position, const std::vector<std::vector<llvm::Value*>>& begins,
+                 const std::vector<std::vector<llvm::Value*>>& extents);
+  void emit_generic(NodeState& s);
+  /// for (i = begin; i < end; ++i) body(i). `vector_lanes` > 1 asks LLVM's loop vectorizer for
+  /// that width, 1 forbids vectorizing, 0 leaves it to LLVM.
+  void emit_for(llvm::Value* begin, llvm::Value* end, int vector_lanes, const std::function<void(llvm::Value*)>& body);
+  llvm::AllocaInst* entry_alloca(llvm::Type* type);
+  llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+  int vector_lanes(DType dtype) const;
+
+  // --- Memory.
+  TensorView view_of(TensorId t, const std::vector<std::vector<llvm::Value*>>& begins);
+  llvm::Value* element_offset(const TensorView& v, const std::vector<llvm::Value*>& index);
+  llvm::Value* element_ptr(const TensorView& v, llvm::Value* offset);
+  llvm::Value* load_stored(const TensorView& v, llvm::Value* offset, llvm::Type* type);
+  void store_stored(const TensorView& v, llvm::Value* offset, llvm::Value* value);
+  llvm::Value* output_offset(const NodeState& s, const std::vector<llvm::Value*>& point);
+
+  // --- Scalar evaluation at one point of a node's domain (all axes).
+  using Cache = std::map<const void*, llvm::Value*>;
+  llvm::Value* eval_expr(NodeState& s, const Expr& e, const std::vector<llvm::Value*>& point, Cache& cache);
+  llvm::Value* load_input(NodeState& s, int input, const std::vector<llvm::Value*>& point, Cache& cache);
+  /// The tensor index input `input` reads at `point` (gather dimension resolved and checked).
+  std::vector<llvm::Value*> input_index(NodeState& s, int input, const std::vector<llvm::Value*>& point, Cache& cache);
+  /// The node's combined value at a spatial point: the body, or the reduction over its axes.
+  llvm::Value* reduce_point(NodeState& s, std::vector<llvm::Value*> point);
+  void store_point(NodeState& s, const std::vector<llvm::Value*>& point, llvm::Value* value);
+
+  // --- Contraction micro-kernel (emit_contraction.cpp): false when the node does not match.
+  bool emit_contraction(NodeState& s);
+  const std::vector<int64_t>& reduction_steps(const NodeState& s) const { return plan_.reduction_steps[s.position]; }
+
+  const OpGraph& graph_;
+  const CpuGroupPlan& plan_;
+  CodegenParams params_;
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::Value* arg_scratch_ = nullptr;
+  llvm::Value* arg_boxes_ = nullptr;
+  llvm::Value* arg_status_ = nullptr;
+  std::map<TensorId, llvm::Value*> tensor_ptrs_;  // loaded once in the entry block
+  std::map<TensorId, llvm::MDNode*> scopes_;
+  std::map<TensorId, llvm::MDNode*> noalias_;
+};
+
+}  // namespace tessel::cpu

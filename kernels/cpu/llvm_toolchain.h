@@ -1,0 +1,67 @@
+// LLVM as the CPU backend's toolchain: target machines (the host for JIT, the spec's target for
+// ahead-of-time objects), the O3 pipeline, verification with a saved repro on failure, object
+// files, and the ORC LLJIT that owns the compiled kernels. Internal to kernels/cpu/; LLVM types
+// appear only as forward declarations.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "hw_specs/hw_spec.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace tessel::cpu {
+
+/// A fresh context whose diagnostic handler keeps errors (for the messages of InternalErrors)
+/// and drops optimization remarks and warnings (the generated code is not the user's).
+std::unique_ptr<llvm::LLVMContext> make_context();
+
+/// The host CPU (llvm::sys::getHostCPUName / getHostCPUFeatures) at the aggressive level.
+std::unique_ptr<llvm::TargetMachine> host_target_machine();
+/// The spec's target (target.triple, target.arch, target.cpu_features); UserError when LLVM does
+/// not know the triple or CPU.
+std::unique_ptr<llvm::TargetMachine> spec_target_machine(const HwSpec& spec);
+/// "<cpu> <features>" of the host, for manifests and error messages.
+std::string host_cpu_description();
+
+/// Sets the module's triple and data layout to the target machine's.
+void set_target(llvm::Module& module, llvm::TargetMachine& tm);
+
+/// Runs LLVM's verifier; on failure saves the module as `<reject_dir>/<name>.ll` and raises an
+/// InternalError naming the file, the verifier's message and a repro command (opt-16).
+void verify_or_reject(llvm::Module& module, const std::string& reject_dir, const std::string& name,
+                      const std::string& what);
+
+/// The O3 module pipeline for `tm` (its TargetTransformInfo sizes the vectorizer's choices).
+void optimize_module(llvm::Module& module, llvm::TargetMachine& tm);
+
+/// Writes `module` as an object file for `tm`.
+void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path);
+/// Writes `module` as textual IR.
+void write_ir(const llvm::Module& module, const std::string& path);
+
+/// ORC LLJIT for the host: owns every module added and the code compiled from it.
+class HostJit {
+ public:
+  HostJit();
+  ~HostJit();
+  HostJit(const HostJit&) = delete;
+  HostJit& operator=(const HostJit&) = delete;
+
+  /// Adds an optimized module (it must have the host target set) and compiles it on lookup.
+  void add(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context);
+  /// The address of `symbol`; InternalError (the IR saved under `reject_dir`, a repro command)
+  /// when LLVM fails to compile it.
+  void* lookup(const std::string& symbol, const std::string& reject_dir);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessel::cpu

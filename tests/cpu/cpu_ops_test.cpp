@@ -1,0 +1,159 @@
+// The CPU backend on every op family against the interpreter: odd sizes (1, primes, sizes that are
+// not multiples of the vector width), broadcasting, strided / dilated / padded / grouped
+// convolutions in both layouts, reductions over each axis, gathers, integer and bool arithmetic,
+// casts, f16 and bf16. Each graph is scheduled by welder and roller for the AVX2 and AVX-512
+// specs (cpu_check.h) and JIT-compiled for this host.
+#include <cmath>
+
+#include "cpu_check.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+HostTensor random_of(DType dtype, std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
+  return materialize_random(TensorType{dtype, std::move(shape)}, RandomInit{RandomInit::Dist::uniform, lo, hi, seed});
+}
+
+}  // namespace
+
+TEST_CASE("cpu ops: elementwise, odd sizes and broadcasting") {
+  for (int64_t n : {1, 7, 13, 31, 67}) {
+    CAPTURE(n);
+    check_op("Add", {random_f32({3, n}, 1), random_f32({n}, 2)});
+    check_op("Mul", {random_f32({n, 1, 5}, 3), random_f32({1, 3, 1}, 4)});
+  }
+  for (const char* op : {"Relu", "Tanh", "Sigmoid", "Exp", "Abs", "Neg", "Erf", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos",
+                         "Atan", "Softsign", "Softplus", "Elu", "Selu", "HardSigmoid", "Not"}) {
+    if (std::string(op) == "Not") {
+      check_op(op, {random_of(DType::boolean, {5, 11}, 5, 0, 2)});
+      continue;
+    }
+    check_op(op, {random_f32({5, 11}, 5)});
+  }
+  check_op("Sqrt", {random_of(DType::f32, {3, 17}, 6, 0.01, 4)});
+  check_op("Log", {random_of(DType::f32, {3, 17}, 6, 0.01, 4)});
+  check_op("Reciprocal", {random_of(DType::f32, {3, 17}, 6, 0.5, 4)});
+  check_op("Pow", {random_of(DType::f32, {4, 9}, 7, 0.1, 2), random_f32({9}, 8)});
+  check_op("Div", {random_f32({4, 9}, 7), random_of(DType::f32, {4, 9}, 8, 0.5, 2)});
+  check_op("Max", {random_f32({4, 9}, 7), random_f32({9}, 8)});
+  check_op("Min", {random_f32({4, 9}, 7), random_f32({4, 1}, 8)});
+  check_op("Where", {random_of(DType::boolean, {4, 9}, 9, 0, 2), random_f32({4, 9}, 10), random_f32({9}, 11)});
+  check_op("Greater", {random_f32({4, 9}, 7), random_f32({9}, 8)});
+  check_op("Equal", {random_of(DType::i64, {4, 9}, 7, -3, 3), random_of(DType::i64, {9}, 8, -3, 3)});
+}
+
+TEST_CASE("cpu ops: integer and bool arithmetic, casts") {
+  // Integer division and modulo with zero and negative divisors, both signs of the dividend.
+  const HostTensor a = tensor(DType::i32, {8}, {7, -7, 7, -7, 0, 5, -2147483648.0, 9});
+  const HostTensor b = tensor(DType::i32, {8}, {2, 2, -2, -2, 3, 0, -1, 4});
+  check_op("Div", {a, b});
+  check_op("Mod", {a, b});
+  check_op("Mod", {a, b}, {{"fmod", int64_t{1}}});
+  check_op("Add", {random_of(DType::i8, {19}, 1, -128, 127), random_of(DType::i8, {19}, 2, -128, 127)});
+  check_op("Mul", {random_of(DType::u8, {19}, 1, 0, 255), random_of(DType::u8, {19}, 2, 0, 255)});
+  check_op("Sub", {random_of(DType::i64, {3, 19}, 1, -1000, 1000), random_of(DType::i64, {19}, 2, -1000, 1000)});
+  check_op("And", {random_of(DType::boolean, {19}, 1, 0, 2), random_of(DType::boolean, {19}, 2, 0, 2)});
+  check_op("Xor", {random_of(DType::boolean, {19}, 1, 0, 2), random_of(DType::boolean, {19}, 2, 0, 2)});
+  // Float -> integer truncates and wraps; NaN -> 0; -> bool is "non-zero".
+  const HostTensor f = f32({9}, {-1.7, 2.5, 300, -300, 1e10, -0.5, NAN, 127.9, 0});
+  for (int64_t to : {2 /*u8*/, 3 /*i8*/, 6 /*i32*/, 7 /*i64*/, 9 /*bool*/, 10 /*f16*/, 11 /*f64*/, 16 /*bf16*/}) {
+    CAPTURE(to);
+    check_op("Cast", {f}, {{"to", to}});
+  }
+  check_op("Cast", {random_of(DType::i64, {13}, 3, -300, 300)}, {{"to", int64_t{3}}});
+  check_op("Cast", {random_of(DType::boolean, {13}, 3, 0, 2)}, {{"to", int64_t{1}}});
+}
+
+TEST_CASE("cpu ops: f16 and bf16") {
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(dtype_name(t));
+    check_op("Add", {random_of(t, {5, 33}, 1), random_of(t, {33}, 2)});
+    check_op("Softmax", {random_of(t, {5, 33}, 3)}, {{"axis", int64_t{-1}}});
+    check_op("MatMul", {random_of(t, {7, 19}, 4), random_of(t, {19, 11}, 5)});
+    check_op("ReduceSum", {random_of(t, {5, 33}, 6)}, {{"axes", std::vector<int64_t>{1}}});
+  }
+}
+
+TEST_CASE("cpu ops: matmul shapes") {
+  // Sizes around the register blocks: 1, primes, non-multiples of the vector width, batches.
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {1, 17, 9}, {13, 37, 29}, {6, 16, 24}, {31, 5, 67}, {64, 130, 48}}) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    check_op("MatMul", {random_f32({m, k}, 1), random_f32({k, n}, 2)});
+  }
+  check_op("MatMul", {random_f32({3, 7, 11}, 1), random_f32({11, 17}, 2)});          // broadcast B
+  check_op("MatMul", {random_f32({2, 1, 7, 11}, 1), random_f32({3, 11, 9}, 2)});     // broadcast batch
+  check_op("MatMul", {random_f32({17}, 1), random_f32({17, 23}, 2)});                // vector x matrix
+  check_op("MatMul", {random_f32({5, 17}, 1), random_f32({17}, 2)});                 // matrix x vector
+  check_op("Gemm", {random_f32({11, 19}, 1), random_f32({23, 19}, 2), random_f32({23}, 3)},
+           {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}});
+  check_op("MatMul", {random_of(DType::f64, {9, 21}, 1), random_of(DType::f64, {21, 13}, 2)});
+}
+
+TEST_CASE("cpu ops: convolutions") {
+  struct Conv {
+    int64_t c, m, h, k, stride, pad, dilation, groups;
+  };
+  for (const Conv& v : std::vector<Conv>{{3, 8, 9, 3, 1, 1, 1, 1}, {4, 6, 11, 3, 2, 1, 1, 1}, {4, 4, 10, 3, 1, 2, 2, 1},
+                                         {6, 9, 7, 1, 1, 0, 1, 3}, {8, 8, 13, 3, 2, 0, 1, 8}, {5, 17, 5, 5, 1, 2, 1, 1}}) {
+    CAPTURE(v.c);
+    CAPTURE(v.stride);
+    CAPTURE(v.groups);
+    const HostTensor x = random_f32({2, v.c, v.h, v.h + 2}, 1);
+    const HostTensor w = random_f32({v.m, v.c / v.groups, v.k, v.k}, 2);
+    const HostTensor b = random_f32({v.m}, 3);
+    std::map<std::string, AttrValue> attrs{{"strides", std::vector<int64_t>{v.stride, v.stride}},
+                                           {"pads", std::vector<int64_t>{v.pad, v.pad, v.pad, v.pad}},
+                                           {"dilations", std::vector<int64_t>{v.dilation, v.dilation}},
+                                           {"group", v.groups}};
+    check_op("Conv", {x, w, b}, attrs, 1, {1, 2});
+  }
+  check_op("ConvTranspose", {random_f32({1, 4, 5, 5}, 1), random_f32({4, 3, 3, 3}, 2)},
+           {{"strides", std::vector<int64_t>{2, 2}}}, 1, {1});
+}
+
+TEST_CASE("cpu ops: reductions over each axis, pooling, normalization") {
+  const HostTensor x = random_f32({3, 7, 13}, 1);
+  for (int64_t axis : {0, 1, 2}) {
+    CAPTURE(axis);
+    for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceL2", "ReduceLogSumExp"})
+      check_op(op, {x}, {{"axes", std::vector<int64_t>{axis}}});
+    check_op("ArgMax", {x}, {{"axis", axis}});
+    check_op("ArgMin", {x}, {{"axis", axis}, {"keepdims", int64_t{0}}});
+    check_op("Softmax", {x}, {{"axis", axis}});
+    check_op("CumSum", {x, i64({}, {static_cast<double>(axis)})}, {}, 1, {1});
+  }
+  check_op("ReduceSum", {x}, {{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{0}}});
+  check_op("ReduceMax", {random_f32({1}, 4)});
+  check_op("LayerNormalization", {random_f32({4, 37}, 1), random_f32({37}, 2), random_f32({37}, 3)}, {{"epsilon", 1e-5}}, 1, {1, 2});
+  check_op("MaxPool", {random_f32({1, 3, 9, 11}, 1)},
+           {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  check_op("AveragePool", {random_f32({1, 3, 9, 11}, 1)},
+           {{"kernel_shape", std::vector<int64_t>{3, 2}}, {"strides", std::vector<int64_t>{1, 2}}});
+  check_op("GlobalAveragePool", {random_f32({2, 5, 7, 3}, 1)});
+}
+
+TEST_CASE("cpu ops: shape ops and gathers") {
+  const HostTensor x = random_f32({4, 6, 5}, 1);
+  check_op("Transpose", {x}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  check_op("Reshape", {x, i64({3}, {0, -1, 2})}, {}, 1, {1});
+  check_op("Concat", {x, random_f32({4, 3, 5}, 2)}, {{"axis", int64_t{1}}});
+  check_op("Slice", {x, i64({2}, {1, 4}), i64({2}, {-1, 0}), i64({2}, {1, 2}), i64({2}, {2, -1})}, {}, 1, {1, 2, 3, 4});
+  check_op("Pad", {random_f32({3, 5}, 1), i64({4}, {1, 2, 0, 3}), f32({}, {9})}, {}, 1, {1, 2});
+  check_op("Expand", {random_f32({3, 1}, 1), i64({3}, {2, 3, 4})}, {}, 1, {1});
+  check_op("Tile", {random_f32({2, 3}, 1), i64({2}, {3, 2})}, {}, 1, {1});
+  // Gathers: negative indices count from the end; an embedding lookup.
+  check_op("Gather", {random_f32({7, 5}, 1), i64({2, 3}, {6, 0, -1, 3, 2, -7})});
+  check_op("Gather", {random_f32({3, 7, 5}, 1), i64({4}, {1, -2, 0, 4})}, {{"axis", int64_t{1}}});
+  check_op("Gather", {random_f32({101, 13}, 1), i64({9}, {100, 0, 50, 7, 7, 99, -1, 3, 64})}, {}, 1, {0});
+}
+
+TEST_CASE("cpu ops: a gather index out of range is a UserError, as in the interpreter") {
+  const OpGraph g = lower_model(single_op_model("Gather", {random_f32({7, 5}, 1), i64({2}, {1, 7})}, {}, 1, {}));
+  const std::vector<HostTensor> in{random_f32({7, 5}, 1), i64({2}, {1, 7})};
+  CHECK_THROWS_AS(interpret(g, in), UserError);
+  CHECK_THROWS_AS(run_compiled(g, cpu_spec("x86-64-avx2-generic"), "welder", in), UserError);
+}
