@@ -7,10 +7,12 @@
 namespace tessel {
 
 std::unique_ptr<Backend> make_cpu_backend();  // kernels/cpu/cpu_backend.h
+std::unique_ptr<Backend> make_cuda_backend();  // kernels/cuda/cuda_backend.h
 
 std::vector<std::unique_ptr<Backend>> backends() {
   std::vector<std::unique_ptr<Backend>> out;
   out.push_back(make_cpu_backend());
+  out.push_back(make_cuda_backend());
   return out;
 }
 

@@ -1,0 +1,403 @@
+// Recognizing contraction groups and planning their tensor-core kernel (see contraction_plan.h).
+//
+// plan_contraction:
+//   1. the target: mma.sync m16n8k16 for the dtype, 32-lane warps;
+//   2. the contraction C: one reducing node, sum of in_i * in_j over one axis, f16/bf16;
+//   3. the operands: follow in-group copies back to device memory, composing the affine reads,
+//      then the 2-D row-major view per batch point and its alignment;
+//   4. the epilogue: every other node elementwise over C's domain, inlined, reading in-group
+//      values at the same point;
+//   5. the tiling: the schedule's block tile when the warp layout fits it, else a default sized
+//      to the problem; the pipeline depth that fits shared memory.
+#include "kernels/cuda/contraction_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "tilegraph/error.h"
+
+namespace tessel::cuda {
+
+namespace {
+
+// Facts of the instructions the mma path uses (device/mma.cuh), not of a chip.
+constexpr int kMmaLanes = 32;          // mma.sync / ldmatrix fragments are defined over 32 lanes
+constexpr MmaShape kMmaShape{16, 8, 16};
+constexpr int kChunkElems = 8;         // a 16-byte cp.async of 16-bit elements
+constexpr int kPadElems = 8;           // shared-memory row padding (device/mma.cuh)
+constexpr int kMinSmArch = 80;         // cp.async, ldmatrix and bf16 mma.sync need sm_80
+
+// Software choices of the mma path (documented in kernels/cuda/README.md).
+// Measured on an H100 (4096^3 f16): 128x256 and 256x128 blocks of 8 warps of 64x64 ran in 0.35 and
+// 0.37 ms, 128x128 blocks of 4 warps (two blocks per SM) in 0.46 ms (their operand traffic from L2
+// is a third higher).
+constexpr int kDefaultBlockM = 128, kDefaultBlockN = 256;  // block tile when the schedule's is not taken
+constexpr int kBlockK = 32;            // K step per pipeline stage
+constexpr int kMaxBlockK = 64;         // the largest K step taken from a schedule
+constexpr int kMaxStages = 4;          // deepest cp.async pipeline
+constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f32 accumulators)
+constexpr int kMinWarps = 4, kMaxWarps = 8;
+constexpr int kRasterGroup = 8;        // block rows per rasterization group (Triton's GROUP_M)
+
+ContractionMatch fail(std::string reason) { return ContractionMatch{std::nullopt, std::move(reason)}; }
+
+bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+int64_t ceil_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+bool in_group(const ScheduledGroup& group, NodeId n) {
+  return n >= 0 && std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end();
+}
+
+/// The SM version of an arch name like "sm_90a", or 0.
+int sm_version(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return 0;
+  return std::atoi(arch.c_str() + 3);
+}
+
+bool is_plain_input(const Expr& e, int slot) { return e.op() == ExprOp::input && e.index() == slot; }
+
+/// map[r] expressed over the reader's axes after reading through `inner` (rows over the
+/// producer's axes, whose coordinates are `outer`'s rows).
+AffineMap compose(const AffineMap& inner, const AffineMap& outer) {
+  std::vector<AffineExpr> rows;
+  for (const AffineExpr& in : inner.results()) {
+    AffineExpr r{std::vector<int64_t>(outer.num_axes(), 0), in.offset};
+    for (size_t a = 0; a < in.coeffs.size(); ++a) {
+      if (in.coeffs[a] == 0) continue;
+      const AffineExpr& o = outer.result(static_cast<int>(a));
+      for (int x = 0; x < outer.num_axes(); ++x) r.coeffs[x] += in.coeffs[a] * o.coeffs[x];
+      r.offset += in.coeffs[a] * o.offset;
+    }
+    rows.push_back(std::move(r));
+  }
+  return AffineMap(outer.num_axes(), std::move(rows));
+}
+
+/// An operand traced back to device memory: the tensor and its read over C's axes.
+struct Traced {
+  TensorId tensor = -1;
+  AffineMap map;
+  std::vector<NodeId> via;  // in-group copies passed through
+};
+
+/// Follows input `slot` of C back through in-group copy nodes (body `in0`, same dtype, no
+/// reshape, read only by the node we came from) to a tensor that lives in device memory.
+std::optional<Traced> trace_operand(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
+                                    NodeId c, int slot, std::string& why) {
+  Traced t;
+  t.tensor = graph.node_inputs(c)[slot];
+  t.map = graph.node(c).inputs()[slot].map;
+  NodeId reader = c;
+  for (NodeId p = graph.producer(t.tensor); in_group(group, p); p = graph.producer(t.tensor)) {
+    const TeNode& node = graph.node(p);
+    const int pos = generic.position(p);
+    const std::vector<NodeId> readers = graph.consumers(t.tensor);
+    if (node.num_reduction() != 0 || node.inputs().size() != 1 || node.inputs()[0].is_gather() ||
+        !is_plain_input(node.body(), 0) || node.output().dtype != node.inputs()[0].type.dtype ||
+        generic.nodes[pos].reshaped || generic.nodes[pos].writes_global || readers.size() != 1 || readers[0] != reader) {
+      why = cat("operand ", slot, " of '", graph.node(c).name(), "' is computed in the group by '", node.name(),
+                "', which is not a plain copy read only by it");
+      return std::nullopt;
+    }
+    const Access& acc = node.inputs()[0];
+    for (int r = 0; r < acc.type.rank(); ++r)
+      if (acc.map.result(r).min_over(node.extents()) < 0 || acc.map.result(r).max_over(node.extents()) >= acc.type.shape[r]) {
+        why = cat("the copy '", node.name(), "' reads outside its input (padding)");
+        return std::nullopt;
+      }
+    t.map = compose(acc.map, t.map);
+    t.via.push_back(p);
+    reader = p;
+    t.tensor = graph.node_inputs(p)[0];
+  }
+  return t;
+}
+
+/// The 2-D view of a traced operand: `own` is m (for A) or n (for B), `other` the axis it must not
+/// read. Empty reason on success.
+std::string operand_view(const OpGraph& graph, const TeNode& c, const Traced& t, int own, int other, int k_axis,
+                         const std::vector<int>& batch_axes, const char* which, MmaOperand& out) {
+  const TensorInfo& info = graph.tensor(t.tensor);
+  const std::vector<int64_t> tstrides = row_major_strides(info.type.shape);
+  std::vector<int64_t> stride(c.num_axes(), 0);
+  std::vector<bool> read(c.num_axes(), false);
+  for (int r = 0; r < t.map.num_results(); ++r) {
+    const AffineExpr& row = t.map.result(r);
+    int axis = -1;
+    for (int a = 0; a < c.num_axes(); ++a) {
+      if (row.coeffs[a] == 0) continue;
+      if (row.coeffs[a] != 1 || axis >= 0) return cat(which, " ('", info.name, "') is not read through a permutation of axes");
+      axis = a;
+    }
+    if (row.offset != 0) return cat(which, " ('", info.name, "') is read with an offset");
+    if (axis < 0) continue;  // broadcast dimension (index 0)
+    if (read[axis]) return cat(which, " ('", info.name, "') reads axis '", c.axes()[axis].name, "' twice");
+    if (c.axes()[axis].extent > info.type.shape[r]) return cat(which, " ('", info.name, "') is read past its end");
+    read[axis] = true;
+    stride[axis] = tstrides[r];
+  }
+  const int64_t own_extent = c.axes()[own].extent, k_extent = c.axes()[k_axis].extent;
+  if (read[other]) return cat(which, " ('", info.name, "') depends on both m and n");
+  if (!read[k_axis] && k_extent > 1) return cat(which, " ('", info.name, "') does not depend on k");
+  if (!read[own] && own_extent > 1) return cat(which, " ('", info.name, "') is broadcast along ", c.axes()[own].name);
+  auto aligned = [](int64_t s, int64_t extent) { return extent == 1 || s % kChunkElems == 0; };
+  for (int b : batch_axes)
+    if (!aligned(stride[b], c.axes()[b].extent))
+      return cat(which, " ('", info.name, "') has batch stride ", stride[b], ", not a multiple of ", kChunkElems,
+                 " elements (rows would not start 16-byte aligned)");
+  out.tensor = t.tensor;
+  for (int b : batch_axes) out.batch_strides.push_back(stride[b]);
+  if ((stride[k_axis] == 1 || k_extent == 1) && aligned(stride[own], own_extent)) {
+    out.k_contiguous = true;
+    out.ld = std::max<int64_t>(stride[own], 1);
+    return "";
+  }
+  if ((stride[own] == 1 || own_extent == 1) && aligned(stride[k_axis], k_extent)) {
+    out.k_contiguous = false;
+    out.ld = std::max<int64_t>(stride[k_axis], 1);
+    return "";
+  }
+  return cat(which, " ('", info.name, "') has leading dimension ",
+             stride[k_axis] == 1 ? stride[own] : stride[k_axis], " (a multiple of ", kChunkElems,
+             " elements is needed, with k or ", c.axes()[own].name, " contiguous)");
+}
+
+/// Warps for a block tile: warp tiles up to kWarpTile square, halved until there are kMinWarps;
+/// 0 when the tile cannot be split into kMinWarps..kMaxWarps whole warp tiles.
+bool warp_layout(int bm, int bn, int& warps_m, int& warps_n) {
+  int wm = std::min(bm, kWarpTile), wn = std::min(bn, kWarpTile);
+  while ((bm / wm) * (bn / wn) < kMinWarps) {
+    if (wn >= wm && wn > 2 * kMmaShape.n) wn /= 2;      // an n-fragment pair (ldmatrix.x4) is the least
+    else if (wm > kMmaShape.m) wm /= 2;
+    else break;
+  }
+  warps_m = bm / wm;
+  warps_n = bn / wn;
+  const int warps = warps_m * warps_n;
+  return wm % kMmaShape.m == 0 && wn % (2 * kMmaShape.n) == 0 && warps >= 1 && warps <= kMaxWarps;
+}
+
+int64_t stage_bytes(const ContractionPlan& p) {
+  const int64_t a = p.a.k_contiguous ? int64_t{p.block_m} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_m + kPadElems);
+  const int64_t b = p.b.k_contiguous ? int64_t{p.block_n} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_n + kPadElems);
+  return (a + b) * dtype_bytes(p.dtype);
+}
+
+}  // namespace
+
+ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
+                                  const HwSpec& spec) {
+  // 2 (first: most groups are not contractions, and the reason should say so). The contraction.
+  NodeId cid = -1;
+  for (NodeId n : group.nodes)
+    if (graph.node(n).num_reduction() > 0) {
+      if (cid >= 0) return fail("the group has more than one reducing node");
+      cid = n;
+    }
+  if (cid < 0) return fail("the group has no reducing node");
+  const TeNode& c = graph.node(cid);
+  const int ns = c.num_spatial();
+  if (c.combiner() != Combiner::sum || c.num_reduction() != 1 || c.inputs().size() != 2 || ns < 2)
+    return fail(cat("'", c.name(), "' is not a sum over one axis of two inputs with m and n axes"));
+  const Expr& body = c.body();
+  if (body.op() != ExprOp::mul || !((is_plain_input(body.operands()[0], 0) && is_plain_input(body.operands()[1], 1)) ||
+                                    (is_plain_input(body.operands()[0], 1) && is_plain_input(body.operands()[1], 0))))
+    return fail(cat("the body of '", c.name(), "' is not in0 * in1: ", print_expr(body)));
+  const DType dt = c.output().dtype;
+  if (dt != DType::f16 && dt != DType::bf16)
+    return fail(cat("'", c.name(), "' is ", dtype_name(dt), " (the tensor-core path takes f16 and bf16)"));
+  for (const Access& acc : c.inputs())
+    if (acc.type.dtype != dt || acc.is_gather()) return fail(cat("the operands of '", c.name(), "' are not both ", dtype_name(dt)));
+  const int cpos = generic.position(cid);
+  if (generic.nodes[cpos].reshaped) return fail(cat("'", c.name(), "' reshapes its output"));
+  for (int a = 0; a < ns; ++a)
+    if (c.axes()[a].extent == 0) return fail("the output is empty");
+
+  // 1. The target.
+  if (sm_version(spec.target.arch) < kMinSmArch)
+    return fail(cat("target '", spec.target.arch, "' has no cp.async / ldmatrix / m16n8k16 mma.sync (needs sm_", kMinSmArch, "+)"));
+  if (spec.compute.simd_width != kMmaLanes) return fail(cat("warp width ", spec.compute.simd_width, " is not mma.sync's ", kMmaLanes));
+  auto shapes = spec.compute.tensor_core_shapes.find(dt);
+  if (shapes == spec.compute.tensor_core_shapes.end() ||
+      std::find(shapes->second.begin(), shapes->second.end(), kMmaShape) == shapes->second.end())
+    return fail(cat("spec '", spec.name, "' lists no m16n8k16 tensor-core shape for ", dtype_name(dt)));
+
+  ContractionPlan p;
+  p.node = cid;
+  p.dtype = dt;
+  p.m_axis = ns - 2;
+  p.n_axis = ns - 1;
+  const int k_axis = ns;
+  for (int a = 0; a < ns - 2; ++a) {
+    p.batch_axes.push_back(a);
+    p.batch_extents.push_back(c.axes()[a].extent);
+    p.batch *= c.axes()[a].extent;
+  }
+  p.m = c.axes()[p.m_axis].extent;
+  p.n = c.axes()[p.n_axis].extent;
+  p.k = c.axes()[k_axis].extent;
+  if (p.m >= (int64_t{1} << 31) || p.n >= (int64_t{1} << 31) || p.k >= (int64_t{1} << 31))
+    return fail("an extent does not fit 32-bit tile indices");
+
+  // 3. The operands: which one is A (reads m), which B (reads n).
+  std::string why;
+  std::optional<Traced> t0 = trace_operand(graph, group, generic, cid, 0, why);
+  if (!t0) return fail(why);
+  std::optional<Traced> t1 = trace_operand(graph, group, generic, cid, 1, why);
+  if (!t1) return fail(why);
+  auto reads = [&](const Traced& t, int axis) {
+    for (const AffineExpr& row : t.map.results())
+      if (row.coeffs[axis] != 0) return true;
+    return false;
+  };
+  if (reads(*t0, p.n_axis) && !reads(*t0, p.m_axis)) std::swap(t0, t1);
+  if (std::string r = operand_view(graph, c, *t0, p.m_axis, p.n_axis, k_axis, p.batch_axes, "A", p.a); !r.empty()) return fail(r);
+  if (std::string r = operand_view(graph, c, *t1, p.n_axis, p.m_axis, k_axis, p.batch_axes, "B", p.b); !r.empty()) return fail(r);
+  for (const Traced* t : {&*t0, &*t1}) p.operand_nodes.insert(p.operand_nodes.end(), t->via.begin(), t->via.end());
+
+  // 4. The epilogue: every other node.
+  auto is_operand_node = [&](NodeId n) { return std::find(p.operand_nodes.begin(), p.operand_nodes.end(), n) != p.operand_nodes.end(); };
+  if (cpos != static_cast<int>(group.nodes.size()) - 1 && generic.nodes[cpos].role != NodeRole::inlined)
+    return fail(cat("'", c.name(), "' is read by more than its epilogue (the generic plan stages it)"));
+  for (int i = 0; i < static_cast<int>(group.nodes.size()); ++i) {
+    const NodeId id = group.nodes[i];
+    if (id == cid || is_operand_node(id)) continue;
+    const TeNode& node = graph.node(id);
+    const NodePlan& np = generic.nodes[i];
+    if (np.role == NodeRole::staged || node.num_reduction() != 0 || np.reshaped || node.num_spatial() != ns)
+      return fail(cat("'", node.name(), "' is not an elementwise epilogue over the contraction's domain"));
+    for (int a = 0; a < ns; ++a)
+      if (node.axes()[a].extent != c.axes()[a].extent)
+        return fail(cat("'", node.name(), "' has a different domain than '", c.name(), "'"));
+    const std::vector<TensorId>& ins = graph.node_inputs(id);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const NodeId prod = graph.producer(ins[k]);
+      if (!in_group(group, prod)) continue;
+      if (is_operand_node(prod)) return fail(cat("'", node.name(), "' reads an operand of '", c.name(), "'"));
+      const Access& acc = node.inputs()[k];
+      bool identity = !acc.is_gather() && acc.map.num_results() == ns;
+      for (int r = 0; identity && r < ns; ++r) {
+        const AffineExpr& row = acc.map.result(r);
+        identity = row.offset == 0;
+        for (int a = 0; identity && a < node.num_axes(); ++a) identity = row.coeffs[a] == (a == r ? 1 : 0);
+      }
+      if (!identity) return fail(cat("'", node.name(), "' reads '", graph.node(prod).name(), "' at another point"));
+    }
+  }
+
+  // 5. Tiling. The schedule's block tile when the warp layout splits it into kMaxWarps warp
+  //    tiles of kWarpTile x kWarpTile (the shape measured fastest, kernels/cuda/README.md) and it
+  //    is no larger than the problem; else kDefaultBlockM x kDefaultBlockN, shrunk to the problem
+  //    and until the grid covers the SMs (down to warp tiles of kMmaShape.m x 2 kMmaShape.n).
+  auto cfg = group.tiles.find(cid);
+  if (cfg == group.tiles.end()) cfg = group.tiles.find(group.nodes.back());
+  bool from_schedule = false;
+  int bm = 0, bn = 0;
+  if (cfg != group.tiles.end() && !cfg->second.levels.empty()) {
+    const std::vector<int64_t>& tile = cfg->second.levels.front().spatial;
+    if (static_cast<int>(tile.size()) == ns) {
+      const int64_t tm = tile[p.m_axis], tn = tile[p.n_axis];
+      int wm = 0, wn = 0;
+      if (is_pow2(tm) && is_pow2(tn) && tm <= kMaxWarps * kWarpTile && tn <= kMaxWarps * kWarpTile &&
+          warp_layout(static_cast<int>(tm), static_cast<int>(tn), wm, wn) && wm * wn == kMaxWarps &&
+          tm / wm == kWarpTile && tn / wn == kWarpTile && tm < 2 * ceil_pow2(p.m) && tn < 2 * ceil_pow2(p.n)) {
+        bm = static_cast<int>(tm);
+        bn = static_cast<int>(tn);
+        from_schedule = true;
+      }
+    }
+  }
+  if (!from_schedule) {
+    bm = static_cast<int>(std::clamp<int64_t>(ceil_pow2(p.m), kMmaShape.m, kDefaultBlockM));
+    bn = static_cast<int>(std::clamp<int64_t>(ceil_pow2(p.n), 4 * kMmaShape.n, kDefaultBlockN));
+    auto blocks = [&] { return p.batch * ceil_div(p.m, bm) * ceil_div(p.n, bn); };
+    while (blocks() < spec.compute.units && (bm > 2 * kMmaShape.m || bn > 8 * kMmaShape.n)) {
+      if (bn >= bm && bn > 8 * kMmaShape.n) bn /= 2;
+      else bm /= 2;
+    }
+  }
+  if (!warp_layout(bm, bn, p.warps_m, p.warps_n)) return fail(cat("no warp layout for a ", bm, "x", bn, " block tile"));
+  p.block_m = bm;
+  p.block_n = bn;
+  // With the schedule's tile, its K step when the pipeline takes it (whole pairs of k16 steps,
+  // up to kMaxBlockK); else kBlockK.
+  const std::vector<int64_t> steps = cfg != group.tiles.end() && !cfg->second.levels.empty()
+                                         ? cfg->second.levels.front().reduction : std::vector<int64_t>{};
+  p.block_k = from_schedule && steps.size() == 1 && (steps[0] == kBlockK || steps[0] == kMaxBlockK) ? static_cast<int>(steps[0])
+                                                                                                      : kBlockK;
+  p.tile_from_schedule = from_schedule;
+  p.tiles_m = ceil_div(p.m, bm);
+  p.tiles_n = ceil_div(p.n, bn);
+  p.raster_group = static_cast<int>(std::min<int64_t>(
+      p.tiles_m, cfg != group.tiles.end() && cfg->second.raster_group > 1 ? cfg->second.raster_group : kRasterGroup));
+  // As many stages as fit in half an SM's shared memory (two blocks resident, so that one
+  // block's barrier stalls leave the other's warps issuing), up to kMaxStages and no more than
+  // the K loop has tiles; when not even two fit there, in one block's limit.
+  const int64_t ktiles = ceil_div(p.k, p.block_k);
+  const int64_t half_sm = std::min(spec.limits.smem_per_block_bytes, spec.limits.smem_per_sm_bytes / 2);
+  const int64_t budget = 2 * stage_bytes(p) <= half_sm ? half_sm : spec.limits.smem_per_block_bytes;
+  p.stages = static_cast<int>(std::clamp<int64_t>(ktiles, 2, kMaxStages));
+  while (p.stages > 2 && p.stages * stage_bytes(p) > budget) --p.stages;
+  p.smem_bytes = p.stages * stage_bytes(p);
+  if (p.smem_bytes > spec.limits.smem_per_block_bytes)
+    return fail(cat("the pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes));
+  if (p.threads(kMmaLanes) > spec.limits.max_threads_per_block) return fail("too many threads per block");
+  if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
+  return ContractionMatch{p, ""};
+}
+
+GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
+  GroupPlan plan = generic;
+  for (NodePlan& np : plan.nodes) {
+    if (np.role != NodeRole::sink) np.role = NodeRole::inlined;
+    np.writes_global = np.role == NodeRole::sink;
+    np.capacity = 0;
+    np.pool_offset = 0;
+    np.lanes = 1;
+    np.first_step = np.last_step = 0;
+  }
+  const int ns = static_cast<int>(generic.sink_tile.size());
+  plan.sink_tile.assign(ns, 1);
+  plan.sink_tile[c.m_axis] = c.block_m;
+  plan.sink_tile[c.n_axis] = c.block_n;
+  plan.grid.clear();
+  plan.grid = c.batch_extents;
+  plan.grid.push_back(c.tiles_m);
+  plan.grid.push_back(c.tiles_n);
+  plan.num_tiles = c.blocks();
+  plan.blocks = c.blocks();
+  plan.threads = c.threads(plan.warp);
+  plan.pool_bytes = c.smem_bytes;
+  plan.pool_in_smem = true;
+  plan.reduce_scratch_bytes = 0;
+  TESSEL_ASSERT(generic.outputs.size() == 1, "an mma group writes only its sink");
+  return plan;
+}
+
+std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& p) {
+  auto operand = [&](const char* name, const MmaOperand& o) {
+    std::string s = cat(name, " = ", graph.tensor(o.tensor).name, " (", o.k_contiguous ? "k contiguous" : "k strided", ", ld ", o.ld);
+    if (!o.batch_strides.empty()) {
+      s += ", batch strides ";
+      for (size_t i = 0; i < o.batch_strides.size(); ++i) s += cat(i ? "x" : "", o.batch_strides[i]);
+    }
+    return s + ")";
+  };
+  return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", graph.node(p.node).name(), "' ", p.batch, " x ",
+             p.m, "x", p.n, "x", p.k, "; ", operand("A", p.a), ", ", operand("B", p.b), "; block ", p.block_m, "x",
+             p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",
+             p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group);
+}
+
+}  // namespace tessel::cuda

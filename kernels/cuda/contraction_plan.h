@@ -1,0 +1,86 @@
+// The tensor-core ("mma") path for contraction groups: recognizing a group whose kernel can run
+// its contraction on the tensor cores, and planning that kernel (tiling, operand layouts, launch).
+// kernel_emitter.cpp asks plan_contraction for every group after plan_group; on success it emits
+// the mma kernel (device/mma.cuh's BlockGemm plus the group's epilogue), otherwise the generic
+// kernel, and the reason is written into the generated source's header.
+//
+// A group qualifies when
+//   * its one reducing node C is a contraction C[b..., m, n] = sum_k A(b.., m, k) * B(b.., k, n):
+//     a sum over one reduction axis k of the product of two inputs, f16 or bf16 operands and
+//     output (accumulated in f32, rounded to the output dtype), m and n the last two spatial
+//     axes (MatMul, Gemm without alpha, batched MatMul of attention);
+//   * each operand is read from device memory (a kernel input), directly or through in-group
+//     copies (a Transpose: body `in0`, no reshape) that are folded into the read, and its access
+//     is a permutation of axes with broadcasting: every index is one axis of C (or 0); then per
+//     batch point the operand is a 2-D row-major view whose contiguous index is k or m (n); the
+//     row distance (leading dimension) and the batch strides are multiples of 8 elements, so
+//     every row starts 16-byte aligned for cp.async;
+//   * every other node is an elementwise epilogue the generic plan already inlines (bias, GELU,
+//     residual add, scaling, cast): no reduction, C's spatial domain, in-group reads one-to-one
+//     on the same point; their value functions run per accumulator element in registers;
+//   * the spec's target has mma.sync m16n8k16 for the dtype (tensor_core_shapes, an sm_80+ arch)
+//     and 32-lane warps (the width mma.sync's fragments are defined over).
+// Everything else keeps the generic kernel unchanged.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/group_plan.h"
+
+namespace tessel::cuda {
+
+/// How one operand of the contraction is read: per batch point a 2-D row-major view of `tensor`,
+/// element (r, c) at tensor[batch offset + r * ld + c] (device/mma.cuh).
+struct MmaOperand {
+  TensorId tensor = -1;                // in device memory: one of the kernel's inputs
+  bool k_contiguous = true;            // c is the k index (A stored M x K, B stored N x K); else r is
+  int64_t ld = 0;                      // elements between rows
+  std::vector<int64_t> batch_strides;  // elements per step of each batch axis (0: broadcast)
+};
+
+struct ContractionPlan {
+  NodeId node = -1;                    // C
+  DType dtype = DType::f16;            // of both operands and of C
+  std::vector<int> batch_axes;         // C's spatial axes before m and n
+  std::vector<int64_t> batch_extents;  // their extents
+  int m_axis = 0, n_axis = 0;          // C's last two spatial axes
+  int64_t m = 0, n = 0, k = 0;         // extents
+  int64_t batch = 1;                   // product of the batch extents
+  MmaOperand a, b;
+  std::vector<NodeId> operand_nodes;   // in-group copies folded into the operand reads
+  // Tiling: a block computes block_m x block_n of one batch point with warps_m x warps_n warps,
+  // stepping K by block_k through `stages` shared-memory buffers.
+  int block_m = 0, block_n = 0, block_k = 0;
+  int warps_m = 0, warps_n = 0;
+  int stages = 0;
+  bool tile_from_schedule = false;     // block_m x block_n is the schedule's block tile
+  int64_t tiles_m = 0, tiles_n = 0;    // per batch point
+  int raster_group = 1;                // block rows per rasterization group (L2 reuse)
+  int64_t smem_bytes = 0;              // dynamic shared memory of the pipeline
+
+  int threads(int warp) const { return warps_m * warps_n * warp; }
+  int64_t blocks() const { return batch * tiles_m * tiles_n; }
+};
+
+/// A plan for the tensor-core kernel, or why the group keeps the generic kernel.
+struct ContractionMatch {
+  std::optional<ContractionPlan> plan;
+  std::string reason;  // set when plan is not
+};
+
+/// Checks the conditions of the file comment for `group` and plans the mma kernel. `generic` is
+/// plan_group's plan of the same group (its roles say which nodes the generic kernel inlines).
+ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
+                                  const HwSpec& spec);
+
+/// The GroupPlan the runtime launches for the mma kernel: `generic`'s nodes and parameters, with
+/// the mma kernel's grid, block size and shared memory. Operand copies and C (unless it is the
+/// sink) are inlined; only the sink writes device memory.
+GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& plan);
+
+/// One-line text of the plan, for the generated source's header and `--dump`.
+std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& plan);
+
+}  // namespace tessel::cuda

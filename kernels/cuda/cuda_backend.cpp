@@ -1,0 +1,416 @@
+// The CUDA backend and its runtime (see cuda_backend.h).
+//
+// compile():
+//   1. generate one kernel per group (kernel_emitter.h);
+//   2. compile each with NVRTC through the cubin cache (nvrtc_compiler.h);
+//   3. open the driver, load the modules, allocate the buffer plan's arena (plan_buffers), the
+//      graph inputs, the weights (uploaded once, here) and the scratch of kernels whose pool does
+//      not fit shared memory.
+// run(): upload the inputs, poison the arena (0xFF bytes: NaN for every float dtype, -1 for
+// integers), launch the kernels in group order, synchronizing and checking after each so that a
+// fault names its kernel, check the status word (gather indices out of range), download outputs.
+// time(): the same launches with inputs resident, between device events; with TESSEL_CUDA_GRAPH=1
+// one run is captured as a CUDA graph and the graph is replayed instead.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "kernels/buffer_plan.h"
+#include "kernels/cuda/cuda_driver.h"
+#include "kernels/cuda/kernel_emitter.h"
+#include "kernels/cuda/nvrtc_compiler.h"
+#include "kernels/packed_tensor.h"
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+namespace cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// Alignment of arena slots: the widest transaction of any memory level of the spec (at least the
+/// 16 bytes of a vector access).
+int64_t arena_alignment(const HwSpec& spec) {
+  int64_t a = 16;
+  for (const MemoryLevel& l : spec.memory_levels) a = std::max(a, l.transaction_bytes);
+  int64_t p = 1;
+  while (p < a) p *= 2;
+  return p;
+}
+
+struct Launch {
+  std::string name;
+  CUfunction function = nullptr;
+  int64_t blocks = 0;
+  int threads = 0;
+  int64_t smem_bytes = 0;
+  std::vector<CUdeviceptr> args;   // kernel parameters, in order
+  std::vector<void*> arg_ptrs;     // pointers to args (cuLaunchKernel's kernelParams)
+};
+
+class CudaExecutable : public Executable {
+ public:
+  CudaExecutable(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec, const CompileOptions& options)
+      : graph_(graph), d_(CudaDriver::get()) {
+    try {
+      init(schedule, spec, options);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~CudaExecutable() override { release(); }
+
+ private:
+  void init(const Schedule& schedule, const HwSpec& spec, const CompileOptions& options) {
+    const OpGraph& graph = graph_;
+    // 1-2. Generate and compile.
+    auto start = Clock::now();
+    std::vector<GeneratedKernel> kernels;
+    for (int i = 0; i < static_cast<int>(schedule.groups.size()); ++i)
+      kernels.push_back(emit_group_kernel(graph, schedule, i, spec));
+    stats_.codegen_s = seconds_since(start);
+    stats_.kernels = static_cast<int>(kernels.size());
+    start = Clock::now();
+    const std::string arch = cuda_arch(spec);
+    // Identical groups (a transformer's layers) have one kernel name: compile and load it once.
+    std::map<std::string, std::string> cubins;
+    for (const GeneratedKernel& k : kernels) {
+      if (cubins.count(k.name)) continue;
+      CompiledKernel c = compile_kernel(k.source, k.name, arch, options);
+      stats_.cache_hits += c.cache_hit;
+      cubins[k.name] = std::move(c.cubin);
+    }
+    stats_.compile_s = seconds_since(start);
+
+    // 3. Device, modules, buffers.
+    d_.check(d_.cuDeviceGet(&device_, 0), "cuDeviceGet");
+    d_.check(d_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+    d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    d_.check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    std::map<std::string, CUmodule> module_of;
+    for (const auto& [name, cubin] : cubins) {
+      CUmodule m = nullptr;
+      d_.check(d_.cuModuleLoadData(&m, cubin.data()), cat("cuModuleLoadData (", name, ", ", arch, ")").c_str());
+      modules_.push_back(m);
+      module_of[name] = m;
+    }
+    plan_ = plan_buffers(graph, schedule, arena_alignment(spec));
+    arena_ = alloc(plan_.arena_bytes);
+    status_ = alloc(sizeof(uint32_t));
+    std::vector<CUdeviceptr> where(graph.num_tensors(), 0);
+    for (TensorId t : graph.inputs()) where[t] = input_buffers_.emplace_back(alloc(bytes_of(t)));
+    for (TensorId t : graph.weights()) {
+      where[t] = alloc(bytes_of(t));
+      const std::vector<uint8_t> data = pack_tensor(graph.weight_values(t));
+      upload(where[t], data);
+    }
+    for (const BufferSlot& s : plan_.slots) where[s.tensor] = arena_ + static_cast<CUdeviceptr>(s.offset);
+    int64_t scratch_bytes = 0;
+    for (const GeneratedKernel& k : kernels) scratch_bytes = std::max(scratch_bytes, k.plan.scratch_bytes());
+    if (scratch_bytes > 0) scratch_ = alloc(scratch_bytes);
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const GeneratedKernel& k = kernels[i];
+      if (k.plan.blocks == 0) continue;  // an empty output
+      Launch l;
+      l.name = cat("group ", i, " (", k.name, ")");
+      d_.check(d_.cuModuleGetFunction(&l.function, module_of.at(k.name), k.name.c_str()), "cuModuleGetFunction");
+      l.blocks = k.plan.blocks;
+      l.threads = k.plan.threads;
+      l.smem_bytes = k.plan.dynamic_smem_bytes();
+      TESSEL_ASSERT(l.blocks < (int64_t{1} << 31), "kernel ", k.name, " needs ", l.blocks, " blocks");
+      if (l.smem_bytes > 0)
+        d_.check(d_.cuFuncSetAttribute(l.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem_bytes)),
+                 cat("cuFuncSetAttribute (", k.name, ": ", l.smem_bytes, " bytes of shared memory)").c_str());
+      for (TensorId t : k.plan.inputs) l.args.push_back(where[t]);
+      for (TensorId t : k.plan.outputs) {
+        TESSEL_ASSERT(where[t] != 0, "tensor '", graph.tensor(t).name, "' written by ", k.name, " has no buffer");
+        l.args.push_back(where[t]);
+      }
+      for (TensorId t : k.plan.inputs)
+        TESSEL_ASSERT(where[t] != 0, "tensor '", graph.tensor(t).name, "' read by ", k.name, " has no buffer");
+      l.args.push_back(scratch_);
+      l.args.push_back(status_);
+      launches_.push_back(std::move(l));
+    }
+    for (Launch& l : launches_)
+      for (CUdeviceptr& a : l.args) l.arg_ptrs.push_back(&a);
+    for (TensorId t : graph.outputs()) output_where_.push_back(where[t]);
+    peak_bytes_ += plan_.arena_bytes + scratch_bytes;
+  }
+
+  // Never throws: errors while tearing down are ignored.
+  void release() {
+    if (graph_exec_) d_.cuGraphExecDestroy(graph_exec_);
+    for (CUdeviceptr p : allocations_) d_.cuMemFree(p);
+    for (CUmodule m : modules_) d_.cuModuleUnload(m);
+    if (stream_) d_.cuStreamDestroy(stream_);
+    if (ctx_) d_.cuDevicePrimaryCtxRelease(device_);
+    graph_exec_ = nullptr;
+    allocations_.clear();
+    modules_.clear();
+    stream_ = nullptr;
+    ctx_ = nullptr;
+  }
+
+ public:
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) override {
+    d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    upload_inputs(inputs);
+    d_.check(d_.cuMemsetD8Async(arena_, 0xFF, static_cast<size_t>(std::max<int64_t>(plan_.arena_bytes, 1)), stream_),
+             "cuMemsetD8 (poison the arena)");
+    d_.check(d_.cuMemsetD8Async(status_, 0, sizeof(uint32_t), stream_), "cuMemsetD8 (status)");
+    for (const Launch& l : launches_) {
+      launch(l, stream_);
+      d_.check(d_.cuStreamSynchronize(stream_), cat("kernel ", l.name).c_str());
+    }
+    check_status();
+    std::vector<HostTensor> outputs;
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      const TensorId t = graph_.outputs()[i];
+      const TensorInfo& info = graph_.tensor(t);
+      if (info.kind == TensorKind::weight) {  // an output that is a weight: no kernel writes it
+        outputs.push_back(graph_.weight_values(t));
+        continue;
+      }
+      if (info.kind == TensorKind::input) {
+        const auto& ins = graph_.inputs();
+        outputs.push_back(inputs[std::find(ins.begin(), ins.end(), t) - ins.begin()]);
+        continue;
+      }
+      std::vector<uint8_t> data(static_cast<size_t>(bytes_of(t)));
+      if (!data.empty())
+        d_.check(d_.cuMemcpyDtoHAsync(data.data(), output_where_[i], data.size(), stream_), "cuMemcpyDtoH (output)");
+      d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+      outputs.push_back(unpack_tensor(info.type, data.data()));
+    }
+    return outputs;
+  }
+
+  std::vector<double> time(const std::vector<HostTensor>& inputs, int warmup, int repeats) override {
+    d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    upload_inputs(inputs);
+    const char* graph_env = std::getenv("TESSEL_CUDA_GRAPH");
+    const bool use_graph = graph_env && std::string(graph_env) == "1";
+    for (int i = 0; i < warmup; ++i) launch_all();
+    d_.check(d_.cuStreamSynchronize(stream_), "warm-up runs");
+    if (use_graph && !graph_exec_) capture();
+    CUevent start = nullptr, stop = nullptr;
+    d_.check(d_.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+    d_.check(d_.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    std::vector<double> out;
+    try {
+      for (int i = 0; i < repeats; ++i) {
+        d_.check(d_.cuEventRecord(start, stream_), "cuEventRecord");
+        if (graph_exec_) d_.check(d_.cuGraphLaunch(graph_exec_, stream_), "cuGraphLaunch");
+        else launch_all();
+        d_.check(d_.cuEventRecord(stop, stream_), "cuEventRecord");
+        d_.check(d_.cuEventSynchronize(stop), "timed run");
+        float ms = 0;
+        d_.check(d_.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+        out.push_back(ms * 1e-3);
+      }
+    } catch (...) {
+      d_.cuEventDestroy(start);
+      d_.cuEventDestroy(stop);
+      throw;
+    }
+    d_.cuEventDestroy(start);
+    d_.cuEventDestroy(stop);
+    check_status();
+    return out;
+  }
+
+  const CompileStats& compile_stats() const override { return stats_; }
+  int64_t peak_memory_bytes() const override { return peak_bytes_; }
+  int launches_per_run() const override { return static_cast<int>(launches_.size()); }
+
+ private:
+  const OpGraph graph_;  // a copy: the executable may outlive the caller's graph
+  CudaDriver& d_;
+  CompileStats stats_;
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUgraphExec graph_exec_ = nullptr;
+  std::vector<CUmodule> modules_;
+  std::vector<CUdeviceptr> allocations_;
+  std::vector<CUdeviceptr> input_buffers_;
+  std::vector<CUdeviceptr> output_where_;
+  std::vector<Launch> launches_;
+  BufferPlan plan_;
+  CUdeviceptr arena_ = 0, scratch_ = 0, status_ = 0;
+  int64_t peak_bytes_ = 0;
+
+  int64_t bytes_of(TensorId t) const {
+    const TensorType& type = graph_.tensor(t).type;
+    return type.num_elements() * dtype_bytes(type.dtype);
+  }
+
+  CUdeviceptr alloc(int64_t bytes) {
+    CUdeviceptr p = 0;
+    const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 16));
+    d_.check(d_.cuMemAlloc(&p, n), cat("cuMemAlloc (", n, " bytes)").c_str());
+    allocations_.push_back(p);
+    peak_bytes_ += static_cast<int64_t>(bytes);
+    return p;
+  }
+
+  void upload(CUdeviceptr dst, const std::vector<uint8_t>& data) {
+    if (data.empty()) return;
+    d_.check(d_.cuMemcpyHtoDAsync(dst, data.data(), data.size(), stream_), "cuMemcpyHtoD");
+    d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize (upload)");
+  }
+
+  void upload_inputs(const std::vector<HostTensor>& inputs) {
+    const auto& ids = graph_.inputs();
+    if (inputs.size() != ids.size())
+      throw UserError("", "", cat("the model has ", ids.size(), " inputs, ", inputs.size(), " were given"));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const TensorInfo& info = graph_.tensor(ids[i]);
+      if (inputs[i].type() != info.type)
+        throw UserError("", cat("input '", info.name, "'"), cat("expected ", info.type.print(), ", given ", inputs[i].type().print()));
+      upload(input_buffers_[i], pack_tensor(inputs[i]));
+    }
+  }
+
+  void launch(const Launch& l, CUstream stream) {
+    d_.check(d_.cuLaunchKernel(l.function, static_cast<unsigned>(l.blocks), 1, 1, static_cast<unsigned>(l.threads), 1, 1,
+                               static_cast<unsigned>(l.smem_bytes), stream, const_cast<void**>(l.arg_ptrs.data()), nullptr),
+             cat("cuLaunchKernel (", l.name, ": ", l.blocks, " blocks of ", l.threads, " threads, ", l.smem_bytes,
+                 " bytes of shared memory)").c_str());
+  }
+
+  void launch_all() {
+    for (const Launch& l : launches_) launch(l, stream_);
+  }
+
+  void capture() {
+    CUgraph graph = nullptr;
+    d_.check(d_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+    try {
+      launch_all();
+    } catch (...) {
+      d_.cuStreamEndCapture(stream_, &graph);
+      if (graph) d_.cuGraphDestroy(graph);
+      throw;
+    }
+    d_.check(d_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+    const CUresult r = d_.cuGraphInstantiate(&graph_exec_, graph, 0);
+    d_.cuGraphDestroy(graph);
+    d_.check(r, "cuGraphInstantiate");
+  }
+
+  void check_status() {
+    uint32_t status = 0;
+    d_.check(d_.cuMemcpyDtoHAsync(&status, status_, sizeof status, stream_), "cuMemcpyDtoH (status)");
+    d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize (status)");
+    if (status & 1u) throw UserError("", "", "a gather index is out of range for the dimension it indexes");
+    TESSEL_ASSERT(status == 0 || status == 1u, "unknown kernel status ", status);
+  }
+};
+
+class CudaBackend : public Backend {
+ public:
+  std::string_view name() const override { return "cuda"; }
+  std::string_view description() const override {
+    return "CUDA C++ per fused group, compiled with NVRTC, run through the CUDA driver";
+  }
+  bool supports(const HwSpec& spec) const override { return spec.kind == "gpu" && spec.target.backend == "cuda"; }
+  std::optional<std::string> unavailable() const override { return CudaDriver::unavailable(); }
+  std::vector<std::string> emit_formats() const override { return {"cuda"}; }
+
+  std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
+                                const std::string& format, const std::string& dir) const override {
+    if (format != "cuda") throw UserError("command line", "--emit", cat("backend 'cuda' writes 'cuda', not '", format, "'"));
+    check_spec(spec);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw UserError(dir, "", cat("cannot create the directory: ", ec.message()));
+    const std::string arch = cuda_arch(spec);
+    std::vector<std::string> files;
+    nlohmann::ordered_json manifest;
+    manifest["format"] = "tessel-cuda-kernels";
+    manifest["version"] = 1;
+    manifest["hw_spec"] = spec.name;
+    manifest["arch"] = arch;
+    manifest["nvrtc_version"] = nvrtc_version();
+    manifest["nvrtc_options"] = nvrtc_options(arch);
+    manifest["kernels"] = nlohmann::ordered_json::array();
+    auto names = [&](const std::vector<TensorId>& ts) {
+      std::vector<std::string> out;
+      for (TensorId t : ts) out.push_back(graph.tensor(t).name);
+      return out;
+    };
+    for (int i = 0; i < static_cast<int>(schedule.groups.size()); ++i) {
+      const GeneratedKernel k = emit_group_kernel(graph, schedule, i, spec);
+      const std::string file = dir + "/" + k.name + ".cu";
+      std::ofstream out(file);
+      out << k.source;
+      if (!out) throw UserError(file, "", "cannot write the file");
+      files.push_back(file);
+      nlohmann::ordered_json e;
+      e["name"] = k.name;
+      e["file"] = k.name + ".cu";
+      e["group"] = i;
+      std::vector<std::string> nodes;
+      for (NodeId n : schedule.groups[i].group.nodes) nodes.push_back(graph.node(n).name());
+      e["nodes"] = nodes;
+      e["template"] = k.path;
+      e["grid"] = k.plan.blocks;
+      e["block"] = k.plan.threads;
+      e["tiles"] = k.plan.num_tiles;
+      e["dynamic_smem_bytes"] = k.plan.dynamic_smem_bytes();
+      e["scratch_bytes"] = k.plan.scratch_bytes();
+      e["inputs"] = names(k.plan.inputs);
+      e["outputs"] = names(k.plan.outputs);
+      e["params"] = "inputs..., outputs..., scratch, status";
+      manifest["kernels"].push_back(e);
+    }
+    const BufferPlan plan = plan_buffers(graph, schedule, arena_alignment(spec));
+    nlohmann::ordered_json bp;
+    bp["arena_bytes"] = plan.arena_bytes;
+    bp["unshared_bytes"] = plan.unshared_bytes;
+    bp["alignment"] = plan.alignment;
+    bp["slots"] = nlohmann::ordered_json::array();
+    for (const BufferSlot& s : plan.slots)
+      bp["slots"].push_back({{"tensor", graph.tensor(s.tensor).name}, {"offset", s.offset}, {"bytes", s.bytes},
+                             {"first_group", s.first_group}, {"last_group", s.last_group}});
+    manifest["buffer_plan"] = bp;
+    const std::string mpath = dir + "/manifest.json";
+    std::ofstream(mpath) << manifest.dump(2) << "\n";
+    files.push_back(mpath);
+    return files;
+  }
+
+  std::unique_ptr<Executable> compile(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
+                                      const CompileOptions& options) const override {
+    check_spec(spec);
+    if (auto why = unavailable()) throw UnsupportedError("cuda", "", *why);
+    return std::make_unique<CudaExecutable>(graph, schedule, spec, options);
+  }
+
+ private:
+  void check_spec(const HwSpec& spec) const {
+    if (!supports(spec))
+      throw UserError(spec.file, "/kind", cat("spec '", spec.name, "' is a '", spec.kind, "' spec for backend '",
+                                              spec.target.backend, "'; the cuda backend needs a GPU spec with a cuda target"));
+  }
+};
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<cuda::CudaBackend>(); }
+
+}  // namespace tessel

@@ -1,0 +1,289 @@
+// Tessel device library: the tensor-core main loop of contraction kernels (the "mma" path,
+// kernels/cuda/contraction_plan.h), for sm_80 and newer. Pasted after prelude.cuh into every
+// kernel; only kernels of the mma path instantiate it.
+//
+//   C[m, n] = sum_k A[m, k] * B[k, n]   (f16 or bf16 operands, f32 accumulators)
+//
+// A block computes one BM x BN tile of C with WARPS_M x WARPS_N warps, each owning a
+// (BM / WARPS_M) x (BN / WARPS_N) warp tile of m16n8 accumulator fragments. The K loop runs in
+// steps of BK through a STAGES-deep ring of shared-memory buffers filled by cp.async (16-byte
+// global -> shared copies that bypass L1), so that STAGES - 1 tiles are in flight while one is
+// multiplied. Fragments are read with ldmatrix (.trans for an operand stored with k strided) and
+// multiplied with mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32.
+//
+// Operands in device memory are 2-D row-major views: element (r, c) at g[r * ld + c], c the
+// contiguous index. An operand is "k-contiguous" when c is its k index (A stored M x K, B stored
+// N x K) and "k-strided" otherwise (A stored K x M, B stored K x N). Rows must start 16-byte
+// aligned (ld and the base a multiple of 8 elements, checked by the planner); any extent is
+// fine: chunks past the edge are zero-filled (cp.async's src-size), so the K tail adds zeros and
+// rows or columns past M or N produce accumulators the epilogue does not store.
+//
+// Shared memory holds each stage as [rows][cols + kPadElems]: the 16-byte pad shifts consecutive
+// rows by 4 banks, so the 8 row addresses of an ldmatrix 8x8 matrix hit 8 distinct 16-byte bank
+// groups (row length in 16-byte units is odd when cols is a multiple of 16): no bank conflicts.
+//
+// What is a hardware fact here is a fact of the PTX instructions (mma.sync's shape and its
+// fragments, defined over the 32 lanes of a warp; ldmatrix's 8x8 matrices; cp.async's 16
+// bytes), not of a chip: the compiler checks the spec's warp width and tensor-core shapes
+// before it picks this path.
+#pragma once
+
+namespace tsl {
+namespace mma {
+
+constexpr int kInstM = 16, kInstN = 8, kInstK = 16;  // mma.sync.aligned.m16n8k16
+constexpr int kLanes = 32;                           // the lanes mma.sync's fragments are defined over
+constexpr int kChunkElems = 8;                       // one 16-byte cp.async of 16-bit elements
+constexpr int kPadElems = 8;                         // 16 bytes of padding per shared-memory row
+
+typedef unsigned short u16;
+
+// ---- PTX wrappers ---------------------------------------------------------------------------------
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// Copies 16 bytes from global to shared memory; only the first src_bytes are read, the rest of
+// the 16 are zero-filled (src_bytes = 0 reads nothing).
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N committed groups of this thread are still in flight.
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// d += a * b for one m16n8k16 tile (row-major A fragment, column-major B fragment).
+template <bool BF16>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- global -> shared tile copies -------------------------------------------------------------------
+
+// The copies of one operand, tile after tile along K. The operand is a ROWS_ALL x COLS_ALL
+// row-major view (rows LD elements apart); each tile is ROWS x COLS of it, stored in shared
+// memory as [ROWS][COLS + kPadElems]; K runs along the columns (K_IN_COLS) or the rows. Thread t
+// owns the 16-byte chunks t, t + THREADS, ... of a tile: one column and rows kRowStep apart, so
+// one pointer describes them all. Chunks past the view's edge are zero-filled (cp.async reads
+// `valid` bytes of 16). Extents are compile-time constants: the edge checks of an axis vanish
+// when the tile divides it.
+template <int ROWS, int COLS, int THREADS, int ROWS_ALL, int COLS_ALL, long long LD, bool K_IN_COLS>
+struct TileCopy {
+  static constexpr int kChunksPerRow = COLS / kChunkElems;
+  static constexpr int kChunks = ROWS * kChunksPerRow;
+  static constexpr int kIters = (kChunks + THREADS - 1) / THREADS;
+  static constexpr int kRowStep = THREADS / kChunksPerRow;
+  static constexpr bool kCheckRows = ROWS_ALL % ROWS != 0, kCheckCols = COLS_ALL % COLS != 0 || COLS_ALL % kChunkElems != 0;
+  static_assert(COLS % kChunkElems == 0, "tile columns must be whole 16-byte chunks");
+  static_assert(THREADS % kChunksPerRow == 0, "a thread's chunks must share one column");
+
+  const u16* base;  // the view (a valid address for chunks that read nothing)
+  const u16* ptr;   // this thread's first chunk of the next tile
+  int row, col;     // its position in the view
+  unsigned dst;     // its byte offset in a stage
+
+  __device__ __forceinline__ TileCopy(const u16* __restrict__ g, int row0, int col0) : base(g) {
+    const int t = static_cast<int>(threadIdx.x);
+    row = row0 + t / kChunksPerRow;
+    col = col0 + (t % kChunksPerRow) * kChunkElems;
+    ptr = g + static_cast<long long>(row) * LD + col;
+    dst = static_cast<unsigned>(((t / kChunksPerRow) * (COLS + kPadElems) + (t % kChunksPerRow) * kChunkElems) * 2);
+  }
+
+  // Starts the copy of the next tile into the stage at shared address `stage`.
+  __device__ __forceinline__ void copy(unsigned stage) const {
+    int valid = kChunkElems;
+    if (kCheckCols) valid = COLS_ALL - col < 0 ? 0 : (COLS_ALL - col > kChunkElems ? kChunkElems : COLS_ALL - col);
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      if (kChunks % THREADS != 0 && static_cast<int>(threadIdx.x) + i * THREADS >= kChunks) continue;
+      const int v = (!kCheckRows || row + i * kRowStep < ROWS_ALL) ? valid : 0;
+      cp_async_16(stage + dst + static_cast<unsigned>(i * kRowStep * (COLS + kPadElems) * 2),
+                  v > 0 ? ptr + static_cast<long long>(i) * kRowStep * LD : base, v * 2);
+    }
+  }
+
+  // Moves to the next tile along K.
+  __device__ __forceinline__ void advance() {
+    if (K_IN_COLS) {
+      ptr += COLS;
+      col += COLS;
+    } else {
+      ptr += static_cast<long long>(ROWS) * LD;
+      row += ROWS;
+    }
+  }
+};
+
+// ---- the block's main loop ----------------------------------------------------------------------
+
+// One block's BM x BN tile of C = A B (M x N x K, compile-time extents) over the whole K range.
+// A_K_CONTIG / B_K_CONTIG: how A and B are stored (see the file comment), LDA / LDB their row
+// distances; BF16: bf16 operands, else f16.
+//
+// The loop is the multistage one of CUTLASS: STAGES - 1 tiles in flight; fragments are double
+// buffered in registers, and the fragments of the next tile's first k16 step are read (after the
+// wait and barrier for that tile) before the current tile's last mma.sync, so the tensor cores
+// stay busy across the barrier.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_K_CONTIG, bool B_K_CONTIG, bool BF16, int M,
+          int N, int K, long long LDA, long long LDB>
+struct BlockGemm {
+  static constexpr int kThreads = WARPS_M * WARPS_N * kLanes;
+  static constexpr int kWarpM = BM / WARPS_M, kWarpN = BN / WARPS_N;
+  static constexpr int kTilesM = kWarpM / kInstM;  // m16 fragments per warp
+  static constexpr int kTilesN = kWarpN / kInstN;  // n8 fragments per warp
+  static constexpr int kSteps = BK / kInstK;       // k16 steps per tile
+  // Shared-memory stage layout (16-bit elements): A then B.
+  static constexpr int kARows = A_K_CONTIG ? BM : BK, kACols = A_K_CONTIG ? BK : BM;
+  static constexpr int kBRows = B_K_CONTIG ? BN : BK, kBCols = B_K_CONTIG ? BK : BN;
+  static constexpr int kAStride = kACols + kPadElems, kBStride = kBCols + kPadElems;
+  static constexpr int kStageBytes = (kARows * kAStride + kBRows * kBStride) * 2;
+  static constexpr int kSmemBytes = STAGES * kStageBytes;
+  static constexpr int kKTiles = (K + BK - 1) / BK;
+  static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+  static_assert(kWarpM % kInstM == 0 && kWarpN % (2 * kInstN) == 0, "warp tile must be whole m16 x n16 fragments");
+  static_assert(BK % (2 * kInstK) == 0, "an even number of k16 steps per tile (fragment double buffering)");
+  static_assert(kACols % 16 == 0 && kBCols % 16 == 0, "tile shape");
+
+  float acc[kTilesM][kTilesN][4];
+  unsigned af[2][kTilesM][4];
+  unsigned bf[2][kTilesN][2];
+
+  // Reads the fragments of k16 step `kk` (elements) of a stage into buffer `buf`.
+  __device__ __forceinline__ void load_fragments(int buf, unsigned stage, int kk, int warp_m, int warp_n, int lane) {
+    const unsigned sa = stage, sb = stage + kARows * kAStride * 2;
+    const int r8 = lane % 8, j = lane / 8;  // ldmatrix: lane supplies row r8 of 8x8 matrix j
+#pragma unroll
+    for (int i = 0; i < kTilesM; ++i) {
+      const int m = warp_m * kWarpM + i * kInstM;
+      // Matrices 0..3: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
+      if (A_K_CONTIG) ldmatrix_x4(af[buf][i], sa + static_cast<unsigned>(((m + lane % 16) * kAStride + kk + (lane / 16) * 8) * 2));
+      else ldmatrix_x4_trans(af[buf][i], sa + static_cast<unsigned>(((kk + r8 + (j / 2) * 8) * kAStride + m + (j % 2) * 8) * 2));
+    }
+#pragma unroll
+    for (int t = 0; t < kTilesN; t += 2) {
+      const int n = warp_n * kWarpN + t * kInstN;
+      // Matrices 0..3: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+      unsigned r[4];
+      if (B_K_CONTIG) ldmatrix_x4(r, sb + static_cast<unsigned>(((n + r8 + (j / 2) * 8) * kBStride + kk + (j % 2) * 8) * 2));
+      else ldmatrix_x4_trans(r, sb + static_cast<unsigned>(((kk + r8 + (j % 2) * 8) * kBStride + n + (j / 2) * 8) * 2));
+      bf[buf][t][0] = r[0];
+      bf[buf][t][1] = r[1];
+      bf[buf][t + 1][0] = r[2];
+      bf[buf][t + 1][1] = r[3];
+    }
+  }
+
+  __device__ __forceinline__ void multiply(int buf) {
+#pragma unroll
+    for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+      for (int t = 0; t < kTilesN; ++t) mma_16816<BF16>(acc[i][t], af[buf][i], bf[buf][t][0], bf[buf][t][1]);
+  }
+
+  // acc = A[m0 : m0 + BM, :] B[:, n0 : n0 + BN], `a` and `b` at the batch point, `smem` holding
+  // kSmemBytes. Ends with every copy complete and a barrier: the caller may reuse the memory.
+  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ a, const u16* __restrict__ b, int m0, int n0) {
+#pragma unroll
+    for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+      for (int t = 0; t < kTilesN; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][t][e] = 0.0f;
+    const unsigned base = smem_address(smem);
+    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    // A is M x K (k contiguous) or K x M; B is N x K or K x N.
+    TileCopy<kARows, kACols, kThreads, A_K_CONTIG ? M : K, A_K_CONTIG ? K : M, LDA, A_K_CONTIG> copy_a(
+        a, A_K_CONTIG ? m0 : 0, A_K_CONTIG ? 0 : m0);
+    TileCopy<kBRows, kBCols, kThreads, B_K_CONTIG ? N : K, B_K_CONTIG ? K : N, LDB, B_K_CONTIG> copy_b(
+        b, B_K_CONTIG ? n0 : 0, B_K_CONTIG ? 0 : n0);
+    const unsigned b_offset = kARows * kAStride * 2;
+    // Prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty past the end).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < kKTiles) {
+        copy_a.copy(base + s * kStageBytes);
+        copy_b.copy(base + s * kStageBytes + b_offset);
+      }
+      copy_a.advance();
+      copy_b.advance();
+      cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    load_fragments(0, base, 0, warp_m, warp_n, lane);
+    for (int kt = 0; kt < kKTiles; ++kt) {
+      const unsigned cur = base + (kt % STAGES) * kStageBytes;
+#pragma unroll
+      for (int step = 0; step < kSteps; ++step) {
+        if (step == kSteps - 1) {
+          // Tile kt + 1 has landed (at most STAGES - 2 younger groups pending), and every warp
+          // has read its last fragments of tile kt - 1, whose stage was refilled at step 0.
+          cp_async_wait<STAGES - 2>();
+          __syncthreads();
+        }
+        if (step == 0) {
+          // Refill the stage of tile kt - 1 (read completely before the last barrier) with tile
+          // kt + STAGES - 1.
+          const int fill = kt + STAGES - 1;
+          if (fill < kKTiles) {
+            const unsigned st = base + (fill % STAGES) * kStageBytes;
+            copy_a.copy(st);
+            copy_b.copy(st + b_offset);
+          }
+          copy_a.advance();
+          copy_b.advance();
+          cp_async_commit();
+        }
+        if (step < kSteps - 1) load_fragments((step + 1) % 2, cur, (step + 1) * kInstK, warp_m, warp_n, lane);
+        else if (kt + 1 < kKTiles) load_fragments(0, base + ((kt + 1) % STAGES) * kStageBytes, 0, warp_m, warp_n, lane);
+        multiply(step % 2);
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  // Calls f(m, n, v0, v1) for every pair of horizontally adjacent accumulators of this thread:
+  // v0 at (m, n), v1 at (m, n + 1), m and n relative to the block tile (n is even).
+  template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
+    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+#pragma unroll
+    for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+      for (int t = 0; t < kTilesN; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          // m16n8 f32 accumulator fragment: c0, c1 at (lane / 4, 2 (lane % 4) + {0, 1}); c2, c3 eight rows below.
+          const int m = warp_m * kWarpM + i * kInstM + lane / 4 + h * 8;
+          const int n = warp_n * kWarpN + t * kInstN + (lane % 4) * 2;
+          f(m, n, acc[i][t][2 * h], acc[i][t][2 * h + 1]);
+        }
+  }
+};
+
+}  // namespace mma
+}  // namespace tsl

@@ -1,0 +1,35 @@
+// CUDA C++ for one fused group (DESIGN.md, "emit"): the tensor-core kernel for f16/bf16
+// contraction groups with an elementwise epilogue (contraction_plan.h), else the generic kernel
+// built from the group's GroupPlan (group_plan.h). The source is self-contained: the device
+// library (kernels/cuda/device/*.cuh, embedded into the binary) is pasted in front of the kernel,
+// so NVRTC needs no include path.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/contraction_plan.h"
+#include "kernels/cuda/group_plan.h"
+#include "policy/schedule.h"
+
+namespace tessel::cuda {
+
+struct GeneratedKernel {
+  std::string name;       // the __global__ function (extern "C"): "tessel_" + a hash of `canonical`
+  std::string source;     // the whole translation unit, with comments naming the group's nodes
+  std::string canonical;  // the source without comments: equal for identical groups (compile once)
+  GroupPlan plan;      // grid, block, shared memory, parameters (inputs, outputs, scratch, status)
+  std::string path;    // "generic" or "mma": which template produced it
+  std::optional<ContractionPlan> contraction;  // the mma path's plan
+  std::string mma_reason;                      // generic path: why the mma path was not taken
+};
+
+/// Generates the kernel of group `index` of `schedule`.
+GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule, int index, const HwSpec& spec);
+
+/// The device library: every kernels/cuda/device/*.cuh, in dependency order, as one string.
+const std::string& device_library_source();
+
+}  // namespace tessel::cuda

@@ -1,0 +1,126 @@
+// Shared by the CUDA backend's tests (kernels/cuda/): scheduling a graph for a GPU spec, compiling
+// every generated kernel with NVRTC (no GPU needed), and -- where a GPU is present -- running the
+// compiled model and comparing every output with the reference interpreter through
+// compare_compiled (compare.h: the only place tolerances live).
+//
+// Paths: the repository root is $TESSEL_SOURCE_DIR when set (the bundled test binary on the GPU
+// machine runs from another checkout), else the source directory this binary was built from.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../test_util.h"
+#include "cost_model/analytic_model.h"
+#include "hw_specs/hw_spec.h"
+#include "kernels/backend.h"
+#include "kernels/cuda/kernel_emitter.h"
+#include "kernels/cuda/nvrtc_compiler.h"
+#include "policy/policy.h"
+#include "tilegraph/import/load_model.h"
+
+namespace tessel::testing {
+
+inline std::string repo_root() {
+  if (const char* env = std::getenv("TESSEL_SOURCE_DIR"); env && *env) return env;
+  return TESSEL_SOURCE_DIR;
+}
+
+inline const HwSpec& gpu_spec(const std::string& name = "nvidia-h100-sxm") {
+  static std::map<std::string, HwSpec> specs;
+  auto it = specs.find(name);
+  if (it == specs.end()) it = specs.emplace(name, load_hw_spec(repo_root() + "/hw_specs/" + name + ".json")).first;
+  return it->second;
+}
+
+inline Schedule gpu_schedule(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
+  AnalyticCostModel cost;
+  for (const auto& p : policies())
+    if (p->name() == policy) return p->schedule(PolicyContext{g, spec, cost});
+  FAIL("no policy named ", policy);
+  return {};
+}
+
+/// Emits every group kernel of `schedule` and compiles each distinct one with NVRTC; returns the
+/// number compiled. Every rejection fails the test with NVRTC's log.
+inline int nvrtc_compile_all(const OpGraph& g, const Schedule& schedule, const HwSpec& spec) {
+  const std::vector<std::string> options = cuda::nvrtc_options(cuda::cuda_arch(spec));
+  std::set<std::string> done;
+  for (int i = 0; i < static_cast<int>(schedule.groups.size()); ++i) {
+    const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, schedule, i, spec);
+    if (!done.insert(k.name).second) continue;
+    const cuda::NvrtcResult r = cuda::nvrtc_compile(k.source, k.name, options);
+    INFO("group ", i, " (", g.node(schedule.groups[i].group.nodes.back()).name(), "), kernel ", k.name, ":\n", r.log);
+    CHECK(r.ok);
+    if (!r.ok) MESSAGE(k.source);
+  }
+  return static_cast<int>(done.size());
+}
+
+/// Why GPU tests cannot run here, or nullopt. Prints "[SKIP] no CUDA device" once per test case.
+inline bool gpu_available() {
+  const std::unique_ptr<Backend> cuda = find_backend("cuda");
+  if (auto why = cuda->unavailable()) {
+    MESSAGE("[SKIP] ", *why);
+    return false;
+  }
+  return true;
+}
+
+/// Deterministic inputs: floats uniform in [-1, 1), integers small non-negative values, bools 0/1.
+inline std::vector<HostTensor> gpu_test_inputs(const OpGraph& g, uint64_t seed) {
+  std::vector<HostTensor> in;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const TensorType& type = g.tensor(g.inputs()[i]).type;
+    const bool fp = is_float(type.dtype);
+    const double hi = type.dtype == DType::boolean ? 2.0 : 4.0;
+    in.push_back(materialize_random(type, RandomInit{RandomInit::Dist::uniform, fp ? -1.0 : 0.0, fp ? 1.0 : hi, seed + i}));
+  }
+  return in;
+}
+
+/// Compiles `g` for the GPU spec with `policy`, runs it and checks every output against the
+/// interpreter (compare_compiled). Call only when gpu_available().
+inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vector<HostTensor> inputs = {},
+                         uint64_t seed = 11, const std::string& spec_name = "nvidia-h100-sxm") {
+  if (inputs.empty()) inputs = gpu_test_inputs(g, seed);
+  const HwSpec& spec = gpu_spec(spec_name);
+  const Schedule schedule = gpu_schedule(g, spec, policy);
+  const std::unique_ptr<Backend> cuda = find_backend("cuda");
+  CompileOptions options;
+  const std::unique_ptr<Executable> exe = cuda->compile(g, schedule, spec, options);
+  const std::vector<HostTensor> got = exe->run(inputs);
+  const std::vector<HostTensor> expected = interpret(g, inputs);
+  REQUIRE(got.size() == expected.size());
+  for (size_t o = 0; o < expected.size(); ++o) {
+    const CompareResult r = compare_compiled(got[o], expected[o], computed_precision(g, g.outputs()[o]));
+    INFO(policy, " schedule, output ", o, " '", g.tensor(g.outputs()[o]).name, "': ", r.message);
+    CHECK(r.ok);
+  }
+}
+
+/// A single-operator graph (test_util.h's single_op_model); the model inputs are `inputs` minus
+/// `constant_inputs`, returned through `model_inputs`.
+inline OpGraph op_graph(const std::string& op_type, const std::vector<HostTensor>& inputs,
+                        std::map<std::string, AttrValue> attrs = {}, const std::set<int>& constant_inputs = {},
+                        std::vector<HostTensor>* model_inputs = nullptr, int num_outputs = 1) {
+  if (model_inputs)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!constant_inputs.count(static_cast<int>(i))) model_inputs->push_back(inputs[i]);
+  return lower_model(single_op_model(op_type, inputs, std::move(attrs), num_outputs, constant_inputs));
+}
+
+inline std::vector<std::string> bundled_models() {
+  return {"bert_base_layer", "bert_base_12_layers", "llama_decoder_block", "resnet50_bottleneck", "resnet50", "vit_b_block"};
+}
+
+inline OpGraph bundled_model(const std::string& name) {
+  return lower_model(load_model(repo_root() + "/experiments/models/" + name + ".json"));
+}
+
+}  // namespace tessel::testing

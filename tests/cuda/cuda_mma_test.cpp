@@ -1,0 +1,245 @@
+// The tensor-core path of the CUDA backend (kernels/cuda/contraction_plan.h, device/mma.cuh):
+// which groups take it and why the others keep the generic kernel; NVRTC compiles of its kernels
+// for odd shapes (M, N, K of 1, 17, 129, 1000; K tails; edges of every tile), transposed
+// operands, batches with broadcasting, bf16, attention's Q K^T and P V, and epilogues (bias,
+// GELU, residual, cast); and, on a GPU, their results against the interpreter under the welder
+// and roller schedules. Without a GPU the run cases print [SKIP] and still compile every kernel.
+#include <doctest/doctest.h>
+
+#include "cuda_check.h"
+#include "kernels/cuda/contraction_plan.h"
+#include "tilegraph/lower.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+/// A small model built op by op; inputs are model inputs unless made weights.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(DType dt) : dt_(dt) { m_.name = "mma_case"; }
+
+  std::string input(const std::string& name, std::vector<int64_t> shape) {
+    m_.inputs.push_back({name, TensorType{dt_, std::move(shape)}});
+    return name;
+  }
+  std::string weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
+    const TensorType type{dt_, std::move(shape)};
+    m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, -1.0, 1.0, seed}});
+    return name;
+  }
+  std::string op(const std::string& type, std::vector<std::string> inputs, std::map<std::string, AttrValue> attrs = {}) {
+    OpDef d;
+    d.name = cat("op", m_.ops.size());
+    d.op_type = type;
+    d.inputs = std::move(inputs);
+    d.outputs = {cat("t", m_.ops.size())};
+    d.attrs = std::move(attrs);
+    m_.ops.push_back(d);
+    return d.outputs[0];
+  }
+  OpGraph graph(const std::string& output) {
+    m_.outputs = {output};
+    return lower_model(m_);
+  }
+
+ private:
+  DType dt_;
+  ModelDef m_;
+};
+
+OpGraph matmul(DType dt, int64_t m, int64_t k, int64_t n) {
+  ModelBuilder b(dt);
+  return b.graph(b.op("MatMul", {b.input("a", {m, k}), b.input("b", {k, n})}));
+}
+
+/// Gemm with transposed operands (A stored K x M, B stored N x K) and a constant B.
+OpGraph gemm(DType dt, int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b) {
+  ModelBuilder b(dt);
+  const std::string a = b.input("a", trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
+  const std::string w = b.weight("w", trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 7);
+  return b.graph(b.op("Gemm", {a, w}, {{"transA", int64_t{trans_a}}, {"transB", int64_t{trans_b}}}));
+}
+
+OpGraph batched(DType dt, std::vector<int64_t> a, std::vector<int64_t> bshape) {
+  ModelBuilder b(dt);
+  return b.graph(b.op("MatMul", {b.input("a", std::move(a)), b.input("b", std::move(bshape))}));
+}
+
+/// gelu(x W + bias): the FFN's first half.
+OpGraph bias_gelu(DType dt, int64_t m, int64_t k, int64_t n) {
+  ModelBuilder b(dt);
+  const std::string y = b.op("MatMul", {b.input("x", {m, k}), b.weight("w", {k, n}, 3)});
+  return b.graph(b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})}));
+}
+
+/// f32(x W + residual).
+OpGraph residual_cast(DType dt, int64_t m, int64_t k, int64_t n) {
+  ModelBuilder b(dt);
+  const std::string y = b.op("MatMul", {b.input("x", {m, k}), b.input("w", {k, n})});
+  const std::string r = b.op("Add", {y, b.input("residual", {m, n})});
+  return b.graph(b.op("Cast", {r}, {{"to", std::string("f32")}}));
+}
+
+/// softmax(Q K^T * scale) V over [batch, heads, s, d] (the attention workload, unfused).
+OpGraph attention(DType dt, int64_t batch, int64_t heads, int64_t sq, int64_t skv, int64_t d) {
+  ModelBuilder b(dt);
+  const std::string q = b.input("q", {batch, heads, sq, d});
+  const std::string k = b.input("k", {batch, heads, skv, d});
+  const std::string v = b.input("v", {batch, heads, skv, d});
+  const std::string kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  const std::string scores = b.op("MatMul", {q, kt});
+  const std::string scaled = b.op("Mul", {scores, b.weight("scale", {}, 5)});
+  const std::string probs = b.op("Softmax", {scaled}, {{"axis", int64_t{-1}}});
+  return b.graph(b.op("MatMul", {probs, v}));
+}
+
+struct MmaCase {
+  std::string name;
+  OpGraph graph;
+};
+
+/// Graphs whose contraction groups take the tensor-core path (under both policies).
+std::vector<MmaCase> mma_cases() {
+  std::vector<MmaCase> out;
+  auto add = [&](std::string name, OpGraph g) { out.push_back({std::move(name), std::move(g)}); };
+  // Plain A[M, K] B[K, N]: K and N multiples of 8 (the rows' alignment), M anything.
+  add("matmul 1x40x1000", matmul(DType::f16, 1, 40, 1000));
+  add("matmul 17x1000x24", matmul(DType::f16, 17, 1000, 24));
+  add("matmul 129x24x136", matmul(DType::f16, 129, 24, 136));
+  add("matmul 1000x64x40", matmul(DType::f16, 1000, 64, 40));
+  add("matmul K=1 17x1x17", matmul(DType::f16, 17, 1, 17));
+  // B stored N x K (k contiguous, ldmatrix without .trans): N anything.
+  add("gemm transB 17x40x17", gemm(DType::f16, 17, 40, 17, false, true));
+  add("gemm transB 129x1000x1", gemm(DType::f16, 129, 1000, 1, false, true));
+  add("gemm transB 1000x16x129", gemm(DType::f16, 1000, 16, 129, false, true));
+  // A stored K x M (ldmatrix .trans for A): K anything.
+  add("gemm transA 136x129x24", gemm(DType::f16, 136, 129, 24, true, false));
+  add("gemm transA transB 24x1000x17", gemm(DType::f16, 24, 1000, 17, true, true));
+  // bf16.
+  add("bf16 matmul 129x1000x40", matmul(DType::bf16, 129, 1000, 40));
+  add("bf16 gemm transA transB 40x17x1", gemm(DType::bf16, 40, 17, 1, true, true));
+  // Batches, broadcast batch axes.
+  add("batched 2x3 17x40x24", batched(DType::f16, {2, 3, 17, 40}, {2, 3, 40, 24}));
+  add("batched broadcast B 2x3x33x16 @ 16x24", batched(DType::f16, {2, 3, 33, 16}, {16, 24}));
+  add("batched broadcast 2x1 @ 1x3", batched(DType::bf16, {2, 1, 17, 32}, {1, 3, 32, 24}));
+  // Epilogues.
+  add("bias gelu 129x40x136", bias_gelu(DType::f16, 129, 40, 136));
+  add("bf16 bias gelu 17x64x1000", bias_gelu(DType::bf16, 17, 64, 1000));
+  add("residual cast f32 33x24x40", residual_cast(DType::f16, 33, 24, 40));
+  // Attention: Q K^T through the Transpose (welder fuses it into the group), P V (roller; welder
+  // fuses it with the softmax at this size).
+  add("attention 1x2 s129/520 d64", attention(DType::f16, 1, 2, 129, 520, 64));
+  return out;
+}
+
+int mma_kernels(const OpGraph& g, const Schedule& s, const HwSpec& spec) {
+  int n = 0;
+  for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) n += cuda::emit_group_kernel(g, s, i, spec).path == "mma";
+  return n;
+}
+
+/// The kernel of the schedule's last group (the one writing the graph's output).
+cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy = "roller") {
+  const Schedule s = gpu_schedule(g, gpu_spec(), policy);
+  REQUIRE(!s.groups.empty());
+  return cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
+}
+
+}  // namespace
+
+TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the operand layouts read off the maps") {
+  const cuda::GeneratedKernel plain = last_kernel(matmul(DType::f16, 129, 24, 136));
+  REQUIRE(plain.path == "mma");
+  REQUIRE(plain.contraction);
+  CHECK(plain.contraction->a.k_contiguous);
+  CHECK(plain.contraction->a.ld == 24);
+  CHECK_FALSE(plain.contraction->b.k_contiguous);
+  CHECK(plain.contraction->b.ld == 136);
+  CHECK(plain.contraction->m == 129);
+  CHECK(plain.contraction->n == 136);
+  CHECK(plain.contraction->k == 24);
+  CHECK(plain.source.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
+  CHECK(plain.plan.dynamic_smem_bytes() == plain.contraction->smem_bytes);
+  CHECK(plain.plan.threads == plain.contraction->threads(gpu_spec().compute.simd_width));
+
+  const cuda::GeneratedKernel tt = last_kernel(gemm(DType::bf16, 40, 17, 1, true, true));
+  REQUIRE(tt.path == "mma");
+  CHECK_FALSE(tt.contraction->a.k_contiguous);
+  CHECK(tt.contraction->b.k_contiguous);
+  CHECK(tt.contraction->dtype == DType::bf16);
+
+  const cuda::GeneratedKernel b = last_kernel(batched(DType::f16, {2, 1, 17, 32}, {1, 3, 32, 24}));
+  REQUIRE(b.path == "mma");
+  CHECK(b.contraction->batch == 6);
+  CHECK(b.contraction->a.batch_strides == std::vector<int64_t>{17 * 32, 0});
+  CHECK(b.contraction->b.batch_strides == std::vector<int64_t>{0, 32 * 24});
+
+  // Welder fuses the epilogue (bias add, GELU) into the contraction's group: one mma kernel.
+  const OpGraph ffn = bias_gelu(DType::f16, 256, 64, 256);
+  const Schedule s = gpu_schedule(ffn, gpu_spec(), "welder");
+  REQUIRE(s.groups.size() == 1);
+  const cuda::GeneratedKernel k = cuda::emit_group_kernel(ffn, s, 0, gpu_spec());
+  CHECK(k.path == "mma");
+  CHECK(k.plan.outputs.size() == 1);
+
+  // Attention: the Transpose of K is folded into the read of B (k contiguous).
+  const OpGraph att = attention(DType::f16, 1, 2, 129, 520, 64);
+  const Schedule sa = gpu_schedule(att, gpu_spec(), "welder");
+  bool folded = false;
+  for (int i = 0; i < static_cast<int>(sa.groups.size()); ++i) {
+    const cuda::GeneratedKernel g = cuda::emit_group_kernel(att, sa, i, gpu_spec());
+    if (g.contraction && !g.contraction->operand_nodes.empty()) {
+      folded = true;
+      CHECK(g.contraction->b.k_contiguous);
+      CHECK(att.tensor(g.contraction->b.tensor).name == "k");
+    }
+  }
+  CHECK(folded);
+  // Without fusion both products run on the tensor cores, P V reading the softmax's output.
+  CHECK(mma_kernels(att, gpu_schedule(att, gpu_spec(), "roller"), gpu_spec()) == 2);
+}
+
+TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why") {
+  auto reason = [](const OpGraph& g, const std::string& policy = "roller") {
+    const cuda::GeneratedKernel k = last_kernel(g, policy);
+    CHECK(k.path == "generic");
+    CHECK(k.source.find("tensor cores not used: " + k.mma_reason) != std::string::npos);
+    return k.mma_reason;
+  };
+  CHECK(reason(matmul(DType::f32, 16, 32, 16)).find("f32") != std::string::npos);
+  // A[17, 17]: rows 34 bytes apart cannot be copied 16 bytes at a time.
+  CHECK(reason(matmul(DType::f16, 17, 17, 24)).find("leading dimension 17") != std::string::npos);
+  CHECK(reason(op_graph("Softmax", {random_f32({7, 33}, 1)}, {{"axis", int64_t{-1}}}), "welder").find("more than one reducing node") != std::string::npos);
+  CHECK(reason(op_graph("Conv", {random_f32({1, 3, 9, 9}, 1), random_f32({4, 3, 3, 3}, 2)})).find("one axis") != std::string::npos);
+  // The spec decides: no m16n8k16 shape for f16 in the spec, no tensor-core path.
+  HwSpec old = gpu_spec();
+  old.compute.tensor_core_shapes.erase(DType::f16);
+  const OpGraph g = matmul(DType::f16, 64, 64, 64);
+  const Schedule s = gpu_schedule(g, old, "roller");
+  CHECK(cuda::emit_group_kernel(g, s, 0, old).path == "generic");
+}
+
+TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder and roller)") {
+  const HwSpec& spec = gpu_spec();
+  for (const MmaCase& c : mma_cases())
+    for (const std::string policy : {"welder", "roller"}) {
+      INFO(c.name, " (", policy, ")");
+      const Schedule s = gpu_schedule(c.graph, spec, policy);
+      CHECK(mma_kernels(c.graph, s, spec) >= 1);
+      CHECK(nvrtc_compile_all(c.graph, s, spec) >= 1);
+    }
+}
+
+TEST_CASE("cuda mma run: tensor-core kernels match the interpreter (odd shapes, transposes, batches, bf16, epilogues, attention)") {
+  if (!gpu_available()) {
+    MESSAGE("[SKIP] no CUDA device: the compile-only case above compiled these kernels");
+    return;
+  }
+  for (const MmaCase& c : mma_cases())
+    for (const std::string policy : {"welder", "roller"}) {
+      INFO(c.name, " (", policy, ")");
+      check_on_gpu(c.graph, policy);
+    }
+}

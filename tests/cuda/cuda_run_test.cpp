@@ -1,0 +1,198 @@
+// The CUDA backend on a GPU: compiled kernels against the reference interpreter for every operator
+// family, odd sizes (1 and primes), f16/bf16/f32/integer dtypes, the global-scratch fallback, the
+// status word, and every bundled model under the welder and roller schedules. Without a GPU every
+// case prints "[SKIP] no CUDA device" and passes.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include "../temp_dir.h"
+#include "cuda_check.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+HostTensor random_of(DType dt, std::vector<int64_t> shape, uint64_t seed) {
+  const bool fp = is_float(dt);
+  return materialize_random(TensorType{dt, std::move(shape)}, RandomInit{RandomInit::Dist::uniform, fp ? -1.0 : -9.0, fp ? 1.0 : 9.0, seed});
+}
+
+/// On a GPU: compiled vs the interpreter under both policies. Without one: the graph is still
+/// built, scheduled and every kernel compiled with NVRTC, so the case tests what it can.
+void check_op_on_gpu(const std::string& op, const std::vector<HostTensor>& inputs, std::map<std::string, AttrValue> attrs = {},
+                     const std::set<int>& constant_inputs = {}) {
+  std::vector<HostTensor> model_inputs;
+  const OpGraph g = op_graph(op, inputs, std::move(attrs), constant_inputs, &model_inputs);
+  const bool gpu = !find_backend("cuda")->unavailable();
+  for (const std::string policy : {"welder", "roller"}) {
+    INFO(op, " ", inputs[0].type().print(), " (", policy, ")");
+    if (gpu) check_on_gpu(g, policy, model_inputs);
+    else CHECK(nvrtc_compile_all(g, gpu_schedule(g, gpu_spec(), policy), gpu_spec()) >= 1);
+  }
+}
+
+/// Prints the skip line once per case when there is no GPU; the case goes on compiling only.
+bool gpu_or_compile_only() {
+  if (gpu_available()) return true;
+  MESSAGE("[SKIP] no CUDA device: running compile-only (NVRTC) checks of this case");
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("cuda run: elementwise, every unary and binary family, odd sizes") {
+  gpu_or_compile_only();
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{1}, {7}, {3, 5, 17}, {127, 131}}) {
+    check_op_on_gpu("Add", {random_f32(shape, 1), random_f32({shape.back()}, 2)});
+    for (const char* op : {"Exp", "Tanh", "Erf", "Sigmoid", "Relu", "Abs", "Neg", "Floor", "Round", "Sign", "Sin", "Gelu", "Silu"})
+      check_op_on_gpu(op, {random_f32(shape, 3)});
+    for (const char* op : {"Sub", "Mul", "Div", "Max", "Min", "Pow"}) check_op_on_gpu(op, {random_f32(shape, 4), random_f32(shape, 5)});
+  }
+  check_op_on_gpu("Sqrt", {materialize_random(TensorType{DType::f32, {37}}, RandomInit{RandomInit::Dist::uniform, 0.1, 4, 1})});
+  check_op_on_gpu("Where", {tensor(DType::boolean, {4}, {1, 0, 0, 1}), random_f32({4}, 1), random_f32({4}, 2)});
+  check_op_on_gpu("Greater", {random_f32({5, 3}, 1), random_f32({5, 3}, 2)});
+  check_op_on_gpu("Clip", {random_f32({33}, 1), tensor(DType::f32, {}, {-0.5}), tensor(DType::f32, {}, {0.25})}, {}, {1, 2});
+}
+
+TEST_CASE("cuda run: integer semantics (div, mod, casts with wrapping)") {
+  gpu_or_compile_only();
+  for (DType dt : {DType::i32, DType::i64, DType::i8}) {
+    const HostTensor a = random_of(dt, {41}, 1);
+    HostTensor b = random_of(dt, {41}, 2);
+    check_op_on_gpu("Mod", {a, b});
+    check_op_on_gpu("Mod", {a, b}, {{"fmod", int64_t{1}}});
+    check_op_on_gpu("Div", {a, b});
+    check_op_on_gpu("Mul", {a, b});
+  }
+  check_op_on_gpu("Cast", {tensor(DType::f32, {6}, {-1.5, 2.7, 300.0, -129.0, 1e10, NAN})}, {{"to", std::string("i8")}});
+  check_op_on_gpu("Cast", {tensor(DType::f32, {4}, {-1.5, 2.7, 255.9, 256.0})}, {{"to", std::string("u8")}});
+  check_op_on_gpu("Cast", {random_of(DType::i32, {9}, 3)}, {{"to", std::string("f16")}});
+}
+
+TEST_CASE("cuda run: f16 and bf16 (computed in f32, rounded on store)") {
+  gpu_or_compile_only();
+  for (DType dt : {DType::f16, DType::bf16}) {
+    check_op_on_gpu("Add", {random_of(dt, {3, 19}, 1), random_of(dt, {19}, 2)});
+    check_op_on_gpu("Gelu", {random_of(dt, {5, 23}, 3)});
+    check_op_on_gpu("MatMul", {random_of(dt, {17, 40}, 4), random_of(dt, {40, 24}, 5)});
+    check_op_on_gpu("MatMul", {random_of(dt, {64, 128}, 4), random_of(dt, {128, 96}, 5)});
+    check_op_on_gpu("Softmax", {random_of(dt, {6, 77}, 6)}, {{"axis", int64_t{-1}}});
+    check_op_on_gpu("LayerNormalization", {random_of(dt, {4, 96}, 7), random_of(dt, {96}, 8), random_of(dt, {96}, 9)},
+                    {{"axis", int64_t{-1}}});
+  }
+}
+
+TEST_CASE("cuda run: contractions (matmul, batched, conv with padding, stride, dilation, groups)") {
+  gpu_or_compile_only();
+  check_op_on_gpu("MatMul", {random_f32({1, 1}, 1), random_f32({1, 1}, 2)});
+  check_op_on_gpu("MatMul", {random_f32({13, 37}, 1), random_f32({37, 29}, 2)});
+  check_op_on_gpu("MatMul", {random_f32({2, 3, 31, 7}, 1), random_f32({2, 3, 7, 11}, 2)});
+  check_op_on_gpu("MatMul", {random_f32({64, 256}, 1), random_f32({256, 192}, 2)});
+  check_op_on_gpu("Gemm", {random_f32({9, 5}, 1), random_f32({7, 5}, 2), random_f32({7}, 3)}, {{"transB", int64_t{1}}}, {1, 2});
+  check_op_on_gpu("Conv", {random_f32({2, 3, 11, 11}, 1), random_f32({5, 3, 3, 3}, 2)},
+                  {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}}, {1});
+  check_op_on_gpu("Conv", {random_f32({1, 4, 9, 9}, 1), random_f32({4, 1, 3, 3}, 2)},
+                  {{"group", int64_t{4}}, {"dilations", std::vector<int64_t>{2, 2}}}, {1});
+}
+
+TEST_CASE("cuda run: reductions, softmax, layernorm, pooling, argmax") {
+  gpu_or_compile_only();
+  check_op_on_gpu("Softmax", {random_f32({7, 33}, 1)}, {{"axis", int64_t{-1}}});
+  check_op_on_gpu("Softmax", {random_f32({3, 4099}, 1)}, {{"axis", int64_t{-1}}});
+  check_op_on_gpu("LayerNormalization", {random_f32({5, 768}, 1), random_f32({768}, 2), random_f32({768}, 3)}, {{"axis", int64_t{-1}}});
+  check_op_on_gpu("ReduceSum", {random_f32({4, 6, 5}, 1), i64({1}, {1})}, {{"keepdims", int64_t{0}}}, {1});
+  check_op_on_gpu("ReduceMean", {random_f32({1, 100003}, 1), i64({1}, {1})}, {}, {1});
+  check_op_on_gpu("ReduceMax", {random_f32({2, 9, 13}, 1), i64({2}, {0, 2})}, {}, {1});
+  check_op_on_gpu("ReduceProd", {random_f32({3, 7}, 1), i64({1}, {1})}, {}, {1});
+  check_op_on_gpu("ArgMax", {random_f32({5, 9}, 1)}, {{"axis", int64_t{1}}});
+  check_op_on_gpu("MaxPool", {random_f32({1, 2, 7, 7}, 1)},
+                  {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  check_op_on_gpu("AveragePool", {random_f32({2, 3, 8, 8}, 1)},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  check_op_on_gpu("GlobalAveragePool", {random_f32({2, 5, 7, 7}, 1)});
+}
+
+TEST_CASE("cuda run: data movement (transpose, reshape, concat, slice, pad, gather)") {
+  gpu_or_compile_only();
+  check_op_on_gpu("Transpose", {random_f32({2, 3, 5}, 1)}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  check_op_on_gpu("Reshape", {random_f32({2, 3, 5}, 1), i64({2}, {5, 6})}, {}, {1});
+  check_op_on_gpu("Concat", {random_f32({2, 3}, 1), random_f32({2, 5}, 2)}, {{"axis", int64_t{1}}});
+  check_op_on_gpu("Slice", {random_f32({9, 8}, 1), i64({1}, {1}), i64({1}, {8}), i64({1}, {0}), i64({1}, {3})}, {}, {1, 2, 3, 4});
+  check_op_on_gpu("Pad", {random_f32({3, 4}, 1), i64({4}, {1, 2, 0, 1}), tensor(DType::f32, {}, {0.5})}, {}, {1, 2});
+  check_op_on_gpu("Gather", {random_f32({10, 4}, 1), i64({3}, {2, -1, 9})}, {{"axis", int64_t{0}}});
+}
+
+TEST_CASE("cuda run: an out-of-range gather index is a user error") {
+  if (!gpu_available()) return;
+  std::vector<HostTensor> model_inputs;
+  const OpGraph g = op_graph("Gather", {random_f32({10, 4}, 1), i64({3}, {2, 0, 9})}, {{"axis", int64_t{0}}}, {}, &model_inputs);
+  model_inputs[1] = i64({3}, {2, 10, 0});
+  const HwSpec& spec = gpu_spec();
+  const auto exe = find_backend("cuda")->compile(g, gpu_schedule(g, spec, "roller"), spec, CompileOptions{});
+  CHECK_THROWS_AS(exe->run(model_inputs), UserError);
+}
+
+TEST_CASE("cuda run: a pool too large for shared memory moves to global scratch") {
+  if (!gpu_available()) return;
+  const OpGraph g = op_graph("LayerNormalization", {random_f32({6, 1000}, 1), random_f32({1000}, 2), random_f32({1000}, 3)},
+                             {{"axis", int64_t{-1}}});
+  HwSpec tight = gpu_spec();
+  const Schedule schedule = gpu_schedule(g, tight, "welder");
+  tight.limits.smem_per_block_bytes = 64;  // everything staged goes to device memory
+  const auto exe = find_backend("cuda")->compile(g, schedule, tight, CompileOptions{});
+  const std::vector<HostTensor> inputs = gpu_test_inputs(g, 3);
+  const std::vector<HostTensor> got = exe->run(inputs);
+  const CompareResult r = compare_compiled(got[0], interpret(g, inputs)[0]);
+  CHECK_MESSAGE(r.ok, r.message);
+}
+
+TEST_CASE("cuda run: timing, peak memory and launches") {
+  if (!gpu_available()) return;
+  const OpGraph g = bundled_model("bert_base_layer");
+  const HwSpec& spec = gpu_spec();
+  const Schedule s = gpu_schedule(g, spec, "welder");
+  TempDir cache;
+  CompileOptions options;
+  options.cache_dir = cache.file("cache");
+  const auto exe = find_backend("cuda")->compile(g, s, spec, options);
+  CHECK(exe->compile_stats().cache_hits == 0);
+  CHECK(exe->launches_per_run() == static_cast<int>(s.groups.size()));
+  CHECK(exe->peak_memory_bytes() > 0);
+  const std::vector<double> t = exe->time(gpu_test_inputs(g, 5), 2, 5);
+  REQUIRE(t.size() == 5);
+  for (double v : t) CHECK(v > 0);
+  // A second compile of the same schedule is served by the cache.
+  const auto again = find_backend("cuda")->compile(g, s, spec, options);
+  CHECK(again->compile_stats().cache_hits >= 1);
+  // The captured CUDA graph replays the same launches.
+  setenv("TESSEL_CUDA_GRAPH", "1", 1);
+  const std::vector<double> tg = again->time(gpu_test_inputs(g, 5), 1, 3);
+  unsetenv("TESSEL_CUDA_GRAPH");
+  CHECK(tg.size() == 3);
+}
+
+TEST_CASE("cuda run: every bundled model matches the interpreter (welder and roller)") {
+  if (!gpu_available()) return;
+  const HwSpec& spec = gpu_spec();
+  for (const std::string& model : bundled_models()) {
+    const OpGraph g = bundled_model(model);
+    const std::vector<HostTensor> inputs = gpu_test_inputs(g, 17);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<HostTensor> expected = interpret(g, inputs);
+    for (const std::string policy : {"welder", "roller"}) {
+      const auto exe = find_backend("cuda")->compile(g, gpu_schedule(g, spec, policy), spec, CompileOptions{});
+      const std::vector<HostTensor> got = exe->run(inputs);
+      for (size_t o = 0; o < expected.size(); ++o) {
+        const CompareResult r = compare_compiled(got[o], expected[o], computed_precision(g, g.outputs()[o]));
+        INFO(model, " (", policy, ") output ", o, ": ", r.message);
+        CHECK(r.ok);
+      }
+    }
+    std::cout << "  " << model << ": checked in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
+  }
+}
