@@ -185,13 +185,15 @@ def main():
         if row.get("tessel_ms"):
             row["vs_floor"] = row["tessel_ms"] / row["floor_ms"]
         rows.append(row)
+        # Written after every workload, so a run cut off by a time limit keeps what it measured.
+        report(args, rows, gpu_name, time.strftime("%Y-%m-%d", time.gmtime()), dram, tensor_peak, quiet=True)
         log("  " + ", ".join("%s=%s" % (k, ("%.4g" % v) if isinstance(v, float) else v)
                              for k, v in row.items() if k not in ("description", "tessel_log")))
 
     report(args, rows, gpu_name, time.strftime("%Y-%m-%d", time.gmtime()), dram, tensor_peak)
 
 
-def report(args, rows, gpu_name, date, dram, tensor_peak):
+def report(args, rows, gpu_name, date, dram, tensor_peak, quiet=False):
     """suite.json, suite.csv, speedup.png in args.out and the table on stdout."""
     speedups = [r["speedup_vs_compile"] for r in rows if r.get("speedup_vs_compile") and r["tessel_correct"]]
     summary = {"gpu": gpu_name, "date": date, "dram_gbps": dram / 1e9,
@@ -202,11 +204,13 @@ def report(args, rows, gpu_name, date, dram, tensor_peak):
         json.dump(summary, f, indent=1)
     columns = ["id", "tessel_correct", "tessel_ms", "eager_ms", "compile_ms", "max_autotune_ms", "vendor", "vendor_ms",
                "floor_ms", "speedup_vs_compile", "vs_floor", "tessel_predicted_ms", "kernels", "compile_cold_s",
-               "compile_cached_s", "rel_l2_error", "torch_compile_s"]
+               "compile_cached_s", "schedule_s", "nvrtc_cold_s", "executable_build_s", "rel_l2_error", "torch_compile_s"]
     with open(os.path.join(args.out, "suite.csv"), "w", newline="") as f:
         wr = csv.DictWriter(f, columns, extrasaction="ignore")
         wr.writeheader()
         wr.writerows(rows)
+    if quiet:
+        return
 
     def fmt(v, spec="%.3f"):
         return "-" if v is None else (spec % v if isinstance(v, float) else str(v))

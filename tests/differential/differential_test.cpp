@@ -17,6 +17,8 @@
 //   TESSEL_DIFF_RUN=rotate|all  which policies' schedules are compiled and run (default rotate)
 //   TESSEL_DIFF_RUN_EVERY=K   compile and run every K-th graph (default 5; 1 = all)
 //   TESSEL_DIFF_Z3_EVERY=K    z3 on every K-th graph (default 20; 1 = all)
+//   TESSEL_DIFF_SECONDS=T     stop starting new graphs after T seconds (default: no limit); the
+//                             summary says how many ran
 //   TESSEL_DIFF_SAVE=DIR      where reproducers go (default: the source tree's tests/regressions)
 //   TESSEL_DIFF_SPECS=A,B     spec files under hw_specs/ (default: the AVX2 CPU and the H100; the GPU
 //                             machine's script runs the H100 alone)
@@ -243,6 +245,7 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
   const uint64_t first = static_cast<uint64_t>(env_int("TESSEL_DIFF_SEED", 1));
   const int64_t z3_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_Z3_EVERY", 20));
   const int64_t run_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_RUN_EVERY", 5));
+  const double time_limit = static_cast<double>(env_int("TESSEL_DIFF_SECONDS", 0));
   const bool run_all = std::getenv("TESSEL_DIFF_RUN") && std::string(std::getenv("TESSEL_DIFF_RUN")) == "all";
   std::vector<std::string> policy_names;
   for (const auto& p : policies()) policy_names.push_back(std::string(p->name()));
@@ -251,7 +254,10 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
   std::map<std::string, double> seconds_by_policy;
   const AnalyticCostModel cost;
   const auto start = std::chrono::steady_clock::now();
+  int64_t tried = 0;
   for (uint64_t seed = first; seed < first + static_cast<uint64_t>(graphs); ++seed) {
+    if (time_limit > 0 && since(start) > time_limit) break;
+    ++tried;
     const ModelDef model = random_model(seed);
     CAPTURE(seed);
     Subject subject;
@@ -316,7 +322,7 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
   std::string per_backend, per_policy;
   for (const auto& [p, t] : seconds_by_policy) per_policy += cat(" ", p, " ", t, " s;");
   for (const auto& [b, n] : runs_by_backend) per_backend += cat(" ", b, ": ", n);
-  MESSAGE(graphs, " random graphs (seeds ", first, "..", first + graphs - 1, "): ", lowered, " lowered, ", schedules,
+  MESSAGE(tried, " random graphs (seeds ", first, "..", first + tried - 1, "): ", lowered, " lowered, ", schedules,
           " schedules checked, ", runs, " compiled runs compared (", per_backend.empty() ? " no backend can run here" : per_backend,
           "; ", shared_runs, " schedules identical to another policy's not run again), ", failures, " failures, ", seconds,
           " s (per policy, schedule + check + runs:", per_policy, " ); phases: schedule ", phases.schedule, " s, check ",
