@@ -66,4 +66,12 @@ BufferPlan plan_buffers(const OpGraph& graph, const Schedule& schedule, int64_t 
   return plan;
 }
 
+int64_t arena_alignment(const HwSpec& spec, int64_t minimum) {
+  int64_t a = std::max<int64_t>(1, minimum);
+  for (const MemoryLevel& l : spec.memory_levels) a = std::max(a, l.transaction_bytes);
+  int64_t pow2 = 1;
+  while (pow2 < a) pow2 *= 2;
+  return pow2;
+}
+
 }  // namespace tessel

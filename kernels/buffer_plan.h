@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hw_specs/hw_spec.h"
 #include "policy/schedule.h"
 
 namespace tessel {
@@ -38,5 +39,9 @@ struct BufferPlan {
 /// Plans the arena of `schedule` on `graph`; offsets are multiples of `alignment` (a power of
 /// two; the caller passes the spec's device transaction size or larger).
 BufferPlan plan_buffers(const OpGraph& graph, const Schedule& schedule, int64_t alignment);
+
+/// Alignment of arena slots for `spec`: the widest transaction of any of its memory levels (a cache
+/// line, a DRAM sector), at least `minimum` bytes, rounded up to a power of two.
+int64_t arena_alignment(const HwSpec& spec, int64_t minimum = 1);
 
 }  // namespace tessel

@@ -32,15 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Arena and scratch alignment: the largest transaction (cache line) of the spec's levels.
-int64_t buffer_alignment(const HwSpec& spec) {
-  int64_t a = 1;
-  for (const MemoryLevel& l : spec.memory_levels) a = std::max(a, l.transaction_bytes);
-  int64_t pow2 = 1;
-  while (pow2 < a) pow2 *= 2;
-  return pow2;
-}
-
 std::string describe_group(const OpGraph& graph, const CpuGroupPlan& plan) {
   std::string names;
   for (NodeId n : plan.nodes) names += (names.empty() ? "" : ", ") + graph.node(n).name();
@@ -82,7 +73,7 @@ class CpuBackend : public Backend {
       throw UserError("command line", "--emit", cat("the cpu backend emits llvm or obj, not '", format, "'"));
     check_inputs(graph, schedule, spec);
     const cpu::CodegenParams params = cpu::codegen_params(spec);
-    const int64_t alignment = buffer_alignment(spec);
+    const int64_t alignment = arena_alignment(spec);
     const BufferPlan buffers = plan_buffers(graph, schedule, alignment);
     std::unique_ptr<llvm::TargetMachine> tm = cpu::spec_target_machine(spec);
     std::error_code ec;
@@ -144,7 +135,7 @@ class CpuBackend : public Backend {
     check_inputs(graph, schedule, spec);
     CompileStats stats;
     const cpu::CodegenParams params = cpu::codegen_params(spec);
-    const int64_t alignment = buffer_alignment(spec);
+    const int64_t alignment = arena_alignment(spec);
     BufferPlan buffers = plan_buffers(graph, schedule, alignment);
     std::unique_ptr<llvm::TargetMachine> tm = cpu::host_target_machine();
     auto jit = std::make_unique<cpu::HostJit>();

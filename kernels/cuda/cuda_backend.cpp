@@ -37,15 +37,9 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-/// Alignment of arena slots: the widest transaction of any memory level of the spec (at least the
-/// 16 bytes of a vector access).
-int64_t arena_alignment(const HwSpec& spec) {
-  int64_t a = 16;
-  for (const MemoryLevel& l : spec.memory_levels) a = std::max(a, l.transaction_bytes);
-  int64_t p = 1;
-  while (p < a) p *= 2;
-  return p;
-}
+// The widest access generated code issues (16-byte cp.async and vector loads): an instruction
+// fact, not a hardware parameter; arena slots are at least this aligned.
+constexpr int64_t kVectorAccessBytes = 16;
 
 struct Launch {
   std::string name;
@@ -105,7 +99,7 @@ class CudaExecutable : public Executable {
       modules_.push_back(m);
       module_of[name] = m;
     }
-    plan_ = plan_buffers(graph, schedule, arena_alignment(spec));
+    plan_ = plan_buffers(graph, schedule, arena_alignment(spec, kVectorAccessBytes));
     arena_ = alloc(plan_.arena_bytes);
     status_ = alloc(sizeof(uint32_t));
     std::vector<CUdeviceptr> where(graph.num_tensors(), 0);
@@ -377,7 +371,7 @@ class CudaBackend : public Backend {
       e["params"] = "inputs..., outputs..., scratch, status";
       manifest["kernels"].push_back(e);
     }
-    const BufferPlan plan = plan_buffers(graph, schedule, arena_alignment(spec));
+    const BufferPlan plan = plan_buffers(graph, schedule, arena_alignment(spec, kVectorAccessBytes));
     nlohmann::ordered_json bp;
     bp["arena_bytes"] = plan.arena_bytes;
     bp["unshared_bytes"] = plan.unshared_bytes;

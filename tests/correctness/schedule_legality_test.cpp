@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../onnx_node_data.h"
 #include "../test_util.h"
 #include "cost_model/analytic_model.h"
 #include "hw_specs/hw_spec.h"
@@ -57,32 +58,12 @@ bool mentions(const std::vector<std::string>& problems, const std::string& text)
   return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.find(text) != std::string::npos; });
 }
 
-// An ONNX node test lowered with the shapes of its first data set (integer inputs bound when a
-// shape depends on them); nullopt when Tessel does not support it.
+// An ONNX node test lowered with the shapes of its first data set (onnx_node_data.h); nullopt when
+// Tessel does not support it.
 std::optional<OpGraph> lower_node_test(const fs::path& dir) {
-  const ModelDef model = import_onnx((dir / "model.onnx").string());
-  std::vector<HostTensor> data;
-  for (int k = 0;; ++k) {
-    const fs::path p = dir / "test_data_set_0" / cat("input_", k, ".pb");
-    if (!fs::exists(p)) break;
-    data.push_back(read_tensor_file(p.string()));
-  }
-  if (data.size() != model.inputs.size()) return std::nullopt;
-  for (bool bind : {false, true}) {
-    LowerOptions options;
-    for (size_t k = 0; k < data.size(); ++k) {
-      options.input_shapes[model.inputs[k].name] = data[k].shape();
-      if (bind && is_integer(data[k].dtype())) options.constant_inputs[model.inputs[k].name] = data[k];
-    }
-    try {
-      return lower_model(model, options);
-    } catch (const UnsupportedError&) {
-      return std::nullopt;
-    } catch (const UserError&) {
-      if (bind) return std::nullopt;
-    }
-  }
-  return std::nullopt;
+  std::optional<testing::NodeTest> t = testing::load_node_test(dir);
+  if (!t) return std::nullopt;
+  return std::move(t->graph);
 }
 
 }  // namespace

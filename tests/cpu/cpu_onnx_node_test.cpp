@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "../onnx_node_data.h"
 #include "cpu_check.h"
 #include "tilegraph/import/onnx_import.h"
 #include "tilegraph/import/tensor_files.h"
@@ -16,43 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct NodeTest {
-  OpGraph graph;
-  std::vector<HostTensor> inputs;  // for the graph's inputs, in order
-};
-
-// The test lowered with the shapes of its first data set (integer inputs bound as constants when
-// a shape depends on them, as schedule_legality_test does); nullopt when Tessel does not support it.
-std::optional<NodeTest> load_node_test(const fs::path& dir) {
-  const ModelDef model = import_onnx((dir / "model.onnx").string());
-  std::vector<HostTensor> data;
-  for (int k = 0;; ++k) {
-    const fs::path p = dir / "test_data_set_0" / cat("input_", k, ".pb");
-    if (!fs::exists(p)) break;
-    data.push_back(read_tensor_file(p.string()));
-  }
-  if (data.size() != model.inputs.size()) return std::nullopt;
-  for (bool bind : {false, true}) {
-    LowerOptions options;
-    for (size_t k = 0; k < data.size(); ++k) {
-      options.input_shapes[model.inputs[k].name] = data[k].shape();
-      if (bind && is_integer(data[k].dtype())) options.constant_inputs[model.inputs[k].name] = data[k];
-    }
-    try {
-      NodeTest t{lower_model(model, options), {}};
-      for (TensorId in : t.graph.inputs())
-        for (size_t k = 0; k < data.size(); ++k)
-          if (model.inputs[k].name == t.graph.tensor(in).name) t.inputs.push_back(data[k]);
-      if (t.inputs.size() != t.graph.inputs().size()) return std::nullopt;
-      return t;
-    } catch (const UnsupportedError&) {
-      return std::nullopt;
-    } catch (const UserError&) {
-      if (bind) return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
