@@ -15,7 +15,7 @@
 //   TESSEL_DIFF_GRAPHS=N      graphs per run (default 500)
 //   TESSEL_DIFF_SEED=S        first seed (default 1)
 //   TESSEL_DIFF_RUN=rotate|all  which policies' schedules are compiled and run (default rotate)
-//   TESSEL_DIFF_RUN_EVERY=K   compile and run every K-th graph (default 5; 1 = all)
+//   TESSEL_DIFF_RUN_EVERY=K   compile and run every K-th graph (default 8; 1 = all)
 //   TESSEL_DIFF_Z3_EVERY=K    z3 on every K-th graph (default 20; 1 = all)
 //   TESSEL_DIFF_SECONDS=T     stop starting new graphs after T seconds (default: no limit); the
 //                             summary says how many ran
@@ -244,7 +244,7 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
   const int64_t graphs = env_int("TESSEL_DIFF_GRAPHS", 500);
   const uint64_t first = static_cast<uint64_t>(env_int("TESSEL_DIFF_SEED", 1));
   const int64_t z3_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_Z3_EVERY", 20));
-  const int64_t run_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_RUN_EVERY", 5));
+  const int64_t run_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_RUN_EVERY", 8));
   const double time_limit = static_cast<double>(env_int("TESSEL_DIFF_SECONDS", 0));
   const bool run_all = std::getenv("TESSEL_DIFF_RUN") && std::string(std::getenv("TESSEL_DIFF_RUN")) == "all";
   std::vector<std::string> policy_names;
