@@ -164,3 +164,16 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
   CHECK(r.status == 2);
   fs::remove_all(dir);
 }
+
+TEST_CASE("cli: compile --run checks the compiled CPU code, times it, and compares with the unfused baseline") {
+  const std::string spec = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx2-generic.json";
+  const Result r = tessel("compile " + kModels + "resnet50_bottleneck.json --hw " + spec + " --run --time 2");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("matches the interpreter") != std::string::npos);
+  CHECK(r.output.find("MISMATCH") == std::string::npos);
+  CHECK(r.output.find("vs unfused (roller,") != std::string::npos);
+  const Result quiet = tessel("compile " + kModels + "resnet50_bottleneck.json --hw " + spec + " --run --time 2 --no-baseline");
+  CHECK(quiet.status == 0);
+  CHECK(quiet.output.find("vs unfused") == std::string::npos);
+}

@@ -67,14 +67,17 @@ const char* kConvertHelp =
     "  4096 elements goes to a sidecar MODEL.bin.\n";
 const char* kCompileHelp =
     "usage: tessel compile MODEL [--device cpu|cuda] [--hw SPEC] [--policy P | --schedule FILE]\n"
-    "                      [--emit FORMAT -o DIR] [--dump FORMAT] [--run] [--seed N] [--threads N]\n"
+    "                      [--emit FORMAT -o DIR] [--dump FORMAT] [--run [--no-baseline] [--time N]]\n"
+    "                      [--seed N] [--threads N]\n"
     "  Runs the compiler pipeline on MODEL and prints what each stage produced: import, normalize,\n"
     "  schedule, emit, run.\n"
     "  --device   backend (default cpu); --hw the spec to schedule for (default: probe this machine)\n"
     "  --emit     write the generated code in FORMAT (cpu: llvm, obj; cuda: cuda) into -o DIR, one\n"
     "             file per kernel plus manifest.json\n"
     "  --dump     print the generated code in FORMAT (or `ir` for the tensor-expression IR)\n"
-    "  --run      compile, run on seeded random inputs, check against the interpreter and time it\n";
+    "  --run      compile, run on seeded random inputs, check against the interpreter and time it;\n"
+    "             then the same for roller's unfused schedule (one kernel per operator) as the\n"
+    "             baseline, and print fused vs unfused (--no-baseline skips it; --time N runs)\n";
 
 }  // namespace
 
@@ -170,7 +173,7 @@ int cmd_convert(const std::vector<std::string>& argv) {
 }
 
 int cmd_compile(const std::vector<std::string>& argv) {
-  Args args("compile", argv, {"run", "help", "no-cache"},
+  Args args("compile", argv, {"run", "help", "no-cache", "no-baseline"},
             {"device", "seed", "threads", "shape", "hw", "policy", "schedule", "cost-model", "emit", "o", "dump", "cache",
              "time"});
   if (args.flag("help")) { std::cout << kCompileHelp; return 0; }
@@ -256,8 +259,24 @@ int cmd_compile(const std::vector<std::string>& argv) {
   request.time_repeats = static_cast<int>(args.int_option("time", 20));
   request.interpreter_threads = static_cast<int>(args.int_option("threads", 0));
   int mismatches = 0;
-  run_compiled(*backend, spec, g, schedule, compile_options(args), make_inputs(args, model, g), request, &mismatches);
-  return mismatches ? 1 : 0;
+  std::vector<HostTensor> reference;
+  double fused_s = 0;
+  request.reference = &reference;
+  request.median_s = &fused_s;
+  const std::vector<HostTensor> inputs = make_inputs(args, model, g);
+  run_compiled(*backend, spec, g, schedule, compile_options(args), inputs, request, &mismatches);
+  if (mismatches || schedule.policy == "roller" || args.flag("no-baseline") || request.time_repeats <= 0) return mismatches ? 1 : 0;
+  // The baseline: the same backend with roller's schedule, one kernel per operator (no fusion).
+  std::cout << "baseline: the same backend, roller's schedule (one kernel per operator, nothing fused):\n";
+  const Schedule unfused = find_policy("roller")->schedule(PolicyContext{g, spec, *cost});
+  double unfused_s = 0;
+  request.median_s = &unfused_s;
+  run_compiled(*backend, spec, g, unfused, compile_options(args), inputs, request, &mismatches);
+  if (mismatches) return 1;
+  std::cout << "fused (" << schedule.policy << ", " << schedule.groups.size() << " kernels) " << fused_s * 1e3
+            << " ms vs unfused (roller, " << unfused.groups.size() << " kernels) " << unfused_s * 1e3 << " ms (medians): "
+            << unfused_s / fused_s << "x\n";
+  return 0;
 }
 
 int cmd_version(const std::vector<std::string>&) {

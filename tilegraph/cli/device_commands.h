@@ -26,11 +26,16 @@ struct CompiledRunRequest {
   int interpreter_threads = 0;
   double schedule_s = 0;       // how long scheduling took (for the report)
   std::string report_path;     // if set, write a JSON report there (compile stats, times, checks)
+  /// The interpreter's outputs for `inputs`: reused when given and filled, filled when given empty
+  /// (so a second run of the same inputs does not interpret again).
+  std::vector<HostTensor>* reference = nullptr;
+  double* median_s = nullptr;  // set to the median time when timed
 };
 
 /// Compiles `schedule` with `backend`, runs it on `inputs` and prints a report (compile stats,
 /// peak memory, outputs; timings and the check as `request` asks). Sets `*mismatches` to the
-/// number of outputs that differ from the interpreter. Returns the outputs.
+/// number of outputs that differ from the interpreter; code that failed the check is not timed.
+/// Returns the outputs.
 std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec, const OpGraph& graph,
                                      const Schedule& schedule, const CompileOptions& options,
                                      const std::vector<HostTensor>& inputs, const CompiledRunRequest& request,
