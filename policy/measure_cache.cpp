@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tilegraph/error.h"
+#include "tilegraph/hash.h"
 
 namespace tessel {
 
@@ -23,21 +24,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormat = "tessel-measurements";
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::optional<uint64_t> parse_hex(const std::string& s) {
   if (s.size() != 16) return std::nullopt;
@@ -78,7 +64,7 @@ uint64_t group_canonical_hash(const OpGraph& graph, const ScheduledGroup& group)
   }
   for (const auto& [tensor, level] : group.edge_levels)
     text += cat("edge g", position(graph.producer(tensor)), " ", level, "\n");
-  return fnv1a(text);
+  return fnv1a64(text);
 }
 
 std::string default_measure_cache_dir() {
@@ -124,8 +110,8 @@ void MeasureCache::store(const MeasureKey& key, double seconds) {
   j["entries"] = nlohmann::ordered_json::array();
   for (const auto& [k, s] : entries_) {
     nlohmann::ordered_json e;
-    e["group"] = hex(k.group_hash);
-    e["hw_spec"] = hex(k.hw_spec_hash);
+    e["group"] = hex64(k.group_hash);
+    e["hw_spec"] = hex64(k.hw_spec_hash);
     e["policy"] = k.policy;
     e["tessel"] = k.version;
     e["seconds"] = s;

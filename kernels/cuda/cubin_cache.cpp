@@ -11,27 +11,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "tilegraph/hash.h"
+
 namespace tessel::cuda {
 
 namespace {
 
 constexpr const char* kMagic = "TESSELCUBIN1";
 
-uint64_t fnv1a64(const std::string& data, uint64_t hash) {
-  for (unsigned char c : data) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string checksum(const std::string& payload) { return hex64(fnv1a64(payload, 14695981039346656037ull)); }
+std::string checksum(const std::string& payload) { return hex64(fnv1a64(payload)); }
 
 }  // namespace
 
@@ -54,7 +42,7 @@ std::string CubinCache::key(const std::string& source, const std::string& arch, 
     all += *part;
   }
   // Two FNV-1a passes with different offset bases: 128 bits.
-  return hex64(fnv1a64(all, 14695981039346656037ull)) + hex64(fnv1a64(all, 0x84222325cbf29ce4ull));
+  return hex64(fnv1a64(all)) + hex64(fnv1a64(all, 0x84222325cbf29ce4ull));
 }
 
 std::string CubinCache::path(const std::string& key) const { return dir_ + "/" + key + ".cubin"; }

@@ -33,6 +33,7 @@
 #include "kernels/cuda/contraction_plan.h"
 #include "policy/schedule.h"
 #include "tilegraph/error.h"
+#include "tilegraph/hash.h"
 
 namespace tessel::cuda {
 
@@ -166,13 +167,7 @@ std::string strip_comments(const std::string& source) {
   return out;
 }
 
-std::string short_hash(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(buf, 12);
-}
+std::string short_hash(const std::string& text) { return hex64(fnv1a64(text)).substr(0, 12); }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
