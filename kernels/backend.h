@@ -32,6 +32,10 @@ struct CompileOptions {
   std::string reject_dir;
   /// CPU backend: worker threads (0 = the spec's cores, capped at the host's hardware threads).
   int threads = 0;
+  /// CPU backend: LLVM's optimization level, 0-3 (the module pipeline and the JIT's code
+  /// generator). 3 is what users run; lower levels compile several times faster, for tests that
+  /// check the emitted IR's semantics over many graphs (tests/differential).
+  int opt_level = 3;
 };
 
 struct CompileStats {

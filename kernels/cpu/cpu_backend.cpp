@@ -5,7 +5,7 @@
 //      the buffer plan, to know which outputs stay in scratch;
 //   3. emit one LLVM function per group (emit_group.h) into its own module and verify it (a
 //      rejected module is saved with a repro command);
-//   4. optimize at O3 for the host CPU and hand the module to ORC LLJIT (llvm_toolchain.h);
+//   4. optimize (O3 unless CompileOptions::opt_level says otherwise) for the host CPU and hand the module to ORC LLJIT (llvm_toolchain.h);
 //   5. look every kernel up (this compiles it) and build the runtime (cpu_executable.h).
 // `emit` runs steps 1-3 for the spec's own target instead and writes .ll or .o files.
 #include "kernels/cpu/cpu_backend.h"
@@ -138,7 +138,9 @@ class CpuBackend : public Backend {
     const int64_t alignment = arena_alignment(spec);
     BufferPlan buffers = plan_buffers(graph, schedule, alignment);
     std::unique_ptr<llvm::TargetMachine> tm = cpu::host_target_machine();
-    auto jit = std::make_unique<cpu::HostJit>();
+    if (options.opt_level < 0 || options.opt_level > 3)
+      throw UserError("command line", "--opt-level", cat("LLVM's optimization level is 0-3, not ", options.opt_level));
+    auto jit = std::make_unique<cpu::HostJit>(options.opt_level);
     std::vector<cpu::CompiledGroup> groups;
     for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
       cpu::CompiledGroup cg;
@@ -148,7 +150,7 @@ class CpuBackend : public Backend {
       std::unique_ptr<llvm::Module> module = emit_module(graph, cg.plan, params, *ctx, *tm, options.reject_dir);
       stats.codegen_s += seconds_since(t0);
       t0 = Clock::now();
-      cpu::optimize_module(*module, *tm);
+      cpu::optimize_module(*module, *tm, options.opt_level);
       jit->add(std::move(module), std::move(ctx));
       stats.compile_s += seconds_since(t0);
       groups.push_back(std::move(cg));

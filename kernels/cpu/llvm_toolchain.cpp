@@ -133,7 +133,22 @@ void verify_or_reject(llvm::Module& module, const std::string& reject_dir, const
                           "; reproduce with: opt-16 -passes=verify ", path));
 }
 
-void optimize_module(llvm::Module& module, llvm::TargetMachine& tm) {
+namespace {
+
+llvm::CodeGenOpt::Level codegen_level(int opt_level) {
+  switch (opt_level) {
+    case 0: return llvm::CodeGenOpt::None;
+    case 1: return llvm::CodeGenOpt::Less;
+    case 2: return llvm::CodeGenOpt::Default;
+    case 3: return llvm::CodeGenOpt::Aggressive;
+  }
+  throw InternalError(cat("LLVM optimization level ", opt_level, " is not 0-3"));
+}
+
+}  // namespace
+
+void optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+  codegen_level(opt_level);  // validates the level
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -147,7 +162,10 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  static const llvm::OptimizationLevel levels[] = {llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+                                                   llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
+  llvm::ModulePassManager mpm = opt_level == 0 ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
+                                               : pb.buildPerModuleDefaultPipeline(levels[opt_level]);
   mpm.run(module, mam);
 }
 
@@ -176,11 +194,11 @@ struct HostJit::Impl {
   std::map<std::string, std::string> ir_by_symbol;
 };
 
-HostJit::HostJit() : impl_(std::make_unique<Impl>()) {
+HostJit::HostJit(int opt_level) : impl_(std::make_unique<Impl>()) {
   initialize_llvm();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) throw InternalError("LLVM cannot describe the host CPU: " + take_error(jtmb.takeError()));
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  jtmb->setCodeGenOptLevel(codegen_level(opt_level));
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit) throw InternalError("cannot create the LLVM JIT: " + take_error(jit.takeError()));
   impl_->jit = std::move(*jit);

@@ -37,8 +37,9 @@ void set_target(llvm::Module& module, llvm::TargetMachine& tm);
 void verify_or_reject(llvm::Module& module, const std::string& reject_dir, const std::string& name,
                       const std::string& what);
 
-/// The O3 module pipeline for `tm` (its TargetTransformInfo sizes the vectorizer's choices).
-void optimize_module(llvm::Module& module, llvm::TargetMachine& tm);
+/// LLVM's module pipeline at `opt_level` (0-3; 3 = O3) for `tm` (its TargetTransformInfo sizes the
+/// vectorizer's choices).
+void optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level = 3);
 
 /// Writes `module` as an object file for `tm`.
 void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path);
@@ -48,7 +49,8 @@ void write_ir(const llvm::Module& module, const std::string& path);
 /// ORC LLJIT for the host: owns every module added and the code compiled from it.
 class HostJit {
  public:
-  HostJit();
+  /// `opt_level` 0-3 picks the code generator's level (0: fast instruction selection).
+  explicit HostJit(int opt_level = 3);
   ~HostJit();
   HostJit(const HostJit&) = delete;
   HostJit& operator=(const HostJit&) = delete;

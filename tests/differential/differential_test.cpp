@@ -5,17 +5,22 @@
 // tests/regressions/<name>/ (model.json, schedule.json, case.json), which the regression test
 // below then runs forever.
 //
-// Every graph is scheduled by every policy and checked; compiling and running costs ~0.1 s of LLVM
-// (or NVRTC) per kernel, so by default a graph is compiled on every TESSEL_DIFF_RUN_EVERY-th seed
-// only, with one policy per compiled graph, rotating through the policies (each policy compiles a
-// third of them); TESSEL_DIFF_RUN=all compiles every graph with every policy. z3 solves an SMT
-// problem per operator (~1-5 s per random graph), so it schedules every TESSEL_DIFF_Z3_EVERY-th
-// graph only.
+// Every graph is scheduled by every policy and checked, and every policy's schedule is compiled
+// by the CPU backend at LLVM's O0 (TESSEL_DIFF_QUICK) and run: O0 compiles a random graph in
+// ~50 ms and runs the emitted IR as written, so this checks the emitter's semantics on every graph.
+// Optimized code costs ~0.1-0.3 s of LLVM's O3 (or NVRTC) per kernel, so by default a graph is
+// compiled at O3 (and by NVRTC where a GPU runs the test) on every TESSEL_DIFF_RUN_EVERY-th seed
+// only, with one policy per compiled graph, rotating through the policies; TESSEL_DIFF_RUN=all
+// compiles those graphs with every policy. The O3 runs catch what only the optimizer exposes
+// (poison from wrong nsw/nuw flags, alignment or aliasing promises). z3 solves an SMT problem per
+// operator (~1-5 s per random graph), so it schedules every TESSEL_DIFF_Z3_EVERY-th graph only.
 //
 //   TESSEL_DIFF_GRAPHS=N      graphs per run (default 500)
 //   TESSEL_DIFF_SEED=S        first seed (default 1)
 //   TESSEL_DIFF_RUN=rotate|all  which policies' schedules are compiled and run (default rotate)
-//   TESSEL_DIFF_RUN_EVERY=K   compile and run every K-th graph (default 8; 1 = all)
+//   TESSEL_DIFF_RUN_EVERY=K   compile optimized and run every K-th graph (default 8; 1 = all)
+//   TESSEL_DIFF_QUICK=L       the LLVM level of the every-graph CPU runs (default 0; 3 or more: none)
+//   TESSEL_DIFF_DUMP=DIR      also write every graph's model as DIR/seed_<S>.json
 //   TESSEL_DIFF_Z3_EVERY=K    z3 on every K-th graph (default 20; 1 = all)
 //   TESSEL_DIFF_SECONDS=T     stop starting new graphs after T seconds (default: no limit); the
 //                             summary says how many ran
@@ -83,6 +88,7 @@ std::vector<HostTensor> random_inputs(const OpGraph& g, uint64_t seed) {
 // What went wrong with one (model, policy, spec, backend), or "" when nothing did.
 struct Case {
   std::string policy, spec_file, backend;  // backend "" = schedule legality only
+  int opt_level = 3;                       // CompileOptions::opt_level (the CPU backend's LLVM level)
 };
 
 std::unique_ptr<Policy> make_policy(const std::string& name) {
@@ -97,6 +103,8 @@ struct Subject {
   OpGraph graph;
   std::vector<HostTensor> inputs;
   std::optional<std::vector<HostTensor>> expected;
+  int opt_level = 3;  // the CPU backend's LLVM level (CompileOptions::opt_level)
+  uint64_t seed = 0;
   const std::vector<HostTensor>& reference() {
     if (!expected) expected = interpret(graph, inputs);
     return *expected;
@@ -106,6 +114,8 @@ struct Subject {
 // Where the time goes (the summary message prints it).
 struct Phases {
   double schedule = 0, check = 0, compile = 0, run = 0, interpret = 0;
+  double slowest_compile = 0;  // one compile, with its seed
+  uint64_t slowest_seed = 0;
 };
 Phases phases;
 
@@ -125,8 +135,12 @@ std::string check_schedule_run(Subject& subject, const HwSpec& spec, const Sched
   std::vector<HostTensor> actual;
   try {
     t0 = std::chrono::steady_clock::now();
-    const std::unique_ptr<Executable> exe = backend->compile(g, s, spec, CompileOptions{});
-    phases.compile += since(t0);
+    CompileOptions options;
+    options.opt_level = subject.opt_level;
+    const std::unique_ptr<Executable> exe = backend->compile(g, s, spec, options);
+    const double compile_s = since(t0);
+    phases.compile += compile_s;
+    if (compile_s > phases.slowest_compile) phases.slowest_compile = compile_s, phases.slowest_seed = subject.seed;
     t0 = std::chrono::steady_clock::now();
     actual = exe->run(subject.inputs);
     phases.run += since(t0);
@@ -164,6 +178,7 @@ std::string check_case(const ModelDef& model, const Case& c, uint64_t seed, Sche
   const AnalyticCostModel cost;
   const Schedule s = make_policy(c.policy)->schedule(PolicyContext{subject.graph, spec, cost});
   if (schedule_out) *schedule_out = s;
+  subject.opt_level = c.opt_level;
   return check_schedule_run(subject, spec, s, c.backend);
 }
 
@@ -226,14 +241,14 @@ void save_reproducer(const ModelDef& model, const Case& c, uint64_t seed, const 
   const fs::path root = std::getenv("TESSEL_DIFF_SAVE") ? fs::path(std::getenv("TESSEL_DIFF_SAVE"))
                                                         : fs::path(source_path("tests/regressions"));
   const fs::path dir = root / cat(model.name, "_", c.policy, "_", fs::path(c.spec_file).stem().string(), "_",
-                                  c.backend.empty() ? "schedule" : c.backend);
+                                  c.backend.empty() ? "schedule" : c.backend, c.opt_level == 3 ? "" : cat("_O", c.opt_level));
   fs::create_directories(dir);
   save_model_json(model, (dir / "model.json").string());
   Schedule s;
   check_case(model, c, seed, &s);
   std::ofstream(dir / "schedule.json") << schedule_to_json(s, lower_model(model));
   nlohmann::ordered_json info = {{"seed", seed}, {"policy", c.policy}, {"hw_spec", c.spec_file},
-                                 {"backend", c.backend}, {"error", error}};
+                                 {"backend", c.backend}, {"opt_level", c.opt_level}, {"error", error}};
   std::ofstream(dir / "case.json") << info.dump(1) << "\n";
   MESSAGE("saved a reproducer in ", dir.string());
 }
@@ -247,6 +262,7 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
   const int64_t run_every = std::max<int64_t>(1, env_int("TESSEL_DIFF_RUN_EVERY", 8));
   const double time_limit = static_cast<double>(env_int("TESSEL_DIFF_SECONDS", 0));
   const bool run_all = std::getenv("TESSEL_DIFF_RUN") && std::string(std::getenv("TESSEL_DIFF_RUN")) == "all";
+  const int quick_level = static_cast<int>(env_int("TESSEL_DIFF_QUICK", 0));
   std::vector<std::string> policy_names;
   for (const auto& p : policies()) policy_names.push_back(std::string(p->name()));
   int64_t lowered = 0, schedules = 0, runs = 0, shared_runs = 0, failures = 0;
@@ -268,6 +284,11 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
       continue;
     }
     subject.inputs = random_inputs(subject.graph, seed);
+    subject.seed = seed;
+    if (const char* dump = std::getenv("TESSEL_DIFF_DUMP")) {
+      fs::create_directories(dump);
+      save_model_json(model, (fs::path(dump) / cat("seed_", seed, ".json")).string());
+    }
     ++lowered;
     for (const std::string& spec_file : spec_files()) {
       const HwSpec& spec = spec_named(spec_file);
@@ -298,19 +319,31 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
         plan.predicted_latency_s = 0;
         for (ScheduleGroup& sg : plan.groups) sg.predicted = {};
         const std::string key = schedule_to_json(plan, subject.graph);
+        // (backend, LLVM level): legality alone; the quick level on every graph where the backend
+        // has one; the full level on the graphs picked above.
+        std::vector<std::pair<std::string, int>> runs_here;
         for (const std::string& backend : backends_here) {
-          if (!backend.empty() && !compile_here) continue;
-          const Case c{policy, spec_file, backend};
-          if (!backend.empty() && !schedules_run.insert(backend + "\n" + key).second) {
+          if (backend.empty()) {
+            runs_here.emplace_back(backend, 3);
+            continue;
+          }
+          if (backend == "cpu" && quick_level >= 0 && quick_level < 3) runs_here.emplace_back(backend, quick_level);
+          if (compile_here) runs_here.emplace_back(backend, 3);
+        }
+        for (const auto& [backend, level] : runs_here) {
+          const Case c{policy, spec_file, backend, level};
+          if (!backend.empty() && !schedules_run.insert(cat(backend, " O", level, "\n", key)).second) {
             ++shared_runs;
             continue;
           }
+          subject.opt_level = level;
           const std::string error = check_schedule_run(subject, spec, s, backend);
           if (backend.empty()) ++schedules;
-          else ++runs, ++runs_by_backend[backend];
+          else ++runs, ++runs_by_backend[cat(backend, " O", level)];
           if (error.empty()) continue;
           ++failures;
-          FAIL_CHECK("seed ", seed, ", ", policy, " on ", spec_file, backend.empty() ? "" : ", " + backend, ": ", error);
+          FAIL_CHECK("seed ", seed, ", ", policy, " on ", spec_file, backend.empty() ? "" : cat(", ", backend, " O", level), ": ",
+                     error);
           const ModelDef small = minimize(model, [&](const ModelDef& m) { return !check_case(m, c, seed).empty(); });
           save_reproducer(small, c, seed, check_case(small, c, seed));
         }
@@ -326,7 +359,8 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
           " schedules checked, ", runs, " compiled runs compared (", per_backend.empty() ? " no backend can run here" : per_backend,
           "; ", shared_runs, " schedules identical to another policy's not run again), ", failures, " failures, ", seconds,
           " s (per policy, schedule + check + runs:", per_policy, " ); phases: schedule ", phases.schedule, " s, check ",
-          phases.check, " s, compile ", phases.compile, " s, run ", phases.run, " s, interpret ", phases.interpret, " s");
+          phases.check, " s, compile ", phases.compile, " s, run ", phases.run, " s, interpret ", phases.interpret,
+          " s; slowest compile ", phases.slowest_compile, " s (seed ", phases.slowest_seed, ")");
 }
 
 TEST_CASE("regressions: every saved reproducer under tests/regressions passes") {
@@ -337,7 +371,7 @@ TEST_CASE("regressions: every saved reproducer under tests/regressions passes") 
       if (!fs::exists(e.path() / "case.json")) continue;
       std::ifstream in(e.path() / "case.json");
       const nlohmann::json info = nlohmann::json::parse(in);
-      const Case c{info.at("policy"), info.at("hw_spec"), info.at("backend")};
+      const Case c{info.at("policy"), info.at("hw_spec"), info.at("backend"), info.value("opt_level", 3)};
       const std::string backend = c.backend;
       if (!backend.empty()) {
         const auto b = find_backend(backend);
