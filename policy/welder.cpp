@@ -134,7 +134,12 @@ class Welder {
     register_level_ = ctx_.spec.memory_levels.empty() ? "" : ctx_.spec.memory_levels.front().name;
     for (const std::string& l : options_.edge_levels) {
       const int i = ctx_.spec.level_index(l);
-      if (i >= 0 && ctx_.spec.memory_levels[i].software_managed) levels_.push_back(l);
+      if (i < 0) continue;
+      const MemoryLevel& level = ctx_.spec.memory_levels[i];
+      // On a CPU an intermediate staged in a per-thread scratch buffer stays in the core's
+      // private cache it fits in: such a level counts as managed by the code.
+      const bool private_cache = ctx_.spec.kind == "cpu" && level.scope == MemoryScope::core && level.cache && !level.cache->shared;
+      if (level.software_managed || private_cache) levels_.push_back(l);
     }
   }
 

@@ -24,11 +24,12 @@ namespace tessel {
 
 struct WelderOptions {
   /// Memory levels tried for an intermediate inside a group, innermost first. Only levels the
-  /// spec marks software-managed are used (a CPU spec typically has only "registers"); a level
+  /// spec marks software-managed are used -- and, on a CPU, the private per-core caches, where the
+  /// backend stages an intermediate in a per-thread scratch buffer that fits the cache; a level
   /// the spec lacks is skipped. "registers" is tried only for elementwise-compatible edges
   /// (every in-group consumer reads the tensor through an identity map of its spatial axes and
   /// both nodes get the same thread mapping).
-  std::vector<std::string> edge_levels = {"registers", "smem"};
+  std::vector<std::string> edge_levels = {"registers", "smem", "l1d", "l2"};
   /// Largest number of nodes in one fused group (bounds compile time and kernel size).
   int max_group_nodes = 32;
   /// Sink tiles tried per merge: this many of the sink's roller candidates, and as many of the

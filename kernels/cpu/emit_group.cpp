@@ -302,18 +302,37 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   // the body's compute type.
   const DType dtype = node.body().dtype();
   const bool reassociable = node.combiner() == Combiner::sum || node.combiner() == Combiner::prod;
+  // Float max / min: llvm.maxnum / minnum with the nnan and nsz flags, which LLVM's vectorizer
+  // turns into a vector reduction, plus an or-reduction of "this term is NaN" -- the flags make the
+  // accumulator poison once a NaN is combined, and the NaN flag then selects NaN instead (a NaN
+  // wins, as in the interpreter).
+  const bool float_minmax = is_float(dtype) && (node.combiner() == Combiner::max || node.combiner() == Combiner::min);
   const DType acc_dtype = reassociable && is_float(dtype) ? DType::f64 : dtype;
   llvm::AllocaInst* acc = entry_alloca(compute_type(ctx_, acc_dtype));
   b_.CreateStore(constant_value(b_, acc_dtype, node.init()), acc);
+  llvm::AllocaInst* saw_nan = float_minmax ? entry_alloca(b_.getInt1Ty()) : nullptr;
+  if (saw_nan) b_.CreateStore(b_.getFalse(), saw_nan);
   const int lanes = vector_lanes(acc_dtype);
   std::function<void(int)> nest = [&](int a) {
     if (a == na) {
       Cache cache;
       Value* v = convert_value(b_, eval_expr(s, node.body(), point, cache), dtype, acc_dtype);
-      b_.CreateStore(emit_combine(b_, node.combiner(), acc_dtype, b_.CreateLoad(acc->getAllocatedType(), acc), v), acc);
+      Value* old = b_.CreateLoad(acc->getAllocatedType(), acc);
+      if (float_minmax) {
+        llvm::FastMathFlags flags;
+        flags.setNoNaNs();
+        flags.setNoSignedZeros();
+        auto* combined = llvm::cast<llvm::Instruction>(
+            b_.CreateBinaryIntrinsic(node.combiner() == Combiner::max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, old, v));
+        combined->setFastMathFlags(flags);
+        b_.CreateStore(combined, acc);
+        b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), saw_nan), b_.CreateFCmpUNO(v, v)), saw_nan);
+        return;
+      }
+      b_.CreateStore(emit_combine(b_, node.combiner(), acc_dtype, old, v), acc);
       return;
     }
-    const int hint = a == na - 1 ? (reassociable ? lanes : 0) : 1;
+    const int hint = a == na - 1 ? (reassociable || float_minmax ? lanes : 0) : 1;
     emit_for(i64(0), i64(node.axes()[a].extent), hint, [&](Value* r) {
       point[a] = r;
       nest(a + 1);
@@ -321,6 +340,8 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   };
   nest(ns);
   Value* total = b_.CreateLoad(acc->getAllocatedType(), acc);
+  if (saw_nan)
+    total = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), saw_nan), llvm::ConstantFP::getNaN(total->getType()), total);
   return acc_dtype == dtype ? total : b_.CreateFPTrunc(total, compute_type(ctx_, dtype));
 }
 

@@ -44,6 +44,27 @@ TEST_CASE("cpu ops: elementwise, odd sizes and broadcasting") {
   check_op("Equal", {random_of(DType::i64, {4, 9}, 7, -3, 3), random_of(DType::i64, {9}, 8, -3, 3)});
 }
 
+TEST_CASE("cpu ops: f32 exp, tanh, erf and sigmoid over their whole range") {
+  // The CPU backend computes these f32 functions with polynomials (emit_scalar.cpp), not libm:
+  // overflow to infinity, underflow through the subnormals to 0, NaN and infinities, tiny
+  // arguments (tanh(x) = x, odd symmetry), each range alone so that its largest values do not
+  // hide errors in the others under the relative L2 bound.
+  const std::vector<std::pair<double, double>> ranges = {{-1e-3, 1e-3}, {-3, 3}, {-20, 20}, {-104, -80}, {80, 89}, {-200, 200}};
+  for (const auto& [lo, hi] : ranges) {
+    CAPTURE(lo);
+    const HostTensor x = random_of(DType::f32, {3, 37}, 21, lo, hi);
+    for (const char* op : {"Exp", "Tanh", "Erf", "Sigmoid"}) {
+      CAPTURE(op);
+      check_op(op, {x});
+    }
+  }
+  const HostTensor special = f32({12}, {NAN, INFINITY, -INFINITY, 0.0, -0.0, 88.72, 88.73, -87.3, -103.0, -103.3, 1e-30, -7.9});
+  for (const char* op : {"Exp", "Tanh", "Erf", "Sigmoid"}) {
+    CAPTURE(op);
+    check_op(op, {special});
+  }
+}
+
 TEST_CASE("cpu ops: integer and bool arithmetic, casts") {
   // Integer division and modulo with zero and negative divisors, both signs of the dividend.
   const HostTensor a = tensor(DType::i32, {8}, {7, -7, 7, -7, 0, 5, -2147483648.0, 9});
