@@ -34,6 +34,7 @@ Result tessel(const std::string& args) {
 }
 
 const std::string kModels = std::string(TESSEL_SOURCE_DIR) + "/experiments/models/";
+const std::string kSpecs = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
 const std::string kNodeTests = "/usr/share/libonnx-testdata/data/node/";
 
 fs::path temp_dir(const std::string& name) {
@@ -77,6 +78,19 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
       {"run " + kModels + "bert_base_layer.json --interp --seed abc", "expects an integer, got \"abc\""},
       {"run " + kModels + "bert_base_layer.json --interp --inputs " + (dir / "none").string(), "not a directory"},
       {"convert " + kModels + "bert_base_layer.json", "needs -o"},
+      // The backends' inputs: devices and specs of the wrong kind, code formats, counts.
+      {"run " + kModels + "bert_base_layer.json --device cpu --hw " + kSpecs + "nvidia-h100-sxm.json", "a 'gpu' spec"},
+      {"run " + kModels + "bert_base_layer.json --device cuda --hw " + kSpecs + "x86-64-avx2-generic.json", "a 'cpu' spec"},
+      {"run " + kModels + "bert_base_layer.json --device cpu --threads -3", "option --threads expects an integer from 0"},
+      {"run " + kModels + "bert_base_layer.json --device cpu --time -1", "option --time expects an integer from 0"},
+      {"compile " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json --emit pdf -o " + (dir / "code").string(),
+       "emits llvm or obj, not 'pdf'"},
+      {"compile " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json --emit llvm", "needs -o DIR"},
+      {"compile " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json --dump foo",
+       "--dump: the cpu backend dumps ir, llvm, obj, not 'foo'"},
+      {"compile " + kModels + "bert_base_layer.json --device cuda --hw " + kSpecs + "nvidia-h100-sxm.json --emit llvm -o " +
+           (dir / "code").string(),
+       "not 'llvm'"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);

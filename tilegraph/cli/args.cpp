@@ -59,6 +59,13 @@ int64_t Args::int_option(const std::string& name, int64_t dflt) const {
   return out;
 }
 
+int64_t Args::int_option(const std::string& name, int64_t dflt, int64_t min, int64_t max) const {
+  const int64_t v = int_option(name, dflt);
+  if (v < min || v > max)
+    throw UserError("command line", "", cat("option --", name, " expects an integer from ", min, " to ", max, ", got ", v));
+  return v;
+}
+
 const std::string& Args::one_positional(const std::string& what) const {
   if (positional_.size() != 1)
     throw UserError("command line", "", cat("'tessel ", command_, "' expects one ", what, ", got ",

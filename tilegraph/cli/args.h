@@ -20,6 +20,8 @@ class Args {
   std::optional<std::string> option(const std::string& name) const;
   std::string option_or(const std::string& name, const std::string& dflt) const;
   int64_t int_option(const std::string& name, int64_t dflt) const;
+  /// The same, and a UserError when the value lies outside [min, max].
+  int64_t int_option(const std::string& name, int64_t dflt, int64_t min, int64_t max) const;
   const std::vector<std::string>& positional() const { return positional_; }
   /// The single positional argument `what` (e.g. "MODEL"), or a UserError.
   const std::string& one_positional(const std::string& what) const;

@@ -3,6 +3,7 @@
 // main(), which prints one line and exits with status 2.
 #include "tilegraph/cli/commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -117,14 +118,14 @@ int cmd_run(const std::vector<std::string>& argv) {
     request.schedule_s = seconds_since(scheduled);
     request.report_path = args.option_or("report", "");
     request.check = args.flag("check");
-    request.time_repeats = static_cast<int>(args.int_option("time", 0));
-    request.interpreter_threads = static_cast<int>(args.int_option("threads", 0));
+    request.time_repeats = static_cast<int>(args.int_option("time", 0, 0, 1000000));
+    request.interpreter_threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
     int mismatches = 0;
     outputs = run_compiled(*backend, spec, g, schedule, compile_options(args), inputs, request, &mismatches);
     if (mismatches) status = 1;
   } else {
     InterpretOptions io;
-    io.threads = static_cast<int>(args.int_option("threads", 0));
+    io.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
     const auto start = Clock::now();
     outputs = interpret(g, inputs, io);
     std::cout << "interpreted '" << model.name << "' (" << g.num_nodes() << " nodes) in " << seconds_since(start) << " s\n";
@@ -213,7 +214,7 @@ int cmd_compile(const std::vector<std::string>& argv) {
     }
     const std::vector<HostTensor> inputs = make_inputs(args, model, g);
     InterpretOptions io;
-    io.threads = static_cast<int>(args.int_option("threads", 0));
+    io.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
     t0 = Clock::now();
     const std::vector<HostTensor> outputs = interpret(g, inputs, io);
     std::cout << "[5/5 run]        the reference interpreter ran the graph instead (fp64 accumulation, seeded\n"
@@ -237,6 +238,12 @@ int cmd_compile(const std::vector<std::string>& argv) {
     std::cout << "[4/5 emit]       wrote " << files.size() << " files (" << *format << ") to " << *args.option("o") << " ("
               << milliseconds(t0) << ")\n";
   } else if (auto format = args.option("dump"); format && *format != "ir") {
+    const std::vector<std::string> formats = backend->emit_formats();
+    if (std::find(formats.begin(), formats.end(), *format) == formats.end()) {
+      std::string known = "ir";
+      for (const std::string& f : formats) known += ", " + f;
+      throw UserError("command line", "--dump", cat("the ", backend->name(), " backend dumps ", known, ", not '", *format, "'"));
+    }
     const fs::path dir = fs::temp_directory_path() / cat("tessel_dump_", ::getpid());
     const std::vector<std::string> files = backend->emit(g, schedule, spec, *format, dir.string());
     std::cout << "[4/5 emit]       " << files.size() << " files (" << *format << "):\n";
@@ -256,8 +263,8 @@ int cmd_compile(const std::vector<std::string>& argv) {
   std::cout << "[5/5 run]        compile, run on seeded random inputs, check against the interpreter:\n";
   CompiledRunRequest request;
   request.check = true;
-  request.time_repeats = static_cast<int>(args.int_option("time", 20));
-  request.interpreter_threads = static_cast<int>(args.int_option("threads", 0));
+  request.time_repeats = static_cast<int>(args.int_option("time", 20, 0, 1000000));
+  request.interpreter_threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
   int mismatches = 0;
   std::vector<HostTensor> reference;
   double fused_s = 0;

@@ -57,7 +57,7 @@ HwSpec spec_for(const Args& args, const Backend& backend) {
 
 CompileOptions compile_options(const Args& args) {
   CompileOptions options;
-  options.threads = static_cast<int>(args.int_option("threads", 0));
+  options.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
   if (auto dir = args.option("cache")) options.cache_dir = *dir;
   options.use_cache = !args.flag("no-cache");
   return options;
