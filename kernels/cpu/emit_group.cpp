@@ -114,7 +114,13 @@ void KernelEmitter::emit_task(Value* task) {
     }
   }
   // Producers first: every consumer's reads fall inside the producer's box (tile propagation).
-  for (size_t k = 0; k < plan_.nodes.size(); ++k) emit_node(static_cast<int>(k), begins, extents);
+  // Inlined nodes get no loops; their consumers evaluate them (load_input).
+  states_.clear();
+  for (size_t k = 0; k < plan_.nodes.size(); ++k) states_.push_back(prepare_node(static_cast<int>(k), begins, extents));
+  for (size_t k = 0; k < plan_.nodes.size(); ++k) {
+    if (plan_.buffers[k].inlined) continue;
+    if (!emit_contraction(states_[k])) emit_generic(states_[k]);
+  }
 }
 
 void KernelEmitter::emit_for(Value* begin, Value* end, int vector_lanes, const std::function<void(Value*)>& body) {
@@ -233,8 +239,8 @@ Value* KernelEmitter::output_offset(const NodeState& s, const std::vector<Value*
 // ---------------------------------------------------------------------------------------------
 // Nodes.
 
-void KernelEmitter::emit_node(int position, const std::vector<std::vector<Value*>>& begins,
-                              const std::vector<std::vector<Value*>>& extents) {
+NodeState KernelEmitter::prepare_node(int position, const std::vector<std::vector<Value*>>& begins,
+                                      const std::vector<std::vector<Value*>>& extents) {
   const NodeId n = plan_.nodes[position];
   NodeState s;
   s.node = &graph_.node(n);
@@ -267,7 +273,7 @@ void KernelEmitter::emit_node(int position, const std::vector<std::vector<Value*
   } else {
     s.output.strides = row_major_strides(domain);
   }
-  if (!emit_contraction(s)) emit_generic(s);
+  return s;
 }
 
 void KernelEmitter::emit_generic(NodeState& s) {
@@ -312,7 +318,9 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   b_.CreateStore(constant_value(b_, acc_dtype, node.init()), acc);
   llvm::AllocaInst* saw_nan = float_minmax ? entry_alloca(b_.getInt1Ty()) : nullptr;
   if (saw_nan) b_.CreateStore(b_.getFalse(), saw_nan);
-  const int lanes = vector_lanes(acc_dtype);
+  // The body's width, not the accumulator's: an f32 body (an exp) runs 8 lanes wide and only the
+  // final adds widen to two f64 vectors.
+  const int lanes = vector_lanes(dtype);
   std::function<void(int)> nest = [&](int a) {
     if (a == na) {
       Cache cache;
@@ -409,7 +417,20 @@ Value* KernelEmitter::load_input(NodeState& s, int input, const std::vector<Valu
     index[d] = b_.CreateSelect(in_d, index[d], i64(0));
     inside = inside ? b_.CreateAnd(inside, in_d) : in_d;
   }
-  Value* loaded = from_storage(b_, v.dtype, load_stored(v, element_offset(v, index), storage_type(ctx_, v.dtype)));
+  Value* loaded = nullptr;
+  const TensorId t = graph_.node_inputs(plan_.nodes[s.position])[input];
+  const int k = graph_.tensor(t).producer >= 0 ? plan_.position(graph_.tensor(t).producer) : -1;
+  if (k >= 0 && plan_.buffers[k].inlined) {
+    // The producer's body at the element read (its spatial point is the tensor index), rounded
+    // to its output dtype exactly as a store and a load would round it.
+    NodeState& p = states_[k];
+    Cache own;
+    const DType out = p.node->output().dtype;
+    Value* value = convert_value(b_, eval_expr(p, p.node->body(), index, own), p.node->body().dtype(), out);
+    loaded = from_storage(b_, out, to_storage(b_, out, value));
+  } else {
+    loaded = from_storage(b_, v.dtype, load_stored(v, element_offset(v, index), storage_type(ctx_, v.dtype)));
+  }
   if (inside) loaded = b_.CreateSelect(inside, loaded, pad);
   return cache[key] = loaded;
 }

@@ -61,6 +61,46 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
     plan.reduction_steps.push_back(std::move(steps));
   }
 
+  // 2b. Inlined nodes (CpuNodeBuffer::inlined).
+  for (size_t k = 0; k + 1 < plan.nodes.size(); ++k) {
+    CpuNodeBuffer& b = plan.buffers[k];
+    const TeNode& node = graph.node(plan.nodes[k]);
+    if (!b.in_scratch || node.num_reduction() > 0) continue;
+    std::vector<int64_t> domain;
+    for (int a = 0; a < node.num_spatial(); ++a) domain.push_back(node.axes()[a].extent);
+    if (domain != graph.tensor(b.tensor).type.shape) continue;  // a reshaping output
+    bool ok = true;
+    for (const Access& in : node.inputs()) ok &= in.gather_dim < 0;
+    for (NodeId c : graph.consumers(b.tensor)) {
+      if (plan.position(c) < 0) continue;
+      const TeNode& consumer = graph.node(c);
+      const std::vector<TensorId>& reads = graph.node_inputs(c);
+      for (size_t i = 0; i < reads.size() && ok; ++i) {
+        if (reads[i] != b.tensor) continue;
+        const Access& acc = consumer.inputs()[i];
+        if (acc.gather_dim >= 0) {
+          ok = false;
+          break;
+        }
+        // Each result one axis with coefficient 1; every axis of the consumer longer than 1 used.
+        std::vector<bool> used(consumer.num_axes(), false);
+        for (int d = 0; d < acc.map.num_results() && ok; ++d) {
+          const AffineExpr& row = acc.map.result(d);
+          int axis = -1;
+          for (size_t a = 0; a < row.coeffs.size(); ++a) {
+            if (row.coeffs[a] == 0) continue;
+            if (row.coeffs[a] != 1 || axis >= 0) ok = false;
+            axis = static_cast<int>(a);
+          }
+          if (axis < 0 || used[axis]) ok = false;
+          else used[axis] = true;
+        }
+        for (int a = 0; a < consumer.num_axes() && ok; ++a) ok = used[a] || consumer.axes()[a].extent == 1;
+      }
+    }
+    b.inlined = ok;
+  }
+
   // 3. Propagate every task's sink tile through the group.
   plan.boxes.assign(static_cast<size_t>(plan.num_tasks * plan.box_stride), 0);
   std::vector<int64_t> begin(ns), extent(ns);
@@ -89,7 +129,7 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
 
   // 4. Scratch offsets.
   for (CpuNodeBuffer& b : plan.buffers) {
-    if (!b.in_scratch) continue;
+    if (!b.in_scratch || b.inlined) continue;
     int64_t elements = 1;
     for (int64_t e : b.scratch_extents) elements *= e;
     b.scratch_offset_bytes = plan.scratch_bytes;

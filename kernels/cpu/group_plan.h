@@ -26,6 +26,10 @@ struct CpuNodeBuffer {
   NodeId node = -1;
   TensorId tensor = -1;
   bool in_scratch = false;          // else the arena (or, never for a node, an input/weight buffer)
+  /// Never stored: an elementwise node whose output stays in the group and whose every in-group
+  /// read is injective (each consumer point reads a distinct element, at most once per access), so
+  /// its consumers evaluate its body where they read it, at no extra arithmetic. No scratch.
+  bool inlined = false;
   int64_t scratch_offset_bytes = 0;  // into the thread's scratch buffer (a multiple of the alignment)
   /// The scratch array's extents: per spatial axis of the node, the largest box extent of any
   /// task. Empty for arena outputs.

@@ -56,8 +56,9 @@ class KernelEmitter {
  private:
   // --- Structure (emit_group.cpp).
   void emit_task(llvm::Value* task);
-  void emit_node(int position, const std::vector<std::vector<llvm::Value*>>& begins,
-                 const std::vector<std::vector<llvm::Value*>>& extents);
+  /// A node's state for the current task: its input views, output placement and box.
+  NodeState prepare_node(int position, const std::vector<std::vector<llvm::Value*>>& begins,
+                         const std::vector<std::vector<llvm::Value*>>& extents);
   void emit_generic(NodeState& s);
   /// for (i = begin; i < end; ++i) body(i). `vector_lanes` > 1 asks LLVM's loop vectorizer for
   /// that width, 1 forbids vectorizing, 0 leaves it to LLVM.
@@ -100,6 +101,7 @@ class KernelEmitter {
   llvm::Value* arg_boxes_ = nullptr;
   llvm::Value* arg_status_ = nullptr;
   std::map<TensorId, llvm::Value*> tensor_ptrs_;  // loaded once in the entry block
+  std::vector<NodeState> states_;                 // every node of the group, for the current task
   std::map<TensorId, llvm::MDNode*> scopes_;
   std::map<TensorId, llvm::MDNode*> noalias_;
 };
