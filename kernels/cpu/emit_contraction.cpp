@@ -171,6 +171,49 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   // for f32 over thousands of terms drifts past the tolerance against the f64 interpreter.
   const std::vector<int64_t> steps = reduction_steps(s);
 
+  // B packing. Every MR-row block of a column block reads the same B panel (all reduction points x
+  // NR vectors); read in place, its rows sit one leading dimension apart -- 4 KB for a 1024-wide
+  // f32 matrix, so they share cache sets and evict each other. Where several row blocks will read
+  // it and the panel fits `pack_bytes`, it is copied once per column block, converted to the
+  // compute type, into a contiguous per-task buffer in the reduction order the blocks walk.
+  int64_t r_total = 1;
+  for (int r = ns; r < na; ++r) r_total *= node.axes()[r].extent;
+  const int64_t panel_bytes = r_total * blocking.nr * vw * static_cast<int64_t>(compute_bytes(dtype));
+  const bool pack = c.m_axis >= 0 && m_extent >= 2 * blocking.mr && panel_bytes <= params_.pack_bytes;
+  llvm::Type* lane_type = compute_type(ctx_, dtype);
+  Value* panel = pack ? static_cast<Value*>(entry_alloca(llvm::ArrayType::get(lane_type, static_cast<uint64_t>(r_total * blocking.nr * vw))))
+                      : nullptr;
+  int packed_nr = 0;  // > 0 while the blocks being emitted read the panel (its width in vectors)
+  // The panel row of a reduction point: row-major over the reduction axes.
+  auto panel_row = [&](const std::vector<Value*>& point) {
+    Value* row = i64(0);
+    for (int r = ns; r < na; ++r) row = b_.CreateAdd(b_.CreateMul(row, i64(node.axes()[r].extent)), point[r]);
+    return row;
+  };
+  auto panel_ptr = [&](Value* row, int nr, int j) {
+    return b_.CreateInBoundsGEP(lane_type, panel, b_.CreateAdd(b_.CreateMul(row, i64(nr * vw)), i64(j * vw)));
+  };
+  auto pack_panel = [&](std::vector<Value*> point, int nr) {
+    point.resize(na, nullptr);
+    Value* n0 = point[c.n_axis];
+    std::function<void(int)> all = [&](int r) {
+      if (r == na) {
+        Value* row = panel_row(point);
+        for (int j = 0; j < nr; ++j) {
+          std::vector<Value*> p = point;
+          p[c.n_axis] = b_.CreateAdd(n0, i64(j * vw));
+          b_.CreateAlignedStore(load_b(p), panel_ptr(row, nr, j), llvm::Align(compute_bytes(dtype)));
+        }
+        return;
+      }
+      emit_for(i64(0), i64(node.axes()[r].extent), 1, [&](Value* k) {
+        point[r] = k;
+        all(r + 1);
+      });
+    };
+    all(ns);
+  };
+
   // One MR x NR block at the spatial point (m and n at the block's first row and column).
   auto block = [&](std::vector<Value*> point, int mr, int nr) {
     auto zeroed = [&] {
@@ -195,7 +238,12 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     // The multiply-adds of one reduction point.
     auto fma_point = [&] {
       std::vector<Value*> bv(nr);
+      Value* row = packed_nr > 0 ? panel_row(point) : nullptr;
       for (int j = 0; j < nr; ++j) {
+        if (row) {
+          bv[j] = b_.CreateAlignedLoad(vec_type, panel_ptr(row, packed_nr, j), llvm::Align(compute_bytes(dtype)));
+          continue;
+        }
         std::vector<Value*> p = point;
         p[c.n_axis] = b_.CreateAdd(n0, i64(j * vw));
         bv[j] = load_b(p);
@@ -263,6 +311,10 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     Value* mb = s.box_begin[c.m_axis];
     Value* me = b_.CreateAdd(mb, s.box_extent[c.m_axis]);
     const int mr = blocking.mr;
+    if (pack) {
+      pack_panel(point, nr);
+      packed_nr = nr;
+    }
     Value* full = b_.CreateSDiv(s.box_extent[c.m_axis], i64(mr));
     emit_for(i64(0), full, 1, [&](Value* im) {
       point[c.m_axis] = b_.CreateAdd(mb, b_.CreateMul(im, i64(mr)));
@@ -273,6 +325,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         point[c.m_axis] = m;
         block(point, 1, nr);
       });
+    packed_nr = 0;
   };
 
   std::vector<Value*> point(ns);

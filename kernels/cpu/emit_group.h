@@ -30,6 +30,9 @@ namespace tessel::cpu {
 struct CodegenParams {
   int64_t vector_bytes = 0;      // one SIMD register: compute.simd_width fp32 lanes
   int64_t vector_registers = 0;  // SIMD registers per core: the register level's capacity / vector_bytes
+  /// The largest packed operand panel, in bytes: half the largest private per-core cache (0: the
+  /// spec has none, so nothing is packed).
+  int64_t pack_bytes = 0;
 };
 
 /// Reads CodegenParams from a CPU spec; UserError naming the field when the spec lacks one.
