@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../schedule_util.h"
 #include "../test_util.h"
 #include "cost_model/analytic_model.h"
 #include "hw_specs/hw_spec.h"
@@ -17,20 +18,7 @@
 
 namespace tessel::testing {
 
-inline const HwSpec& cpu_spec(const std::string& name) {
-  static std::map<std::string, HwSpec> specs;
-  auto it = specs.find(name);
-  if (it == specs.end()) it = specs.emplace(name, load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/" + name + ".json")).first;
-  return it->second;
-}
-
-inline Schedule schedule_with(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
-  AnalyticCostModel cost;
-  for (const auto& p : policies())
-    if (p->name() == policy) return p->schedule(PolicyContext{g, spec, cost});
-  FAIL("no policy named ", policy);
-  return {};
-}
+inline const HwSpec& cpu_spec(const std::string& name) { return shipped_spec(name); }
 
 /// Deterministic inputs: floats uniform in [-1, 1), integers and bools small non-negative values.
 inline std::vector<HostTensor> random_inputs(const OpGraph& g, uint64_t seed) {

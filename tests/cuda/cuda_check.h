@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../schedule_util.h"
 #include "../test_util.h"
 #include "cost_model/analytic_model.h"
 #include "hw_specs/hw_spec.h"
@@ -26,25 +27,7 @@
 
 namespace tessel::testing {
 
-inline std::string repo_root() {
-  if (const char* env = std::getenv("TESSEL_SOURCE_DIR"); env && *env) return env;
-  return TESSEL_SOURCE_DIR;
-}
-
-inline const HwSpec& gpu_spec(const std::string& name = "nvidia-h100-sxm") {
-  static std::map<std::string, HwSpec> specs;
-  auto it = specs.find(name);
-  if (it == specs.end()) it = specs.emplace(name, load_hw_spec(repo_root() + "/hw_specs/" + name + ".json")).first;
-  return it->second;
-}
-
-inline Schedule gpu_schedule(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
-  AnalyticCostModel cost;
-  for (const auto& p : policies())
-    if (p->name() == policy) return p->schedule(PolicyContext{g, spec, cost});
-  FAIL("no policy named ", policy);
-  return {};
-}
+inline const HwSpec& gpu_spec(const std::string& name = "nvidia-h100-sxm") { return shipped_spec(name); }
 
 /// Emits every group kernel of `schedule` and compiles each distinct one with NVRTC; returns the
 /// number compiled. Every rejection fails the test with NVRTC's log.
@@ -90,7 +73,7 @@ inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vecto
                          uint64_t seed = 11, const std::string& spec_name = "nvidia-h100-sxm") {
   if (inputs.empty()) inputs = gpu_test_inputs(g, seed);
   const HwSpec& spec = gpu_spec(spec_name);
-  const Schedule schedule = gpu_schedule(g, spec, policy);
+  const Schedule schedule = schedule_with(g, spec, policy);
   const std::unique_ptr<Backend> cuda = find_backend("cuda");
   CompileOptions options;
   const std::unique_ptr<Executable> exe = cuda->compile(g, schedule, spec, options);

@@ -47,7 +47,7 @@ TEST_CASE("cuda codegen: every operator family compiles with NVRTC for sm_90a") 
   for (auto& [name, g] : family_graphs())
     for (const std::string policy : {"welder", "roller"}) {
       INFO(name, " (", policy, ")");
-      const Schedule s = gpu_schedule(g, spec, policy);
+      const Schedule s = schedule_with(g, spec, policy);
       CHECK(nvrtc_compile_all(g, s, spec) >= 1);
     }
 }
@@ -58,7 +58,7 @@ TEST_CASE("cuda codegen: every bundled model compiles with NVRTC under welder an
     const OpGraph g = bundled_model(model);
     for (const std::string policy : {"welder", "roller"}) {
       INFO(model, " (", policy, ")");
-      CHECK(nvrtc_compile_all(g, gpu_schedule(g, spec, policy), spec) >= 1);
+      CHECK(nvrtc_compile_all(g, schedule_with(g, spec, policy), spec) >= 1);
     }
   }
 }
@@ -67,7 +67,7 @@ TEST_CASE("cuda codegen: each node's box covers what tile propagation says it co
   const HwSpec& spec = gpu_spec();
   for (const std::string model : {"bert_base_layer", "resnet50_bottleneck", "llama_decoder_block"}) {
     const OpGraph g = bundled_model(model);
-    const Schedule s = gpu_schedule(g, spec, "welder");
+    const Schedule s = schedule_with(g, spec, "welder");
     for (const ScheduleGroup& sg : s.groups) {
       const cuda::GroupPlan plan = cuda::plan_group(g, sg.group, spec);
       const TeNode& sink = g.node(sg.group.nodes.back());
@@ -99,7 +99,7 @@ TEST_CASE("cuda codegen: each node's box covers what tile propagation says it co
 TEST_CASE("cuda codegen: identical layers share one kernel") {
   const OpGraph g = bundled_model("bert_base_12_layers");
   const HwSpec& spec = gpu_spec();
-  const Schedule s = gpu_schedule(g, spec, "welder");
+  const Schedule s = schedule_with(g, spec, "welder");
   std::set<std::string> names;
   for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) names.insert(cuda::emit_group_kernel(g, s, i, spec).name);
   CHECK(names.size() * 6 <= s.groups.size());
@@ -108,7 +108,7 @@ TEST_CASE("cuda codegen: identical layers share one kernel") {
 TEST_CASE("cuda codegen: emit writes one file per kernel and a manifest") {
   const OpGraph g = bundled_model("bert_base_layer");
   const HwSpec& spec = gpu_spec();
-  const Schedule s = gpu_schedule(g, spec, "welder");
+  const Schedule s = schedule_with(g, spec, "welder");
   TempDir dir;
   const std::string out = std::getenv("TESSEL_TEST_EMIT_DIR") ? std::getenv("TESSEL_TEST_EMIT_DIR") : dir.file("kernels");
   const std::vector<std::string> files = find_backend("cuda")->emit(g, s, spec, "cuda", out);

@@ -142,7 +142,7 @@ int mma_kernels(const OpGraph& g, const Schedule& s, const HwSpec& spec) {
 
 /// The kernel of the schedule's last group (the one writing the graph's output).
 cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy = "roller") {
-  const Schedule s = gpu_schedule(g, gpu_spec(), policy);
+  const Schedule s = schedule_with(g, gpu_spec(), policy);
   REQUIRE(!s.groups.empty());
   return cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
 }
@@ -178,7 +178,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
 
   // Welder fuses the epilogue (bias add, GELU) into the contraction's group: one mma kernel.
   const OpGraph ffn = bias_gelu(DType::f16, 256, 64, 256);
-  const Schedule s = gpu_schedule(ffn, gpu_spec(), "welder");
+  const Schedule s = schedule_with(ffn, gpu_spec(), "welder");
   REQUIRE(s.groups.size() == 1);
   const cuda::GeneratedKernel k = cuda::emit_group_kernel(ffn, s, 0, gpu_spec());
   CHECK(k.path == "mma");
@@ -186,7 +186,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
 
   // Attention: the Transpose of K is folded into the read of B (k contiguous).
   const OpGraph att = attention(DType::f16, 1, 2, 129, 520, 64);
-  const Schedule sa = gpu_schedule(att, gpu_spec(), "welder");
+  const Schedule sa = schedule_with(att, gpu_spec(), "welder");
   bool folded = false;
   for (int i = 0; i < static_cast<int>(sa.groups.size()); ++i) {
     const cuda::GeneratedKernel g = cuda::emit_group_kernel(att, sa, i, gpu_spec());
@@ -198,7 +198,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   }
   CHECK(folded);
   // Without fusion both products run on the tensor cores, P V reading the softmax's output.
-  CHECK(mma_kernels(att, gpu_schedule(att, gpu_spec(), "roller"), gpu_spec()) == 2);
+  CHECK(mma_kernels(att, schedule_with(att, gpu_spec(), "roller"), gpu_spec()) == 2);
 }
 
 TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why") {
@@ -217,7 +217,7 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
   HwSpec old = gpu_spec();
   old.compute.tensor_core_shapes.erase(DType::f16);
   const OpGraph g = matmul(DType::f16, 64, 64, 64);
-  const Schedule s = gpu_schedule(g, old, "roller");
+  const Schedule s = schedule_with(g, old, "roller");
   CHECK(cuda::emit_group_kernel(g, s, 0, old).path == "generic");
 }
 
@@ -226,7 +226,7 @@ TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder
   for (const MmaCase& c : mma_cases())
     for (const std::string policy : {"welder", "roller"}) {
       INFO(c.name, " (", policy, ")");
-      const Schedule s = gpu_schedule(c.graph, spec, policy);
+      const Schedule s = schedule_with(c.graph, spec, policy);
       CHECK(mma_kernels(c.graph, s, spec) >= 1);
       CHECK(nvrtc_compile_all(c.graph, s, spec) >= 1);
     }

@@ -31,7 +31,7 @@ void check_op_on_gpu(const std::string& op, const std::vector<HostTensor>& input
   for (const std::string policy : {"welder", "roller"}) {
     INFO(op, " ", inputs[0].type().print(), " (", policy, ")");
     if (gpu) check_on_gpu(g, policy, model_inputs);
-    else CHECK(nvrtc_compile_all(g, gpu_schedule(g, gpu_spec(), policy), gpu_spec()) >= 1);
+    else CHECK(nvrtc_compile_all(g, schedule_with(g, gpu_spec(), policy), gpu_spec()) >= 1);
   }
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("cuda run: an out-of-range gather index is a user error") {
   const OpGraph g = op_graph("Gather", {random_f32({10, 4}, 1), i64({3}, {2, 0, 9})}, {{"axis", int64_t{0}}}, {}, &model_inputs);
   model_inputs[1] = i64({3}, {2, 10, 0});
   const HwSpec& spec = gpu_spec();
-  const auto exe = find_backend("cuda")->compile(g, gpu_schedule(g, spec, "roller"), spec, CompileOptions{});
+  const auto exe = find_backend("cuda")->compile(g, schedule_with(g, spec, "roller"), spec, CompileOptions{});
   CHECK_THROWS_AS(exe->run(model_inputs), UserError);
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("cuda run: a pool too large for shared memory moves to global scratch"
   const OpGraph g = op_graph("LayerNormalization", {random_f32({6, 1000}, 1), random_f32({1000}, 2), random_f32({1000}, 3)},
                              {{"axis", int64_t{-1}}});
   HwSpec tight = gpu_spec();
-  const Schedule schedule = gpu_schedule(g, tight, "welder");
+  const Schedule schedule = schedule_with(g, tight, "welder");
   tight.limits.smem_per_block_bytes = 64;  // everything staged goes to device memory
   const auto exe = find_backend("cuda")->compile(g, schedule, tight, CompileOptions{});
   const std::vector<HostTensor> inputs = gpu_test_inputs(g, 3);
@@ -154,7 +154,7 @@ TEST_CASE("cuda run: timing, peak memory and launches") {
   if (!gpu_available()) return;
   const OpGraph g = bundled_model("bert_base_layer");
   const HwSpec& spec = gpu_spec();
-  const Schedule s = gpu_schedule(g, spec, "welder");
+  const Schedule s = schedule_with(g, spec, "welder");
   TempDir cache;
   CompileOptions options;
   options.cache_dir = cache.file("cache");
@@ -184,7 +184,7 @@ TEST_CASE("cuda run: every bundled model matches the interpreter (welder and rol
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<HostTensor> expected = interpret(g, inputs);
     for (const std::string policy : {"welder", "roller"}) {
-      const auto exe = find_backend("cuda")->compile(g, gpu_schedule(g, spec, policy), spec, CompileOptions{});
+      const auto exe = find_backend("cuda")->compile(g, schedule_with(g, spec, policy), spec, CompileOptions{});
       const std::vector<HostTensor> got = exe->run(inputs);
       for (size_t o = 0; o < expected.size(); ++o) {
         const CompareResult r = compare_compiled(got[o], expected[o], computed_precision(g, g.outputs()[o]));

@@ -40,8 +40,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../schedule_util.h"
 #include "../test_util.h"
-#include "cost_model/analytic_model.h"
 #include "kernels/backend.h"
 #include "policy/check_schedule.h"
 #include "policy/policy.h"
@@ -53,6 +53,7 @@
 #include "tilegraph/interpreter.h"
 
 using namespace tessel;
+using tessel::testing::source_path;
 namespace fs = std::filesystem;
 
 namespace {
@@ -62,7 +63,6 @@ int64_t env_int(const char* name, int64_t dflt) {
   return v && *v ? std::strtoll(v, nullptr, 10) : dflt;
 }
 
-std::string source_path(const std::string& rel) { return std::string(TESSEL_SOURCE_DIR) + "/" + rel; }
 
 // TESSEL_DIFF_SPECS (comma-separated files under hw_specs/) or a CPU and a GPU spec.
 const std::vector<std::string>& spec_files() {
@@ -91,12 +91,6 @@ struct Case {
   int opt_level = 3;                       // CompileOptions::opt_level (the CPU backend's LLVM level)
 };
 
-std::unique_ptr<Policy> make_policy(const std::string& name) {
-  for (auto& p : policies())
-    if (p->name() == name) return std::move(p);
-  FAIL("no policy ", name);
-  return nullptr;
-}
 
 // One graph under test: lowered once, its inputs drawn once, the interpreter run at most once.
 struct Subject {
@@ -158,12 +152,8 @@ std::string check_schedule_run(Subject& subject, const HwSpec& spec, const Sched
   return "";
 }
 
-const HwSpec& spec_named(const std::string& file) {
-  static std::map<std::string, HwSpec> specs;
-  auto it = specs.find(file);
-  if (it == specs.end()) it = specs.emplace(file, load_hw_spec(source_path("hw_specs/" + file))).first;
-  return it->second;
-}
+// A spec by its file name under hw_specs/ (the form TESSEL_DIFF_SPECS and case.json use).
+const HwSpec& spec_named(const std::string& file) { return testing::shipped_spec(fs::path(file).stem().string()); }
 
 // The whole case from the model: lower, schedule, check, compile, run, compare.
 std::string check_case(const ModelDef& model, const Case& c, uint64_t seed, Schedule* schedule_out = nullptr) {
@@ -175,8 +165,7 @@ std::string check_case(const ModelDef& model, const Case& c, uint64_t seed, Sche
   }
   subject.inputs = random_inputs(subject.graph, seed);
   const HwSpec& spec = spec_named(c.spec_file);
-  const AnalyticCostModel cost;
-  const Schedule s = make_policy(c.policy)->schedule(PolicyContext{subject.graph, spec, cost});
+  const Schedule s = testing::schedule_with(subject.graph, spec, c.policy);
   if (schedule_out) *schedule_out = s;
   subject.opt_level = c.opt_level;
   return check_schedule_run(subject, spec, s, c.backend);
@@ -268,7 +257,6 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
   int64_t lowered = 0, schedules = 0, runs = 0, shared_runs = 0, failures = 0;
   std::map<std::string, int64_t> runs_by_backend;
   std::map<std::string, double> seconds_by_policy;
-  const AnalyticCostModel cost;
   const auto start = std::chrono::steady_clock::now();
   int64_t tried = 0;
   for (uint64_t seed = first; seed < first + static_cast<uint64_t>(graphs); ++seed) {
@@ -311,7 +299,7 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
           compile_here = eligible[(index / static_cast<uint64_t>(run_every)) % eligible.size()] == policy;
         }
         const auto t0 = std::chrono::steady_clock::now();
-        const Schedule s = make_policy(policy)->schedule(PolicyContext{subject.graph, spec, cost});
+        const Schedule s = testing::schedule_with(subject.graph, spec, policy);
         phases.schedule += since(t0);
         Schedule plan = s;  // what code generation sees: groups, tiles, edge levels
         plan.policy.clear();
@@ -389,7 +377,7 @@ TEST_CASE("regressions: every saved reproducer under tests/regressions passes") 
       std::stringstream text;
       text << sj.rdbuf();
       const Schedule s = schedule_from_json(text.str(), (e.path() / "schedule.json").string(), g);
-      CHECK(check_schedule(g, load_hw_spec(source_path("hw_specs/" + c.spec_file)), s).empty());
+      CHECK(check_schedule(g, spec_named(c.spec_file), s).empty());
       ++count;
     }
   MESSAGE(count, " reproducers");

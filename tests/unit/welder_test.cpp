@@ -8,16 +8,17 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../schedule_util.h"
 #include "../test_util.h"
 #include "cost_model/analytic_model.h"
 #include "policy/welder.h"
 #include "tilegraph/import/load_model.h"
 
 using namespace tessel;
+using tessel::testing::source_path;
 
 namespace {
 
-std::string source_path(const std::string& rel) { return std::string(TESSEL_SOURCE_DIR) + "/" + rel; }
 
 const HwSpec& h100() {
   static const HwSpec spec = load_hw_spec(source_path("hw_specs/nvidia-h100-sxm.json"));
