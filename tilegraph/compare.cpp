@@ -62,7 +62,14 @@ CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expec
     r.message = cat("type ", actual.type().print(), " differs from expected ", expected.type().print());
     return r;
   }
+  Tolerance tol = tolerance_for(expected.dtype());
+  DType bound_dtype = expected.dtype();
+  if (computed_in && is_float(*computed_in) && tolerance_for(*computed_in).rel_l2 > tol.rel_l2) {
+    tol = tolerance_for(*computed_in);
+    bound_dtype = *computed_in;
+  }
   double diff2 = 0, ref2 = 0;
+  bool elementwise_ok = true;  // every element within tol.atol + tol.rtol * |expected|
   for (int64_t i = 0; i < expected.size(); ++i) {
     const double a = actual[i], e = expected[i];
     const bool special = std::isnan(e) || std::isinf(e) || std::isnan(a) || std::isinf(a);
@@ -75,27 +82,23 @@ CompareResult compare_compiled(const HostTensor& actual, const HostTensor& expec
       ref2 += e * e;
       r.max_abs_error = std::max(r.max_abs_error, err);
       if (e != 0) r.max_rel_error = std::max(r.max_rel_error, err / std::fabs(e));
+      elementwise_ok = elementwise_ok && err <= tol.atol + tol.rtol * std::fabs(e);
     }
     if (!good) {
       if (r.mismatches == 0) r.first_mismatch = i;
       ++r.mismatches;
     }
   }
-  Tolerance tol = tolerance_for(expected.dtype());
-  DType bound_dtype = expected.dtype();
-  if (computed_in && is_float(*computed_in) && tolerance_for(*computed_in).rel_l2 > tol.rel_l2) {
-    tol = tolerance_for(*computed_in);
-    bound_dtype = *computed_in;
-  }
   r.rel_l2_error = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   if (r.mismatches > 0) {
     r.ok = false;
     r.message = cat(r.mismatches, " NaN or infinite elements differ (first at flat index ", r.first_mismatch, ": got ",
                     actual[r.first_mismatch], ", expected ", expected[r.first_mismatch], ")");
-  } else if (r.rel_l2_error > tol.rel_l2) {
+  } else if (r.rel_l2_error > tol.rel_l2 && !elementwise_ok) {
     r.ok = false;
     r.message = cat("relative L2 error ", r.rel_l2_error, " over the ", dtype_name(bound_dtype), " bound ", tol.rel_l2,
-                    " (max abs error ", r.max_abs_error, ")");
+                    " and elements off by more than ", tol.atol, " + ", tol.rtol, " |expected| (max abs error ",
+                    r.max_abs_error, ")");
   }
   return r;
 }

@@ -34,6 +34,13 @@ TEST_CASE("compare_compiled: relative L2 error by dtype; a stray NaN or a type c
   const CompareResult off = compare_compiled(HostTensor(t, {1.0, -2.0, 3.001, 0.0}), ref);
   CHECK_FALSE(off.ok);
   CHECK(off.message.find("relative L2 error") != std::string::npos);
+  // A value that cancels (a 3-term dot product near zero, found by the GPU differential run):
+  // 2.3e-8 off is 2.3e-5 of the value, over the L2 bound, but within atol: passes.
+  const TensorType one{DType::f32, {1}};
+  const CompareResult cancel = compare_compiled(HostTensor(one, {1e-3 + 2.3e-8}), HostTensor(one, {1e-3}));
+  CHECK(cancel.ok);
+  CHECK(cancel.rel_l2_error > tolerance_for(DType::f32).rel_l2);
+  CHECK_FALSE(compare_compiled(HostTensor(one, {1e-3 + 2e-5}), HostTensor(one, {1e-3})).ok);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   CHECK_FALSE(compare_compiled(HostTensor(t, {1.0, -2.0, nan, 1e-6}), ref).ok);
   CHECK_FALSE(compare_compiled(HostTensor({DType::f16, {4}}, {1.0, -2.0, 3.0, 0.0}), ref).ok);
