@@ -275,7 +275,10 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     if (id == cid || is_operand_node(id)) continue;
     const TeNode& node = graph.node(id);
     const NodePlan& np = generic.nodes[i];
-    if (np.role == NodeRole::staged || node.num_reduction() != 0 || np.reshaped || node.num_spatial() != ns)
+    // A reshaped sink (Reshape to attention heads) stores at the row-major offset of its domain
+    // point, which a reshape keeps: still elementwise. A reshaped node read in the group is not.
+    const bool is_sink = i == static_cast<int>(group.nodes.size()) - 1;
+    if (np.role == NodeRole::staged || node.num_reduction() != 0 || (np.reshaped && !is_sink) || node.num_spatial() != ns)
       return fail(cat("'", node.name(), "' is not an elementwise epilogue over the contraction's domain"));
     for (int a = 0; a < ns; ++a)
       if (node.axes()[a].extent != c.axes()[a].extent)

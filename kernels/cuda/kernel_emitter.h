@@ -1,6 +1,7 @@
 // CUDA C++ for one fused group (DESIGN.md, "emit"): the tensor-core kernel for f16/bf16
-// contraction groups with an elementwise epilogue (contraction_plan.h), else the generic kernel
-// built from the group's GroupPlan (group_plan.h). The source is self-contained: the device
+// contraction groups with an elementwise epilogue (contraction_plan.h), else the row kernel for
+// groups that reduce and normalize rows (row_plan.h), else the generic kernel built from the
+// group's GroupPlan (group_plan.h). The source is self-contained: the device
 // library (kernels/cuda/device/*.cuh, embedded into the binary) is pasted in front of the kernel,
 // so NVRTC needs no include path.
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/group_plan.h"
+#include "kernels/cuda/row_plan.h"
 #include "policy/schedule.h"
 
 namespace tessel::cuda {
@@ -21,9 +23,11 @@ struct GeneratedKernel {
   std::string source;     // the whole translation unit, with comments naming the group's nodes
   std::string canonical;  // the source without comments: equal for identical groups (compile once)
   GroupPlan plan;      // grid, block, shared memory, parameters (inputs, outputs, scratch, status)
-  std::string path;    // "generic" or "mma": which template produced it
+  std::string path;    // "mma", "row" or "generic": which template produced it
   std::optional<ContractionPlan> contraction;  // the mma path's plan
-  std::string mma_reason;                      // generic path: why the mma path was not taken
+  std::string mma_reason;                      // row and generic paths: why the mma path was not taken
+  std::optional<RowPlan> rows;                 // the row path's plan
+  std::string row_reason;                      // generic path: why the row path was not taken
 };
 
 /// Generates the kernel of group `index` of `schedule`.

@@ -211,7 +211,11 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
   CHECK(reason(matmul(DType::f32, 16, 32, 16)).find("f32") != std::string::npos);
   // A[17, 17]: rows 34 bytes apart cannot be copied 16 bytes at a time.
   CHECK(reason(matmul(DType::f16, 17, 17, 24)).find("leading dimension 17") != std::string::npos);
-  CHECK(reason(op_graph("Softmax", {random_f32({7, 33}, 1)}, {{"axis", int64_t{-1}}}), "welder").find("more than one reducing node") != std::string::npos);
+  {  // Softmax is not a contraction: it takes the row path (cuda_row_test.cpp), saying why not mma.
+    const cuda::GeneratedKernel sm = last_kernel(op_graph("Softmax", {random_f32({7, 33}, 1)}, {{"axis", int64_t{-1}}}), "welder");
+    CHECK(sm.path == "row");
+    CHECK(sm.mma_reason.find("more than one reducing node") != std::string::npos);
+  }
   CHECK(reason(op_graph("Conv", {random_f32({1, 3, 9, 9}, 1), random_f32({4, 3, 3, 3}, 2)})).find("one axis") != std::string::npos);
   // The spec decides: no m16n8k16 shape for f16 in the spec, no tensor-core path.
   HwSpec old = gpu_spec();

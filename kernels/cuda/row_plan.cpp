@@ -1,0 +1,192 @@
+// Recognizing and planning row kernels (see row_plan.h).
+#include "kernels/cuda/row_plan.h"
+
+#include <algorithm>
+
+#include "tilegraph/error.h"
+
+namespace tessel::cuda {
+
+namespace {
+
+RowMatch fail(std::string reason) { return RowMatch{std::nullopt, std::move(reason)}; }
+
+int64_t ceil_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+int64_t floor_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+bool in_group(const ScheduledGroup& group, NodeId n) {
+  return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end();
+}
+
+/// Result row `r` of a map is exactly axis `axis` (coefficient 1, offset 0); axis < 0: the
+/// constant 0.
+bool row_is(const AffineExpr& row, int axis) {
+  if (row.offset != 0) return false;
+  for (size_t a = 0; a < row.coeffs.size(); ++a)
+    if (row.coeffs[a] != (static_cast<int>(a) == axis ? 1 : 0)) return false;
+  return true;
+}
+
+/// Result row `row` of a read by `reader` is always 0: no offset, and only spatial axes of
+/// extent 1 (a keepdims axis) may appear in it.
+bool row_is_zero(const AffineExpr& row, const TeNode& reader) {
+  if (row.offset != 0) return false;
+  for (size_t a = 0; a < row.coeffs.size(); ++a)
+    if (row.coeffs[a] != 0 && (static_cast<int>(a) >= reader.num_spatial() || reader.axes()[a].extent != 1)) return false;
+  return true;
+}
+
+}  // namespace
+
+int row_column_axis(const TeNode& node, RowKind kind) {
+  if (kind == RowKind::row) return node.num_spatial() - 1;
+  return node.num_reduction() == 1 ? node.num_spatial() : -1;
+}
+
+bool row_vector_access(const TeNode& reader, const Access& access, int column_axis, int vec) {
+  if (column_axis < 0 || access.is_gather() || access.type.rank() == 0) return false;
+  const int rank = access.type.rank();
+  if (access.type.shape[rank - 1] % vec != 0) return false;
+  const std::vector<int64_t> extents = reader.extents();
+  for (int r = 0; r < rank; ++r) {
+    const AffineExpr& row = access.map.result(r);
+    if (r == rank - 1 ? !row_is(row, column_axis) : row.coeffs[column_axis] != 0) return false;
+    if (row.min_over(extents) < 0 || row.max_over(extents) >= access.type.shape[r]) return false;
+  }
+  return true;
+}
+
+RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec) {
+  const NodeId sink_id = group.nodes.back();
+  const TeNode& sink = graph.node(sink_id);
+  const int d = sink.num_spatial();
+  if (d < 1 || sink.num_reduction() != 0) return fail(cat("the sink '", sink.name(), "' is not elementwise over rows"));
+  RowPlan p;
+  p.n = sink.axes()[d - 1].extent;
+  for (int a = 0; a + 1 < d; ++a) {
+    p.row_extents.push_back(sink.axes()[a].extent);
+    p.rows *= sink.axes()[a].extent;
+  }
+  if (p.n <= 0 || p.rows <= 0) return fail("the output is empty");
+  auto same_rows = [&](const TeNode& nd) {
+    for (int a = 0; a + 1 < d; ++a)
+      if (nd.axes()[a].extent != p.row_extents[a]) return false;
+    return true;
+  };
+
+  // 1. Kinds.
+  bool reduces = false;
+  const int count = static_cast<int>(group.nodes.size());
+  for (int i = 0; i < count; ++i) {
+    const TeNode& nd = graph.node(group.nodes[i]);
+    const int ns = nd.num_spatial(), nr = nd.num_reduction();
+    RowNode rn;
+    rn.node = group.nodes[i];
+    rn.writes_global = generic.nodes[i].writes_global;
+    const bool row = ns == d && nr == 0 && same_rows(nd) && nd.axes()[d - 1].extent == p.n &&
+                     (i == count - 1 || nd.output().shape == nd.extents());
+    std::vector<int64_t> keep = p.row_extents;
+    keep.push_back(1);
+    const bool per_row_domain = (ns == d - 1 && same_rows(nd)) || (ns == d && same_rows(nd) && nd.axes()[d - 1].extent == 1);
+    const bool per_row = !row && per_row_domain && nr <= 1 && (nr == 0 || nd.axes()[ns].extent == p.n) &&
+                         (nd.output().shape == p.row_extents || nd.output().shape == keep);
+    if (!row && !per_row)
+      return fail(cat("'", nd.name(), "' is neither elementwise over the sink's rows nor one value per row"));
+    rn.kind = row ? RowKind::row : RowKind::per_row;
+    reduces |= nr == 1;
+    p.nodes.push_back(rn);
+  }
+  if (!reduces) return fail("no node reduces a row (the generic kernel maps elementwise groups)");
+
+  // 2. Reads of in-group nodes: at the reader's own row (and column).
+  auto kind_of = [&](NodeId n) {
+    for (const RowNode& rn : p.nodes)
+      if (rn.node == n) return rn.kind;
+    TESSEL_ASSERT(false, "node ", n, " is not in the group");
+  };
+  int min_bytes = dtype_bytes(sink.output().dtype);
+  for (const RowNode& rn : p.nodes) {
+    const TeNode& nd = graph.node(rn.node);
+    const int col = row_column_axis(nd, rn.kind);
+    if (rn.kind == RowKind::row && rn.writes_global) min_bytes = std::min(min_bytes, dtype_bytes(nd.output().dtype));
+    const std::vector<TensorId>& ins = graph.node_inputs(rn.node);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const Access& acc = nd.inputs()[k];
+      if (acc.is_gather()) return fail(cat("'", nd.name(), "' gathers"));
+      const NodeId prod = graph.producer(ins[k]);
+      if (prod < 0 || !in_group(group, prod)) {
+        if (row_vector_access(nd, acc, col, 1)) min_bytes = std::min(min_bytes, dtype_bytes(acc.type.dtype));
+        continue;
+      }
+      const TeNode& pn = graph.node(prod);
+      bool ok = true;
+      if (kind_of(prod) == RowKind::row) {
+        ok = col >= 0 && acc.map.num_results() == d;
+        for (int r = 0; ok && r < d; ++r) ok = row_is(acc.map.result(r), r == d - 1 ? col : r);
+      } else {
+        const int rank = pn.output().rank();
+        ok = acc.map.num_results() == rank;
+        for (int r = 0; ok && r < rank; ++r) ok = r < d - 1 ? row_is(acc.map.result(r), r) : row_is_zero(acc.map.result(r), nd);
+      }
+      if (!ok) return fail(cat("'", nd.name(), "' reads '", pn.name(), "' at another row or column"));
+    }
+  }
+
+  // 3. Vector width, threads per row, rows per block.
+  p.vec = std::max(1, 16 / std::max(1, min_bytes));
+  while (p.vec > 1 && p.n % p.vec != 0) p.vec /= 2;
+  const int64_t vectors = (p.n + p.vec - 1) / p.vec;
+  const int64_t max_threads = floor_pow2(spec.limits.max_threads_per_block);
+  // Two vector accesses per thread and row keep enough loads in flight without many registers.
+  p.lanes = static_cast<int>(std::min(max_threads, ceil_pow2((vectors + 1) / 2)));
+  p.chunks = static_cast<int>((vectors + p.lanes - 1) / p.lanes);
+  if (p.elements_per_thread() > kMaxElementsPerThread)
+    return fail(cat("a row of ", p.n, " elements needs ", p.elements_per_thread(), " registers per thread and node (at most ",
+                    kMaxElementsPerThread, ")"));
+  const int warp = static_cast<int>(spec.compute.simd_width);
+  const int64_t target = std::max<int64_t>(std::min<int64_t>(256, max_threads), warp);
+  p.rows_per_block = static_cast<int>(std::max<int64_t>(1, target / p.lanes));
+  p.threads = p.lanes * p.rows_per_block;
+  if (p.threads % warp != 0) return fail(cat(p.threads, " threads per block are not whole warps"));
+  p.blocks = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
+  return RowMatch{p, ""};
+}
+
+GroupPlan row_group_plan(const GroupPlan& generic, const RowPlan& rp) {
+  GroupPlan plan = generic;
+  for (NodePlan& np : plan.nodes) {
+    if (np.role != NodeRole::sink) np.role = NodeRole::inlined;
+    np.capacity = 0;
+    np.pool_offset = 0;
+    np.lanes = 1;
+    np.first_step = np.last_step = 0;
+  }
+  plan.sink_tile.assign(generic.sink_tile.size(), 1);
+  plan.sink_tile.back() = rp.n;
+  if (plan.sink_tile.size() >= 2) plan.sink_tile[plan.sink_tile.size() - 2] = rp.rows_per_block;
+  plan.grid = {rp.blocks};
+  plan.num_tiles = rp.blocks;
+  plan.blocks = rp.blocks;
+  plan.threads = rp.threads;
+  plan.pool_bytes = 0;
+  plan.pool_in_smem = true;
+  plan.reduce_scratch_bytes = rp.lanes > plan.warp ? static_cast<int64_t>(rp.threads / plan.warp) * 8 : 0;
+  return plan;
+}
+
+std::string print_row_plan(const RowPlan& p) {
+  return cat("row kernel: ", p.rows, " rows of ", p.n, " elements; ", p.lanes, " threads per row, ", p.rows_per_block,
+             " rows per block of ", p.threads, " threads, ", p.blocks, " blocks; ", p.chunks, " accesses of ", p.vec,
+             " elements per thread and row");
+}
+
+}  // namespace tessel::cuda

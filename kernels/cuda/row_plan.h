@@ -1,0 +1,82 @@
+// The row path: groups that normalize or reduce along the last axis of their output (softmax,
+// layer norm, RMS norm, and their elementwise prologues and epilogues) become a kernel that keeps
+// each row in registers: it reads every input row once with 16-byte vector loads, reduces with
+// warp shuffles (and one shared-memory step when a row spans several warps), and writes the output
+// row once with vector stores. The generic kernel would instead stage the reductions and read the
+// row again for every node that needs it, one scalar at a time.
+//
+// Let the sink's domain be (b_0, ..., b_{d-2}, n): rows are the points of the b axes, N the extent
+// of n. A group qualifies when
+//   * the sink has no reduction axis and N > 0;
+//   * every node is either a row node (the sink's domain, no reduction, its output shape equal to
+//     the domain unless it is the sink) or a per-row node: the sink's b axes, optionally followed
+//     by one spatial axis of extent 1 (keepdims), with at most one reduction axis, of extent N
+//     (the mean, variance, max or sum of exp of a row);
+//   * every read of an in-group node is at the reader's own point: a row node reads row nodes at
+//     (b, n) and per-row nodes at (b) (or (b, 0)); a per-row reduction reads row nodes at (b, r)
+//     with r its reduction axis, which plays the part of n;
+//   * no read is a gather, and a row of N elements fits in registers: at most
+//     kMaxElementsPerThread per thread with up to the spec's max_threads_per_block threads per row.
+// Reads of device memory may be any affine map; those that walk a row contiguously (the last
+// index is n, no other index depends on n, the tensor's last dimension a multiple of the vector
+// width, never out of bounds) are vector loads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/group_plan.h"
+
+namespace tessel::cuda {
+
+enum class RowKind : uint8_t { row, per_row };
+
+struct RowNode {
+  NodeId node = -1;
+  RowKind kind = RowKind::row;
+  bool writes_global = false;  // read by another group or a graph output
+};
+
+struct RowPlan {
+  std::vector<RowNode> nodes;         // the group's nodes, in group order; the sink last
+  std::vector<int64_t> row_extents;   // extents of the b axes (empty: one row)
+  int64_t rows = 1;                   // their product
+  int64_t n = 0;                      // row length
+  int vec = 1;                        // elements per vector access (N is a multiple)
+  int lanes = 1;                      // threads per row, a power of two
+  int chunks = 1;                     // vector accesses per thread per row: ceil(N / (vec lanes))
+  int rows_per_block = 1;
+  int threads = 0;                    // lanes * rows_per_block
+  int64_t blocks = 0;
+
+  int elements_per_thread() const { return vec * chunks; }
+};
+
+struct RowMatch {
+  std::optional<RowPlan> plan;
+  std::string reason;  // set when plan is not
+};
+
+/// The most elements of one row a thread holds per row node (registers).
+inline constexpr int kMaxElementsPerThread = 32;
+
+/// The axis of `node` that walks a row: n for a row node, the reduction axis of a per-row
+/// reduction; -1 for a per-row node without one.
+int row_column_axis(const TeNode& node, RowKind kind);
+
+/// Whether `access` of `reader` reads a row of device memory contiguously along `column_axis`,
+/// in bounds, in vectors of `vec` elements that start aligned (the file comment's rule).
+bool row_vector_access(const TeNode& reader, const Access& access, int column_axis, int vec);
+
+/// Checks the conditions of the file comment for `group` and plans the row kernel.
+RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec);
+
+/// The GroupPlan the runtime launches for the row kernel: `generic`'s nodes and parameters with the
+/// row kernel's grid and block size, no pool.
+GroupPlan row_group_plan(const GroupPlan& generic, const RowPlan& plan);
+
+/// One-line text of the plan, for the generated source's header and `--dump`.
+std::string print_row_plan(const RowPlan& plan);
+
+}  // namespace tessel::cuda

@@ -1,0 +1,122 @@
+// The row path of the CUDA backend (kernels/cuda/row_plan.h): which groups take it, how a row is
+// spread over threads and vectors, why other groups keep the generic kernel; its kernels compile
+// with NVRTC, and on a GPU match the interpreter for odd row lengths, several row axes, f16 and
+// f32, and rows longer than a block.
+#include <doctest/doctest.h>
+
+#include "cuda_check.h"
+#include "kernels/cuda/kernel_emitter.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+HostTensor random_of(DType dt, std::vector<int64_t> shape, uint64_t seed) {
+  return materialize_random(TensorType{dt, std::move(shape)}, RandomInit{RandomInit::Dist::uniform, -2.0, 2.0, seed});
+}
+
+cuda::GeneratedKernel welder_kernel(const OpGraph& g) {
+  const Schedule s = schedule_with(g, gpu_spec(), "welder");
+  REQUIRE(s.groups.size() == 1);
+  return cuda::emit_group_kernel(g, s, 0, gpu_spec());
+}
+
+OpGraph softmax(DType dt, std::vector<int64_t> shape) {
+  return op_graph("Softmax", {random_of(dt, std::move(shape), 1)}, {{"axis", int64_t{-1}}});
+}
+
+OpGraph layernorm(DType dt, std::vector<int64_t> shape) {
+  const int64_t n = shape.back();
+  return op_graph("LayerNormalization", {random_of(dt, shape, 1), random_of(dt, {n}, 2), random_of(dt, {n}, 3)},
+                  {{"axis", int64_t{-1}}});
+}
+
+}  // namespace
+
+TEST_CASE("cuda row: softmax and layer norm groups take the row path, one row in registers") {
+  const cuda::GeneratedKernel sm = welder_kernel(softmax(DType::f16, {64, 4096}));
+  REQUIRE(sm.path == "row");
+  REQUIRE(sm.rows);
+  CHECK(sm.rows->rows == 64);
+  CHECK(sm.rows->n == 4096);
+  CHECK(sm.rows->vec == 8);  // 16-byte vectors of f16
+  CHECK(sm.rows->lanes == 256);
+  CHECK(sm.rows->chunks == 2);
+  CHECK(sm.plan.threads == 256);
+  CHECK(sm.plan.blocks == 64);
+  // The input row is loaded once and reused by the max, the sum and the output.
+  CHECK(sm.source.find("tsl_g1[") == std::string::npos);
+  CHECK(sm.source.find("tsl::row_store<unsigned short, 8>") != std::string::npos);
+
+  // f32 rows of 768 (BERT): 4-element vectors, 128 lanes... 96 lanes rounded up; two rows per block.
+  const cuda::GeneratedKernel ln = welder_kernel(layernorm(DType::f32, {5, 768}));
+  REQUIRE(ln.path == "row");
+  CHECK(ln.rows->vec == 4);
+  CHECK(ln.rows->lanes == 128);
+  CHECK(ln.rows->chunks == 2);
+  CHECK(ln.rows->rows_per_block == 2);
+  CHECK(ln.plan.blocks == 3);
+
+  // An odd row length: scalar accesses, the last chunk partly past the row.
+  const cuda::GeneratedKernel odd = welder_kernel(softmax(DType::f32, {7, 33}));
+  REQUIRE(odd.path == "row");
+  CHECK(odd.rows->vec == 1);
+  CHECK(odd.rows->lanes == 32);
+  CHECK(odd.rows->chunks == 2);
+  CHECK(odd.source.find("tsl_col0 < 33LL") != std::string::npos);
+
+  // Several row axes: rows are the product of all axes but the last.
+  const cuda::GeneratedKernel three = welder_kernel(softmax(DType::f16, {2, 3, 40}));
+  REQUIRE(three.path == "row");
+  CHECK(three.rows->rows == 6);
+  CHECK(three.rows->vec == 8);
+}
+
+TEST_CASE("cuda row: groups outside the row path say why") {
+  auto reason = [](const OpGraph& g, const std::string& policy = "welder") {
+    const Schedule s = schedule_with(g, gpu_spec(), policy);
+    const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
+    CHECK(k.path == "generic");
+    CHECK(k.source.find("row kernel not used: " + k.row_reason) != std::string::npos);
+    return k.row_reason;
+  };
+  CHECK(reason(op_graph("Tanh", {random_f32({8, 64}, 1)})).find("no node reduces a row") != std::string::npos);
+  // Roller's softmax is one kernel per node; the last one only divides.
+  CHECK(reason(softmax(DType::f32, {4, 64}), "roller").find("no node reduces a row") != std::string::npos);
+  // A reduction over the first axis is not a row reduction.
+  CHECK(reason(op_graph("Softmax", {random_f32({6, 10}, 1)}, {{"axis", int64_t{0}}})).find("neither elementwise") != std::string::npos);
+  // A row must fit in registers: with at most 64 threads per block, a row of 4096 f32 would need
+  // 64 elements per thread.
+  const OpGraph g = softmax(DType::f32, {2, 4096});
+  const Schedule s = schedule_with(g, gpu_spec(), "welder");
+  REQUIRE(s.groups.size() == 1);
+  HwSpec narrow = gpu_spec();
+  narrow.limits.max_threads_per_block = 64;
+  const cuda::GroupPlan generic = cuda::plan_group(g, s.groups[0].group, narrow);
+  const cuda::RowMatch m = cuda::plan_rows(g, s.groups[0].group, generic, narrow);
+  CHECK_FALSE(m.plan);
+  CHECK(m.reason.find("needs 64 registers per thread") != std::string::npos);
+}
+
+TEST_CASE("cuda row: row kernels compile with NVRTC for sm_90a") {
+  const HwSpec& spec = gpu_spec();
+  for (const OpGraph& g : {softmax(DType::f16, {64, 4096}), softmax(DType::f32, {7, 33}), softmax(DType::bf16, {3, 5, 96}),
+                           layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768})}) {
+    const Schedule s = schedule_with(g, spec, "welder");
+    CHECK(nvrtc_compile_all(g, s, spec) >= 1);
+  }
+}
+
+TEST_CASE("cuda row run: row kernels match the interpreter") {
+  if (!gpu_available()) {
+    MESSAGE("[SKIP] no CUDA device: the row kernels were compiled by the case above");
+    return;
+  }
+  for (const OpGraph& g : {softmax(DType::f16, {64, 4096}), softmax(DType::f32, {7, 33}), softmax(DType::bf16, {3, 5, 96}),
+                           softmax(DType::f16, {5, 11000}), layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768}),
+                           layernorm(DType::f32, {300, 31})}) {
+    INFO(g.tensor(g.inputs()[0]).type.print());
+    check_on_gpu(g, "welder", gpu_test_inputs(g, 7));
+  }
+}
