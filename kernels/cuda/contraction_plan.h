@@ -17,7 +17,8 @@
 //     every row starts 16-byte aligned for cp.async;
 //   * every other node is an elementwise epilogue the generic plan already inlines (bias, GELU,
 //     residual add, scaling, cast): no reduction, C's spatial domain, in-group reads one-to-one
-//     on the same point; their value functions run per accumulator element in registers;
+//     on the same point; their value functions run per accumulator element in registers; the
+//     sink may reshape its output (Reshape to attention heads: same row-major order);
 //   * the spec's target has mma.sync m16n8k16 for the dtype (tensor_core_shapes, an sm_80+ arch)
 //     and 32-lane warps (the width mma.sync's fragments are defined over).
 // Everything else keeps the generic kernel unchanged.
