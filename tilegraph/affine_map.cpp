@@ -68,4 +68,19 @@ std::string AffineMap::print(const std::vector<std::string>& axis_names) const {
   return out + "]";
 }
 
+AffineMap compose(const AffineMap& inner, const AffineMap& outer) {
+  std::vector<AffineExpr> rows;
+  for (const AffineExpr& in : inner.results()) {
+    AffineExpr r{std::vector<int64_t>(outer.num_axes(), 0), in.offset};
+    for (size_t a = 0; a < in.coeffs.size(); ++a) {
+      if (in.coeffs[a] == 0) continue;
+      const AffineExpr& o = outer.result(static_cast<int>(a));
+      for (int x = 0; x < outer.num_axes(); ++x) r.coeffs[x] += in.coeffs[a] * o.coeffs[x];
+      r.offset += in.coeffs[a] * o.offset;
+    }
+    rows.push_back(std::move(r));
+  }
+  return AffineMap(outer.num_axes(), std::move(rows));
+}
+
 }  // namespace tessel

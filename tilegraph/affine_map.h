@@ -46,4 +46,9 @@ class AffineMap {
   std::vector<AffineExpr> results_;
 };
 
+/// Reading through a copy: `inner` maps the copy's axes to the tensor it reads, `outer` a reader's
+/// axes to the copy's (its output coordinates are its axes); the result maps the reader's axes to
+/// that tensor.
+AffineMap compose(const AffineMap& inner, const AffineMap& outer);
+
 }  // namespace tessel

@@ -67,23 +67,6 @@ int sm_version(const std::string& arch) {
 
 bool is_plain_input(const Expr& e, int slot) { return e.op() == ExprOp::input && e.index() == slot; }
 
-/// map[r] expressed over the reader's axes after reading through `inner` (rows over the
-/// producer's axes, whose coordinates are `outer`'s rows).
-AffineMap compose(const AffineMap& inner, const AffineMap& outer) {
-  std::vector<AffineExpr> rows;
-  for (const AffineExpr& in : inner.results()) {
-    AffineExpr r{std::vector<int64_t>(outer.num_axes(), 0), in.offset};
-    for (size_t a = 0; a < in.coeffs.size(); ++a) {
-      if (in.coeffs[a] == 0) continue;
-      const AffineExpr& o = outer.result(static_cast<int>(a));
-      for (int x = 0; x < outer.num_axes(); ++x) r.coeffs[x] += in.coeffs[a] * o.coeffs[x];
-      r.offset += in.coeffs[a] * o.offset;
-    }
-    rows.push_back(std::move(r));
-  }
-  return AffineMap(outer.num_axes(), std::move(rows));
-}
-
 /// An operand traced back to device memory: the tensor and its read over C's axes.
 struct Traced {
   TensorId tensor = -1;

@@ -242,8 +242,11 @@ class Emitter {
   void emit_step(int i);
   std::string index_type(int i) const;
   void emit_signature(const std::string& name, int min_blocks_per_sm);
-  std::string emit_row_global_read(const TeNode& nd, const Access& acc, TensorId t, const std::vector<std::string>& x,
+  std::string emit_row_global_read(const TeNode& nd, const RowRead& rd, const std::vector<std::string>& x,
                                    const std::string& ind);
+  template <class Inputs>
+  void emit_row_reduction(const TeNode& nd, const std::vector<RowRead>& reads, const std::vector<std::string>& x,
+                          const Inputs& inputs);
 };
 
 std::string Emitter::index_type(int i) const {
@@ -825,16 +828,12 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
     os_ << "    const long long tsl_b" << a << " = tsl_rr % " << r.row_extents[a] << "LL; tsl_rr /= " << r.row_extents[a] << "LL;\n";
   }
   os_ << "    (void)tsl_rr;\n";
-  auto pos_of = [&](NodeId id) {
-    for (int i = 0; i < n; ++i)
-      if (r.nodes[i].node == id) return i;
-    return -1;
-  };
   // Vector reads of device memory, by parameter and offset text: a row read by several nodes
   // (softmax's max, sum and output) is loaded once into registers.
   std::map<std::string, std::string> row_arrays;
   for (int i = 0; i < n; ++i) {
     const RowNode& rn = r.nodes[i];
+    if (rn.kind == RowKind::copy) continue;  // folded into its readers' reads
     const TeNode& nd = g_.node(rn.node);
     const DType dt = nd.output().dtype;
     const std::string ct = compute_type(dt);
@@ -842,23 +841,27 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
     // The node's axis variables.
     std::vector<std::string> x = rows;
     if (nd.num_spatial() == d) x.push_back(rn.kind == RowKind::row ? "tsl_col" : "0LL");
-    if (nd.num_reduction() == 1) x.push_back("tsl_col");
-    const std::vector<TensorId>& ins = g_.node_inputs(rn.node);
+    if (rn.kind == RowKind::per_row && nd.num_reduction() == 1) x.push_back("tsl_col");
+    if (rn.kind == RowKind::row)
+      for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) x.push_back(cat("tsl_k", a));
+    const std::vector<RowRead>& ins = rn.reads;
     os_ << "    // " << nd.name() << " (" << (rn.kind == RowKind::row ? "row" : "per row") << "): "
         << print_expr(nd.body(), nd.axis_names()) << "\n";
     std::vector<bool> vector_read(ins.size(), false);
     std::vector<std::string> array(ins.size()), offset(ins.size());
     std::vector<bool> first_use(ins.size(), false);
     for (size_t k = 0; k < ins.size(); ++k) {
-      vector_read[k] = pos_of(g_.producer(ins[k])) < 0 && row_vector_access(nd, nd.inputs()[k], col, vec);
+      // Loaded per chunk, before a row node's serial reduction: only reads that stay put along it.
+      vector_read[k] = ins[k].producer < 0 && row_vector_access(nd, ins[k].map, ins[k].type, col, vec) &&
+                       (rn.kind != RowKind::row || !reads_along_reduction(nd, ins[k].map));
       if (!vector_read[k]) continue;
-      const Access& acc = nd.inputs()[k];
-      const std::vector<int64_t> strides = row_major_strides(acc.type.shape);
+      const std::vector<int64_t> strides = row_major_strides(ins[k].type.shape);
       std::vector<std::string> xc = x;
       xc[col] = "tsl_col0";
       offset[k] = "0LL";
-      for (int q = 0; q < acc.type.rank(); ++q) offset[k] += cat(" + (", affine_text(acc.map.result(q), xc), ") * ", strides[q], "LL");
-      const std::string key = cat(input_param(ins[k]), "|", offset[k]);
+      for (int q = 0; q < ins[k].type.rank(); ++q)
+        offset[k] += cat(" + (", affine_text(ins[k].map.result(q), xc), ") * ", strides[q], "LL");
+      const std::string key = cat(input_param(ins[k].tensor), "|", offset[k]);
       auto it = row_arrays.find(key);
       if (it != row_arrays.end()) {
         array[k] = it->second;
@@ -866,30 +869,32 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
       }
       array[k] = row_arrays[key] = cat("tsl_g", row_arrays.size());
       first_use[k] = true;
-      os_ << "    " << storage_type(acc.type.dtype) << " " << array[k] << "[" << elems << "];  // "
-          << g_.tensor(ins[k]).name << "'s row\n";
+      os_ << "    " << storage_type(ins[k].type.dtype) << " " << array[k] << "[" << elems << "];  // "
+          << g_.tensor(ins[k].tensor).name << "'s row\n";
     }
     // The inputs' values at the current point (inside the element loop when there is a column).
-    auto inputs = [&](const std::string& ind, const std::vector<bool>& vector_read) {
+    // `inner`: vector reads along the serial reduction's last axis (row nodes with reductions),
+    // by input, the array and index holding the current element.
+    auto inputs = [&](const std::string& ind, const std::vector<std::string>& xs, const std::vector<std::string>& inner) {
       std::vector<std::string> values(ins.size());
       for (size_t k = 0; k < ins.size(); ++k) {
-        const Access& acc = nd.inputs()[k];
-        const DType idt = acc.type.dtype;
-        const int j = pos_of(g_.producer(ins[k]));
+        const DType idt = ins[k].type.dtype;
+        const int j = ins[k].producer;
         if (j >= 0) {
           values[k] = r.nodes[j].kind == RowKind::row ? cat("tsl_v", j, "[tsl_c * ", vec, " + tsl_e]") : cat("tsl_s", j);
           continue;
         }
-        if (vector_read[k]) {
+        if (vector_read[k] || !inner[k].empty()) {
           values[k] = fresh("in");
-          os_ << ind << "const " << compute_type(idt) << " " << values[k] << " = "
-              << from_storage(idt, cat(array[k], "[tsl_c * ", vec, " + tsl_e]")) << ";\n";
+          const std::string at = vector_read[k] ? cat(array[k], "[tsl_c * ", vec, " + tsl_e]") : inner[k];
+          os_ << ind << "const " << compute_type(idt) << " " << values[k] << " = " << from_storage(idt, at) << ";\n";
           continue;
         }
-        values[k] = emit_row_global_read(nd, acc, ins[k], x, ind);
+        values[k] = emit_row_global_read(nd, ins[k], xs, ind);
       }
       return values;
     };
+    const std::vector<std::string> no_inner(ins.size());
     // The chunk loop's head: the column of the chunk, its guard, and the vector reads.
     auto open_chunks = [&](const std::string& guard_extra) {
       os_ << "    #pragma unroll\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
@@ -898,10 +903,10 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
       os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << guard_extra << ";\n";
       for (size_t k = 0; k < ins.size(); ++k) {
         if (!first_use[k]) continue;
-        const std::string st = storage_type(nd.inputs()[k].type.dtype);
+        const std::string st = storage_type(ins[k].type.dtype);
         const std::string dst = cat(array[k], " + tsl_c * ", vec);
-        os_ << "      if (tsl_ok) tsl::row_load<" << st << ", " << vec << ">(" << dst << ", g_in" << input_param(ins[k]) << " + ("
-            << offset[k] << "));\n";
+        os_ << "      if (tsl_ok) tsl::row_load<" << st << ", " << vec << ">(" << dst << ", g_in" << input_param(ins[k].tensor)
+            << " + (" << offset[k] << "));\n";
         os_ << "      else for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << array[k] << "[tsl_c * " << vec
             << " + tsl_e] = 0;\n";
       }
@@ -914,10 +919,15 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
       const std::string st = storage_type(dt);
       open_chunks("");
       os_ << "        if (tsl_ok) {\n";
-      const std::vector<std::string> values = inputs("          ", vector_read);
-      std::map<const ExprNode*, std::string> memo;
-      const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
-      os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, v) << ";\n";
+      if (nd.num_reduction() == 0) {
+        const std::vector<std::string> values = inputs("          ", x, no_inner);
+        std::map<const ExprNode*, std::string> memo;
+        const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
+        os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, v) << ";\n";
+      } else {
+        emit_row_reduction(nd, ins, x, inputs);
+        os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, "tsl_r") << ";\n";
+      }
       os_ << "        }\n      }\n";
       if (store) {
         os_ << "      if (tsl_ok) {\n        " << st << " tsl_out[" << vec << "];\n";
@@ -935,7 +945,7 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
       os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
       open_chunks("");
       os_ << "        if (tsl_ok) {\n";
-      const std::vector<std::string> values = inputs("          ", vector_read);
+      const std::vector<std::string> values = inputs("          ", x, no_inner);
       std::map<const ExprNode*, std::string> memo;
       const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
       os_ << "          tsl_acc" << i << " = " << comb << "(tsl_acc" << i << ", static_cast<" << at << ">(" << v << "));\n";
@@ -956,7 +966,7 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
       os_ << "    const " << ct << " tsl_s" << i << " = " << round_to_dtype(dt, cat("tsl_acc", i)) << ";\n";
     } else {
       os_ << "    " << ct << " tsl_s" << i << " = " << literal(dt, 0) << ";\n    if (tsl_active) {\n";
-      const std::vector<std::string> values = inputs("      ", vector_read);
+      const std::vector<std::string> values = inputs("      ", x, no_inner);
       std::map<const ExprNode*, std::string> memo;
       const std::string v = emit_expr(nd.body(), values, x, memo, "      ");
       os_ << "      tsl_s" << i << " = " << round_to_dtype(dt, v) << ";\n    }\n";
@@ -969,21 +979,83 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
   return os_.str();
 }
 
+// The serial reduction of a row node with reduction axes (attention's scores as a row of Q K^T),
+// into `tsl_r` (accumulator type): nested loops over the reduction axes; the last one steps by
+// vectors when some read of device memory walks it contiguously (16 bytes of the narrowest such
+// dtype, halved until it divides the extent), those reads loaded a vector at a time.
+template <class Inputs>
+void Emitter::emit_row_reduction(const TeNode& nd, const std::vector<RowRead>& reads, const std::vector<std::string>& x,
+                                 const Inputs& inputs) {
+  const DType dt = nd.output().dtype;
+  const std::string at = acc_type(dt), comb = combiner_fn(nd.combiner());
+  const int ns = nd.num_spatial(), na = nd.num_axes(), last = na - 1;
+  const int64_t extent = nd.axes()[last].extent;
+  int min_bytes = 16;
+  for (const RowRead& rd : reads)
+    if (rd.producer < 0 && row_vector_access(nd, rd.map, rd.type, last, 1)) min_bytes = std::min(min_bytes, dtype_bytes(rd.type.dtype));
+  int v = std::max(1, 16 / min_bytes);
+  while (v > 1 && extent % v != 0) v /= 2;
+  std::vector<std::string> inner(reads.size());
+  std::vector<bool> vectored(reads.size(), false);
+  for (size_t k = 0; k < reads.size(); ++k)
+    vectored[k] = v > 1 && reads[k].producer < 0 && row_vector_access(nd, reads[k].map, reads[k].type, last, v);
+  std::string ind = "          ";
+  os_ << ind << at << " tsl_r = " << literal(dt, nd.init(), true) << ";\n";
+  for (int a = ns; a < last; ++a) {
+    os_ << ind << "for (long long tsl_k" << a << " = 0; tsl_k" << a << " < " << nd.axes()[a].extent << "LL; ++tsl_k" << a << ") {\n";
+    ind += "  ";
+  }
+  const bool vectorize = std::find(vectored.begin(), vectored.end(), true) != vectored.end();
+  std::vector<std::string> xs = x;
+  if (!vectorize) {
+    os_ << ind << "for (long long tsl_k" << last << " = 0; tsl_k" << last << " < " << extent << "LL; ++tsl_k" << last << ") {\n";
+    ind += "  ";
+  } else {
+    os_ << ind << "for (long long tsl_k" << last << " = 0; tsl_k" << last << " < " << extent << "LL; tsl_k" << last << " += " << v
+        << "LL) {\n";
+    ind += "  ";
+    for (size_t k = 0; k < reads.size(); ++k) {
+      if (!vectored[k]) continue;
+      const std::vector<int64_t> strides = row_major_strides(reads[k].type.shape);
+      std::string off = "0LL";
+      for (int q = 0; q < reads[k].type.rank(); ++q) off += cat(" + (", affine_text(reads[k].map.result(q), x), ") * ", strides[q], "LL");
+      const std::string st = storage_type(reads[k].type.dtype);
+      const std::string arr = fresh("tsl_w");
+      os_ << ind << st << " " << arr << "[" << v << "];\n";
+      os_ << ind << "tsl::row_load<" << st << ", " << v << ">(" << arr << ", g_in" << input_param(reads[k].tensor) << " + (" << off << "));\n";
+      inner[k] = cat(arr, "[tsl_f]");
+    }
+    os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_f = 0; tsl_f < " << v << "; ++tsl_f) {\n";
+    ind += "  ";
+    os_ << ind << "const long long tsl_kf = tsl_k" << last << " + tsl_f;\n";
+    xs[last] = "tsl_kf";
+  }
+  const std::vector<std::string> values = inputs(ind, xs, inner);
+  std::map<const ExprNode*, std::string> memo;
+  const std::string val = emit_expr(nd.body(), values, xs, memo, ind);
+  os_ << ind << "tsl_r = " << comb << "(tsl_r, static_cast<" << at << ">(" << val << "));\n";
+  for (int a = ns; a <= last + (vectorize ? 1 : 0); ++a) {
+    ind.resize(ind.size() - 2);
+    os_ << ind << "}\n";
+  }
+}
+
 // A read of device memory at the node's point x (any affine map, pad value out of bounds).
-std::string Emitter::emit_row_global_read(const TeNode& nd, const Access& acc, TensorId t, const std::vector<std::string>& x,
+std::string Emitter::emit_row_global_read(const TeNode& nd, const RowRead& rd, const std::vector<std::string>& x,
                                           const std::string& ind) {
-  const DType dt = acc.type.dtype;
-  const int rank = acc.type.rank();
+  const DType dt = rd.type.dtype;
+  const TensorId t = rd.tensor;
+  const int rank = rd.type.rank();
   const std::vector<int64_t> extents = nd.extents();
-  const std::vector<int64_t> strides = row_major_strides(acc.type.shape);
+  const std::vector<int64_t> strides = row_major_strides(rd.type.shape);
   std::string off = "0LL", inside;
   for (int q = 0; q < rank; ++q) {
-    const AffineExpr& row = acc.map.result(q);
+    const AffineExpr& row = rd.map.result(q);
     const std::string idx = fresh("i");
     os_ << ind << "const long long " << idx << " = " << affine_text(row, x) << ";\n";
     off += cat(" + ", idx, " * ", strides[q], "LL");
-    if (row.min_over(extents) < 0 || row.max_over(extents) >= acc.type.shape[q])
-      inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", acc.type.shape[q], "LL");
+    if (row.min_over(extents) < 0 || row.max_over(extents) >= rd.type.shape[q])
+      inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", rd.type.shape[q], "LL");
   }
   if (g_.tensor(t).type.num_elements() == 0) inside = "false";
   const std::string v = fresh("in");
@@ -991,7 +1063,7 @@ std::string Emitter::emit_row_global_read(const TeNode& nd, const Access& acc, T
     os_ << ind << "const " << compute_type(dt) << " " << v << " = " << from_storage(dt, cat("g_in", input_param(t), "[", off, "]"))
         << ";\n";
   } else {
-    os_ << ind << compute_type(dt) << " " << v << " = " << literal(dt, acc.pad_value) << ";\n";
+    os_ << ind << compute_type(dt) << " " << v << " = " << literal(dt, rd.pad) << ";\n";
     os_ << ind << "if (" << inside << ") " << v << " = " << from_storage(dt, cat("g_in", input_param(t), "[", off, "]")) << ";\n";
   }
   return v;

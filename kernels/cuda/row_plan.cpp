@@ -23,10 +23,6 @@ int64_t floor_pow2(int64_t v) {
   return p;
 }
 
-bool in_group(const ScheduledGroup& group, NodeId n) {
-  return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end();
-}
-
 /// Result row `r` of a map is exactly axis `axis` (coefficient 1, offset 0); axis < 0: the
 /// constant 0.
 bool row_is(const AffineExpr& row, int axis) {
@@ -52,17 +48,24 @@ int row_column_axis(const TeNode& node, RowKind kind) {
   return node.num_reduction() == 1 ? node.num_spatial() : -1;
 }
 
-bool row_vector_access(const TeNode& reader, const Access& access, int column_axis, int vec) {
-  if (column_axis < 0 || access.is_gather() || access.type.rank() == 0) return false;
-  const int rank = access.type.rank();
-  if (access.type.shape[rank - 1] % vec != 0) return false;
+bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec) {
+  if (axis < 0 || type.rank() == 0 || map.num_results() != type.rank()) return false;
+  const int rank = type.rank();
+  if (type.shape[rank - 1] % vec != 0) return false;
   const std::vector<int64_t> extents = reader.extents();
   for (int r = 0; r < rank; ++r) {
-    const AffineExpr& row = access.map.result(r);
-    if (r == rank - 1 ? !row_is(row, column_axis) : row.coeffs[column_axis] != 0) return false;
-    if (row.min_over(extents) < 0 || row.max_over(extents) >= access.type.shape[r]) return false;
+    const AffineExpr& row = map.result(r);
+    if (r == rank - 1 ? !row_is(row, axis) : row.coeffs[axis] != 0) return false;
+    if (row.min_over(extents) < 0 || row.max_over(extents) >= type.shape[r]) return false;
   }
   return true;
+}
+
+bool reads_along_reduction(const TeNode& node, const AffineMap& map) {
+  for (const AffineExpr& row : map.results())
+    for (int a = node.num_spatial(); a < node.num_axes(); ++a)
+      if (row.coeffs[a] != 0) return true;
+  return false;
 }
 
 RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec) {
@@ -83,59 +86,83 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     return true;
   };
 
-  // 1. Kinds.
-  bool reduces = false;
+  // 1. Kinds and reads, in group order (producers first).
   const int count = static_cast<int>(group.nodes.size());
+  auto pos_of = [&](NodeId n) {
+    for (int i = 0; i < static_cast<int>(p.nodes.size()); ++i)
+      if (p.nodes[i].node == n) return i;
+    return -1;
+  };
+  auto in_bounds = [](const TeNode& reader, const Access& acc) {
+    const std::vector<int64_t> extents = reader.extents();
+    for (int r = 0; r < acc.type.rank(); ++r)
+      if (acc.map.result(r).min_over(extents) < 0 || acc.map.result(r).max_over(extents) >= acc.type.shape[r]) return false;
+    return true;
+  };
+  bool reduces = false;
+  std::vector<int64_t> keep = p.row_extents;
+  keep.push_back(1);
   for (int i = 0; i < count; ++i) {
     const TeNode& nd = graph.node(group.nodes[i]);
     const int ns = nd.num_spatial(), nr = nd.num_reduction();
+    const std::vector<TensorId>& ins = graph.node_inputs(group.nodes[i]);
     RowNode rn;
     rn.node = group.nodes[i];
     rn.writes_global = generic.nodes[i].writes_global;
-    const bool row = ns == d && nr == 0 && same_rows(nd) && nd.axes()[d - 1].extent == p.n &&
-                     (i == count - 1 || nd.output().shape == nd.extents());
-    std::vector<int64_t> keep = p.row_extents;
-    keep.push_back(1);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const Access& acc = nd.inputs()[k];
+      if (acc.is_gather()) return fail(cat("'", nd.name(), "' gathers"));
+      RowRead rd{pos_of(graph.producer(ins[k])), ins[k], acc.map, acc.type, acc.pad_value};
+      if (rd.producer >= 0 && p.nodes[rd.producer].kind == RowKind::copy) {
+        // Through a folded copy: its source, at the composed map (both reads in bounds).
+        if (!in_bounds(nd, acc)) return fail(cat("'", nd.name(), "' reads the copy '", graph.node(p.nodes[rd.producer].node).name(), "' out of bounds"));
+        const RowRead& src = p.nodes[rd.producer].reads[0];
+        rd = RowRead{-1, src.tensor, compose(src.map, acc.map), src.type, src.pad};
+      }
+      rn.reads.push_back(std::move(rd));
+    }
+    const bool copy = i != count - 1 && !rn.writes_global && nr == 0 && ins.size() == 1 && rn.reads[0].producer < 0 &&
+                      nd.body().op() == ExprOp::input && nd.body().index() == 0 &&
+                      nd.output().dtype == nd.inputs()[0].type.dtype && nd.output().shape == nd.extents() &&
+                      in_bounds(nd, nd.inputs()[0]);
+    std::vector<int64_t> spatial;
+    for (int a = 0; a < ns; ++a) spatial.push_back(nd.axes()[a].extent);
+    const bool row = !copy && ns == d && same_rows(nd) && nd.axes()[d - 1].extent == p.n &&
+                     (i == count - 1 || nd.output().shape == spatial);
     const bool per_row_domain = (ns == d - 1 && same_rows(nd)) || (ns == d && same_rows(nd) && nd.axes()[d - 1].extent == 1);
-    const bool per_row = !row && per_row_domain && nr <= 1 && (nr == 0 || nd.axes()[ns].extent == p.n) &&
+    const bool per_row = !copy && !row && per_row_domain && nr <= 1 && (nr == 0 || nd.axes()[ns].extent == p.n) &&
                          (nd.output().shape == p.row_extents || nd.output().shape == keep);
-    if (!row && !per_row)
+    if (!copy && !row && !per_row)
       return fail(cat("'", nd.name(), "' is neither elementwise over the sink's rows nor one value per row"));
-    rn.kind = row ? RowKind::row : RowKind::per_row;
-    reduces |= nr == 1;
-    p.nodes.push_back(rn);
+    rn.kind = copy ? RowKind::copy : row ? RowKind::row : RowKind::per_row;
+    reduces |= per_row && nr == 1;
+    p.nodes.push_back(std::move(rn));
   }
   if (!reduces) return fail("no node reduces a row (the generic kernel maps elementwise groups)");
 
   // 2. Reads of in-group nodes: at the reader's own row (and column).
-  auto kind_of = [&](NodeId n) {
-    for (const RowNode& rn : p.nodes)
-      if (rn.node == n) return rn.kind;
-    TESSEL_ASSERT(false, "node ", n, " is not in the group");
-  };
   int min_bytes = dtype_bytes(sink.output().dtype);
   for (const RowNode& rn : p.nodes) {
+    if (rn.kind == RowKind::copy) continue;
     const TeNode& nd = graph.node(rn.node);
     const int col = row_column_axis(nd, rn.kind);
     if (rn.kind == RowKind::row && rn.writes_global) min_bytes = std::min(min_bytes, dtype_bytes(nd.output().dtype));
-    const std::vector<TensorId>& ins = graph.node_inputs(rn.node);
-    for (size_t k = 0; k < ins.size(); ++k) {
-      const Access& acc = nd.inputs()[k];
-      if (acc.is_gather()) return fail(cat("'", nd.name(), "' gathers"));
-      const NodeId prod = graph.producer(ins[k]);
-      if (prod < 0 || !in_group(group, prod)) {
-        if (row_vector_access(nd, acc, col, 1)) min_bytes = std::min(min_bytes, dtype_bytes(acc.type.dtype));
+    for (const RowRead& rd : rn.reads) {
+      if (rd.producer < 0) {
+        if (row_vector_access(nd, rd.map, rd.type, col, 1) && (rn.kind != RowKind::row || !reads_along_reduction(nd, rd.map)))
+          min_bytes = std::min(min_bytes, dtype_bytes(rd.type.dtype));
         continue;
       }
-      const TeNode& pn = graph.node(prod);
+      const RowNode& pr = p.nodes[rd.producer];
+      const TeNode& pn = graph.node(pr.node);
       bool ok = true;
-      if (kind_of(prod) == RowKind::row) {
-        ok = col >= 0 && acc.map.num_results() == d;
-        for (int r = 0; ok && r < d; ++r) ok = row_is(acc.map.result(r), r == d - 1 ? col : r);
+      if (pr.kind == RowKind::row) {
+        ok = col >= 0 && rd.map.num_results() == d;
+        for (int r = 0; ok && r < d; ++r) ok = row_is(rd.map.result(r), r == d - 1 ? col : r);
       } else {
         const int rank = pn.output().rank();
-        ok = acc.map.num_results() == rank;
-        for (int r = 0; ok && r < rank; ++r) ok = r < d - 1 ? row_is(acc.map.result(r), r) : row_is_zero(acc.map.result(r), nd);
+        ok = rd.map.num_results() == rank;
+        for (int r = 0; ok && r < rank; ++r) ok = r < d - 1 ? row_is(rd.map.result(r), r) : row_is_zero(rd.map.result(r), nd);
       }
       if (!ok) return fail(cat("'", nd.name(), "' reads '", pn.name(), "' at another row or column"));
     }

@@ -8,10 +8,16 @@
 // Let the sink's domain be (b_0, ..., b_{d-2}, n): rows are the points of the b axes, N the extent
 // of n. A group qualifies when
 //   * the sink has no reduction axis and N > 0;
-//   * every node is either a row node (the sink's domain, no reduction, its output shape equal to
-//     the domain unless it is the sink) or a per-row node: the sink's b axes, optionally followed
-//     by one spatial axis of extent 1 (keepdims), with at most one reduction axis, of extent N
-//     (the mean, variance, max or sum of exp of a row);
+//   * at least one node reduces a row, and every node is
+//       - a row node: the sink's domain (its output shape equal to the domain unless it is the
+//         sink), possibly with reduction axes of its own, summed serially per element (attention's
+//         scores Q K^T, fused with their softmax), or
+//       - a per-row node: the sink's b axes, optionally followed by one spatial axis of extent 1
+//         (keepdims), with at most one reduction axis, of extent N (the mean, variance, max or
+//         sum of exp of a row), or
+//       - a copy folded into its readers: body `in0` of one in-bounds input from device memory or
+//         from another copy, same dtype, no reshape, read only in the group (attention's
+//         transposes of Q and K); its readers read device memory through the composed map;
 //   * every read of an in-group node is at the reader's own point: a row node reads row nodes at
 //     (b, n) and per-row nodes at (b) (or (b, 0)); a per-row reduction reads row nodes at (b, r)
 //     with r its reduction axis, which plays the part of n;
@@ -19,7 +25,8 @@
 //     kMaxElementsPerThread per thread with up to the spec's max_threads_per_block threads per row.
 // Reads of device memory may be any affine map; those that walk a row contiguously (the last
 // index is n, no other index depends on n, the tensor's last dimension a multiple of the vector
-// width, never out of bounds) are vector loads.
+// width, never out of bounds) are vector loads, and so are those of a row node's serial reduction
+// that walk its last reduction axis contiguously.
 #pragma once
 
 #include <optional>
@@ -30,12 +37,24 @@
 
 namespace tessel::cuda {
 
-enum class RowKind : uint8_t { row, per_row };
+enum class RowKind : uint8_t { row, per_row, copy };
+
+/// Where one input of a node comes from: another node of the group (`producer`, its position in
+/// RowPlan::nodes) or device memory (`tensor`, possibly through folded copies), read at `map`
+/// over the reading node's axes.
+struct RowRead {
+  int producer = -1;  // -1: device memory
+  TensorId tensor = -1;
+  AffineMap map;
+  TensorType type;    // of the tensor read
+  double pad = 0;     // value of an out-of-bounds read
+};
 
 struct RowNode {
   NodeId node = -1;
   RowKind kind = RowKind::row;
   bool writes_global = false;  // read by another group or a graph output
+  std::vector<RowRead> reads;  // one per input; a copy's one read is its source in device memory
 };
 
 struct RowPlan {
@@ -65,9 +84,13 @@ inline constexpr int kMaxElementsPerThread = 32;
 /// reduction; -1 for a per-row node without one.
 int row_column_axis(const TeNode& node, RowKind kind);
 
-/// Whether `access` of `reader` reads a row of device memory contiguously along `column_axis`,
-/// in bounds, in vectors of `vec` elements that start aligned (the file comment's rule).
-bool row_vector_access(const TeNode& reader, const Access& access, int column_axis, int vec);
+/// Whether reading `type` at `map` from `reader`'s axes walks the tensor contiguously along
+/// `axis`, in bounds, in vectors of `vec` elements that start aligned (the file comment's rule).
+bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
+
+/// Whether `map` (over `node`'s axes) reads a different element as one of its reduction axes moves:
+/// a row node's reads of a row, loaded before its serial reduction, must not.
+bool reads_along_reduction(const TeNode& node, const AffineMap& map);
 
 /// Checks the conditions of the file comment for `group` and plans the row kernel.
 RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec);

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
+#include "model_builder.h"
 #include "kernels/cuda/contraction_plan.h"
 #include "tilegraph/lower.h"
 
@@ -14,40 +15,6 @@ using namespace tessel;
 using namespace tessel::testing;
 
 namespace {
-
-/// A small model built op by op; inputs are model inputs unless made weights.
-class ModelBuilder {
- public:
-  explicit ModelBuilder(DType dt) : dt_(dt) { m_.name = "mma_case"; }
-
-  std::string input(const std::string& name, std::vector<int64_t> shape) {
-    m_.inputs.push_back({name, TensorType{dt_, std::move(shape)}});
-    return name;
-  }
-  std::string weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
-    const TensorType type{dt_, std::move(shape)};
-    m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, -1.0, 1.0, seed}});
-    return name;
-  }
-  std::string op(const std::string& type, std::vector<std::string> inputs, std::map<std::string, AttrValue> attrs = {}) {
-    OpDef d;
-    d.name = cat("op", m_.ops.size());
-    d.op_type = type;
-    d.inputs = std::move(inputs);
-    d.outputs = {cat("t", m_.ops.size())};
-    d.attrs = std::move(attrs);
-    m_.ops.push_back(d);
-    return d.outputs[0];
-  }
-  OpGraph graph(const std::string& output) {
-    m_.outputs = {output};
-    return lower_model(m_);
-  }
-
- private:
-  DType dt_;
-  ModelDef m_;
-};
 
 OpGraph matmul(DType dt, int64_t m, int64_t k, int64_t n) {
   ModelBuilder b(dt);

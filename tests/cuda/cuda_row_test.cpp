@@ -1,10 +1,12 @@
 // The row path of the CUDA backend (kernels/cuda/row_plan.h): which groups take it, how a row is
-// spread over threads and vectors, why other groups keep the generic kernel; its kernels compile
-// with NVRTC, and on a GPU match the interpreter for odd row lengths, several row axes, f16 and
-// f32, and rows longer than a block.
+// spread over threads and vectors, why other groups keep the generic kernel, attention's scores
+// fused with their softmax (copies folded, a serial reduction per element); its kernels compile
+// with NVRTC, and on a GPU match the interpreter for odd row lengths, several row axes, f16, bf16
+// and f32, and rows longer than a block.
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
+#include "model_builder.h"
 #include "kernels/cuda/kernel_emitter.h"
 
 using namespace tessel;
@@ -32,7 +34,38 @@ OpGraph layernorm(DType dt, std::vector<int64_t> shape) {
                   {{"axis", int64_t{-1}}});
 }
 
+/// softmax(Q^T K * scale) with Q and K stored [batch, s, heads, d] (BERT's heads layout): the
+/// transposes are in-group copies, the scores a row node with a serial reduction over d.
+OpGraph scores_softmax(DType dt, int64_t batch, int64_t heads, int64_t s, int64_t d) {
+  ModelBuilder b(dt);
+  const std::string q = b.input("q", {batch, s, heads, d});
+  const std::string k = b.input("k", {batch, s, heads, d});
+  const std::string qt = b.op("Transpose", {q}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  const std::string kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+  const std::string scaled = b.op("Mul", {b.op("MatMul", {qt, kt}), b.weight("scale", {}, 5)});
+  return b.graph(b.op("Softmax", {scaled}, {{"axis", int64_t{-1}}}));
+}
+
 }  // namespace
+
+TEST_CASE("cuda row: attention scores fused with their softmax: copies folded, Q K^T summed per element") {
+  const OpGraph g = scores_softmax(DType::f16, 2, 3, 40, 64);
+  const Schedule s = schedule_with(g, gpu_spec(), "welder");
+  REQUIRE(s.groups.size() == 1);
+  const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, s, 0, gpu_spec());
+  REQUIRE(k.path == "row");
+  int copies = 0, rows = 0;
+  for (const cuda::RowNode& rn : k.rows->nodes) {
+    copies += rn.kind == cuda::RowKind::copy;
+    rows += rn.kind == cuda::RowKind::row;
+  }
+  CHECK(copies == 2);  // both transposes
+  CHECK(rows == 3);    // scores, scaled, probs
+  CHECK(k.rows->rows == 2 * 3 * 40);
+  // The reduction over d reads q and k 8 halves at a time through the composed maps.
+  CHECK(k.source.find("tsl::row_load<unsigned short, 8>(tsl_w") != std::string::npos);
+  CHECK(nvrtc_compile_all(g, s, gpu_spec()) == 1);
+}
 
 TEST_CASE("cuda row: softmax and layer norm groups take the row path, one row in registers") {
   const cuda::GeneratedKernel sm = welder_kernel(softmax(DType::f16, {64, 4096}));
@@ -102,7 +135,8 @@ TEST_CASE("cuda row: groups outside the row path say why") {
 TEST_CASE("cuda row: row kernels compile with NVRTC for sm_90a") {
   const HwSpec& spec = gpu_spec();
   for (const OpGraph& g : {softmax(DType::f16, {64, 4096}), softmax(DType::f32, {7, 33}), softmax(DType::bf16, {3, 5, 96}),
-                           layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768})}) {
+                           layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768}),
+                           scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7)}) {
     const Schedule s = schedule_with(g, spec, "welder");
     CHECK(nvrtc_compile_all(g, s, spec) >= 1);
   }
@@ -115,7 +149,8 @@ TEST_CASE("cuda row run: row kernels match the interpreter") {
   }
   for (const OpGraph& g : {softmax(DType::f16, {64, 4096}), softmax(DType::f32, {7, 33}), softmax(DType::bf16, {3, 5, 96}),
                            softmax(DType::f16, {5, 11000}), layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768}),
-                           layernorm(DType::f32, {300, 31})}) {
+                           layernorm(DType::f32, {300, 31}), scores_softmax(DType::f16, 2, 3, 40, 64),
+                           scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7)}) {
     INFO(g.tensor(g.inputs()[0]).type.print());
     check_on_gpu(g, "welder", gpu_test_inputs(g, 7));
   }

@@ -1,0 +1,47 @@
+// A small builder of multi-operator test models (inputs, seeded weights, ops with generated
+// names), lowered to an OpGraph; shared by the CUDA backend's tests.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tilegraph/lower.h"
+
+namespace tessel::testing {
+
+/// A small model built op by op; inputs are model inputs unless made weights.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(DType dt) : dt_(dt) { m_.name = "mma_case"; }
+
+  std::string input(const std::string& name, std::vector<int64_t> shape) {
+    m_.inputs.push_back({name, TensorType{dt_, std::move(shape)}});
+    return name;
+  }
+  std::string weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
+    const TensorType type{dt_, std::move(shape)};
+    m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, -1.0, 1.0, seed}});
+    return name;
+  }
+  std::string op(const std::string& type, std::vector<std::string> inputs, std::map<std::string, AttrValue> attrs = {}) {
+    OpDef d;
+    d.name = cat("op", m_.ops.size());
+    d.op_type = type;
+    d.inputs = std::move(inputs);
+    d.outputs = {cat("t", m_.ops.size())};
+    d.attrs = std::move(attrs);
+    m_.ops.push_back(d);
+    return d.outputs[0];
+  }
+  OpGraph graph(const std::string& output) {
+    m_.outputs = {output};
+    return lower_model(m_);
+  }
+
+ private:
+  DType dt_;
+  ModelDef m_;
+};
+
+}  // namespace tessel::testing
