@@ -990,10 +990,10 @@ void Emitter::emit_row_reduction(const TeNode& nd, const std::vector<RowRead>& r
   const std::string at = acc_type(dt), comb = combiner_fn(nd.combiner());
   const int ns = nd.num_spatial(), na = nd.num_axes(), last = na - 1;
   const int64_t extent = nd.axes()[last].extent;
-  int min_bytes = 16;
+  int min_bytes = kRowVectorBytes;
   for (const RowRead& rd : reads)
     if (rd.producer < 0 && row_vector_access(nd, rd.map, rd.type, last, 1)) min_bytes = std::min(min_bytes, dtype_bytes(rd.type.dtype));
-  int v = std::max(1, 16 / min_bytes);
+  int v = std::max(1, kRowVectorBytes / min_bytes);
   while (v > 1 && extent % v != 0) v /= 2;
   std::vector<std::string> inner(reads.size());
   std::vector<bool> vectored(reads.size(), false);

@@ -169,18 +169,18 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   }
 
   // 3. Vector width, threads per row, rows per block.
-  p.vec = std::max(1, 16 / std::max(1, min_bytes));
+  p.vec = std::max(1, kRowVectorBytes / std::max(1, min_bytes));
   while (p.vec > 1 && p.n % p.vec != 0) p.vec /= 2;
   const int64_t vectors = (p.n + p.vec - 1) / p.vec;
   const int64_t max_threads = floor_pow2(spec.limits.max_threads_per_block);
-  // Two vector accesses per thread and row keep enough loads in flight without many registers.
-  p.lanes = static_cast<int>(std::min(max_threads, ceil_pow2((vectors + 1) / 2)));
+  p.lanes = static_cast<int>(
+      std::min(max_threads, ceil_pow2((vectors + kRowAccessesPerThread - 1) / kRowAccessesPerThread)));
   p.chunks = static_cast<int>((vectors + p.lanes - 1) / p.lanes);
   if (p.elements_per_thread() > kMaxElementsPerThread)
     return fail(cat("a row of ", p.n, " elements needs ", p.elements_per_thread(), " registers per thread and node (at most ",
                     kMaxElementsPerThread, ")"));
   const int warp = static_cast<int>(spec.compute.simd_width);
-  const int64_t target = std::max<int64_t>(std::min<int64_t>(256, max_threads), warp);
+  const int64_t target = std::max<int64_t>(std::min<int64_t>(kRowBlockThreads, max_threads), warp);
   p.rows_per_block = static_cast<int>(std::max<int64_t>(1, target / p.lanes));
   p.threads = p.lanes * p.rows_per_block;
   if (p.threads % warp != 0) return fail(cat(p.threads, " threads per block are not whole warps"));

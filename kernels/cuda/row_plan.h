@@ -79,6 +79,13 @@ struct RowMatch {
 
 /// The most elements of one row a thread holds per row node (registers).
 inline constexpr int kMaxElementsPerThread = 32;
+/// The widest access one thread makes to device memory: PTX ld/st.global.v4.b32 (an ISA limit of
+/// every CUDA target, like the mma path's 16-byte cp.async).
+inline constexpr int kRowVectorBytes = 16;
+/// Design choices, not hardware facts: threads per block when rows are short (several rows per
+/// block), and vector accesses per thread and row (enough loads in flight, few registers).
+inline constexpr int kRowBlockThreads = 256;
+inline constexpr int kRowAccessesPerThread = 2;
 
 /// The axis of `node` that walks a row: n for a row node, the reduction axis of a per-row
 /// reduction; -1 for a per-row node without one.
