@@ -218,6 +218,17 @@ class Emitter {
   const HwSpec& spec_;
   std::ostringstream os_;
   int temp_ = 0;
+  // Inside a reduction's body: f32 arithmetic in f64, like the interpreter (which rounds only node
+  // outputs and casts), so that a summand is not rounded to f32 before an f64 accumulation; an
+  // ill-conditioned reader (a layer norm over nearly equal values) amplifies that difference
+  // (tests/regressions/random_101108_*).
+  bool wide_ = false;
+  std::string ctype(DType t) const { return wide_ && t == DType::f32 ? "double" : compute_type(t); }
+  struct Wide {
+    Emitter& e;
+    explicit Wide(Emitter& em) : e(em) { e.wide_ = true; }
+    ~Wide() { e.wide_ = false; }
+  };
 
   const TeNode& node(int i) const { return g_.node(plan_.nodes[i].node); }
   int ns(int i) const { return node(i).num_spatial(); }
@@ -422,8 +433,15 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
   const DType dt = e.dtype();
   std::string value;
   switch (e.op()) {
-    case ExprOp::input: return memo[e.get()] = inputs[e.index()];
-    case ExprOp::constant: return memo[e.get()] = literal(dt, e.value());
+    case ExprOp::input:
+      if (wide_ && dt == DType::f32) {  // promoted once, so that every operation on it is f64
+        const std::string w = fresh("w");
+        os_ << ind << "const double " << w << " = " << inputs[e.index()] << ";\n";
+        return memo[e.get()] = w;
+      }
+      return memo[e.get()] = inputs[e.index()];
+    case ExprOp::constant:
+      return memo[e.get()] = wide_ && dt == DType::f32 ? float_literal(e.value(), "double") : literal(dt, e.value());
     case ExprOp::axis_index: return memo[e.get()] = x[e.index()];
     default: break;
   }
@@ -431,7 +449,7 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
   for (const Expr& o : e.operands()) ops.push_back(emit_expr(o, inputs, x, memo, ind));
   const DType odt = e.operands()[0].dtype();
   const bool integral = is_integer(odt);
-  const std::string ct = compute_type(odt);
+  const std::string ct = ctype(odt);
   const std::string& a = ops[0];
   const std::string b = ops.size() > 1 ? ops[1] : "";
   auto fn = [&](const char* f) { return cat("tsl::", f, "(", a, ")"); };
@@ -500,7 +518,7 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
     default: TESSEL_ASSERT(false, "emit_expr: ", expr_op_name(e.op()));
   }
   const std::string t = fresh("t");
-  os_ << ind << "const " << compute_type(dt) << " " << t << " = " << value << ";\n";
+  os_ << ind << "const " << ctype(dt) << " " << t << " = " << value << ";\n";
   return memo[e.get()] = t;
 }
 
@@ -538,6 +556,7 @@ void Emitter::emit_value_function(int i) {
   os_ << "      " << at << " acc = " << literal(dt, nd.init(), true) << ";\n";
   int64_t r_total = 1;
   for (int a = d; a < na; ++a) r_total *= nd.axes()[a].extent;
+  const Wide wide(*this);
   if (plan_.nodes[i].lanes == 1) {
     // Serial: nested loops over the reduction axes (lane = 0, lanes = 1 here).
     os_ << "      (void)lane; (void)lanes;\n";
@@ -940,6 +959,7 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
       }
       os_ << "    }\n";
     } else if (nd.num_reduction() == 1) {
+      const Wide wide(*this);
       const std::string at = acc_type(dt);
       const std::string comb = combiner_fn(nd.combiner());
       os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
@@ -986,6 +1006,7 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
 template <class Inputs>
 void Emitter::emit_row_reduction(const TeNode& nd, const std::vector<RowRead>& reads, const std::vector<std::string>& x,
                                  const Inputs& inputs) {
+  const Wide wide(*this);
   const DType dt = nd.output().dtype;
   const std::string at = acc_type(dt), comb = combiner_fn(nd.combiner());
   const int ns = nd.num_spatial(), na = nd.num_axes(), last = na - 1;
