@@ -23,6 +23,7 @@
 
 #include "kernels/buffer_plan.h"
 #include "kernels/cuda/cuda_driver.h"
+#include "kernels/cuda/row_plan.h"
 #include "kernels/cuda/kernel_emitter.h"
 #include "kernels/cuda/nvrtc_compiler.h"
 #include "kernels/packed_tensor.h"
@@ -37,9 +38,9 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// The widest access generated code issues (16-byte cp.async and vector loads): an instruction
-// fact, not a hardware parameter; arena slots are at least this aligned.
-constexpr int64_t kVectorAccessBytes = 16;
+// The widest access generated code issues (16-byte cp.async and the row kernel's vector loads,
+// row_plan.h): arena slots are at least this aligned.
+constexpr int64_t kVectorAccessBytes = kRowVectorBytes;
 
 struct Launch {
   std::string name;

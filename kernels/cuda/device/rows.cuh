@@ -1,13 +1,14 @@
 // Tessel device library: vector accesses of the row kernel (row_plan.h). A row is read and written
-// `N` elements at a time through one aligned access of N x sizeof(T) bytes (16 bytes: one
-// ld.global.v4 / st.global.v4; wider vectors split into several); the caller guarantees the
-// alignment (row starts at multiples of N elements, buffers 256-byte aligned).
+// `N` elements at a time (16 bytes: one ld.global.v4 / st.global.v4; a wider vector of a wider
+// dtype splits into several). The struct asks for at most 16-byte alignment, which is what the
+// caller guarantees: rows start at multiples of N elements and every buffer is at least 16-byte
+// aligned (cuda_backend.cpp's arena alignment, cuMemAlloc for inputs and weights).
 #pragma once
 
 namespace tsl {
 
 template <class T, int N>
-struct alignas(sizeof(T) * N) RowVec {
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) RowVec {
   T v[N];
 };
 
