@@ -163,18 +163,34 @@ def eltwise_chain(n):
 # ---- Convolution, attention, blocks -------------------------------------------------------------
 
 
-def conv_bn_relu(batch, c, hw):
+def conv_bn_nhwc(m, prefix, x, c_in, c_out, kernel, stride=1, relu=True):
+    """Conv in NHWC (Tessel's `layout` attribute; OHWI weights) with batch norm folded into a
+    per-channel scale and shift, then ReLU: what an inference compiler sees after BN folding."""
+    pad = kernel // 2
+    w = m.normal(prefix + "_w", [c_out, kernel, kernel, c_in], 1.0 / math.sqrt(c_in * kernel * kernel))
+    y = m.op(prefix, "Conv", [x, w], kernel_shape=[kernel, kernel], pads=[pad] * 4, strides=[stride, stride],
+             dilations=[1, 1], group=1, layout="NHWC")
+    y = m.op(prefix + "_scale", "Mul", [y, m.uniform(prefix + "_s", [c_out], 0.9, 1.1)])
+    y = m.op(prefix + "_shift", "Add", [y, m.normal(prefix + "_t", [c_out], 0.02)])
+    return m.op(prefix + "_relu", "Relu", [y]) if relu else y
+
+
+def conv_bn_relu(batch, c, hw, layout="NCHW"):
+    """conv3x3 + BN + ReLU. NHWC (the GPU suite, as BENCHMARKS.md lists it, and what the tensor-core
+    path takes) folds BN into a scale and shift; NCHW keeps ONNX's BatchNormalization."""
     def build(dtype):
         m = _model("conv_bn_relu", dtype, opset=17)
-        x = m.input("x", [batch, c, hw, hw])
-        m.output(gm.conv_bn(m, "conv", x, c, c, 3))
+        if layout == "NHWC":
+            m.output(conv_bn_nhwc(m, "conv", m.input("x", [batch, hw, hw, c]), c, c, 3))
+        else:
+            m.output(gm.conv_bn(m, "conv", m.input("x", [batch, c, hw, hw]), c, c, 3))
         return m
 
     def fn(t, v):
         # Folded BN: a per-channel scale and shift after the convolution (channels_last layout).
         y = t.nn.functional.conv2d(v["x"], v["w"], padding=1)
         return t.relu(y * v["scale"].view(1, -1, 1, 1) + v["shift"].view(1, -1, 1, 1))
-    w = Workload("conv_bn_relu", "conv3x3 %d->%d, %dx%d, N=%d, BN, ReLU" % (c, c, hw, hw, batch), build, fn,
+    w = Workload("conv_bn_relu", "conv3x3 %d->%d, %dx%d, N=%d, %s, BN, ReLU" % (c, c, hw, hw, batch, layout), build, fn,
                  {"x": [batch, c, hw, hw], "w": [c, c, 3, 3], "scale": [c], "shift": [c]},
                  2.0 * batch * c * c * 9 * hw * hw, ["channels_last"])
     w.output_elems = batch * c * hw * hw
@@ -239,13 +255,21 @@ def bert_layer(batch, seq, hidden=768, heads=12, ffn=3072):
     return w
 
 
-def resnet_block(batch, image=224):
+def resnet_block(batch, image=224, layout="NCHW"):
+    """ResNet-50's stage-3 bottleneck (identity shortcut). NHWC folds BN (conv_bn_nhwc)."""
     hw = gm.resnet50_spatial(image)
 
     def build(dtype):
         m = _model("resnet_block", dtype, opset=17)
-        x = m.input("x", [batch, 1024, hw, hw])
-        m.output(gm.bottleneck(m, "block", x, 1024, 256, 1024, 1))
+        if layout == "NHWC":
+            x = m.input("x", [batch, hw, hw, 1024])
+            y = conv_bn_nhwc(m, "block_conv1", x, 1024, 256, 1)
+            y = conv_bn_nhwc(m, "block_conv2", y, 256, 256, 3)
+            y = conv_bn_nhwc(m, "block_conv3", y, 256, 1024, 1, relu=False)
+            m.output(m.op("block_relu", "Relu", [m.op("block_add", "Add", [y, x])]))
+        else:
+            x = m.input("x", [batch, 1024, hw, hw])
+            m.output(gm.bottleneck(m, "block", x, 1024, 256, 1024, 1))
         return m
 
     def fn(t, v):
@@ -259,7 +283,7 @@ def resnet_block(batch, image=224):
               "c3_w": [1024, 256, 1, 1]}
     for n, c in (("c1", 256), ("c2", 256), ("c3", 1024)):
         shapes[n + "_s"], shapes[n + "_t"] = [c], [c]
-    w = Workload("resnet_block", "ResNet-50 bottleneck block (stage 3), batch %d" % batch, build, fn, shapes,
+    w = Workload("resnet_block", "ResNet-50 bottleneck block (stage 3), batch %d, %s" % (batch, layout), build, fn, shapes,
                  2.0 * batch * hw * hw * (1024 * 256 + 256 * 256 * 9 + 256 * 1024), ["channels_last"])
     w.output_elems = batch * 1024 * hw * hw
     return w
@@ -305,7 +329,7 @@ def gpu_suite():
             gemm("gemm_decode", 16, 4096, 4096, "M=16, K=4096, N=4096 (memory bound)"),
             bert_ffn1(4096), layernorm(8192, 4096), softmax(8192, 4096), rmsnorm_gemm(4096),
             llama_mlp(4096, 4096, 11008), attention(8, 16, 2048, 128), eltwise_chain(1 << 26),
-            conv_bn_relu(64, 256, 14), bert_layer(32, 128), resnet_block(32), llama_block(2048)]
+            conv_bn_relu(64, 256, 14, "NHWC"), bert_layer(32, 128), resnet_block(32, layout="NHWC"), llama_block(2048)]
 
 
 def cpu_suite():

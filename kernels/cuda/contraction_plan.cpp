@@ -156,6 +156,167 @@ std::string operand_view(const OpGraph& graph, const TeNode& c, const Traced& t,
              " elements is needed, with k or ", c.axes()[own].name, " contiguous)");
 }
 
+bool reads_axis(const Traced& t, int axis) {
+  for (const AffineExpr& row : t.map.results())
+    if (row.coeffs[axis] != 0) return true;
+  return false;
+}
+
+/// The operands of a contraction over one reduction axis: batch axes, then m and n, each operand a
+/// 2-D row-major view per batch point. An empty string on success, else the reason.
+std::string plan_matmul(const OpGraph& graph, const TeNode& c, Traced t0, Traced t1, ContractionPlan& p) {
+  const int ns = c.num_spatial();
+  p.m_axis = ns - 2;
+  p.n_axis = ns - 1;
+  const int k_axis = ns;
+  for (int a = 0; a < ns - 2; ++a) {
+    p.batch_axes.push_back(a);
+    p.batch_extents.push_back(c.axes()[a].extent);
+    p.batch *= c.axes()[a].extent;
+  }
+  p.m = c.axes()[p.m_axis].extent;
+  p.n = c.axes()[p.n_axis].extent;
+  p.k = c.axes()[k_axis].extent;
+  if (p.m >= (int64_t{1} << 31) || p.n >= (int64_t{1} << 31) || p.k >= (int64_t{1} << 31))
+    return "an extent does not fit 32-bit tile indices";
+
+  // Which operand is A (reads m), which B (reads n).
+  if (reads_axis(t0, p.n_axis) && !reads_axis(t0, p.m_axis)) std::swap(t0, t1);
+  if (std::string r = operand_view(graph, c, t0, p.m_axis, p.n_axis, k_axis, p.batch_axes, "A", p.a); !r.empty()) return r;
+  if (std::string r = operand_view(graph, c, t1, p.n_axis, p.m_axis, k_axis, p.batch_axes, "B", p.b); !r.empty()) return r;
+  for (const Traced* t : {&t0, &t1}) p.operand_nodes.insert(p.operand_nodes.end(), t->via.begin(), t->via.end());
+  return "";
+}
+
+/// The implicit GEMM of a channels-last convolution (contraction_plan.h's file comment): fills
+/// p's implicit fields, m, n, k and the operands; an empty string on success, else the reason.
+std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t0, const Traced& t1, ContractionPlan& p) {
+  const int ns = c.num_spatial(), na = c.num_axes();
+  const std::vector<int64_t> ext = c.extents();
+  const int n_axis = ns - 1;
+  const std::string n_name = c.axes()[n_axis].name;
+  // B (the weight) reads one spatial axis, the output channel, which must be the last (channels
+  // last); A reads the others.
+  auto spatial_reads = [&](const Traced& t) {
+    std::vector<int> axes;
+    for (int a = 0; a < ns; ++a)
+      if (ext[a] > 1 && reads_axis(t, a)) axes.push_back(a);
+    return axes;
+  };
+  const Traced* ta = &t0;
+  const Traced* tb = &t1;
+  if (spatial_reads(t0).size() == 1 && spatial_reads(t1).size() != 1) std::swap(ta, tb);
+  if (const std::vector<int> b_axes = spatial_reads(*tb); b_axes.size() == 1 && b_axes[0] != n_axis)
+    return cat("'", c.name(), "' is not channels-last: its output channel axis '", c.axes()[b_axes[0]].name,
+               "' is not its last axis (NCHW convolutions keep the generic kernel)");
+  if (reads_axis(*ta, n_axis)) return cat("both operands of '", c.name(), "' depend on its last axis '", n_name, "'");
+
+  // B: a permutation of the last spatial axis and the reduction axes.
+  const TensorInfo& bi = graph.tensor(tb->tensor);
+  const std::vector<int64_t> bts = row_major_strides(bi.type.shape);
+  std::vector<int64_t> bstride(na, 0);
+  for (int r = 0; r < tb->map.num_results(); ++r) {
+    const AffineExpr& row = tb->map.result(r);
+    int axis = -1;
+    for (int a = 0; a < na; ++a) {
+      if (row.coeffs[a] == 0) continue;
+      if (row.coeffs[a] != 1 || axis >= 0 || row.offset != 0)
+        return cat("B ('", bi.name, "') is not read through a permutation of axes");
+      axis = a;
+    }
+    if (axis < 0) continue;
+    if (axis < ns && axis != n_axis)
+      return cat("B ('", bi.name, "') depends on the spatial axis '", c.axes()[axis].name, "' (a grouped convolution?)");
+    if (ext[axis] > bi.type.shape[r]) return cat("B ('", bi.name, "') is read past its end");
+    bstride[axis] = bts[r];
+  }
+  // k: the reduction axes of extent > 1 (the others are always 0), by decreasing stride in B.
+  for (int a = ns; a < na; ++a) {
+    if (ext[a] == 0) return cat("'", c.name(), "' sums over the empty axis '", c.axes()[a].name, "'");
+    if (ext[a] > 1) p.k_axes.push_back(a);
+  }
+  if (p.k_axes.empty()) return cat("'", c.name(), "' sums over a single element");
+  std::stable_sort(p.k_axes.begin(), p.k_axes.end(), [&](int x, int y) { return bstride[x] > bstride[y]; });
+  for (int a : p.k_axes) {
+    p.k_extents.push_back(ext[a]);
+    if (bstride[a] == 0) return cat("B ('", bi.name, "') does not depend on the reduction axis '", c.axes()[a].name, "'");
+  }
+  const int kin = p.k_axes.back();
+  const int64_t inner = bstride[kin];
+  if (ext[kin] % kChunkElems != 0)
+    return cat("'", c.name(), "' has ", ext[kin], " channels along '", c.axes()[kin].name, "', not a multiple of ",
+               kChunkElems, " (16-byte chunks of one pixel)");
+  for (size_t i = 0; i + 1 < p.k_axes.size(); ++i)
+    if (bstride[p.k_axes[i]] != bstride[p.k_axes[i + 1]] * ext[p.k_axes[i + 1]])
+      return cat("B ('", bi.name, "') does not store the reduction axes as one row-major k");
+  const int64_t nstride = bstride[n_axis];
+  if (inner == 1 && (ext[n_axis] == 1 || nstride % kChunkElems == 0)) {
+    p.b.k_contiguous = true;
+    p.b.ld = std::max<int64_t>(nstride, 1);
+  } else if ((nstride == 1 || ext[n_axis] == 1) && inner % kChunkElems == 0) {
+    p.b.k_contiguous = false;
+    p.b.ld = inner;
+  } else {
+    return cat("B ('", bi.name, "') has neither k nor '", n_name, "' contiguous with 16-byte aligned rows");
+  }
+  p.b.tensor = tb->tensor;
+
+  // A: every dimension one output axis and one reduction axis at most, k's innermost axis alone
+  // on the contiguous dimension, whole 16-byte chunks of it.
+  const TensorInfo& ai = graph.tensor(ta->tensor);
+  const std::vector<int64_t> ats = row_major_strides(ai.type.shape);
+  bool inner_found = false;
+  for (int r = 0; r < ta->map.num_results(); ++r) {
+    const AffineExpr& row = ta->map.result(r);
+    GatherDim g;
+    g.offset = row.offset;
+    g.extent = ai.type.shape[r];
+    g.stride = ats[r];
+    for (int a = 0; a < na; ++a) {
+      if (row.coeffs[a] == 0 || ext[a] == 1) continue;
+      if (a < ns) {
+        if (g.m_axis >= 0) return cat("A ('", ai.name, "') dimension ", r, " mixes two output axes");
+        g.m_axis = a;
+        g.m_coeff = row.coeffs[a];
+      } else {
+        if (g.k_axis >= 0) return cat("A ('", ai.name, "') dimension ", r, " mixes two reduction axes");
+        g.k_axis = a;
+        g.k_coeff = row.coeffs[a];
+      }
+    }
+    g.check = row.min_over(ext) < 0 || row.max_over(ext) >= g.extent;
+    if (g.k_axis == kin) {
+      if (g.stride != 1 || g.k_coeff != 1 || g.m_axis >= 0 || g.offset != 0 || g.check)
+        return cat("A ('", ai.name, "') is not channels-last: the innermost reduction axis '", c.axes()[kin].name,
+                   "' is not read alone along its contiguous dimension (NCHW convolutions keep the generic kernel)");
+      inner_found = true;
+    } else if (g.stride % kChunkElems != 0 && (g.m_axis >= 0 || g.k_axis >= 0 || g.offset != 0)) {
+      return cat("A ('", ai.name, "') dimension ", r, " has stride ", g.stride, ", not a multiple of ", kChunkElems,
+                 " elements (16-byte aligned chunks)");
+    }
+    p.a_gather.push_back(g);
+  }
+  if (!inner_found)
+    return cat("A ('", ai.name, "') does not read the innermost reduction axis '", c.axes()[kin].name, "'");
+  p.a.tensor = ta->tensor;
+  p.a.k_contiguous = true;
+  p.a.ld = 0;
+
+  p.implicit = true;
+  p.n_axis = n_axis;
+  p.m_axis = n_axis - 1;
+  p.m = p.k = 1;
+  for (int a = 0; a < n_axis; ++a) {
+    p.m_axes.push_back(a);
+    p.m_extents.push_back(ext[a]);
+    p.m *= ext[a];
+  }
+  for (int64_t e : p.k_extents) p.k *= e;
+  p.n = ext[n_axis];
+  for (const Traced* t : {ta, tb}) p.operand_nodes.insert(p.operand_nodes.end(), t->via.begin(), t->via.end());
+  return "";
+}
+
 /// Warps for a block tile: warp tiles up to kWarpTile square, halved until there are kMinWarps;
 /// 0 when the tile cannot be split into kMinWarps..kMaxWarps whole warp tiles.
 bool warp_layout(int bm, int bn, int& warps_m, int& warps_n) {
@@ -191,8 +352,8 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   if (cid < 0) return fail("the group has no reducing node");
   const TeNode& c = graph.node(cid);
   const int ns = c.num_spatial();
-  if (c.combiner() != Combiner::sum || c.num_reduction() != 1 || c.inputs().size() != 2 || ns < 2)
-    return fail(cat("'", c.name(), "' is not a sum over one axis of two inputs with m and n axes"));
+  if (c.combiner() != Combiner::sum || c.inputs().size() != 2 || ns < 2)
+    return fail(cat("'", c.name(), "' is not a sum of products of two inputs with m and n axes"));
   const Expr& body = c.body();
   if (body.op() != ExprOp::mul || !((is_plain_input(body.operands()[0], 0) && is_plain_input(body.operands()[1], 1)) ||
                                     (is_plain_input(body.operands()[0], 1) && is_plain_input(body.operands()[1], 0))))
@@ -219,35 +380,20 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   ContractionPlan p;
   p.node = cid;
   p.dtype = dt;
-  p.m_axis = ns - 2;
-  p.n_axis = ns - 1;
-  const int k_axis = ns;
-  for (int a = 0; a < ns - 2; ++a) {
-    p.batch_axes.push_back(a);
-    p.batch_extents.push_back(c.axes()[a].extent);
-    p.batch *= c.axes()[a].extent;
-  }
-  p.m = c.axes()[p.m_axis].extent;
-  p.n = c.axes()[p.n_axis].extent;
-  p.k = c.axes()[k_axis].extent;
-  if (p.m >= (int64_t{1} << 31) || p.n >= (int64_t{1} << 31) || p.k >= (int64_t{1} << 31))
-    return fail("an extent does not fit 32-bit tile indices");
-
-  // 3. The operands: which one is A (reads m), which B (reads n).
   std::string why;
   std::optional<Traced> t0 = trace_operand(graph, group, generic, cid, 0, why);
   if (!t0) return fail(why);
   std::optional<Traced> t1 = trace_operand(graph, group, generic, cid, 1, why);
   if (!t1) return fail(why);
-  auto reads = [&](const Traced& t, int axis) {
-    for (const AffineExpr& row : t.map.results())
-      if (row.coeffs[axis] != 0) return true;
-    return false;
-  };
-  if (reads(*t0, p.n_axis) && !reads(*t0, p.m_axis)) std::swap(t0, t1);
-  if (std::string r = operand_view(graph, c, *t0, p.m_axis, p.n_axis, k_axis, p.batch_axes, "A", p.a); !r.empty()) return fail(r);
-  if (std::string r = operand_view(graph, c, *t1, p.n_axis, p.m_axis, k_axis, p.batch_axes, "B", p.b); !r.empty()) return fail(r);
-  for (const Traced* t : {&*t0, &*t1}) p.operand_nodes.insert(p.operand_nodes.end(), t->via.begin(), t->via.end());
+  if (c.num_reduction() > 1) {
+    // 3'. Several reduction axes: a convolution, as an implicit GEMM.
+    if (std::string r = plan_implicit(graph, c, *t0, *t1, p); !r.empty()) return fail(r);
+    if (p.m >= (int64_t{1} << 31) || p.n >= (int64_t{1} << 31) || p.k >= (int64_t{1} << 31))
+      return fail("an extent does not fit 32-bit tile indices");
+  } else {
+    // 3. One reduction axis: a (batched) matrix product of 2-D operand views.
+    if (std::string r = plan_matmul(graph, c, *t0, *t1, p); !r.empty()) return fail(r);
+  }
 
   // 4. The epilogue: every other node.
   auto is_operand_node = [&](NodeId n) { return std::find(p.operand_nodes.begin(), p.operand_nodes.end(), n) != p.operand_nodes.end(); };
@@ -290,7 +436,8 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   if (cfg == group.tiles.end()) cfg = group.tiles.find(group.nodes.back());
   bool from_schedule = false;
   int bm = 0, bn = 0;
-  if (cfg != group.tiles.end() && !cfg->second.levels.empty()) {
+  // (An implicit GEMM's m flattens several axes of the schedule's tile: the default is used.)
+  if (!p.implicit && cfg != group.tiles.end() && !cfg->second.levels.empty()) {
     const std::vector<int64_t>& tile = cfg->second.levels.front().spatial;
     if (static_cast<int>(tile.size()) == ns) {
       const int64_t tm = tile[p.m_axis], tn = tile[p.n_axis];
@@ -372,7 +519,20 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
 }
 
 std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& p) {
+  const TeNode& cn = graph.node(p.node);
   auto operand = [&](const char* name, const MmaOperand& o) {
+    if (p.implicit && &o == &p.a) {
+      std::string s = cat(name, " = ", graph.tensor(o.tensor).name, " gathered [");
+      for (size_t i = 0; i < p.a_gather.size(); ++i) {
+        const GatherDim& g = p.a_gather[i];
+        std::string e;
+        if (g.m_axis >= 0) e += cat(g.m_coeff == 1 ? "" : cat(g.m_coeff, "*"), cn.axes()[g.m_axis].name);
+        if (g.k_axis >= 0) e += cat(e.empty() ? "" : " + ", g.k_coeff == 1 ? "" : cat(g.k_coeff, "*"), cn.axes()[g.k_axis].name);
+        if (g.offset != 0 || e.empty()) e += e.empty() ? cat(g.offset) : cat(g.offset < 0 ? " - " : " + ", std::abs(g.offset));
+        s += cat(i ? ", " : "", e, g.check ? "?" : "");
+      }
+      return s + "] (? : zero outside)";
+    }
     std::string s = cat(name, " = ", graph.tensor(o.tensor).name, " (", o.k_contiguous ? "k contiguous" : "k strided", ", ld ", o.ld);
     if (!o.batch_strides.empty()) {
       s += ", batch strides ";
@@ -380,8 +540,14 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
     }
     return s + ")";
   };
-  return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", graph.node(p.node).name(), "' ", p.batch, " x ",
-             p.m, "x", p.n, "x", p.k, "; ", operand("A", p.a), ", ", operand("B", p.b), "; block ", p.block_m, "x",
+  auto axes = [&](const std::vector<int>& list) {
+    std::string s = "(";
+    for (size_t i = 0; i < list.size(); ++i) s += cat(i ? "," : "", cn.axes()[list[i]].name);
+    return s + ")";
+  };
+  const std::string shape = p.implicit ? cat("implicit GEMM m", axes(p.m_axes), " ", p.m, " x n ", p.n, " x k", axes(p.k_axes), " ", p.k)
+                                       : cat(p.batch, " x ", p.m, "x", p.n, "x", p.k);
+  return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", graph.node(p.node).name(), "' ", shape, "; ", operand("A", p.a), ", ", operand("B", p.b), "; block ", p.block_m, "x",
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",
              p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group);
 }

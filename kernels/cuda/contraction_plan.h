@@ -21,6 +21,16 @@
 //     sink may reshape its output (Reshape to attention heads: same row-major order);
 //   * the spec's target has mma.sync m16n8k16 for the dtype (tensor_core_shapes, an sm_80+ arch)
 //     and 32-lane warps (the width mma.sync's fragments are defined over).
+//
+// A convolution (several reduction axes, or reads with strides, sums of axes and padding) runs as
+// an implicit GEMM when it is channels-last: m is every spatial axis but the last, flattened
+// row-major (n, oh, ow), n the last spatial axis (the output channel), k the reduction axes
+// flattened in the order of B's memory (kh, kw, c); B (the weight) must then be a plain 2-D view
+// with k or n contiguous, and A (the input) is gathered: each of its dimensions is read at
+// coeff_m * x[m axis] + coeff_k * x[k axis] + offset (strides, dilation, padding), with k's
+// innermost axis alone on A's contiguous dimension and its extent a multiple of 8, so every
+// 16-byte chunk is 8 channels of one input pixel; chunks outside the input are zero-filled
+// (padding). NHWC Conv with OHWI or HWIO weights, groups = 1, qualifies; NCHW does not.
 // Everything else keeps the generic kernel unchanged.
 #pragma once
 
@@ -41,6 +51,19 @@ struct MmaOperand {
   std::vector<int64_t> batch_strides;  // elements per step of each batch axis (0: broadcast)
 };
 
+/// One dimension of the gathered A of an implicit GEMM: index = m_coeff * x[m_axis] +
+/// k_coeff * x[k_axis] + offset (axes of C; -1: no such term), tensor elements `stride` apart.
+struct GatherDim {
+  int m_axis = -1;
+  int64_t m_coeff = 0;
+  int k_axis = -1;
+  int64_t k_coeff = 0;
+  int64_t offset = 0;
+  int64_t extent = 0;   // the tensor's extent along this dimension
+  int64_t stride = 0;   // elements per index step
+  bool check = false;   // the index can leave [0, extent) (padding): such chunks are zero-filled
+};
+
 struct ContractionPlan {
   NodeId node = -1;                    // C
   DType dtype = DType::f16;            // of both operands and of C
@@ -51,6 +74,13 @@ struct ContractionPlan {
   int64_t batch = 1;                   // product of the batch extents
   MmaOperand a, b;
   std::vector<NodeId> operand_nodes;   // in-group copies folded into the operand reads
+  // Implicit GEMM (a convolution, see the file comment): m flattens m_axes, k flattens k_axes
+  // (row-major, each list in that order), A is gathered through a_gather (one entry per dimension
+  // of A's tensor; a.ld is unused), there are no batch axes, and n_axis is the last spatial axis.
+  bool implicit = false;
+  std::vector<int> m_axes, k_axes;
+  std::vector<int64_t> m_extents, k_extents;
+  std::vector<GatherDim> a_gather;
   // Tiling: a block computes block_m x block_n of one batch point with warps_m x warps_n warps,
   // stepping K by block_k through `stages` shared-memory buffers.
   int block_m = 0, block_n = 0, block_k = 0;

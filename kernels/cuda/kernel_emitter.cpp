@@ -210,6 +210,7 @@ class Emitter {
 
   std::string kernel(const std::string& name);
   std::string mma_kernel(const std::string& name, const ContractionPlan& c);
+  void emit_gather_copy(const ContractionPlan& c);
   std::string row_kernel(const std::string& name, const RowPlan& r);
 
  private:
@@ -720,6 +721,74 @@ std::string Emitter::kernel(const std::string& name) {
   return os_.str();
 }
 
+// The copier of an implicit GEMM's A tiles (BlockGemm::run_with): thread t owns the 16-byte
+// chunks t, t + threads, ... of a block_m x block_k tile, i.e. one k column (8 elements of the
+// innermost reduction axis, the channels of one tap) and rows kRowStep apart. The rows' parts
+// of every index (the output pixel) are computed once; per tile the column's k is split into the
+// reduction axes, and each chunk is checked against the input's extents along the dimensions
+// that padding can leave: a chunk outside is zero-filled (cp.async reads 0 bytes), which is the
+// convolution's zero padding.
+void Emitter::emit_gather_copy(const ContractionPlan& c) {
+  std::vector<int> checked;
+  for (int d = 0; d < static_cast<int>(c.a_gather.size()); ++d)
+    if (c.a_gather[d].check) checked.push_back(d);
+  auto axis = [](int a) { return cat("x", a); };
+  os_ << "// A of the implicit GEMM: '" << g_.tensor(c.a.tensor).name << "' gathered, 16-byte chunks of the innermost k axis.\n";
+  os_ << "struct TslGatherA {\n";
+  os_ << "  static constexpr int kRows = " << c.block_m << ", kCols = " << c.block_k << ", kThreads = TslGemm::kThreads;\n";
+  os_ << "  static constexpr int kChunksPerRow = kCols / tsl::mma::kChunkElems, kRowStep = kThreads / kChunksPerRow;\n";
+  os_ << "  static constexpr int kChunks = kRows * kChunksPerRow, kIters = (kChunks + kThreads - 1) / kThreads;\n";
+  os_ << "  static_assert(kThreads % kChunksPerRow == 0, \"a thread's chunks share one column\");\n";
+  os_ << "  const unsigned short* base;\n  long long off[kIters];  // the row's part of the offset\n";
+  for (int d : checked) os_ << "  long long idx" << d << "[kIters];  // the row's part of index " << d << "\n";
+  os_ << "  bool ok[kIters];\n  int k;  // this thread's column of the next tile\n  unsigned dst;\n";
+  os_ << "  __device__ __forceinline__ TslGatherA(const unsigned short* g, int m0) : base(g) {\n";
+  os_ << "    const int t = static_cast<int>(threadIdx.x);\n";
+  os_ << "    k = (t % kChunksPerRow) * tsl::mma::kChunkElems;\n";
+  os_ << "    dst = static_cast<unsigned>(((t / kChunksPerRow) * (kCols + tsl::mma::kPadElems) + k) * 2);\n";
+  os_ << "#pragma unroll\n    for (int i = 0; i < kIters; ++i) {\n";
+  os_ << "      const long long m = m0 + t / kChunksPerRow + i * kRowStep;\n";
+  os_ << "      ok[i] = (kChunks % kThreads == 0 || t + i * kThreads < kChunks) && m < " << c.m << "LL;\n";
+  os_ << "      long long q = m;\n";
+  for (int i = static_cast<int>(c.m_axes.size()) - 1; i >= 0; --i) {
+    if (i == 0) os_ << "      const long long " << axis(c.m_axes[i]) << " = q;\n";
+    else os_ << "      const long long " << axis(c.m_axes[i]) << " = q % " << c.m_extents[i] << "LL; q /= " << c.m_extents[i] << "LL;\n";
+  }
+  auto m_part = [&](const GatherDim& g) {
+    std::string e = g.m_axis >= 0 ? cat(g.m_coeff, "LL * ", axis(g.m_axis)) : std::string();
+    if (g.offset != 0 || e.empty()) e += cat(e.empty() ? "" : " + ", "(", g.offset, "LL)");
+    return e;
+  };
+  std::string off = "0LL";
+  for (const GatherDim& g : c.a_gather)
+    if ((g.m_axis >= 0 || g.offset != 0) && g.stride != 0) off += cat(" + (", m_part(g), ") * ", g.stride, "LL");
+  os_ << "      off[i] = " << off << ";\n";
+  for (int d : checked) os_ << "      idx" << d << "[i] = " << m_part(c.a_gather[d]) << ";\n";
+  os_ << "    }\n  }\n";
+  os_ << "  __device__ __forceinline__ void copy(unsigned stage) const {\n";
+  os_ << "    int q = k;\n";
+  for (int i = static_cast<int>(c.k_axes.size()) - 1; i >= 0; --i) {
+    if (i == 0) os_ << "    const int " << axis(c.k_axes[i]) << " = q;\n";
+    else os_ << "    const int " << axis(c.k_axes[i]) << " = q % " << c.k_extents[i] << "; q /= " << c.k_extents[i] << ";\n";
+  }
+  std::string koff = "0LL";
+  for (const GatherDim& g : c.a_gather)
+    if (g.k_axis >= 0) koff += cat(" + ", g.k_coeff * g.stride, "LL * ", axis(g.k_axis));
+  os_ << "    const long long koff = " << koff << ";\n";
+  os_ << "    const bool kok = " << (c.k % c.block_k == 0 ? std::string("true") : cat("k < ", c.k)) << ";\n";
+  os_ << "#pragma unroll\n    for (int i = 0; i < kIters; ++i) {\n";
+  os_ << "      bool v = ok[i] && kok;\n";
+  for (int d : checked) {
+    const GatherDim& g = c.a_gather[d];
+    const std::string idx = g.k_axis >= 0 ? cat("idx", d, "[i] + ", g.k_coeff, "LL * ", axis(g.k_axis)) : cat("idx", d, "[i]");
+    os_ << "      v = v && static_cast<unsigned long long>(" << idx << ") < " << g.extent << "ULL;\n";
+  }
+  os_ << "      tsl::mma::cp_async_16(stage + dst + static_cast<unsigned>(i * kRowStep * (kCols + tsl::mma::kPadElems) * 2), "
+         "v ? base + off[i] + koff : base, v ? 16 : 0);\n";
+  os_ << "    }\n  }\n";
+  os_ << "  __device__ __forceinline__ void advance() { k += kCols; }\n};\n";
+}
+
 std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& c) {
   const int n = static_cast<int>(plan_.nodes.size());
   const int s = n - 1;
@@ -737,6 +806,12 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
       << "u\n";
   os_ << device_library_source() << "\n";
+  const std::string gemm_type = cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ",
+                                    c.warps_n, ", ", c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ",
+                                    c.b.k_contiguous ? "true" : "false", ", ", c.dtype == DType::bf16 ? "true" : "false", ", ",
+                                    c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
+  os_ << "typedef " << gemm_type << " TslGemm;\n";
+  if (c.implicit) emit_gather_copy(c);
   // One block per SM is enough to hold the pipeline; the register budget is the compiler's.
   emit_signature(name, 1);
   os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
@@ -767,11 +842,14 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       << ");  // B: " << g_.tensor(c.b.tensor).name << "\n";
 
   // 3. The main loop.
-  os_ << "  tsl::mma::BlockGemm<" << c.block_m << ", " << c.block_n << ", " << c.block_k << ", " << c.warps_m << ", " << c.warps_n
-      << ", " << c.stages << ", " << (c.a.k_contiguous ? "true" : "false") << ", " << (c.b.k_contiguous ? "true" : "false")
-      << ", " << (c.dtype == DType::bf16 ? "true" : "false") << ", " << c.m << ", " << c.n << ", " << c.k << ", " << c.a.ld
-      << "LL, " << c.b.ld << "LL> tsl_gemm;\n";
-  os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_b, tsl_m0, tsl_n0);\n";
+  os_ << "  TslGemm tsl_gemm;\n";
+  if (c.implicit) {
+    os_ << "  TslGatherA tsl_copy_a(tsl_a, tsl_m0);\n";
+    os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";
+    os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b);\n";
+  } else {
+    os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_b, tsl_m0, tsl_n0);\n";
+  }
 
   // 4. The epilogue.
   std::string params;
@@ -788,14 +866,25 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   const std::vector<int64_t> strides = row_major_strides(ext);
   std::string off = "0LL", args;
   for (int a = 0; a < d; ++a) {
-    const std::string x = a == c.m_axis ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
+    const std::string x = a == c.m_axis && !c.implicit ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
     if (a != c.n_axis) off += cat(" + ", x, " * ", strides[a], "LL");
     args += cat(a ? ", " : "", x);
   }
+  // An implicit GEMM's m is its m axes flattened row-major, which is also the row-major order of
+  // the sink's domain (n last): the offset is m * n + n.
+  if (c.implicit) off = cat("tsl_xm * ", c.n, "LL");
   const std::string args1 = args.substr(0, args.rfind("tsl_xn")) + "tsl_xn + 1";
   os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
   os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm, tsl_xn = tsl_n0 + tsl_dn;\n";
   os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
+  if (c.implicit) {
+    os_ << "    long long tsl_q = tsl_xm;\n";
+    for (int i = static_cast<int>(c.m_axes.size()) - 1; i >= 0; --i) {
+      if (i == 0) os_ << "    const long long tsl_x" << c.m_axes[i] << " = tsl_q;\n";
+      else os_ << "    const long long tsl_x" << c.m_axes[i] << " = tsl_q % " << c.m_extents[i] << "LL; tsl_q /= " << c.m_extents[i]
+               << "LL;\n";
+    }
+  }
   os_ << "    const long long tsl_off = " << off << " + tsl_xn;\n";
   const bool packed = dtype_bytes(sdt) == 2 && c.n % 2 == 0;
   if (packed) {

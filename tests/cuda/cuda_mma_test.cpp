@@ -2,8 +2,9 @@
 // which groups take it and why the others keep the generic kernel; NVRTC compiles of its kernels
 // for odd shapes (M, N, K of 1, 17, 129, 1000; K tails; edges of every tile), transposed
 // operands, batches with broadcasting, bf16, attention's Q K^T and P V, and epilogues (bias,
-// GELU, residual, cast); and, on a GPU, their results against the interpreter under the welder
-// and roller schedules. Without a GPU the run cases print [SKIP] and still compile every kernel.
+// GELU, residual, cast), and NHWC convolutions as implicit GEMMs (padding, strides, dilation, 1x1);
+// and, on a GPU, their results against the interpreter under the welder and roller schedules.
+// Without a GPU the run cases print [SKIP] and still compile every kernel.
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
@@ -62,6 +63,25 @@ OpGraph attention(DType dt, int64_t batch, int64_t heads, int64_t sq, int64_t sk
   return b.graph(b.op("MatMul", {probs, v}));
 }
 
+/// relu(conv(x, w) * scale + shift) in NHWC with OHWI weights (folded batch norm): the implicit
+/// GEMM of the tensor-core path.
+OpGraph conv_nhwc(DType dt, std::vector<int64_t> x, int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
+                  int64_t dilation, bool epilogue = true) {
+  ModelBuilder b(dt);
+  const int64_t c = x.back();
+  const std::string in = b.input("x", std::move(x));
+  const std::string w = b.weight("w", {out_channels, kernel, kernel, c}, 9);
+  std::string y = b.op("Conv", {in, w},
+                       {{"kernel_shape", std::vector<int64_t>{kernel, kernel}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                        {"strides", std::vector<int64_t>{stride, stride}}, {"dilations", std::vector<int64_t>{dilation, dilation}},
+                        {"layout", std::string("NHWC")}});
+  if (epilogue) {
+    y = b.op("Add", {b.op("Mul", {y, b.weight("scale", {out_channels}, 10)}), b.weight("shift", {out_channels}, 11)});
+    y = b.op("Relu", {y});
+  }
+  return b.graph(y);
+}
+
 struct MmaCase {
   std::string name;
   OpGraph graph;
@@ -98,6 +118,14 @@ std::vector<MmaCase> mma_cases() {
   // Attention: Q K^T through the Transpose (welder fuses it into the group), P V (roller; welder
   // fuses it with the softmax at this size).
   add("attention 1x2 s129/520 d64", attention(DType::f16, 1, 2, 129, 520, 64));
+  // Convolutions (NHWC) as implicit GEMMs: padding at every edge, strides, dilation, 1x1, odd
+  // output channels, a K tail (9 x 8 channels = 72 is not a multiple of the 32-wide K step).
+  add("conv 3x3 pad 1 2x14x14x64 -> 64, bn relu", conv_nhwc(DType::f16, {2, 14, 14, 64}, 64, 3, 1, 1, 1));
+  add("conv 3x3 stride 2 2x15x13x32 -> 40", conv_nhwc(DType::f16, {2, 15, 13, 32}, 40, 3, 2, 1, 1, false));
+  add("conv 1x1 2x7x7x64 -> 128, bn relu", conv_nhwc(DType::f16, {2, 7, 7, 64}, 128, 1, 1, 0, 1));
+  add("conv 3x3 dilation 2 pad 2 1x9x11x16 -> 24", conv_nhwc(DType::f16, {1, 9, 11, 16}, 24, 3, 1, 2, 2));
+  add("bf16 conv 3x3 1x5x6x8 -> 17, bn relu", conv_nhwc(DType::bf16, {1, 5, 6, 8}, 17, 3, 1, 1, 1));
+  add("conv 5x5 pad 0 1x8x8x24 -> 8", conv_nhwc(DType::f16, {1, 8, 8, 24}, 8, 5, 1, 0, 1, false));
   return out;
 }
 
@@ -166,6 +194,32 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   CHECK(folded);
   // Without fusion both products run on the tensor cores, P V reading the softmax's output.
   CHECK(mma_kernels(att, schedule_with(att, gpu_spec(), "roller"), gpu_spec()) == 2);
+
+  // An NHWC convolution is an implicit GEMM: m = (n, oh, ow), n = the output channel, k = (kh, kw,
+  // c) in the weight's order; the input is gathered, zero outside (padding) along h and w only.
+  const OpGraph cv = conv_nhwc(DType::f16, {2, 15, 13, 32}, 40, 3, 2, 1, 1, false);
+  const cuda::GeneratedKernel ck = last_kernel(cv);
+  REQUIRE(ck.path == "mma");
+  REQUIRE(ck.contraction->implicit);
+  CHECK(ck.contraction->m == 2 * 8 * 7);
+  CHECK(ck.contraction->n == 40);
+  CHECK(ck.contraction->k == 3 * 3 * 32);
+  CHECK(ck.contraction->k_extents == std::vector<int64_t>{3, 3, 32});
+  CHECK(ck.contraction->b.k_contiguous);
+  CHECK(ck.contraction->b.ld == 3 * 3 * 32);
+  REQUIRE(ck.contraction->a_gather.size() == 4);
+  CHECK_FALSE(ck.contraction->a_gather[0].check);
+  CHECK(ck.contraction->a_gather[1].check);
+  CHECK(ck.contraction->a_gather[1].m_coeff == 2);
+  CHECK(ck.contraction->a_gather[1].offset == -1);
+  CHECK(ck.contraction->a_gather[2].check);
+  CHECK_FALSE(ck.contraction->a_gather[3].check);
+  CHECK(ck.source.find("struct TslGatherA") != std::string::npos);
+  // Welder fuses the folded batch norm and the ReLU into the convolution's kernel.
+  const OpGraph cbr = conv_nhwc(DType::f16, {2, 14, 14, 64}, 64, 3, 1, 1, 1);
+  const Schedule scbr = schedule_with(cbr, gpu_spec(), "welder");
+  REQUIRE(scbr.groups.size() == 1);
+  CHECK(cuda::emit_group_kernel(cbr, scbr, 0, gpu_spec()).path == "mma");
 }
 
 TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why") {
@@ -183,7 +237,14 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
     CHECK(sm.path == "row");
     CHECK(sm.mma_reason.find("more than one reducing node") != std::string::npos);
   }
-  CHECK(reason(op_graph("Conv", {random_f32({1, 3, 9, 9}, 1), random_f32({4, 3, 3, 3}, 2)})).find("one axis") != std::string::npos);
+  CHECK(reason(op_graph("Conv", {random_f32({1, 3, 9, 9}, 1), random_f32({4, 3, 3, 3}, 2)})).find("f32") != std::string::npos);
+  {  // An NCHW convolution reads its input's channels strided: no 16-byte chunks along k.
+    ModelBuilder b(DType::f16);
+    const std::string y = b.op("Conv", {b.input("x", {1, 16, 9, 9}), b.weight("w", {8, 16, 3, 3}, 1)});
+    CHECK(reason(b.graph(y)).find("is not channels-last") != std::string::npos);
+  }
+  // NHWC with 12 channels: a 16-byte chunk would straddle two pixels.
+  CHECK(reason(conv_nhwc(DType::f16, {1, 6, 6, 12}, 8, 3, 1, 1, 1, false)).find("not a multiple of 8") != std::string::npos);
   // The spec decides: no m16n8k16 shape for f16 in the spec, no tensor-core path.
   HwSpec old = gpu_spec();
   old.compute.tensor_core_shapes.erase(DType::f16);

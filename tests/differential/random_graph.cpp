@@ -128,7 +128,9 @@ class Generator {
       case 9: transpose(); break;
       case 10: reshape(); break;
       case 11: slice_or_concat(); break;
-      case 12: if (options_.mixed_dtypes) f16_island(); break;
+      case 12:
+        if (options_.mixed_dtypes) coin(40) ? f16_contraction() : f16_island();
+        break;
       case 13: where(); break;
     }
   }
@@ -353,6 +355,42 @@ class Generator {
     const Value& last = values_.back().dtype == DType::f16 ? values_.back() : h;
     const Value back = last;
     emit("Cast", {back.name}, back.shape, DType::f32, {{"to", std::string("f32")}});
+  }
+
+  // An f16 contraction between casts, shaped for the GPU's tensor-core paths most of the time
+  // (whole 16-byte rows: extents that are multiples of 8), else awkward: a MatMul, or a
+  // channels-last (NHWC) Conv with padding, strides and dilation, then maybe an f16 bias and ReLU.
+  void f16_contraction() {
+    auto dim = [&] { return coin(75) ? 8 * (1 + static_cast<int64_t>(below(4))) : extent(); };
+    const std::map<std::string, AttrValue> to_f16 = {{"to", std::string("f16")}};
+    Value y;
+    if (coin(50)) {
+      const int64_t m = extent(), k = dim(), n = dim();
+      if (m * k * n > options_.max_macs) return;
+      const std::string x = add_input({m, k}).name;
+      const Value h = emit("Cast", {x}, {m, k}, DType::f16, to_f16);
+      y = emit("MatMul", {h.name, weight({k, n}, DType::f16, -0.5, 0.5)}, {m, n}, DType::f16);
+    } else {
+      const int64_t batch = 1 + static_cast<int64_t>(below(2)), hh = 3 + static_cast<int64_t>(below(10)),
+                    ww = 3 + static_cast<int64_t>(below(10)), c = dim(), m = dim();
+      const int64_t k = 1 + static_cast<int64_t>(below(3)), stride = 1 + static_cast<int64_t>(below(2));
+      const int64_t pad = static_cast<int64_t>(below(k + 1)), dilation = 1 + static_cast<int64_t>(below(2));
+      const int64_t oh = conv_out(hh, k, stride, pad, dilation), ow = conv_out(ww, k, stride, pad, dilation);
+      if (oh < 1 || ow < 1) return;
+      const Shape xs = {batch, hh, ww, c}, out = {batch, oh, ow, m};
+      if (elements(xs) > options_.max_elements || elements(out) > options_.max_elements ||
+          elements(out) * c * k * k > options_.max_macs)
+        return;
+      const std::string x = add_input(xs).name;
+      const Value h = emit("Cast", {x}, xs, DType::f16, to_f16);
+      y = emit("Conv", {h.name, weight({m, k, k, c}, DType::f16, -0.5, 0.5)}, out, DType::f16,
+               {{"kernel_shape", std::vector<int64_t>{k, k}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                {"strides", std::vector<int64_t>{stride, stride}}, {"dilations", std::vector<int64_t>{dilation, dilation}},
+                {"layout", std::string("NHWC")}});
+    }
+    if (coin(50)) y = emit("Add", {y.name, weight({y.shape.back()}, DType::f16)}, y.shape, DType::f16);
+    if (coin(50)) y = emit("Relu", {y.name}, y.shape, DType::f16);
+    emit("Cast", {y.name}, y.shape, DType::f32, {{"to", std::string("f32")}});
   }
 
   void where() {

@@ -2,7 +2,8 @@
 // awkward shapes -- extents 1, primes, sizes that are no multiple of any tile or vector width --,
 // NumPy broadcasting, strided / dilated / padded / grouped convolutions and pools, reductions over
 // every axis, softmax and layer norm, data movement (transpose, reshape, slice, concat) and f16
-// islands between casts. The same seed always gives the same model.
+// islands between casts: elementwise ops, or a MatMul or channels-last Conv sized for the GPU's
+// tensor-core paths most of the time. The same seed always gives the same model.
 //
 // Every tensor stays small (RandomGraphOptions::max_elements) so that the reference interpreter
 // runs a graph in milliseconds, and values stay finite: the unary operators are bounded or

@@ -202,9 +202,25 @@ struct BlockGemm {
       for (int t = 0; t < kTilesN; ++t) mma_16816<BF16>(acc[i][t], af[buf][i], bf[buf][t][0], bf[buf][t][1]);
   }
 
+  // The copies of plain 2-D operand views (see the file comment).
+  typedef TileCopy<kARows, kACols, kThreads, A_K_CONTIG ? M : K, A_K_CONTIG ? K : M, LDA, A_K_CONTIG> CopyA;
+  typedef TileCopy<kBRows, kBCols, kThreads, B_K_CONTIG ? N : K, B_K_CONTIG ? K : N, LDB, B_K_CONTIG> CopyB;
+
   // acc = A[m0 : m0 + BM, :] B[:, n0 : n0 + BN], `a` and `b` at the batch point, `smem` holding
   // kSmemBytes. Ends with every copy complete and a barrier: the caller may reuse the memory.
   __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ a, const u16* __restrict__ b, int m0, int n0) {
+    // A is M x K (k contiguous) or K x M; B is N x K or K x N.
+    CopyA copy_a(a, A_K_CONTIG ? m0 : 0, A_K_CONTIG ? 0 : m0);
+    CopyB copy_b(b, B_K_CONTIG ? n0 : 0, B_K_CONTIG ? 0 : n0);
+    run_with(smem, copy_a, copy_b);
+  }
+
+  // The same main loop over any copiers of the block's A and B tiles: objects with
+  // copy(unsigned stage_address) (start the cp.async copies of the next tile into a stage laid out
+  // as above) and advance() (move to the next tile along K). The implicit GEMM of a convolution
+  // passes a generated gather copier for A (kernels/cuda/kernel_emitter.cpp).
+  template <class CA, class CB>
+  __device__ __forceinline__ void run_with(unsigned char* smem, CA& copy_a, CB& copy_b) {
 #pragma unroll
     for (int i = 0; i < kTilesM; ++i)
 #pragma unroll
@@ -214,11 +230,6 @@ struct BlockGemm {
     const unsigned base = smem_address(smem);
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
-    // A is M x K (k contiguous) or K x M; B is N x K or K x N.
-    TileCopy<kARows, kACols, kThreads, A_K_CONTIG ? M : K, A_K_CONTIG ? K : M, LDA, A_K_CONTIG> copy_a(
-        a, A_K_CONTIG ? m0 : 0, A_K_CONTIG ? 0 : m0);
-    TileCopy<kBRows, kBCols, kThreads, B_K_CONTIG ? N : K, B_K_CONTIG ? K : N, LDB, B_K_CONTIG> copy_b(
-        b, B_K_CONTIG ? n0 : 0, B_K_CONTIG ? 0 : n0);
     const unsigned b_offset = kARows * kAStride * 2;
     // Prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty past the end).
 #pragma unroll
