@@ -453,12 +453,15 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
   const std::string ct = ctype(odt);
   const std::string& a = ops[0];
   const std::string b = ops.size() > 1 ? ops[1] : "";
+  // An f16/bf16 expression is computed in f32 and rounded to 11 (8) significant bits when stored:
+  // exp and sigmoid take the approximate forms (prelude.cuh), whose error is far below that.
+  const bool half = (dt == DType::f16 || dt == DType::bf16) && ct == "float";
   auto fn = [&](const char* f) { return cat("tsl::", f, "(", a, ")"); };
   auto fn2 = [&](const char* f) { return cat("tsl::", f, "(", a, ", ", b, ")"); };
   switch (e.op()) {
     case ExprOp::neg: value = integral ? wrap_int(odt, cat("tsl::i_neg(", a, ")")) : cat("-", a); break;
     case ExprOp::abs: value = integral ? wrap_int(odt, cat("(", a, " < 0 ? tsl::i_neg(", a, ") : ", a, ")")) : fn("m_abs"); break;
-    case ExprOp::exp: value = fn("m_exp"); break;
+    case ExprOp::exp: value = half ? fn("m_exp_h") : fn("m_exp"); break;
     case ExprOp::log: value = fn("m_log"); break;
     case ExprOp::sqrt: value = fn("m_sqrt"); break;
     case ExprOp::rsqrt: value = cat(ct, "(1) / tsl::m_sqrt(", a, ")"); break;
@@ -467,7 +470,7 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
       break;
     case ExprOp::tanh: value = fn("m_tanh"); break;
     case ExprOp::erf: value = fn("m_erf"); break;
-    case ExprOp::sigmoid: value = fn("m_sigmoid"); break;
+    case ExprOp::sigmoid: value = half ? fn("m_sigmoid_h") : fn("m_sigmoid"); break;
     case ExprOp::sin: value = fn("m_sin"); break;
     case ExprOp::cos: value = fn("m_cos"); break;
     case ExprOp::tan: value = fn("m_tan"); break;

@@ -120,6 +120,16 @@ template <class T> __device__ __forceinline__ T m_sign(T x) {
   return x != x ? x : static_cast<T>((x > T(0)) - (x < T(0)));
 }
 template <class T> __device__ __forceinline__ T m_sigmoid(T x) { return T(1) / (T(1) + m_exp(-x)); }
+// For expressions of f16/bf16 type (computed in f32, rounded to 11 or 8 significant bits when
+// stored): exp as one ex2.approx (relative error about 2^-22, plus 2^-24 |x log2 e| from the
+// scaling, both far below that rounding; -inf gives 0, +inf and overflow inf, NaN NaN). The
+// emitter uses it only there; f32 and f64 keep the accurate functions above.
+__device__ __forceinline__ float m_exp_h(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
+__device__ __forceinline__ float m_sigmoid_h(float x) { return 1.0f / (1.0f + m_exp_h(-x)); }
 // min/max propagate NaN (apply_binary).
 template <class T> __device__ __forceinline__ T m_max(T a, T b) { return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b); }
 template <class T> __device__ __forceinline__ T m_min(T a, T b) { return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b); }
