@@ -32,6 +32,7 @@
 
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/row_plan.h"
+#include "kernels/cuda/vector_plan.h"
 #include "policy/schedule.h"
 #include "tilegraph/error.h"
 #include "tilegraph/hash.h"
@@ -212,6 +213,7 @@ class Emitter {
   std::string mma_kernel(const std::string& name, const ContractionPlan& c);
   void emit_gather_copy(const ContractionPlan& c);
   std::string row_kernel(const std::string& name, const RowPlan& r);
+  std::string vector_kernel(const std::string& name, const VectorPlan& p);
 
  private:
   const OpGraph& g_;
@@ -906,6 +908,93 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   return os_.str();
 }
 
+// ---- the vector kernel (vector_plan.h) -----------------------------------------------------------
+//
+// A grid-stride loop over vectors of `vec` consecutive elements of the sink: the point of the
+// vector's first element, the vector loads of the reads that walk the last axis, then per element
+// (unrolled) every node's value in group order (in-group reads are the producer's value at the same
+// element, other reads of device memory scalar with the generic bounds and pad), and one vector
+// store of the sink.
+std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p) {
+  const int n = static_cast<int>(p.nodes.size());
+  const int d = static_cast<int>(p.extents.size());
+  const int vec = p.vec;
+  const TeNode& sink = g_.node(p.nodes.back());
+  const DType sdt = sink.output().dtype;
+  os_ << "// Tessel generated kernel for " << spec_.name << " (" << spec_.target.arch << ").\n";
+  os_ << "//   " << print_vector_plan(p) << "\n";
+  for (int i = 0; i < n; ++i) os_ << "//     " << g_.node(p.nodes[i]).name() << (i + 1 == n ? ": sink" : ": in registers") << "\n";
+  os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
+      << "u\n";
+  os_ << device_library_source() << "\n";
+  emit_signature(name, 0);
+  os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
+  const int64_t vectors = p.elements / vec;
+  os_ << "  for (long long tsl_v = static_cast<long long>(blockIdx.x) * " << p.threads << "LL + threadIdx.x; tsl_v < " << vectors
+      << "LL; tsl_v += static_cast<long long>(gridDim.x) * " << p.threads << "LL) {\n";
+  os_ << "    const long long tsl_first = tsl_v * " << vec << "LL;\n";
+  os_ << "    long long tsl_q = tsl_first;\n";
+  std::vector<std::string> base(d);
+  for (int a = d - 1; a >= 0; --a) {
+    base[a] = cat("tsl_x", a);
+    if (a == 0) os_ << "    const long long " << base[a] << " = tsl_q;\n";
+    else os_ << "    const long long " << base[a] << " = tsl_q % " << p.extents[a] << "LL; tsl_q /= " << p.extents[a] << "LL;\n";
+  }
+  // Vector loads at the vector's first element.
+  std::map<std::pair<int, int>, std::string> vregs;
+  for (int i = 0; i < n; ++i)
+    for (size_t k = 0; k < p.reads[i].size(); ++k) {
+      const VectorRead& r = p.reads[i][k];
+      if (r.producer >= 0 || !r.vector) continue;
+      const std::vector<int64_t> strides = row_major_strides(r.read.type.shape);
+      std::string off = "0LL";
+      for (int q = 0; q < r.read.type.rank(); ++q) off += cat(" + (", affine_text(r.read.map.result(q), base), ") * ", strides[q], "LL");
+      const std::string reg = fresh("tsl_g");
+      const std::string st = storage_type(r.read.type.dtype);
+      os_ << "    " << st << " " << reg << "[" << vec << "];  // " << g_.tensor(r.read.tensor).name << "\n";
+      os_ << "    tsl::row_load<" << st << ", " << vec << ">(" << reg << ", g_in" << input_param(r.read.tensor) << " + (" << off
+          << "));\n";
+      vregs[{i, static_cast<int>(k)}] = reg;
+    }
+  const std::string sst = storage_type(sdt);
+  os_ << "    " << sst << " tsl_out[" << vec << "];\n";
+  os_ << "    #pragma unroll\n    for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+  std::vector<std::string> x(d);
+  for (int a = 0; a < d; ++a) {
+    x[a] = cat("x", a);
+    os_ << "      const long long " << x[a] << " = " << base[a] << (a == d - 1 ? " + tsl_e" : "") << "; (void)" << x[a] << ";\n";
+  }
+  std::vector<std::string> value(n);
+  const std::string ind = "      ";
+  for (int i = 0; i < n; ++i) {
+    const TeNode& nd = g_.node(p.nodes[i]);
+    const DType dt = nd.output().dtype;
+    os_ << ind << "// " << nd.name() << ": " << print_expr(nd.body(), nd.axis_names()) << "\n";
+    std::vector<std::string> inputs(p.reads[i].size());
+    for (size_t k = 0; k < p.reads[i].size(); ++k) {
+      const VectorRead& r = p.reads[i][k];
+      if (r.producer >= 0) {
+        inputs[k] = value[r.producer];
+      } else if (r.vector) {
+        inputs[k] = fresh("in");
+        os_ << ind << "const " << compute_type(r.read.type.dtype) << " " << inputs[k] << " = "
+            << from_storage(r.read.type.dtype, cat(vregs.at({i, static_cast<int>(k)}), "[tsl_e]")) << ";\n";
+      } else {
+        inputs[k] = emit_row_global_read(nd, r.read, x, ind);
+      }
+    }
+    std::map<const ExprNode*, std::string> memo;
+    const std::string v = emit_expr(nd.body(), inputs, x, memo, ind);
+    value[i] = fresh("v");
+    os_ << ind << "const " << compute_type(dt) << " " << value[i] << " = " << round_to_dtype(dt, v) << ";\n";
+  }
+  os_ << ind << "tsl_out[tsl_e] = " << to_storage(sdt, value[n - 1]) << ";\n";
+  os_ << "    }\n";
+  os_ << "    tsl::row_store<" << sst << ", " << vec << ">(g_out0 + tsl_first, tsl_out);\n";
+  os_ << "  }\n}\n";
+  return os_.str();
+}
+
 // ---- the row kernel (row_plan.h) ------------------------------------------------------------------
 //
 // Per block: rows_per_block rows of `lanes` threads each, looping over the rows with a grid
@@ -1199,17 +1288,28 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   if (!match.plan) rows = plan_rows(graph, group, generic, spec);
   k.rows = rows.plan;
   k.row_reason = rows.reason;
-  k.path = match.plan ? "mma" : rows.plan ? "row" : "generic";
-  k.plan = match.plan ? mma_group_plan(generic, *match.plan) : rows.plan ? row_group_plan(generic, *rows.plan) : generic;
+  // Else the vector kernel when every node is elementwise over the sink's domain.
+  VectorMatch vectors;
+  if (!match.plan && !rows.plan) vectors = plan_vector(graph, group, generic, spec);
+  k.vector = vectors.plan;
+  k.vector_reason = vectors.reason;
+  k.path = match.plan ? "mma" : rows.plan ? "row" : vectors.plan ? "vector" : "generic";
+  k.plan = match.plan       ? mma_group_plan(generic, *match.plan)
+           : rows.plan      ? row_group_plan(generic, *rows.plan)
+           : vectors.plan   ? vector_group_plan(generic, *vectors.plan)
+                            : generic;
   Emitter e(graph, k.plan, spec);
   // The kernel's name is a hash of its code without comments (which name the model's nodes), so
   // that identical groups (the layers of a transformer) share one name, one compilation and one
   // cache entry; the header comment and the manifest say which group it is.
   constexpr const char* kPlaceholder = "TESSEL_KERNEL_NAME";
-  std::string source = match.plan  ? e.mma_kernel(kPlaceholder, *match.plan)
-                       : rows.plan ? cat("// tensor cores not used: ", match.reason, "\n", e.row_kernel(kPlaceholder, *rows.plan))
-                                   : cat("// tensor cores not used: ", match.reason, "\n// row kernel not used: ", rows.reason,
-                                         "\n", e.kernel(kPlaceholder));
+  const std::string not_mma = cat("// tensor cores not used: ", match.reason, "\n");
+  const std::string not_row = cat("// row kernel not used: ", rows.reason, "\n");
+  std::string source = match.plan     ? e.mma_kernel(kPlaceholder, *match.plan)
+                       : rows.plan    ? cat(not_mma, e.row_kernel(kPlaceholder, *rows.plan))
+                       : vectors.plan ? cat(not_mma, not_row, e.vector_kernel(kPlaceholder, *vectors.plan))
+                                      : cat(not_mma, not_row, "// vector kernel not used: ", vectors.reason, "\n",
+                                            e.kernel(kPlaceholder));
   k.canonical = strip_comments(source);
   k.name = cat("tessel_", short_hash(k.canonical));
   replace_all(source, kPlaceholder, k.name);

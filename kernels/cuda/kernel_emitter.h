@@ -14,6 +14,7 @@
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/group_plan.h"
 #include "kernels/cuda/row_plan.h"
+#include "kernels/cuda/vector_plan.h"
 #include "policy/schedule.h"
 
 namespace tessel::cuda {
@@ -23,11 +24,13 @@ struct GeneratedKernel {
   std::string source;     // the whole translation unit, with comments naming the group's nodes
   std::string canonical;  // the source without comments: equal for identical groups (compile once)
   GroupPlan plan;      // grid, block, shared memory, parameters (inputs, outputs, scratch, status)
-  std::string path;    // "mma", "row" or "generic": which template produced it
+  std::string path;    // "mma", "row", "vector" or "generic": which template produced it
   std::optional<ContractionPlan> contraction;  // the mma path's plan
   std::string mma_reason;                      // row and generic paths: why the mma path was not taken
   std::optional<RowPlan> rows;                 // the row path's plan
   std::string row_reason;                      // generic path: why the row path was not taken
+  std::optional<VectorPlan> vector;            // the vector path's plan (elementwise groups)
+  std::string vector_reason;                   // generic path: why the vector path was not taken
 };
 
 /// Generates the kernel of group `index` of `schedule`.

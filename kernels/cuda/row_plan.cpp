@@ -138,7 +138,7 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     reduces |= per_row && nr == 1;
     p.nodes.push_back(std::move(rn));
   }
-  if (!reduces) return fail("no node reduces a row (the generic kernel maps elementwise groups)");
+  if (!reduces) return fail("no node reduces a row (elementwise groups take the vector kernel)");
 
   // 2. Reads of in-group nodes: at the reader's own row (and column).
   int min_bytes = dtype_bytes(sink.output().dtype);

@@ -1,0 +1,113 @@
+// Recognizing and planning vector kernels (see vector_plan.h).
+#include "kernels/cuda/vector_plan.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "tilegraph/error.h"
+
+namespace tessel::cuda {
+
+namespace {
+
+VectorMatch fail(std::string reason) { return VectorMatch{std::nullopt, std::move(reason)}; }
+
+bool is_identity(const AffineMap& map, int axes) {
+  if (map.num_results() != axes) return false;
+  for (int r = 0; r < axes; ++r) {
+    const AffineExpr& row = map.result(r);
+    if (row.offset != 0) return false;
+    for (size_t a = 0; a < row.coeffs.size(); ++a)
+      if (row.coeffs[a] != (static_cast<int>(a) == r ? 1 : 0)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec) {
+  const int n = static_cast<int>(group.nodes.size());
+  const TeNode& sink = graph.node(group.nodes.back());
+  VectorPlan p;
+  p.extents = sink.extents();
+  const int d = sink.num_spatial();
+  if (d == 0) return fail("the sink is a scalar");
+  p.elements = 1;
+  for (int64_t e : p.extents) p.elements *= e;
+  if (p.elements == 0) return fail("the output is empty");
+  if (generic.nodes.back().reshaped) return fail("the sink reshapes its output");
+  int min_bytes = dtype_bytes(sink.output().dtype);
+  for (int i = 0; i < n; ++i) {
+    const TeNode& node = graph.node(group.nodes[i]);
+    if (node.num_reduction() != 0) return fail(cat("'", node.name(), "' reduces"));
+    if (node.extents() != p.extents) return fail(cat("'", node.name(), "' has another domain than the sink"));
+    if (i + 1 < n && generic.nodes[i].writes_global) return fail(cat("'", node.name(), "' also writes device memory"));
+    p.nodes.push_back(group.nodes[i]);
+    std::vector<VectorRead> reads;
+    const std::vector<TensorId>& ins = graph.node_inputs(group.nodes[i]);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const Access& acc = node.inputs()[k];
+      if (acc.is_gather()) return fail(cat("'", node.name(), "' gathers"));
+      VectorRead r;
+      r.read.tensor = ins[k];
+      r.read.map = acc.map;
+      r.read.type = acc.type;
+      r.read.pad = acc.pad_value;
+      r.producer = generic.position(graph.producer(ins[k]));
+      if (r.producer >= 0) {
+        if (!is_identity(acc.map, d)) return fail(cat("'", node.name(), "' reads '", graph.tensor(ins[k]).name, "' at another point"));
+      } else {
+        min_bytes = std::min(min_bytes, dtype_bytes(acc.type.dtype));
+      }
+      reads.push_back(r);
+    }
+    p.reads.push_back(std::move(reads));
+  }
+  // 16 bytes of the narrowest dtype read from or written to device memory, halved until it
+  // divides the last axis.
+  p.vec = std::max(1, kRowVectorBytes / std::max(1, min_bytes));
+  while (p.vec > 1 && p.extents.back() % p.vec != 0) p.vec /= 2;
+  if (p.vec < 2) return fail(cat("the last axis (", p.extents.back(), ") is not a multiple of two elements"));
+  for (size_t i = 0; i < p.nodes.size(); ++i)
+    for (VectorRead& r : p.reads[i])
+      if (r.producer < 0) r.vector = row_vector_access(graph.node(p.nodes[i]), r.read.map, r.read.type, d - 1, p.vec);
+  const int warp = static_cast<int>(spec.compute.simd_width);
+  p.threads = static_cast<int>(std::min<int64_t>(kVectorBlockThreads, spec.limits.max_threads_per_block));
+  p.threads -= p.threads % warp;
+  if (p.threads <= 0) return fail("no whole warp fits a block");
+  const int64_t vectors = p.elements / p.vec;
+  p.blocks = std::min<int64_t>((vectors + p.threads - 1) / p.threads, INT_MAX);
+  return VectorMatch{p, ""};
+}
+
+GroupPlan vector_group_plan(const GroupPlan& generic, const VectorPlan& vp) {
+  GroupPlan plan = generic;
+  for (NodePlan& np : plan.nodes) {
+    if (np.role != NodeRole::sink) np.role = NodeRole::inlined;
+    np.capacity = 0;
+    np.pool_offset = 0;
+    np.lanes = 1;
+    np.first_step = np.last_step = 0;
+  }
+  plan.sink_tile.assign(generic.sink_tile.size(), 1);
+  plan.sink_tile.back() = vp.vec;
+  plan.grid = {vp.blocks};
+  plan.num_tiles = vp.blocks;
+  plan.blocks = vp.blocks;
+  plan.threads = vp.threads;
+  plan.pool_bytes = 0;
+  plan.pool_in_smem = true;
+  plan.reduce_scratch_bytes = 0;
+  return plan;
+}
+
+std::string print_vector_plan(const VectorPlan& p) {
+  int vector_reads = 0, other_reads = 0;
+  for (const std::vector<VectorRead>& rs : p.reads)
+    for (const VectorRead& r : rs)
+      if (r.producer < 0) (r.vector ? vector_reads : other_reads) += 1;
+  return cat("vector kernel: ", p.elements, " elements, ", p.vec, " per thread and access; ", p.threads, " threads per block, ",
+             p.blocks, " blocks (grid-stride); ", vector_reads, " vector reads, ", other_reads, " scalar reads of device memory");
+}
+
+}  // namespace tessel::cuda

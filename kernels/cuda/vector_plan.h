@@ -1,0 +1,61 @@
+// The vector path: groups of elementwise nodes (bias, activation, residual and scaling chains,
+// casts) become a kernel in which every thread computes `vec` consecutive elements of the sink,
+// 16 bytes of its narrowest dtype: reads of device memory that walk the last axis contiguously are
+// vector loads (the row kernel's row_load), the others scalar reads with the generic bounds and
+// pad rules, and the sink is stored a vector at a time. The generic kernel would instead give each
+// thread one element and recompute its tile's boxes per block.
+//
+// A group qualifies when
+//   * no node reduces, the sink's output is not reshaped, and only the sink writes device memory;
+//   * every node's domain is the sink's (same spatial extents), and every read of an in-group node
+//     is at the reader's own point (the identity map), so one point indexes every node;
+//   * no read is a gather;
+//   * the last axis is a multiple of a vector width of at least two elements.
+// Reads of device memory may be any affine map; those that walk the last axis contiguously
+// (row_plan.h's row_vector_access: the last index is the last axis, no other index depends on it,
+// the tensor's last dimension a multiple of the width, never out of bounds) are vector loads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/row_plan.h"
+
+namespace tessel::cuda {
+
+struct VectorRead {
+  int producer = -1;      // position of the in-group producer, or -1: device memory
+  RowRead read;           // the tensor, its map over the node's axes, type and pad
+  bool vector = false;    // a vector load along the last axis
+};
+
+struct VectorPlan {
+  std::vector<NodeId> nodes;                    // group order; the sink last
+  std::vector<std::vector<VectorRead>> reads;   // per node, one per input
+  std::vector<int64_t> extents;                 // the sink's domain
+  int64_t elements = 0;                         // their product
+  int vec = 1;                                  // elements per thread and access
+  int threads = 0;                              // per block
+  int64_t blocks = 0;                           // grid (a grid-stride loop covers the rest)
+};
+
+struct VectorMatch {
+  std::optional<VectorPlan> plan;
+  std::string reason;  // set when plan is not
+};
+
+/// Design choice, not a hardware fact: threads per block (capped by the spec's limit).
+inline constexpr int kVectorBlockThreads = 256;
+
+/// Checks the conditions of the file comment for `group` and plans the vector kernel.
+VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec);
+
+/// The GroupPlan the runtime launches: `generic`'s nodes and parameters with the vector kernel's
+/// grid and block size, no pool.
+GroupPlan vector_group_plan(const GroupPlan& generic, const VectorPlan& plan);
+
+/// One-line text of the plan, for the generated source's header and `--dump`.
+std::string print_vector_plan(const VectorPlan& plan);
+
+}  // namespace tessel::cuda

@@ -1,0 +1,138 @@
+// The vector path of the CUDA backend (kernels/cuda/vector_plan.h): which elementwise groups take
+// it, the vector width, which reads are vector loads, why other groups keep the generic kernel;
+// its kernels compile with NVRTC, and on a GPU match the interpreter for chains, broadcasting
+// (bias, scalars, a column), transposed reads, casts between widths, integers and booleans, and
+// odd sizes (every vector width down to 2).
+#include <doctest/doctest.h>
+
+#include "cuda_check.h"
+#include "model_builder.h"
+#include "kernels/cuda/kernel_emitter.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+/// gelu(x * a + b) * c over `shape` (the GPU suite's eltwise_chain).
+OpGraph chain(DType dt, std::vector<int64_t> shape) {
+  ModelBuilder b(dt);
+  const std::string x = b.input("x", shape), a = b.input("a", shape), c = b.input("c", shape);
+  const std::string bias = b.weight("b", {shape.back()}, 3);  // broadcast along the rows
+  const std::string y = b.op("Add", {b.op("Mul", {x, a}), bias});
+  return b.graph(b.op("Mul", {b.op("Gelu", {y}), c}));
+}
+
+/// relu((x^T + column) * scale): a transposed read, a broadcast column and a scalar (scalar reads).
+OpGraph transposed(DType dt, int64_t m, int64_t n) {
+  ModelBuilder b(dt);
+  const std::string xt = b.op("Transpose", {b.input("x", {n, m})}, {{"perm", std::vector<int64_t>{1, 0}}});
+  const std::string sum = b.op("Add", {xt, b.input("col", {m, 1})});
+  return b.graph(b.op("Relu", {b.op("Mul", {sum, b.weight("scale", {}, 4)})}));
+}
+
+/// f32(sigmoid(x)): a cast from 16 to 32 bits (the vector width from the narrowest dtype).
+OpGraph widen(DType dt, std::vector<int64_t> shape) {
+  ModelBuilder b(dt);
+  return b.graph(b.op("Cast", {b.op("Sigmoid", {b.input("x", shape)})}, {{"to", std::string("f32")}}));
+}
+
+/// where(x > t, x * 2, -x) in i32 from f32 inputs: integers and booleans.
+OpGraph integers(std::vector<int64_t> shape) {
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", shape), t = b.input("t", shape);
+  const std::string xi = b.op("Cast", {x}, {{"to", std::string("i32")}});
+  const std::string gt = b.op("Greater", {x, t});
+  return b.graph(b.op("Where", {gt, b.op("Add", {xi, xi}), b.op("Neg", {xi})}));
+}
+
+struct VectorCase {
+  std::string name;
+  OpGraph graph;
+};
+
+std::vector<VectorCase> vector_cases() {
+  std::vector<VectorCase> out;
+  auto add = [&](std::string name, OpGraph g) { out.push_back({std::move(name), std::move(g)}); };
+  add("chain f16 3x1000", chain(DType::f16, {3, 1000}));
+  add("chain bf16 4096", chain(DType::bf16, {4096}));
+  add("chain f32 5x7x12", chain(DType::f32, {5, 7, 12}));
+  add("chain f16 9x6 (vector of 2)", chain(DType::f16, {9, 6}));
+  add("transposed f16 33x40", transposed(DType::f16, 33, 40));
+  add("widen f16 -> f32 17x24", widen(DType::f16, {17, 24}));
+  add("integers 31x8", integers({31, 8}));
+  return out;
+}
+
+/// The kernel of the group writing the graph's output.
+cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy = "welder") {
+  const Schedule s = schedule_with(g, gpu_spec(), policy);
+  REQUIRE(!s.groups.empty());
+  return cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
+}
+
+}  // namespace
+
+TEST_CASE("cuda vector: elementwise groups take the vector path, 16 bytes of the narrowest dtype per thread") {
+  const cuda::GeneratedKernel k = last_kernel(chain(DType::f16, {3, 1000}));
+  REQUIRE(k.path == "vector");
+  REQUIRE(k.vector);
+  CHECK(k.vector->vec == 8);
+  CHECK(k.vector->nodes.size() == 4);
+  int vector_reads = 0;
+  for (const auto& reads : k.vector->reads)
+    for (const cuda::VectorRead& r : reads) vector_reads += r.vector;
+  CHECK(vector_reads == 4);  // x, a, c and the bias (its one axis is the last)
+  CHECK(k.source.find("tsl::row_load<unsigned short, 8>") != std::string::npos);
+  CHECK(k.source.find("tsl::row_store<unsigned short, 8>") != std::string::npos);
+  CHECK(k.plan.threads == k.vector->threads);
+  CHECK(k.plan.blocks == k.vector->blocks);
+
+  CHECK(last_kernel(chain(DType::f32, {5, 7, 12})).vector->vec == 4);
+  CHECK(last_kernel(chain(DType::f16, {9, 6})).vector->vec == 2);
+  // f16 in, f32 out: eight elements (16 bytes of f16) per thread, two 16-byte stores.
+  CHECK(last_kernel(widen(DType::f16, {17, 24})).vector->vec == 8);
+
+  // The transposed read is a scalar read, the column a broadcast (scalar) read.
+  const cuda::GeneratedKernel t = last_kernel(transposed(DType::f16, 33, 40));
+  REQUIRE(t.path == "vector");
+  for (const auto& reads : t.vector->reads)
+    for (const cuda::VectorRead& r : reads) CHECK_FALSE(r.vector);
+}
+
+TEST_CASE("cuda vector: groups outside the path keep the generic kernel and say why") {
+  // An odd last axis has no vector width.
+  const cuda::GeneratedKernel odd = last_kernel(chain(DType::f16, {4, 7}));
+  CHECK(odd.path == "generic");
+  CHECK(odd.vector_reason.find("not a multiple of two") != std::string::npos);
+  CHECK(odd.source.find("vector kernel not used: " + odd.vector_reason) != std::string::npos);
+  // A reduction is not elementwise (here the row path takes it).
+  const cuda::GeneratedKernel sm =
+      last_kernel(op_graph("Softmax", {random_f32({4, 32}, 1)}, {{"axis", int64_t{-1}}}));
+  CHECK(sm.path == "row");
+}
+
+TEST_CASE("cuda vector: kernels of every case compile with NVRTC for sm_90a (welder and roller)") {
+  for (const VectorCase& c : vector_cases())
+    for (const std::string policy : {"welder", "roller"}) {
+      INFO(c.name, " (", policy, ")");
+      const Schedule s = schedule_with(c.graph, gpu_spec(), policy);
+      int vector = 0;
+      for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
+        vector += cuda::emit_group_kernel(c.graph, s, i, gpu_spec()).path == "vector";
+      CHECK(vector >= 1);
+      CHECK(nvrtc_compile_all(c.graph, s, gpu_spec()) >= 1);
+    }
+}
+
+TEST_CASE("cuda vector run: vector kernels match the interpreter (chains, broadcasts, transposes, casts, integers)") {
+  if (!gpu_available()) {
+    MESSAGE("[SKIP] no CUDA device: the compile-only case above compiled these kernels");
+    return;
+  }
+  for (const VectorCase& c : vector_cases())
+    for (const std::string policy : {"welder", "roller"}) {
+      INFO(c.name, " (", policy, ")");
+      check_on_gpu(c.graph, policy);
+    }
+}
