@@ -1,7 +1,8 @@
 // CUDA C++ for one fused group (DESIGN.md, "emit"): the tensor-core kernel for f16/bf16
-// contraction groups with an elementwise epilogue (contraction_plan.h), else the row kernel for
-// groups that reduce and normalize rows (row_plan.h), else the generic kernel built from the
-// group's GroupPlan (group_plan.h). The source is self-contained: the device
+// contraction groups with an elementwise epilogue and channels-last convolutions
+// (contraction_plan.h), else the row kernel for groups that reduce and normalize rows
+// (row_plan.h), else the vector kernel for elementwise groups (vector_plan.h), else the generic
+// kernel built from the group's GroupPlan (group_plan.h). The source is self-contained: the device
 // library (kernels/cuda/device/*.cuh, embedded into the binary) is pasted in front of the kernel,
 // so NVRTC needs no include path.
 #pragma once
