@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The final table of this folder: runs/a (7 workloads) and runs/b (7) on the code with implicit-GEMM
 convolutions and ex2-based exp, then runs/c (eltwise_chain, bert_layer, resnet_block) and runs/e
-(llama_mlp) on the final code with the vector path, whose rows replace the earlier ones.
-llama_block keeps runs/b's row (its call on the final code ran out of time).
+(llama_mlp) and runs/f (llama_block) on the final code with the vector path, whose rows replace
+the earlier ones.
 
   /usr/bin/python3 merge_final.py && /usr/bin/python3 ../../../gpu_suite/run_suite.py --render runs/final.json --out .
 """
@@ -10,7 +10,7 @@ import json
 import os
 
 here = os.path.dirname(os.path.abspath(__file__))
-order = ["a_suite.json", "b_suite.json", "c_suite.json", "e_suite.json"]
+order = ["a_suite.json", "b_suite.json", "c_suite.json", "e_suite.json", "f_suite.json"]
 merged, rows = None, {}
 for name in order:
     d = json.load(open(os.path.join(here, "runs", name)))
