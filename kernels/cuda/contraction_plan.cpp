@@ -491,29 +491,14 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
 }
 
 GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
-  GroupPlan plan = generic;
-  for (NodePlan& np : plan.nodes) {
-    if (np.role != NodeRole::sink) np.role = NodeRole::inlined;
-    np.writes_global = np.role == NodeRole::sink;
-    np.capacity = 0;
-    np.pool_offset = 0;
-    np.lanes = 1;
-    np.first_step = np.last_step = 0;
-  }
-  const int ns = static_cast<int>(generic.sink_tile.size());
-  plan.sink_tile.assign(ns, 1);
+  GroupPlan plan = inlined_launch_plan(generic, c.blocks(), c.threads(generic.warp));
+  for (NodePlan& np : plan.nodes) np.writes_global = np.role == NodeRole::sink;
   plan.sink_tile[c.m_axis] = c.block_m;
   plan.sink_tile[c.n_axis] = c.block_n;
-  plan.grid.clear();
   plan.grid = c.batch_extents;
   plan.grid.push_back(c.tiles_m);
   plan.grid.push_back(c.tiles_n);
-  plan.num_tiles = c.blocks();
-  plan.blocks = c.blocks();
-  plan.threads = c.threads(plan.warp);
   plan.pool_bytes = c.smem_bytes;
-  plan.pool_in_smem = true;
-  plan.reduce_scratch_bytes = 0;
   TESSEL_ASSERT(generic.outputs.size() == 1, "an mma group writes only its sink");
   return plan;
 }
@@ -547,7 +532,8 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
   };
   const std::string shape = p.implicit ? cat("implicit GEMM m", axes(p.m_axes), " ", p.m, " x n ", p.n, " x k", axes(p.k_axes), " ", p.k)
                                        : cat(p.batch, " x ", p.m, "x", p.n, "x", p.k);
-  return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", graph.node(p.node).name(), "' ", shape, "; ", operand("A", p.a), ", ", operand("B", p.b), "; block ", p.block_m, "x",
+  return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", cn.name(), "' ", shape, "; ", operand("A", p.a), ", ",
+             operand("B", p.b), "; block ", p.block_m, "x",
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",
              p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group);
 }

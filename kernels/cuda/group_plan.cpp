@@ -354,6 +354,26 @@ GroupPlan plan_group(const OpGraph& graph, const ScheduledGroup& group, const Hw
   return plan;
 }
 
+GroupPlan inlined_launch_plan(const GroupPlan& generic, int64_t blocks, int threads) {
+  GroupPlan plan = generic;
+  for (NodePlan& np : plan.nodes) {
+    if (np.role != NodeRole::sink) np.role = NodeRole::inlined;
+    np.capacity = 0;
+    np.pool_offset = 0;
+    np.lanes = 1;
+    np.first_step = np.last_step = 0;
+  }
+  plan.sink_tile.assign(generic.sink_tile.size(), 1);
+  plan.grid = {blocks};
+  plan.num_tiles = blocks;
+  plan.blocks = blocks;
+  plan.threads = threads;
+  plan.pool_bytes = 0;
+  plan.pool_in_smem = true;
+  plan.reduce_scratch_bytes = 0;
+  return plan;
+}
+
 std::string print_group_plan(const OpGraph& graph, const GroupPlan& plan) {
   std::string out = cat("grid ", plan.num_tiles, " tiles (");
   for (size_t a = 0; a < plan.grid.size(); ++a) out += cat(a ? "x" : "", plan.grid[a]);

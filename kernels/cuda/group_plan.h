@@ -80,6 +80,11 @@ GroupPlan plan_group(const OpGraph& graph, const ScheduledGroup& group, const Hw
 /// device (kernel_emitter.cpp emits the same arithmetic); the plan sizes buffers with them.
 std::vector<TileBox> tile_boxes(const OpGraph& graph, const GroupPlan& plan, int64_t tile);
 
+/// `generic` launched as `blocks` blocks of `threads` threads over a one-dimensional grid, every
+/// node but the sink inlined (computed in registers where it is read), no pool and no reduction
+/// scratch: the common part of the mma, row and vector kernels' plans, which then set what differs.
+GroupPlan inlined_launch_plan(const GroupPlan& generic, int64_t blocks, int threads);
+
 /// Multi-line text of the plan, for `--dump` and the emitted source's header comment.
 std::string print_group_plan(const OpGraph& graph, const GroupPlan& plan);
 

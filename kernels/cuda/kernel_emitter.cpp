@@ -212,6 +212,8 @@ class Emitter {
   std::string kernel(const std::string& name);
   std::string mma_kernel(const std::string& name, const ContractionPlan& c);
   void emit_gather_copy(const ContractionPlan& c);
+  void emit_unflatten(const std::string& ind, const std::string& type, const std::string& var, const std::vector<int>& axes,
+                      const std::vector<int64_t>& extents, const std::string& prefix);
   std::string row_kernel(const std::string& name, const RowPlan& r);
   std::string vector_kernel(const std::string& name, const VectorPlan& p);
 
@@ -726,6 +728,19 @@ std::string Emitter::kernel(const std::string& name) {
   return os_.str();
 }
 
+// Splits the row-major flat index held in the variable `var` (which it consumes) into one constant
+// per axis, `prefix` + axis number, extents outermost first: innermost first by % and /, the
+// outermost takes the rest (the caller keeps the index below the product of the extents).
+void Emitter::emit_unflatten(const std::string& ind, const std::string& type, const std::string& var,
+                             const std::vector<int>& axes, const std::vector<int64_t>& extents, const std::string& prefix) {
+  const std::string suffix = type == "int" ? "" : "LL";
+  for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
+    os_ << ind << "const " << type << " " << prefix << axes[i] << " = " << var;
+    if (i > 0) os_ << " % " << extents[i] << suffix << "; " << var << " /= " << extents[i] << suffix;
+    os_ << ";\n";
+  }
+}
+
 // The copier of an implicit GEMM's A tiles (BlockGemm::run_with): thread t owns the 16-byte
 // chunks t, t + threads, ... of a block_m x block_k tile, i.e. one k column (8 elements of the
 // innermost reduction axis, the channels of one tap) and rows kRowStep apart. The rows' parts
@@ -755,10 +770,7 @@ void Emitter::emit_gather_copy(const ContractionPlan& c) {
   os_ << "      const long long m = m0 + t / kChunksPerRow + i * kRowStep;\n";
   os_ << "      ok[i] = (kChunks % kThreads == 0 || t + i * kThreads < kChunks) && m < " << c.m << "LL;\n";
   os_ << "      long long q = m;\n";
-  for (int i = static_cast<int>(c.m_axes.size()) - 1; i >= 0; --i) {
-    if (i == 0) os_ << "      const long long " << axis(c.m_axes[i]) << " = q;\n";
-    else os_ << "      const long long " << axis(c.m_axes[i]) << " = q % " << c.m_extents[i] << "LL; q /= " << c.m_extents[i] << "LL;\n";
-  }
+  emit_unflatten("      ", "long long", "q", c.m_axes, c.m_extents, "x");
   auto m_part = [&](const GatherDim& g) {
     std::string e = g.m_axis >= 0 ? cat(g.m_coeff, "LL * ", axis(g.m_axis)) : std::string();
     if (g.offset != 0 || e.empty()) e += cat(e.empty() ? "" : " + ", "(", g.offset, "LL)");
@@ -772,10 +784,7 @@ void Emitter::emit_gather_copy(const ContractionPlan& c) {
   os_ << "    }\n  }\n";
   os_ << "  __device__ __forceinline__ void copy(unsigned stage) const {\n";
   os_ << "    int q = k;\n";
-  for (int i = static_cast<int>(c.k_axes.size()) - 1; i >= 0; --i) {
-    if (i == 0) os_ << "    const int " << axis(c.k_axes[i]) << " = q;\n";
-    else os_ << "    const int " << axis(c.k_axes[i]) << " = q % " << c.k_extents[i] << "; q /= " << c.k_extents[i] << ";\n";
-  }
+  emit_unflatten("    ", "int", "q", c.k_axes, c.k_extents, "x");
   std::string koff = "0LL";
   for (const GatherDim& g : c.a_gather)
     if (g.k_axis >= 0) koff += cat(" + ", g.k_coeff * g.stride, "LL * ", axis(g.k_axis));
@@ -884,11 +893,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
   if (c.implicit) {
     os_ << "    long long tsl_q = tsl_xm;\n";
-    for (int i = static_cast<int>(c.m_axes.size()) - 1; i >= 0; --i) {
-      if (i == 0) os_ << "    const long long tsl_x" << c.m_axes[i] << " = tsl_q;\n";
-      else os_ << "    const long long tsl_x" << c.m_axes[i] << " = tsl_q % " << c.m_extents[i] << "LL; tsl_q /= " << c.m_extents[i]
-               << "LL;\n";
-    }
+    emit_unflatten("    ", "long long", "tsl_q", c.m_axes, c.m_extents, "tsl_x");
   }
   os_ << "    const long long tsl_off = " << off << " + tsl_xn;\n";
   const bool packed = dtype_bytes(sdt) == 2 && c.n % 2 == 0;
@@ -934,12 +939,13 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       << "LL; tsl_v += static_cast<long long>(gridDim.x) * " << p.threads << "LL) {\n";
   os_ << "    const long long tsl_first = tsl_v * " << vec << "LL;\n";
   os_ << "    long long tsl_q = tsl_first;\n";
+  std::vector<int> axes(d);
   std::vector<std::string> base(d);
-  for (int a = d - 1; a >= 0; --a) {
+  for (int a = 0; a < d; ++a) {
+    axes[a] = a;
     base[a] = cat("tsl_x", a);
-    if (a == 0) os_ << "    const long long " << base[a] << " = tsl_q;\n";
-    else os_ << "    const long long " << base[a] << " = tsl_q % " << p.extents[a] << "LL; tsl_q /= " << p.extents[a] << "LL;\n";
   }
+  emit_unflatten("    ", "long long", "tsl_q", axes, p.extents, "tsl_x");
   // Vector loads at the vector's first element.
   std::map<std::pair<int, int>, std::string> vregs;
   for (int i = 0; i < n; ++i)

@@ -189,23 +189,9 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
 }
 
 GroupPlan row_group_plan(const GroupPlan& generic, const RowPlan& rp) {
-  GroupPlan plan = generic;
-  for (NodePlan& np : plan.nodes) {
-    if (np.role != NodeRole::sink) np.role = NodeRole::inlined;
-    np.capacity = 0;
-    np.pool_offset = 0;
-    np.lanes = 1;
-    np.first_step = np.last_step = 0;
-  }
-  plan.sink_tile.assign(generic.sink_tile.size(), 1);
+  GroupPlan plan = inlined_launch_plan(generic, rp.blocks, rp.threads);
   plan.sink_tile.back() = rp.n;
   if (plan.sink_tile.size() >= 2) plan.sink_tile[plan.sink_tile.size() - 2] = rp.rows_per_block;
-  plan.grid = {rp.blocks};
-  plan.num_tiles = rp.blocks;
-  plan.blocks = rp.blocks;
-  plan.threads = rp.threads;
-  plan.pool_bytes = 0;
-  plan.pool_in_smem = true;
   plan.reduce_scratch_bytes = rp.lanes > plan.warp ? static_cast<int64_t>(rp.threads / plan.warp) * 8 : 0;
   return plan;
 }

@@ -81,23 +81,8 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
 }
 
 GroupPlan vector_group_plan(const GroupPlan& generic, const VectorPlan& vp) {
-  GroupPlan plan = generic;
-  for (NodePlan& np : plan.nodes) {
-    if (np.role != NodeRole::sink) np.role = NodeRole::inlined;
-    np.capacity = 0;
-    np.pool_offset = 0;
-    np.lanes = 1;
-    np.first_step = np.last_step = 0;
-  }
-  plan.sink_tile.assign(generic.sink_tile.size(), 1);
+  GroupPlan plan = inlined_launch_plan(generic, vp.blocks, vp.threads);
   plan.sink_tile.back() = vp.vec;
-  plan.grid = {vp.blocks};
-  plan.num_tiles = vp.blocks;
-  plan.blocks = vp.blocks;
-  plan.threads = vp.threads;
-  plan.pool_bytes = 0;
-  plan.pool_in_smem = true;
-  plan.reduce_scratch_bytes = 0;
   return plan;
 }
 

@@ -45,6 +45,13 @@ inline int nvrtc_compile_all(const OpGraph& g, const Schedule& schedule, const H
   return static_cast<int>(done.size());
 }
 
+/// The kernel of the last group of `g`'s schedule under `policy` (the one writing the output).
+inline cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy) {
+  const Schedule s = schedule_with(g, gpu_spec(), policy);
+  REQUIRE(!s.groups.empty());
+  return cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
+}
+
 /// Why GPU tests cannot run here, or nullopt. Prints "[SKIP] no CUDA device" once per test case.
 inline bool gpu_available() {
   const std::unique_ptr<Backend> cuda = find_backend("cuda");

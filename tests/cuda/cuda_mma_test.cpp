@@ -135,17 +135,13 @@ int mma_kernels(const OpGraph& g, const Schedule& s, const HwSpec& spec) {
   return n;
 }
 
-/// The kernel of the schedule's last group (the one writing the graph's output).
-cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy = "roller") {
-  const Schedule s = schedule_with(g, gpu_spec(), policy);
-  REQUIRE(!s.groups.empty());
-  return cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
-}
+/// The kernel of the last group of roller's schedule (one operator per group).
+cuda::GeneratedKernel roller_kernel(const OpGraph& g) { return last_kernel(g, "roller"); }
 
 }  // namespace
 
 TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the operand layouts read off the maps") {
-  const cuda::GeneratedKernel plain = last_kernel(matmul(DType::f16, 129, 24, 136));
+  const cuda::GeneratedKernel plain = roller_kernel(matmul(DType::f16, 129, 24, 136));
   REQUIRE(plain.path == "mma");
   REQUIRE(plain.contraction);
   CHECK(plain.contraction->a.k_contiguous);
@@ -159,13 +155,13 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   CHECK(plain.plan.dynamic_smem_bytes() == plain.contraction->smem_bytes);
   CHECK(plain.plan.threads == plain.contraction->threads(gpu_spec().compute.simd_width));
 
-  const cuda::GeneratedKernel tt = last_kernel(gemm(DType::bf16, 40, 17, 1, true, true));
+  const cuda::GeneratedKernel tt = roller_kernel(gemm(DType::bf16, 40, 17, 1, true, true));
   REQUIRE(tt.path == "mma");
   CHECK_FALSE(tt.contraction->a.k_contiguous);
   CHECK(tt.contraction->b.k_contiguous);
   CHECK(tt.contraction->dtype == DType::bf16);
 
-  const cuda::GeneratedKernel b = last_kernel(batched(DType::f16, {2, 1, 17, 32}, {1, 3, 32, 24}));
+  const cuda::GeneratedKernel b = roller_kernel(batched(DType::f16, {2, 1, 17, 32}, {1, 3, 32, 24}));
   REQUIRE(b.path == "mma");
   CHECK(b.contraction->batch == 6);
   CHECK(b.contraction->a.batch_strides == std::vector<int64_t>{17 * 32, 0});
@@ -198,7 +194,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   // An NHWC convolution is an implicit GEMM: m = (n, oh, ow), n = the output channel, k = (kh, kw,
   // c) in the weight's order; the input is gathered, zero outside (padding) along h and w only.
   const OpGraph cv = conv_nhwc(DType::f16, {2, 15, 13, 32}, 40, 3, 2, 1, 1, false);
-  const cuda::GeneratedKernel ck = last_kernel(cv);
+  const cuda::GeneratedKernel ck = roller_kernel(cv);
   REQUIRE(ck.path == "mma");
   REQUIRE(ck.contraction->implicit);
   CHECK(ck.contraction->m == 2 * 8 * 7);

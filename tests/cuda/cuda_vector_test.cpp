@@ -64,17 +64,13 @@ std::vector<VectorCase> vector_cases() {
   return out;
 }
 
-/// The kernel of the group writing the graph's output.
-cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy = "welder") {
-  const Schedule s = schedule_with(g, gpu_spec(), policy);
-  REQUIRE(!s.groups.empty());
-  return cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
-}
+/// The kernel of the last group of welder's schedule (the one writing the output).
+cuda::GeneratedKernel welder_kernel(const OpGraph& g) { return last_kernel(g, "welder"); }
 
 }  // namespace
 
 TEST_CASE("cuda vector: elementwise groups take the vector path, 16 bytes of the narrowest dtype per thread") {
-  const cuda::GeneratedKernel k = last_kernel(chain(DType::f16, {3, 1000}));
+  const cuda::GeneratedKernel k = welder_kernel(chain(DType::f16, {3, 1000}));
   REQUIRE(k.path == "vector");
   REQUIRE(k.vector);
   CHECK(k.vector->vec == 8);
@@ -88,13 +84,13 @@ TEST_CASE("cuda vector: elementwise groups take the vector path, 16 bytes of the
   CHECK(k.plan.threads == k.vector->threads);
   CHECK(k.plan.blocks == k.vector->blocks);
 
-  CHECK(last_kernel(chain(DType::f32, {5, 7, 12})).vector->vec == 4);
-  CHECK(last_kernel(chain(DType::f16, {9, 6})).vector->vec == 2);
+  CHECK(welder_kernel(chain(DType::f32, {5, 7, 12})).vector->vec == 4);
+  CHECK(welder_kernel(chain(DType::f16, {9, 6})).vector->vec == 2);
   // f16 in, f32 out: eight elements (16 bytes of f16) per thread, two 16-byte stores.
-  CHECK(last_kernel(widen(DType::f16, {17, 24})).vector->vec == 8);
+  CHECK(welder_kernel(widen(DType::f16, {17, 24})).vector->vec == 8);
 
   // The transposed read is a scalar read, the column a broadcast (scalar) read.
-  const cuda::GeneratedKernel t = last_kernel(transposed(DType::f16, 33, 40));
+  const cuda::GeneratedKernel t = welder_kernel(transposed(DType::f16, 33, 40));
   REQUIRE(t.path == "vector");
   for (const auto& reads : t.vector->reads)
     for (const cuda::VectorRead& r : reads) CHECK_FALSE(r.vector);
@@ -102,13 +98,13 @@ TEST_CASE("cuda vector: elementwise groups take the vector path, 16 bytes of the
 
 TEST_CASE("cuda vector: groups outside the path keep the generic kernel and say why") {
   // An odd last axis has no vector width.
-  const cuda::GeneratedKernel odd = last_kernel(chain(DType::f16, {4, 7}));
+  const cuda::GeneratedKernel odd = welder_kernel(chain(DType::f16, {4, 7}));
   CHECK(odd.path == "generic");
   CHECK(odd.vector_reason.find("not a multiple of two") != std::string::npos);
   CHECK(odd.source.find("vector kernel not used: " + odd.vector_reason) != std::string::npos);
   // A reduction is not elementwise (here the row path takes it).
   const cuda::GeneratedKernel sm =
-      last_kernel(op_graph("Softmax", {random_f32({4, 32}, 1)}, {{"axis", int64_t{-1}}}));
+      welder_kernel(op_graph("Softmax", {random_f32({4, 32}, 1)}, {{"axis", int64_t{-1}}}));
   CHECK(sm.path == "row");
 }
 
