@@ -129,7 +129,9 @@ class Generator {
       case 10: reshape(); break;
       case 11: slice_or_concat(); break;
       case 12:
-        if (options_.mixed_dtypes) coin(40) ? f16_contraction() : f16_island();
+        if (!options_.mixed_dtypes) break;
+        if (coin(40)) f16_contraction();
+        else f16_island();
         break;
       case 13: where(); break;
     }
@@ -216,6 +218,12 @@ class Generator {
     return (in + 2 * pad - span) / stride + 1;
   }
 
+  // A square window's Conv attributes.
+  static std::map<std::string, AttrValue> conv_attrs(int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
+    return {{"kernel_shape", std::vector<int64_t>{k, k}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+            {"strides", std::vector<int64_t>{stride, stride}}, {"dilations", std::vector<int64_t>{dilation, dilation}}};
+  }
+
   void conv() {
     const Value x = image();
     const int64_t c = x.shape[1];
@@ -232,10 +240,9 @@ class Generator {
     if (elements(out) > options_.max_elements || elements(out) * (c / group) * k * k > options_.max_macs) return;
     std::vector<std::string> in = {x.name, weight({m, c / group, k, k}, DType::f32, -0.5, 0.5)};
     if (coin(50)) in.push_back(weight({m}));
-    emit("Conv", in, out, DType::f32,
-         {{"kernel_shape", std::vector<int64_t>{k, k}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
-          {"strides", std::vector<int64_t>{stride, stride}}, {"dilations", std::vector<int64_t>{dilation, dilation}},
-          {"group", group}});
+    std::map<std::string, AttrValue> attrs = conv_attrs(k, stride, pad, dilation);
+    attrs["group"] = group;
+    emit("Conv", in, out, DType::f32, attrs);
   }
 
   void pool() {
@@ -383,10 +390,9 @@ class Generator {
         return;
       const std::string x = add_input(xs).name;
       const Value h = emit("Cast", {x}, xs, DType::f16, to_f16);
-      y = emit("Conv", {h.name, weight({m, k, k, c}, DType::f16, -0.5, 0.5)}, out, DType::f16,
-               {{"kernel_shape", std::vector<int64_t>{k, k}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
-                {"strides", std::vector<int64_t>{stride, stride}}, {"dilations", std::vector<int64_t>{dilation, dilation}},
-                {"layout", std::string("NHWC")}});
+      std::map<std::string, AttrValue> attrs = conv_attrs(k, stride, pad, dilation);
+      attrs["layout"] = std::string("NHWC");
+      y = emit("Conv", {h.name, weight({m, k, k, c}, DType::f16, -0.5, 0.5)}, out, DType::f16, attrs);
     }
     if (coin(50)) y = emit("Add", {y.name, weight({y.shape.back()}, DType::f16)}, y.shape, DType::f16);
     if (coin(50)) y = emit("Relu", {y.name}, y.shape, DType::f16);
