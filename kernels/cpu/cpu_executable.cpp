@@ -67,8 +67,8 @@ void CpuExecutable::upload(const std::vector<HostTensor>& inputs) {
 void CpuExecutable::execute() {
   for (const CompiledGroup& g : groups_) {
     int64_t status[kStatusWords] = {0, 0, 0, 0};
-    pool_->parallel_for(g.plan.num_tasks, [&](int64_t task, int worker) {
-      g.kernel(tensor_ptrs_.data(), task, task + 1, scratch_[worker].get(), g.plan.boxes.data(), status);
+    pool_->parallel_for(g.plan.num_tasks, [&](int64_t begin, int64_t end, int worker) {
+      g.kernel(tensor_ptrs_.data(), begin, end, scratch_[worker].get(), g.plan.boxes.data(), status);
     });
     if (status[0] != 0) {
       const TeNode& node = graph_.node(g.plan.nodes.at(static_cast<size_t>(status[3])));

@@ -1,6 +1,8 @@
 // The CPU runtime's thread pool (thread_pool.h).
 #include "kernels/cpu/thread_pool.h"
 
+#include <algorithm>
+
 #include "tilegraph/error.h"
 
 namespace tessel::cpu {
@@ -20,11 +22,15 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_tasks(int worker) {
+  const int64_t divisor = 2 * static_cast<int64_t>(size());
   for (;;) {
-    const int64_t task = next_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= count_) return;
+    int64_t begin = next_.load(std::memory_order_relaxed), end = 0;
+    do {
+      if (begin >= count_) return;
+      end = begin + std::max<int64_t>(1, (count_ - begin) / divisor);
+    } while (!next_.compare_exchange_weak(begin, end, std::memory_order_relaxed));
     try {
-      (*fn_)(task, worker);
+      (*fn_)(begin, end, worker);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -50,10 +56,10 @@ void ThreadPool::work(int worker) {
   }
 }
 
-void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t, int)>& fn) {
+void ThreadPool::parallel_for(int64_t count, const RangeFn& fn) {
   if (count <= 0) return;
   if (workers_.empty() || count == 1) {
-    for (int64_t t = 0; t < count; ++t) fn(t, 0);
+    fn(0, count, 0);
     return;
   }
   {
