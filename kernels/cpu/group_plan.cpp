@@ -8,6 +8,28 @@
 
 namespace tessel {
 
+namespace {
+
+/// Whether `e` computes a transcendental, a root, a division or a power: operations that cost
+/// tens of cycles per element, so that evaluating them twice costs more than a store and a load.
+bool has_costly_op(const Expr& e) {
+  switch (e.op()) {
+    case ExprOp::exp: case ExprOp::log: case ExprOp::sqrt: case ExprOp::rsqrt: case ExprOp::reciprocal:
+    case ExprOp::tanh: case ExprOp::erf: case ExprOp::sigmoid: case ExprOp::sin: case ExprOp::cos:
+    case ExprOp::tan: case ExprOp::asin: case ExprOp::acos: case ExprOp::atan: case ExprOp::sinh:
+    case ExprOp::cosh: case ExprOp::asinh: case ExprOp::acosh: case ExprOp::atanh: case ExprOp::div:
+    case ExprOp::mod: case ExprOp::fmod: case ExprOp::pow:
+      return true;
+    default:
+      break;
+  }
+  for (const Expr& o : e.operands())
+    if (has_costly_op(o)) return true;
+  return false;
+}
+
+}  // namespace
+
 int CpuGroupPlan::position(NodeId node) const {
   for (size_t k = 0; k < nodes.size(); ++k)
     if (nodes[k] == node) return static_cast<int>(k);
@@ -71,12 +93,14 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
     if (domain != graph.tensor(b.tensor).type.shape) continue;  // a reshaping output
     bool ok = true;
     for (const Access& in : node.inputs()) ok &= in.gather_dim < 0;
+    int readers = 0;  // in-group reads of the node's output
     for (NodeId c : graph.consumers(b.tensor)) {
       if (plan.position(c) < 0) continue;
       const TeNode& consumer = graph.node(c);
       const std::vector<TensorId>& reads = graph.node_inputs(c);
       for (size_t i = 0; i < reads.size() && ok; ++i) {
         if (reads[i] != b.tensor) continue;
+        ++readers;
         const Access& acc = consumer.inputs()[i];
         if (acc.gather_dim >= 0) {
           ok = false;
@@ -98,7 +122,10 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
         for (int a = 0; a < consumer.num_axes() && ok; ++a) ok = used[a] || consumer.axes()[a].extent == 1;
       }
     }
-    b.inlined = ok;
+    // Inlined, every reader evaluates the body again: worth it for a few adds and multiplies (a
+    // scratch store and load cost as much), not for a transcendental or a division (softmax's
+    // exp(x - max), read by the sum and by the quotient, is stored once instead).
+    b.inlined = ok && (readers <= 1 || !has_costly_op(node.body()));
   }
 
   // 3. Propagate every task's sink tile through the group.
