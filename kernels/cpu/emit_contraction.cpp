@@ -164,12 +164,21 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     return phi;
   };
 
-  // The reduction loop is tiled by the node's L1-level reduction steps (the schedule's tile
-  // config): each step accumulates from zero in registers and is then added into running totals
-  // kept in f64. Besides staging the step's operands in L1, this bounds the rounding error to
-  // that of one step (about sqrt(step) ulps) instead of growing with the whole reduction, which
-  // for f32 over thousands of terms drifts past the tolerance against the f64 interpreter.
-  const std::vector<int64_t> steps = reduction_steps(s);
+  // The reduction runs in steps: each accumulates from zero in registers, then is added into
+  // running totals kept in f64. That bounds the rounding error to that of one step (about
+  // sqrt(terms) ulps) instead of letting it grow with the whole reduction. A flush costs about as
+  // much as eight multiply-adds per accumulator (convert, load, add, store of two f64 halves), so
+  // a step covers at least kRunTerms reduction points: the innermost axes whole, and the next one
+  // cut to make up the rest, never less than the schedule's L1 reduction step. With the 16-term
+  // steps of the schedule (and one term per step for a 3x3 convolution, whose L1 steps are 1),
+  // the flushes took 35% of the 1024^3 GEMM's time.
+  constexpr int64_t kRunTerms = 128;  // error about sqrt(128) ulps of a partial sum: ~1e-6 in f32
+  std::vector<int64_t> steps = reduction_steps(s);
+  for (int r = na - 1, terms = 1; r >= ns; --r) {
+    int64_t& step = steps[r - ns];
+    step = std::min(node.axes()[r].extent, std::max<int64_t>(step, std::max<int64_t>(1, kRunTerms / terms)));
+    terms = static_cast<int>(std::min<int64_t>(kRunTerms, terms * step));
+  }
 
   // B packing. Every MR-row block of a column block reads the same B panel (all reduction points x
   // NR vectors); read in place, its rows sit one leading dimension apart -- 4 KB for a 1024-wide
