@@ -223,34 +223,40 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     all(ns);
   };
 
-  // One MR x NR block at the spatial point (m and n at the block's first row and column).
-  auto block = [&](std::vector<Value*> point, int mr, int nr) {
-    auto zeroed = [&] {
-      std::vector<llvm::AllocaInst*> regs(static_cast<size_t>(mr * nr));
-      for (auto& a : regs) {
-        a = entry_alloca(vec_type);
-        b_.CreateStore(constant_value(b_, dtype, 0.0, vw), a);
-      }
-      return regs;
-    };
-    llvm::Type* total_type = compute_type(ctx_, DType::f64, vw);
-    std::vector<llvm::AllocaInst*> total(static_cast<size_t>(mr * nr));
-    for (auto& t : total) {
-      t = entry_alloca(total_type);
-      b_.CreateStore(constant_value(b_, DType::f64, 0.0, vw), t);
+  // Totals of a column block, f64, row-major over (row of the box, vector, lane): every row block
+  // adds its runs into its rows, and the totals are written to the output after the last run.
+  llvm::Type* total_type = compute_type(ctx_, DType::f64, vw);
+  // Rows are taken in chunks whose totals fit half the private cache (pack_bytes), like BLAS's
+  // mc blocking; a task's box is usually one chunk.
+  const int64_t row_bytes = blocking.nr * vw * static_cast<int64_t>(sizeof(double));
+  const int64_t chunk_rows = c.m_axis < 0 ? 1
+      : std::min(m_extent, std::max<int64_t>(blocking.mr, params_.pack_bytes / row_bytes / blocking.mr * blocking.mr));
+  const int64_t total_rows = chunk_rows;
+  llvm::AllocaInst* totals = entry_alloca(llvm::ArrayType::get(total_type, static_cast<uint64_t>(total_rows * blocking.nr)));
+  auto total_ptr = [&](Value* row, int nr, int j) {
+    return b_.CreateInBoundsGEP(total_type, totals, b_.CreateAdd(b_.CreateMul(row, i64(nr)), i64(j)));
+  };
+  std::vector<Value*> step_begin(na, nullptr);
+
+  // One run of one MR x NR block at the spatial point (m and n at the block's first row and
+  // column; `row` its first row in the box): accumulate the run's points from zero in registers,
+  // then add them into the totals.
+  auto block_run = [&](std::vector<Value*> point, Value* row, int mr, int nr) {
+    std::vector<llvm::AllocaInst*> acc(static_cast<size_t>(mr * nr));
+    for (auto& a : acc) {
+      a = entry_alloca(vec_type);
+      b_.CreateStore(constant_value(b_, dtype, 0.0, vw), a);
     }
     point.resize(na, nullptr);
     Value* m0 = c.m_axis >= 0 ? point[c.m_axis] : nullptr;
     Value* n0 = point[c.n_axis];
-    std::vector<Value*> step_begin(na, nullptr);
-    std::vector<llvm::AllocaInst*> acc;
     // The multiply-adds of one reduction point.
     auto fma_point = [&] {
       std::vector<Value*> bv(nr);
-      Value* row = packed_nr > 0 ? panel_row(point) : nullptr;
+      Value* prow = packed_nr > 0 ? panel_row(point) : nullptr;
       for (int j = 0; j < nr; ++j) {
-        if (row) {
-          bv[j] = b_.CreateAlignedLoad(vec_type, panel_ptr(row, packed_nr, j), llvm::Align(compute_bytes(dtype)));
+        if (prow) {
+          bv[j] = b_.CreateAlignedLoad(vec_type, panel_ptr(prow, packed_nr, j), llvm::Align(compute_bytes(dtype)));
           continue;
         }
         std::vector<Value*> p = point;
@@ -269,7 +275,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         }
       }
     };
-    // Points of one step: every reduction axis within its step.
+    // Points of one run: every reduction axis within its step.
     std::function<void(int)> within = [&](int r) {
       if (r == na) return fma_point();
       const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
@@ -280,17 +286,44 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         within(r + 1);
       });
     };
-    // Steps: one loop per reduction axis that is cut.
-    std::function<void(int)> over_steps = [&](int r) {
-      if (r == na) {
-        acc = zeroed();
-        within(ns);
-        for (size_t x = 0; x < total.size(); ++x)
-          b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(total_type, total[x]),
-                                       convert_value(b_, b_.CreateLoad(vec_type, acc[x]), dtype, DType::f64)),
-                         total[x]);
-        return;
+    within(ns);
+    for (int i = 0; i < mr; ++i)
+      for (int j = 0; j < nr; ++j) {
+        Value* ptr = total_ptr(b_.CreateAdd(row, i64(i)), nr, j);
+        Value* add = convert_value(b_, b_.CreateLoad(vec_type, acc[i * nr + j]), dtype, DType::f64);
+        b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(total_type, ptr), add), ptr);
       }
+  };
+
+  // Rows of one column block. Runs outermost: a run's B sliver (run points x NR vectors, packed or
+  // in place) stays in L1 while every row block of the box -- full MR blocks, then single rows --
+  // multiplies into it; each row block's totals wait in `totals` between runs.
+  auto chunk = [&](std::vector<Value*>& point, int nr, Value* mb, Value* m_count) {
+    const int mr = c.m_axis >= 0 ? blocking.mr : 1;
+    if (pack) {
+      pack_panel(point, nr);
+      packed_nr = nr;
+    }
+    emit_for(i64(0), b_.CreateMul(m_count, i64(nr)), 1, [&](Value* x) {
+      b_.CreateStore(constant_value(b_, DType::f64, 0.0, vw), b_.CreateInBoundsGEP(total_type, totals, x));
+    });
+    auto run_rows = [&] {
+      if (c.m_axis < 0) return block_run(point, i64(0), 1, nr);
+      Value* full = b_.CreateSDiv(m_count, i64(mr));
+      emit_for(i64(0), full, 1, [&](Value* im) {
+        Value* row = b_.CreateMul(im, i64(mr));
+        point[c.m_axis] = b_.CreateAdd(mb, row);
+        block_run(point, row, mr, nr);
+      });
+      if (mr > 1)
+        emit_for(b_.CreateMul(full, i64(mr)), m_count, 1, [&](Value* row) {
+          point[c.m_axis] = b_.CreateAdd(mb, row);
+          block_run(point, row, 1, nr);
+        });
+    };
+    // Runs: one loop per reduction axis that is cut.
+    std::function<void(int)> over_steps = [&](int r) {
+      if (r == na) return run_rows();
       const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
       if (step >= extent) return over_steps(r + 1);
       emit_for(i64(0), i64((extent + step - 1) / step), 1, [&](Value* q) {
@@ -299,42 +332,30 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
       });
     };
     over_steps(ns);
-    for (int i = 0; i < mr; ++i)
+    packed_nr = 0;
+    // The totals to the output.
+    Value* n0 = point[c.n_axis];
+    emit_for(i64(0), m_count, 1, [&](Value* row) {
+      std::vector<Value*> p(point.begin(), point.begin() + ns);
+      if (c.m_axis >= 0) p[c.m_axis] = b_.CreateAdd(mb, row);
       for (int j = 0; j < nr; ++j) {
-        std::vector<Value*> p(point.begin(), point.begin() + ns);
-        if (m0) p[c.m_axis] = b_.CreateAdd(m0, i64(i));
         p[c.n_axis] = b_.CreateAdd(n0, i64(j * vw));
-        Value* v = b_.CreateLoad(total_type, total[i * nr + j]);
+        Value* v = b_.CreateLoad(total_type, total_ptr(row, nr, j));
         if (c.scale) v = b_.CreateFMul(v, constant_value(b_, DType::f64, *c.scale, vw));
         v = convert_value(b_, v, DType::f64, dtype);
         store_stored(s.output.tensor, output_offset(s, p), to_storage(b_, dtype, v));  // n is contiguous in the output
       }
-  };
-
-  // Rows of one column block: full MR blocks, then single rows.
-  auto rows = [&](std::vector<Value*>& point, int nr) {
-    if (c.m_axis < 0) {
-      block(point, 1, nr);
-      return;
-    }
-    Value* mb = s.box_begin[c.m_axis];
-    Value* me = b_.CreateAdd(mb, s.box_extent[c.m_axis]);
-    const int mr = blocking.mr;
-    if (pack) {
-      pack_panel(point, nr);
-      packed_nr = nr;
-    }
-    Value* full = b_.CreateSDiv(s.box_extent[c.m_axis], i64(mr));
-    emit_for(i64(0), full, 1, [&](Value* im) {
-      point[c.m_axis] = b_.CreateAdd(mb, b_.CreateMul(im, i64(mr)));
-      block(point, mr, nr);
     });
-    if (mr > 1)
-      emit_for(b_.CreateAdd(mb, b_.CreateMul(full, i64(mr))), me, 1, [&](Value* m) {
-        point[c.m_axis] = m;
-        block(point, 1, nr);
-      });
-    packed_nr = 0;
+  };
+  auto rows = [&](std::vector<Value*>& point, int nr) {
+    if (c.m_axis < 0) return chunk(point, nr, i64(0), i64(1));
+    Value* extent = s.box_extent[c.m_axis];
+    Value* chunks = b_.CreateSDiv(b_.CreateAdd(extent, i64(chunk_rows - 1)), i64(chunk_rows));
+    emit_for(i64(0), chunks, 1, [&](Value* q) {
+      Value* first = b_.CreateMul(q, i64(chunk_rows));
+      Value* count = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(chunk_rows), b_.CreateSub(extent, first));
+      chunk(point, nr, b_.CreateAdd(s.box_begin[c.m_axis], first), count);
+    });
   };
 
   std::vector<Value*> point(ns);

@@ -178,3 +178,24 @@ TEST_CASE("cpu ops: a gather index out of range is a UserError, as in the interp
   CHECK_THROWS_AS(interpret(g, in), UserError);
   CHECK_THROWS_AS(run_compiled(g, cpu_spec("x86-64-avx2-generic"), "welder", in), UserError);
 }
+
+TEST_CASE("cpu ops: a contraction whose rows exceed one chunk of totals") {
+  // The micro-kernel keeps a column block's f64 totals for at most pack_bytes (half the largest
+  // private cache) worth of rows and walks taller boxes in chunks. Shrinking the private caches of
+  // the spec the kernel is compiled for (the schedule stays the AVX2 one) makes a 150-row task box
+  // span several chunks, including a short last one.
+  const OpGraph g = lower_model(single_op_model("MatMul", {random_f32({150, 140}, 1), random_f32({140, 40}, 2)}, {}, 1, {}));
+  const HwSpec& spec = cpu_spec("x86-64-avx2-generic");
+  Schedule schedule = schedule_with(g, spec, "welder");
+  for (ScheduleGroup& e : schedule.groups)
+    for (auto& [node, cfg] : e.group.tiles) cfg.levels.front().spatial = {150, 40};  // one task: the whole output
+  HwSpec small = spec;
+  for (MemoryLevel& l : small.memory_levels)
+    if (l.scope == MemoryScope::core && l.cache) l.capacity_bytes = 4096;  // totals chunks of 2048 B: 8 rows
+  const std::vector<HostTensor> inputs = random_inputs(g, 3);
+  CompileOptions options;
+  options.threads = 2;
+  const std::vector<HostTensor> got = find_backend("cpu")->compile(g, schedule, small, options)->run(inputs);
+  const CompareResult r = compare_tensors(got[0], interpret(g, inputs)[0]);
+  CHECK_MESSAGE(r.ok, r.message);
+}
