@@ -169,21 +169,14 @@ void lower_softmax_kind(LowerContext& ctx, SoftmaxKind kind) {
     spec.inputs.push_back(broadcast_access(first.type, x.rank(), x.shape()));
     spec.body = cast(binary(ExprOp::eq, axis_index(axes[0]), input(0, DType::i64)), x.dtype());
     y = ctx.emit(std::move(spec), {first}, legacy ? "onehot" : "");
-  } else if (kind == SoftmaxKind::log_softmax) {
+  } else {
     Value s = reduce_values(ctx, {x, m}, axes, true, Combiner::sum, [](const std::vector<Expr>& in) {
       return unary(ExprOp::exp, in[0] - in[1]);
     }, "sumexp");
     y = elementwise(ctx, {x, m, s}, [&](const std::vector<Expr>& in) {
-      return in[0] - in[1] - unary(ExprOp::log, in[2]);
+      if (kind == SoftmaxKind::log_softmax) return in[0] - in[1] - unary(ExprOp::log, in[2]);
+      return unary(ExprOp::exp, in[0] - in[1]) / in[2];
     }, legacy ? "normalize" : "");
-  } else {
-    // exp(x - max) is a node of its own, read by the sum and by the quotient: each element's exp is
-    // computed once (a backend keeps it in registers or a per-task buffer), not once per reader.
-    Value e = elementwise(ctx, {x, m}, [](const std::vector<Expr>& in) { return unary(ExprOp::exp, in[0] - in[1]); },
-                          "exp");
-    Value s = reduce_value(ctx, e, axes, true, Combiner::sum, [](Expr v) { return v; }, "sum");
-    y = elementwise(ctx, {e, s}, [](const std::vector<Expr>& in) { return in[0] / in[1]; },
-                    legacy ? "normalize" : "");
   }
   if (legacy) y = reshape_value(ctx, y, original, "");
   ctx.set_output(0, y);
