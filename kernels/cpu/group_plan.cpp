@@ -123,8 +123,8 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
       }
     }
     // Inlined, every reader evaluates the body again: worth it for a few adds and multiplies (a
-    // scratch store and load cost as much), not for a transcendental or a division (softmax's
-    // exp(x - max), read by the sum and by the quotient, is stored once instead).
+    // scratch store and load cost as much), not for a transcendental or a division, which is
+    // stored once instead.
     b.inlined = ok && (readers <= 1 || !has_costly_op(node.body()));
   }
 

@@ -5,7 +5,9 @@
 // specs (cpu_check.h) and JIT-compiled for this host.
 #include <cmath>
 
+#include "../model_builder.h"
 #include "cpu_check.h"
+#include "kernels/cpu/group_plan.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -198,4 +200,25 @@ TEST_CASE("cpu ops: a contraction whose rows exceed one chunk of totals") {
   const std::vector<HostTensor> got = find_backend("cpu")->compile(g, schedule, small, options)->run(inputs);
   const CompareResult r = compare_tensors(got[0], interpret(g, inputs)[0]);
   CHECK_MESSAGE(r.ok, r.message);
+}
+
+TEST_CASE("cpu ops: a producer read twice in a group is inlined only when its body is cheap") {
+  // e = op(x); y = e * e: inlining e makes the product evaluate e's body once per read. For ReLU
+  // (a max) that is cheaper than a scratch store and load; for exp it is not, so exp is stored once.
+  const HwSpec& spec = cpu_spec("x86-64-avx2-generic");
+  for (const auto& [op, inlined] : std::vector<std::pair<std::string, bool>>{{"Relu", true}, {"Exp", false}}) {
+    CAPTURE(op);
+    ModelBuilder b(DType::f32);
+    const std::string e = b.op(op, {b.input("x", {64, 256})});
+    const OpGraph g = b.graph(b.op("Mul", {e, e}));
+    const Schedule s = schedule_with(g, spec, "welder");
+    REQUIRE(s.groups.size() == 1);
+    const int64_t alignment = 64;
+    const CpuGroupPlan plan = plan_cpu_group(g, s, plan_buffers(g, s, alignment), 0, alignment);
+    REQUIRE(plan.buffers.size() == 2);
+    CHECK(plan.buffers[0].in_scratch);
+    CHECK(plan.buffers[0].inlined == inlined);
+    CHECK((plan.scratch_bytes > 0) == !inlined);
+    check_compiled(g);
+  }
 }

@@ -94,6 +94,21 @@ inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vecto
   }
 }
 
+/// Every case (anything with `name` and `graph`) compiled under welder and roller and checked on
+/// the GPU (check_on_gpu); SKIP without a GPU, where the compile-only cases cover the kernels.
+template <class Case>
+void check_cases_on_gpu(const std::vector<Case>& cases) {
+  if (!gpu_available()) {
+    MESSAGE("[SKIP] no CUDA device: the compile-only case above compiled these kernels");
+    return;
+  }
+  for (const Case& c : cases)
+    for (const std::string policy : {"welder", "roller"}) {
+      INFO(c.name, " (", policy, ")");
+      check_on_gpu(c.graph, policy);
+    }
+}
+
 /// A single-operator graph (test_util.h's single_op_model); the model inputs are `inputs` minus
 /// `constant_inputs`, returned through `model_inputs`.
 inline OpGraph op_graph(const std::string& op_type, const std::vector<HostTensor>& inputs,

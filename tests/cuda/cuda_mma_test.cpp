@@ -8,7 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
-#include "model_builder.h"
+#include "../model_builder.h"
 #include "kernels/cuda/contraction_plan.h"
 #include "tilegraph/lower.h"
 
@@ -261,13 +261,5 @@ TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder
 }
 
 TEST_CASE("cuda mma run: tensor-core kernels match the interpreter (odd shapes, transposes, batches, bf16, epilogues, attention)") {
-  if (!gpu_available()) {
-    MESSAGE("[SKIP] no CUDA device: the compile-only case above compiled these kernels");
-    return;
-  }
-  for (const MmaCase& c : mma_cases())
-    for (const std::string policy : {"welder", "roller"}) {
-      INFO(c.name, " (", policy, ")");
-      check_on_gpu(c.graph, policy);
-    }
+  check_cases_on_gpu(mma_cases());
 }

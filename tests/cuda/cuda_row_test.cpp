@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
-#include "model_builder.h"
+#include "../model_builder.h"
 #include "kernels/cuda/kernel_emitter.h"
 
 using namespace tessel;

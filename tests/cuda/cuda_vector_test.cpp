@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
-#include "model_builder.h"
+#include "../model_builder.h"
 #include "kernels/cuda/kernel_emitter.h"
 
 using namespace tessel;
@@ -122,13 +122,5 @@ TEST_CASE("cuda vector: kernels of every case compile with NVRTC for sm_90a (wel
 }
 
 TEST_CASE("cuda vector run: vector kernels match the interpreter (chains, broadcasts, transposes, casts, integers)") {
-  if (!gpu_available()) {
-    MESSAGE("[SKIP] no CUDA device: the compile-only case above compiled these kernels");
-    return;
-  }
-  for (const VectorCase& c : vector_cases())
-    for (const std::string policy : {"welder", "roller"}) {
-      INFO(c.name, " (", policy, ")");
-      check_on_gpu(c.graph, policy);
-    }
+  check_cases_on_gpu(vector_cases());
 }

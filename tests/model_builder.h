@@ -1,11 +1,12 @@
 // A small builder of multi-operator test models (inputs, seeded weights, ops with generated
-// names), lowered to an OpGraph; shared by the CUDA backend's tests.
+// names), lowered to an OpGraph; shared by the backends' tests.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "tilegraph/error.h"
 #include "tilegraph/lower.h"
 
 namespace tessel::testing {
@@ -13,7 +14,7 @@ namespace tessel::testing {
 /// A small model built op by op; inputs are model inputs unless made weights.
 class ModelBuilder {
  public:
-  explicit ModelBuilder(DType dt) : dt_(dt) { m_.name = "mma_case"; }
+  explicit ModelBuilder(DType dt) : dt_(dt) { m_.name = "test_model"; }
 
   std::string input(const std::string& name, std::vector<int64_t> shape) {
     m_.inputs.push_back({name, TensorType{dt_, std::move(shape)}});
