@@ -58,8 +58,8 @@ std::string identity_node(const std::string& in, const std::string& out) {
 
 /// A ModelProto (ir_version 8, opset 17) around a graph of the given serialized parts.
 std::string model(const std::vector<std::string>& inputs, const std::vector<std::string>& initializers,
-                  const std::string& output) {
-  std::string graph = bytes_field(1, identity_node("x", "y")) + bytes_field(2, "g");
+                  const std::string& output, const std::string& node = identity_node("x", "y")) {
+  std::string graph = bytes_field(1, node) + bytes_field(2, "g");
   for (const std::string& init : initializers) graph += bytes_field(5, init);
   for (const std::string& in : inputs) graph += bytes_field(11, in);
   graph += bytes_field(12, output);
@@ -170,4 +170,13 @@ TEST_CASE("inconsistent initializer data is a UserError") {
                                                             {init}, tensor_value_info("y", kFloat, {4})));
     check_user_error([&] { import_onnx(path); }, "must be a path inside the model's directory");
   }
+}
+
+TEST_CASE("a node without outputs is a UserError (fuzz_onnx found it as an InternalError)") {
+  TempDir dir;
+  const std::string relu_without_output = bytes_field(1, "x") + bytes_field(4, "Relu");
+  const std::string path = dir.write(
+      "no_output.onnx", model({tensor_value_info("x", kFloat, {2})}, {},
+                              tensor_value_info("x", kFloat, {2}), relu_without_output));
+  check_user_error([&] { import_onnx(path); }, "node 'Relu_0': node has no outputs");
 }

@@ -365,6 +365,9 @@ OpDef op_from_node(const onnx::NodeProto& node, std::string name, const TensorSo
   op.domain = node.domain();
   op.inputs.assign(node.input().begin(), node.input().end());
   op.outputs.assign(node.output().begin(), node.output().end());
+  // ONNX omits only trailing optional outputs; every operator has a first one (model JSON checks
+  // the same), and each lowering sets it.
+  if (op.outputs.empty()) throw UserError(source.file, where, "node has no outputs");
   for (const auto& attr : node.attribute()) {
     std::optional<AttrValue> value = attr_value(attr, source, where);
     if (!value) continue;
