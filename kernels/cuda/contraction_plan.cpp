@@ -39,6 +39,19 @@ constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f
 constexpr int kMinWarps = 4, kMaxWarps = 8;
 constexpr int kRasterGroup = 8;        // block rows per rasterization group (Triton's GROUP_M)
 
+// Facts of the wgmma path's instructions (device/wgmma.cuh): wgmma's m64 x k16 per warpgroup; a
+// tile row of 64 16-bit elements is the 128-byte span of the copy engine's and the descriptors'
+// swizzle, whose pattern repeats every 1024 bytes (the alignment of every stage).
+constexpr int kWgInstM = 64, kWgRowElems = 64, kWgRowBytes = 128, kWgAtomBytes = 1024;
+constexpr int kWgMbarrierBytes = 8;
+// Software choices of the wgmma path: two consumer warpgroups (a 128-row block tile); n 256 when
+// the 128 x 256 tiles fill the SMs at least once, else 128; up to kWgMaxStages stages; registers
+// moved from the producer (kWgProducerRegs) to the consumers (kWgConsumerRegs) with setmaxnreg
+// (device/wgmma.cuh's kProducerRegs and kConsumerRegs).
+constexpr int kWgConsumers = 2;
+constexpr int kWgMaxStages = 6;
+constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
+
 ContractionMatch fail(std::string reason) { return ContractionMatch{std::nullopt, std::move(reason)}; }
 
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -332,6 +345,51 @@ bool warp_layout(int bm, int bn, int& warps_m, int& warps_n) {
   return wm % kMmaShape.m == 0 && wn % (2 * kMmaShape.n) == 0 && warps >= 1 && warps <= kMaxWarps;
 }
 
+/// Moves plan `p` (planned for mma.sync) to the wgmma kernel when the target and the problem
+/// allow it (contraction_plan.h's file comment); returns why not, or "" when it did.
+std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_raster) {
+  if (spec.target.arch != "sm_90a") return cat("wgmma needs an sm_90a target, not ", spec.target.arch);
+  auto listed = [&](int n) {
+    auto it = spec.compute.tensor_core_shapes.find(p.dtype);
+    if (it == spec.compute.tensor_core_shapes.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(), [&](const MmaShape& s) {
+      return s.m == kWgInstM && s.n == n && s.k == kMmaShape.k;
+    });
+  };
+  if (!listed(256) || !listed(128)) return cat("the spec lists no wgmma shapes m64n256k16 and m64n128k16 for ", dtype_name(p.dtype));
+  if (p.implicit) return "an implicit GEMM gathers A (the copy engine reads boxes)";
+  if (p.batch != 1) return "a batched product (its tensor maps would need a batch dimension)";
+  if (!p.a.k_contiguous) return "A is stored K x M";
+  const int64_t bm = kWgConsumers * kWgInstM;
+  if (p.m < bm || p.n < 128) return cat("M or N is below ", bm, " (most of a 64-row wgmma tile would be padding)");
+  for (const MmaOperand* o : {&p.a, &p.b}) {
+    const int64_t cols = o->k_contiguous ? p.k : (o == &p.a ? p.m : p.n);
+    if (o->ld % kChunkElems != 0 || o->ld < cols) return cat("a tensor map needs rows 16-byte aligned, not ", o->ld, " elements apart");
+  }
+  const int threads = (kWgConsumers + 1) * kWarpgroupWarps * spec.compute.simd_width;
+  if (threads > spec.limits.max_threads_per_block) return "too many threads per block";
+  if (spec.limits.registers_per_sm < (kWgProducerRegs + kWgConsumers * kWgConsumerRegs) * threads / (kWgConsumers + 1))
+    return "too few registers per SM for the warpgroups' setmaxnreg budget";
+  int bn = ceil_div(p.m, bm) * ceil_div(p.n, 256) >= spec.compute.units ? 256 : 128;
+  const int64_t stage = (bm + bn) * kWgRowBytes;
+  const int64_t fixed = kWgAtomBytes;  // slack for aligning the stages, plus the barriers below
+  int stages = kWgMaxStages;
+  while (stages >= 2 && stages * stage + fixed + 2 * stages * kWgMbarrierBytes > spec.limits.smem_per_block_bytes) --stages;
+  if (stages < 2) return "two pipeline stages do not fit in shared memory";
+  p.warpgroup = true;
+  p.warpgroups = kWgConsumers + 1;
+  p.block_m = static_cast<int>(bm);
+  p.block_n = bn;
+  p.block_k = kWgRowElems;
+  p.stages = stages;
+  p.tile_from_schedule = false;
+  p.tiles_m = ceil_div(p.m, bm);
+  p.tiles_n = ceil_div(p.n, bn);
+  p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, schedule_raster > 1 ? schedule_raster : kRasterGroup));
+  p.smem_bytes = stages * stage + fixed + 2 * stages * kWgMbarrierBytes;
+  return "";
+}
+
 int64_t stage_bytes(const ContractionPlan& p) {
   const int64_t a = p.a.k_contiguous ? int64_t{p.block_m} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_m + kPadElems);
   const int64_t b = p.b.k_contiguous ? int64_t{p.block_n} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_n + kPadElems);
@@ -487,6 +545,8 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     return fail(cat("the pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes));
   if (p.threads(kMmaLanes) > spec.limits.max_threads_per_block) return fail("too many threads per block");
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
+  // 6. Hopper: the wgmma kernel when it applies.
+  p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
   return ContractionMatch{p, ""};
 }
 
@@ -500,6 +560,13 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   plan.grid.push_back(c.tiles_n);
   plan.pool_bytes = c.smem_bytes;
   TESSEL_ASSERT(generic.outputs.size() == 1, "an mma group writes only its sink");
+  if (c.warpgroup) {
+    // A: rows m, k contiguous, one box of the block's rows per stage; B: rows n (k contiguous)
+    // in one box of the block's columns, or rows k in boxes of 64 columns (device/wgmma.cuh).
+    plan.tensor_maps.push_back(TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m, kWgRowElems});
+    if (c.b.k_contiguous) plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, c.k, c.b.ld, c.block_n, kWgRowElems});
+    else plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.k, c.n, c.b.ld, kWgRowElems, kWgRowElems});
+  }
   return plan;
 }
 
@@ -532,10 +599,16 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
   };
   const std::string shape = p.implicit ? cat("implicit GEMM m", axes(p.m_axes), " ", p.m, " x n ", p.n, " x k", axes(p.k_axes), " ", p.k)
                                        : cat(p.batch, " x ", p.m, "x", p.n, "x", p.k);
+  if (p.warpgroup)
+    return cat("tensor cores (wgmma m64n", p.block_n, "k16 ", dtype_name(p.dtype), ", TMA): '", cn.name(), "' ", shape, "; ",
+               operand("A", p.a), ", ", operand("B", p.b), "; block ", p.block_m, "x", p.block_n, "x", p.block_k, ", ",
+               p.warpgroups, " warpgroups (1 producer), ", p.stages, " stages, ", p.smem_bytes,
+               " bytes of shared memory, raster group ", p.raster_group);
   return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", cn.name(), "' ", shape, "; ", operand("A", p.a), ", ",
              operand("B", p.b), "; block ", p.block_m, "x",
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",
-             p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group);
+             p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group,
+             p.warpgroup_reason.empty() ? "" : cat("; wgmma not used: ", p.warpgroup_reason));
 }
 
 }  // namespace tessel::cuda

@@ -32,6 +32,11 @@
 // 16-byte chunk is 8 channels of one input pixel; chunks outside the input are zero-filled
 // (padding). NHWC Conv with OHWI or HWIO weights, groups = 1, qualifies; NCHW does not.
 // Everything else keeps the generic kernel unchanged.
+//
+// On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a plain
+// (non-batched, not implicit) product with A stored M x K, M and N at least 128 and 16-byte
+// aligned rows runs on the Hopper kernel instead (device/wgmma.cuh: TMA copies, wgmma, a producer
+// warpgroup and two consumers); the others keep mma.sync and the plan says why.
 #pragma once
 
 #include <optional>
@@ -41,6 +46,9 @@
 #include "kernels/cuda/group_plan.h"
 
 namespace tessel::cuda {
+
+/// wgmma is issued by a warpgroup: 4 consecutive warps (a fact of the PTX instruction).
+constexpr int kWarpgroupWarps = 4;
 
 /// How one operand of the contraction is read: per batch point a 2-D row-major view of `tensor`,
 /// element (r, c) at tensor[batch offset + r * ld + c] (device/mma.cuh).
@@ -90,8 +98,15 @@ struct ContractionPlan {
   int64_t tiles_m = 0, tiles_n = 0;    // per batch point
   int raster_group = 1;                // block rows per rasterization group (L2 reuse)
   int64_t smem_bytes = 0;              // dynamic shared memory of the pipeline
+  // The Hopper kernel (device/wgmma.cuh) instead of mma.sync: `warpgroups` warpgroups of
+  // kWarpgroupWarps warps (one producer, the rest consumers of 64 rows each), operands copied by
+  // the tensor copy engine through two tensor maps (GroupPlan::tensor_maps); warps_m and warps_n
+  // are then unused. `warpgroup_reason` says why a plan for an sm_90a target keeps mma.sync.
+  bool warpgroup = false;
+  int warpgroups = 0;
+  std::string warpgroup_reason;
 
-  int threads(int warp) const { return warps_m * warps_n * warp; }
+  int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }
   int64_t blocks() const { return batch * tiles_m * tiles_n; }
 };
 

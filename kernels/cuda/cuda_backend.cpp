@@ -49,7 +49,8 @@ struct Launch {
   int threads = 0;
   int64_t smem_bytes = 0;
   std::vector<CUdeviceptr> args;   // kernel parameters, in order
-  std::vector<void*> arg_ptrs;     // pointers to args (cuLaunchKernel's kernelParams)
+  std::vector<CUtensorMap> maps;   // then these (GroupPlan::tensor_maps), passed by value
+  std::vector<void*> arg_ptrs;     // pointers to args and maps (cuLaunchKernel's kernelParams)
 };
 
 class CudaExecutable : public Executable {
@@ -136,12 +137,35 @@ class CudaExecutable : public Executable {
         TESSEL_ASSERT(where[t] != 0, "tensor '", graph.tensor(t).name, "' read by ", k.name, " has no buffer");
       l.args.push_back(scratch_);
       l.args.push_back(status_);
+      for (const TensorMapParam& m : k.plan.tensor_maps) l.maps.push_back(tensor_map(m, where[m.tensor], k.name));
       launches_.push_back(std::move(l));
     }
-    for (Launch& l : launches_)
+    for (Launch& l : launches_) {
       for (CUdeviceptr& a : l.args) l.arg_ptrs.push_back(&a);
+      for (CUtensorMap& m : l.maps) l.arg_ptrs.push_back(&m);
+    }
     for (TensorId t : graph.outputs()) output_where_.push_back(where[t]);
     peak_bytes_ += plan_.arena_bytes + scratch_bytes;
+  }
+
+  // The TMA tensor map of `m` over the 16-bit tensor at `at` (device/wgmma.cuh): dimensions
+  // innermost first, 128-byte swizzle, out-of-range elements read as zero.
+  CUtensorMap tensor_map(const TensorMapParam& m, CUdeviceptr at, const std::string& kernel) const {
+    const DType dt = graph_.tensor(m.tensor).type.dtype;
+    TESSEL_ASSERT(dtype_bytes(dt) == 2 && at % 16 == 0 && (m.ld * 2) % 16 == 0, "tensor map of '", graph_.tensor(m.tensor).name,
+                  "' for ", kernel, ": not a 16-byte aligned view of 16-bit elements");
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(m.rows)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(m.ld * 2)};
+    const cuuint32_t box[2] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows)};
+    const cuuint32_t element_strides[2] = {1, 1};
+    d_.check(d_.cuTensorMapEncodeTiled(&map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                       2, reinterpret_cast<void*>(at), dims, strides, box, element_strides,
+                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+             cat("cuTensorMapEncodeTiled (", kernel, ": '", graph_.tensor(m.tensor).name, "' ", m.rows, "x", m.cols, ", ld ", m.ld,
+                 ", box ", m.box_rows, "x", m.box_cols, ")").c_str());
+    return map;
   }
 
   // Never throws: errors while tearing down are ignored.
@@ -369,7 +393,15 @@ class CudaBackend : public Backend {
       e["scratch_bytes"] = k.plan.scratch_bytes();
       e["inputs"] = names(k.plan.inputs);
       e["outputs"] = names(k.plan.outputs);
-      e["params"] = "inputs..., outputs..., scratch, status";
+      e["params"] = k.plan.tensor_maps.empty() ? "inputs..., outputs..., scratch, status"
+                                               : "inputs..., outputs..., scratch, status, tensor_maps...";
+      if (!k.plan.tensor_maps.empty()) {
+        nlohmann::ordered_json maps = nlohmann::ordered_json::array();
+        for (const TensorMapParam& m : k.plan.tensor_maps)
+          maps.push_back({{"tensor", graph.tensor(m.tensor).name}, {"rows", m.rows}, {"cols", m.cols}, {"ld", m.ld},
+                          {"box", {m.box_rows, m.box_cols}}, {"swizzle", "128B"}, {"out_of_bounds", "zero"}});
+        e["tensor_maps"] = std::move(maps);
+      }
       manifest["kernels"].push_back(e);
     }
     const BufferPlan plan = plan_buffers(graph, schedule, arena_alignment(spec, kVectorAccessBytes));

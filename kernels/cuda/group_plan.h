@@ -52,6 +52,16 @@ struct TileBox {
   int64_t volume() const;
 };
 
+/// A TMA tensor map the runtime makes for a kernel (the wgmma path, device/wgmma.cuh) and passes
+/// by value after the status word: `tensor` viewed as a rows x cols row-major matrix of 16-bit
+/// elements, rows `ld` elements apart, copied in boxes of box_rows x box_cols with 128-byte
+/// swizzling, out-of-range elements read as zero.
+struct TensorMapParam {
+  TensorId tensor = -1;
+  int64_t rows = 0, cols = 0, ld = 0;
+  int box_rows = 0, box_cols = 0;
+};
+
 struct GroupPlan {
   std::vector<NodePlan> nodes;        // the group's nodes, in its (topological) order; sink last
   std::vector<int64_t> sink_tile;     // block tile per sink spatial axis (clamped to the extent)
@@ -65,6 +75,7 @@ struct GroupPlan {
   int64_t reduce_scratch_bytes = 0;   // static shared memory for cross-warp reductions
   std::vector<TensorId> inputs;       // tensors read from device memory, in parameter order
   std::vector<TensorId> outputs;      // tensors written to device memory, in parameter order
+  std::vector<TensorMapParam> tensor_maps;  // parameters after the status word (wgmma path)
 
   /// Position of node n in `nodes`, or -1.
   int position(NodeId n) const;

@@ -686,7 +686,11 @@ void Emitter::emit_signature(const std::string& name, int min_blocks_per_sm) {
     os_ << "    " << storage_type(ti.type.dtype) << "* __restrict__ g_out" << k << ",  // " << ti.name << " "
         << ti.type.print() << "\n";
   }
-  os_ << "    unsigned char* __restrict__ tsl_scratch, unsigned int* __restrict__ tsl_status) {\n";
+  os_ << "    unsigned char* __restrict__ tsl_scratch, unsigned int* __restrict__ tsl_status";
+  for (size_t k = 0; k < plan_.tensor_maps.size(); ++k)
+    os_ << ",\n    // the tensor map of " << g_.tensor(plan_.tensor_maps[k].tensor).name
+        << "\n    const __grid_constant__ tsl::wg::TensorMap tsl_map" << k;
+  os_ << ") {\n";
 }
 
 std::string Emitter::kernel(const std::string& name) {
@@ -820,11 +824,20 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
       << "u\n";
   os_ << device_library_source() << "\n";
-  const std::string gemm_type = cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ",
-                                    c.warps_n, ", ", c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ",
-                                    c.b.k_contiguous ? "true" : "false", ", ", c.dtype == DType::bf16 ? "true" : "false", ", ",
-                                    c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
+  const char* bf16 = c.dtype == DType::bf16 ? "true" : "false";
+  const std::string gemm_type =
+      c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
+                        ", ", c.k, ">")
+                  : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
+                        c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
+                        ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
   os_ << "typedef " << gemm_type << " TslGemm;\n";
+  if (c.warpgroup) {
+    // The host planned the launch and the tensor maps' boxes with these (contraction_plan.cpp).
+    os_ << "static_assert(TslGemm::kThreads == " << plan_.threads << " && TslGemm::BM == " << c.block_m
+        << " && TslGemm::BK == " << c.block_k << " && TslGemm::kSmemBytes == " << c.smem_bytes
+        << ", \"the wgmma plan and device/wgmma.cuh disagree\");\n";
+  }
   if (c.implicit) emit_gather_copy(c);
   // One block per SM is enough to hold the pipeline; the register budget is the compiler's.
   emit_signature(name, 1);
@@ -850,14 +863,18 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     return off;
   };
   const char* elem = "unsigned short";
-  os_ << "  const " << elem << "* const tsl_a = g_in" << input_param(c.a.tensor) << " + (" << batch_offset(c.a.batch_strides)
-      << ");  // A: " << g_.tensor(c.a.tensor).name << "\n";
-  os_ << "  const " << elem << "* const tsl_b = g_in" << input_param(c.b.tensor) << " + (" << batch_offset(c.b.batch_strides)
-      << ");  // B: " << g_.tensor(c.b.tensor).name << "\n";
+  if (!c.warpgroup) {
+    os_ << "  const " << elem << "* const tsl_a = g_in" << input_param(c.a.tensor) << " + (" << batch_offset(c.a.batch_strides)
+        << ");  // A: " << g_.tensor(c.a.tensor).name << "\n";
+    os_ << "  const " << elem << "* const tsl_b = g_in" << input_param(c.b.tensor) << " + (" << batch_offset(c.b.batch_strides)
+        << ");  // B: " << g_.tensor(c.b.tensor).name << "\n";
+  }
 
-  // 3. The main loop.
+  // 3. The main loop (the wgmma kernel runs it with the epilogue, below).
   os_ << "  TslGemm tsl_gemm;\n";
-  if (c.implicit) {
+  if (c.warpgroup) {
+    // A and B come through tsl_map0 and tsl_map1.
+  } else if (c.implicit) {
     os_ << "  TslGatherA tsl_copy_a(tsl_a, tsl_m0);\n";
     os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";
     os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b);\n";
@@ -888,7 +905,10 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   // the sink's domain (n last): the offset is m * n + n.
   if (c.implicit) off = cat("tsl_xm * ", c.n, "LL");
   const std::string args1 = args.substr(0, args.rfind("tsl_xn")) + "tsl_xn + 1";
-  os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  if (c.warpgroup)
+    os_ << "  tsl_gemm.run(tsl_smem, &tsl_map0, &tsl_map1, tsl_m0, tsl_n0, [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  else
+    os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
   os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm, tsl_xn = tsl_n0 + tsl_dn;\n";
   os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
   if (c.implicit) {
@@ -1299,7 +1319,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   if (!match.plan && !rows.plan) vectors = plan_vector(graph, group, generic, spec);
   k.vector = vectors.plan;
   k.vector_reason = vectors.reason;
-  k.path = match.plan ? "mma" : rows.plan ? "row" : vectors.plan ? "vector" : "generic";
+  k.path = match.plan ? (match.plan->warpgroup ? "wgmma" : "mma") : rows.plan ? "row" : vectors.plan ? "vector" : "generic";
   k.plan = match.plan       ? mma_group_plan(generic, *match.plan)
            : rows.plan      ? row_group_plan(generic, *rows.plan)
            : vectors.plan   ? vector_group_plan(generic, *vectors.plan)

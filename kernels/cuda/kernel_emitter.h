@@ -25,7 +25,7 @@ struct GeneratedKernel {
   std::string source;     // the whole translation unit, with comments naming the group's nodes
   std::string canonical;  // the source without comments: equal for identical groups (compile once)
   GroupPlan plan;      // grid, block, shared memory, parameters (inputs, outputs, scratch, status)
-  std::string path;    // "mma", "row", "vector" or "generic": which template produced it
+  std::string path;    // "wgmma", "mma", "row", "vector" or "generic": which template produced it
   std::optional<ContractionPlan> contraction;  // the mma path's plan
   std::string mma_reason;                      // row and generic paths: why the mma path was not taken
   std::optional<RowPlan> rows;                 // the row path's plan

@@ -5,6 +5,8 @@
 // GELU, residual, cast), and NHWC convolutions as implicit GEMMs (padding, strides, dilation, 1x1);
 // and, on a GPU, their results against the interpreter under the welder and roller schedules.
 // Without a GPU the run cases print [SKIP] and still compile every kernel.
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
@@ -126,12 +128,20 @@ std::vector<MmaCase> mma_cases() {
   add("conv 3x3 dilation 2 pad 2 1x9x11x16 -> 24", conv_nhwc(DType::f16, {1, 9, 11, 16}, 24, 3, 1, 2, 2));
   add("bf16 conv 3x3 1x5x6x8 -> 17, bn relu", conv_nhwc(DType::bf16, {1, 5, 6, 8}, 17, 3, 1, 1, 1));
   add("conv 5x5 pad 0 1x8x8x24 -> 8", conv_nhwc(DType::f16, {1, 8, 8, 24}, 8, 5, 1, 0, 1, false));
+  // The Hopper kernel (wgmma, TMA; "bias gelu 129x40x136" and "gemm transB 1000x16x129" above take
+  // it too): edges of M, N and K (200 = 3 x 64 + 8), B stored N x K in bf16, 128 x 256 tiles.
+  add("wgmma matmul 300x200x264", matmul(DType::f16, 300, 200, 264));
+  add("wgmma bf16 gemm transB 257x136x1000", gemm(DType::bf16, 257, 136, 1000, false, true));
+  add("wgmma 128x256 tiles 1536x64x2816", matmul(DType::f16, 1536, 64, 2816));
   return out;
 }
 
 int mma_kernels(const OpGraph& g, const Schedule& s, const HwSpec& spec) {
   int n = 0;
-  for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) n += cuda::emit_group_kernel(g, s, i, spec).path == "mma";
+  for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+    const std::string path = cuda::emit_group_kernel(g, s, i, spec).path;
+    n += path == "mma" || path == "wgmma";
+  }
   return n;
 }
 
@@ -141,16 +151,18 @@ cuda::GeneratedKernel roller_kernel(const OpGraph& g) { return last_kernel(g, "r
 }  // namespace
 
 TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the operand layouts read off the maps") {
-  const cuda::GeneratedKernel plain = roller_kernel(matmul(DType::f16, 129, 24, 136));
+  // (N = 120 is below the wgmma kernel's 128: mma.sync.)
+  const cuda::GeneratedKernel plain = roller_kernel(matmul(DType::f16, 129, 24, 120));
   REQUIRE(plain.path == "mma");
   REQUIRE(plain.contraction);
   CHECK(plain.contraction->a.k_contiguous);
   CHECK(plain.contraction->a.ld == 24);
   CHECK_FALSE(plain.contraction->b.k_contiguous);
-  CHECK(plain.contraction->b.ld == 136);
+  CHECK(plain.contraction->b.ld == 120);
   CHECK(plain.contraction->m == 129);
-  CHECK(plain.contraction->n == 136);
+  CHECK(plain.contraction->n == 120);
   CHECK(plain.contraction->k == 24);
+  CHECK(plain.contraction->warpgroup_reason.find("below 128") != std::string::npos);
   CHECK(plain.source.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
   CHECK(plain.plan.dynamic_smem_bytes() == plain.contraction->smem_bytes);
   CHECK(plain.plan.threads == plain.contraction->threads(gpu_spec().compute.simd_width));
@@ -172,7 +184,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   const Schedule s = schedule_with(ffn, gpu_spec(), "welder");
   REQUIRE(s.groups.size() == 1);
   const cuda::GeneratedKernel k = cuda::emit_group_kernel(ffn, s, 0, gpu_spec());
-  CHECK(k.path == "mma");
+  CHECK(k.path == "wgmma");  // 256 x 256 on the H100: the Hopper kernel
   CHECK(k.plan.outputs.size() == 1);
 
   // Attention: the Transpose of K is folded into the read of B (k contiguous).
@@ -216,6 +228,60 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   const Schedule scbr = schedule_with(cbr, gpu_spec(), "welder");
   REQUIRE(scbr.groups.size() == 1);
   CHECK(cuda::emit_group_kernel(cbr, scbr, 0, gpu_spec()).path == "mma");
+}
+
+TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wgmma kernel with TMA tensor maps") {
+  // A 256 x 72 (k contiguous), B 72 x 264 (n contiguous): 2 x 3 tiles of 128 x 128 do not fill
+  // the H100's 132 SMs, so n is 128.
+  const cuda::GeneratedKernel k = roller_kernel(matmul(DType::f16, 256, 72, 264));
+  REQUIRE(k.path == "wgmma");
+  REQUIRE(k.contraction);
+  const cuda::ContractionPlan& c = *k.contraction;
+  CHECK(c.warpgroup);
+  CHECK(c.block_m == 128);
+  CHECK(c.block_n == 128);
+  CHECK(c.block_k == 64);
+  CHECK(k.plan.threads == 3 * 4 * 32);
+  CHECK(k.plan.dynamic_smem_bytes() == c.smem_bytes);
+  CHECK(c.smem_bytes <= gpu_spec().limits.smem_per_block_bytes);
+  CHECK(k.plan.blocks == 2 * 3);
+  REQUIRE(k.plan.tensor_maps.size() == 2);
+  const cuda::TensorMapParam& a = k.plan.tensor_maps[0];
+  const cuda::TensorMapParam& b = k.plan.tensor_maps[1];
+  CHECK((a.rows == 256 && a.cols == 72 && a.ld == 72 && a.box_rows == 128 && a.box_cols == 64));
+  // B stored K x N: boxes of 64 k rows x 64 n columns.
+  CHECK((b.rows == 72 && b.cols == 264 && b.ld == 264 && b.box_rows == 64 && b.box_cols == 64));
+  CHECK(k.source.find("typedef tsl::wg::WarpgroupGemm<128, 6, false, false, 72> TslGemm;") != std::string::npos);
+  CHECK(k.source.find("const __grid_constant__ tsl::wg::TensorMap tsl_map1") != std::string::npos);
+  CHECK(k.source.find("wgmma m64n128k16 f16, TMA") != std::string::npos);
+
+  // Enough tiles for the SMs: 128 x 256; B stored N x K (bf16) is one box of the block's n rows.
+  const cuda::GeneratedKernel big = roller_kernel(gemm(DType::bf16, 2048, 64, 4096, false, true));
+  REQUIRE(big.path == "wgmma");
+  CHECK(big.contraction->block_n == 256);
+  CHECK(big.contraction->stages == 4);
+  CHECK((big.plan.tensor_maps[1].rows == 4096 && big.plan.tensor_maps[1].cols == 64 && big.plan.tensor_maps[1].box_rows == 256));
+  CHECK(big.source.find("typedef tsl::wg::WarpgroupGemm<256, 4, true, true, 64> TslGemm;") != std::string::npos);
+
+  // What keeps mma.sync, and says so: a decode-sized M, a batch, A stored K x M, another target.
+  auto kept = [](const cuda::GeneratedKernel& g) {
+    CHECK(g.path == "mma");
+    REQUIRE(g.contraction);
+    CHECK(g.source.find("wgmma not used: " + g.contraction->warpgroup_reason) != std::string::npos);
+    return g.contraction->warpgroup_reason;
+  };
+  CHECK(kept(roller_kernel(matmul(DType::f16, 16, 4096, 4096))).find("below 128") != std::string::npos);
+  CHECK(kept(roller_kernel(batched(DType::f16, {2, 256, 64}, {2, 64, 256}))).find("batched") != std::string::npos);
+  CHECK(kept(roller_kernel(gemm(DType::f16, 256, 64, 256, true, false))).find("A is stored K x M") != std::string::npos);
+  const OpGraph g = matmul(DType::f16, 256, 64, 256);
+  const HwSpec& a100 = gpu_spec("nvidia-a100-sxm-80g");
+  const Schedule s = schedule_with(g, a100, "roller");
+  CHECK(kept(cuda::emit_group_kernel(g, s, 0, a100)).find("sm_90a") != std::string::npos);
+  // Without the wgmma shapes in the spec the H100 keeps mma.sync too.
+  HwSpec no_wgmma = gpu_spec();
+  auto& shapes = no_wgmma.compute.tensor_core_shapes.at(DType::f16);
+  shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const MmaShape& m) { return m.m == 64; }), shapes.end());
+  CHECK(kept(cuda::emit_group_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma)).find("m64n256k16") != std::string::npos);
 }
 
 TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why") {

@@ -1,0 +1,265 @@
+// Tessel device library: the Hopper tensor-core main loop of contraction kernels (the "wgmma"
+// path, kernels/cuda/contraction_plan.h), for sm_90a. Pasted after mma.cuh into every kernel;
+// only kernels of the wgmma path instantiate it (its instructions exist on sm_90a alone).
+//
+//   C[m, n] = sum_k A[m, k] * B[k, n]   (f16 or bf16 operands, f32 accumulators)
+//
+// A block of three warpgroups computes one BM x BN tile of C (BM = 128): warpgroup 0 is the
+// producer, whose first thread copies the K tiles of A and B into a STAGES-deep ring of
+// shared-memory stages with the tensor copy engine (TMA: cp.async.bulk.tensor, one tensor map per
+// operand, made on the host); warpgroups 1 and 2 are the consumers, each multiplying its 64 rows
+// of A by the whole B tile with wgmma.mma_async m64nBNk16, accumulators in registers (BN / 2
+// floats per thread). Two mbarriers per stage hand it over: `full` completes when the copies of
+// the stage have landed (the producer arms it with the stage's byte count), `empty` when both
+// consumers have finished reading it. A consumer keeps one group of wgmmas in flight: it waits
+// for the previous tile's group, releases that tile's stage, and goes on. The producer gives
+// registers up and the consumers take them (setmaxnreg), so 128 accumulators fit.
+//
+// Shared-memory layout (what TMA writes with 128-byte swizzling and wgmma reads through matrix
+// descriptors with the same swizzle): a tile is stored as rows of 64 16-bit elements (128 bytes),
+// the 16-byte chunk c of row r at chunk c ^ (r % 8); 8 rows (1024 bytes) are one swizzle atom, so
+// tiles start 1024-byte aligned. A (M x K, k contiguous) is one BM x 64 box per stage: rows are
+// m. B stored N x K (k contiguous) likewise: rows are n. B stored K x N (n contiguous) is BN / 64
+// boxes of 64 k rows x 64 n, one after the other: rows are k, and wgmma reads it transposed.
+// Out-of-range elements of a box (edges of M, N and K) are zero-filled by the copy engine, so the
+// K tail adds zeros and rows or columns past M or N produce accumulators the epilogue does not
+// store. Operand rows must start 16-byte aligned (the tensor map's stride rule), as for mma.cuh.
+//
+// What is a hardware fact here is a fact of the PTX instructions (wgmma's warpgroup of 4 warps,
+// m64 and k16; the swizzle modes of the copy engine and the descriptors), not of a chip: the
+// planner takes this path only for an sm_90a target whose spec lists wgmma's shape.
+#pragma once
+
+namespace tsl {
+namespace wg {
+
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+constexpr int kWarpgroup = 128;  // threads of a warpgroup: 4 consecutive warps
+constexpr int kInstM = 64, kInstK = 16;
+constexpr int kRowElems = 64;     // a tile row: 64 16-bit elements, 128 bytes (the swizzle span)
+constexpr int kRowBytes = 128;
+constexpr int kAtomBytes = 1024;  // 8 rows: the period of the 128-byte swizzle
+// Registers per thread after setmaxnreg: the producer gives up what the consumers' accumulators
+// take (40 x 128 + 2 x 232 x 128 = 64512 of a 64K register file; the planner checks the spec).
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+
+// The host's CUtensorMap (128 opaque bytes, 64-byte aligned), passed by value as a
+// __grid_constant__ kernel parameter.
+struct __align__(64) TensorMap {
+  u64 opaque[16];
+};
+
+// ---- PTX wrappers ---------------------------------------------------------------------------------
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Arrives once and adds `bytes` to the transactions the current phase waits for.
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Waits until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
+// Copies the box at (c0 innermost, c1) of `map` into shared memory at `dst`; completes on `bar`.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+               ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1) : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Waits until at most N committed groups of wgmmas of this warpgroup are pending.
+template <int N> __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// Keeps the compiler from moving accesses of the accumulators across the asynchronous wgmmas.
+template <int R> __device__ __forceinline__ void fence_registers(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// A wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets (all
+// in 16-byte units), 128-byte swizzle (mode 1 in bits 62-63).
+__device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return static_cast<u64>((addr & 0x3FFFFu) >> 4) | (static_cast<u64>(lbo >> 4) << 16) | (static_cast<u64>(sbo >> 4) << 32) |
+         (1ull << 62);
+}
+
+// ---- wgmma.mma_async m64nNk16, both operands from shared memory (N = 256 or 128) ----------------
+// d += A B for a 64 x 16 slice of A and a 16 x N slice of B; TRANS_B: B is stored with n
+// contiguous (transposed for wgmma). Accumulator i of a thread (warp w of the warpgroup, lane l)
+// holds row 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
+#define TSL_WG_D128 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+  "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, " \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, " \
+  "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
+  "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define TSL_WG_OUT128 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+  "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), \
+  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), \
+  "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), \
+  "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), \
+  "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), \
+  "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), \
+  "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+  "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), \
+  "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), \
+  "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), \
+  "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), \
+  "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), \
+  "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), \
+  "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), \
+  "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), \
+  "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define TSL_WG_D64 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+  "%59, %60, %61, %62, %63}"
+#define TSL_WG_OUT64 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+  "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), \
+  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), \
+  "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), \
+  "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), \
+  "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), \
+  "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), \
+  "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+  "+f"(d[63])
+#define TSL_WG_MMA(SHAPE, TYPE, D, OPERANDS, OUT)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " D \
+               OPERANDS ";\n}\n"                                                                   \
+               : OUT                                                                               \
+               : "l"(da), "l"(db), "n"(TRANS_B ? 1 : 0))
+
+template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n256(float (&d)[128], u64 da, u64 db) {
+  if (BF16) TSL_WG_MMA("m64n256k16", "bf16", TSL_WG_D128, ", %128, %129, p, 1, 1, 0, %130", TSL_WG_OUT128);
+  else TSL_WG_MMA("m64n256k16", "f16", TSL_WG_D128, ", %128, %129, p, 1, 1, 0, %130", TSL_WG_OUT128);
+}
+template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n128(float (&d)[64], u64 da, u64 db) {
+  if (BF16) TSL_WG_MMA("m64n128k16", "bf16", TSL_WG_D64, ", %64, %65, p, 1, 1, 0, %66", TSL_WG_OUT64);
+  else TSL_WG_MMA("m64n128k16", "f16", TSL_WG_D64, ", %64, %65, p, 1, 1, 0, %66", TSL_WG_OUT64);
+}
+#undef TSL_WG_MMA
+#undef TSL_WG_D128
+#undef TSL_WG_D64
+#undef TSL_WG_OUT128
+#undef TSL_WG_OUT64
+
+// ---- the block's main loop ----------------------------------------------------------------------
+
+// One block's BM x BN tile of C = A B over the whole K range (compile-time K). A is M x K with k
+// contiguous; B_K_CONTIG: B is stored N x K, else K x N. The tensor maps describe A with boxes of
+// BM rows x 64 columns and B with boxes of BN rows x 64 (B_K_CONTIG) or 64 rows x 64 columns.
+template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K>
+struct WarpgroupGemm {
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
+  static constexpr int BM = kConsumers * kInstM, BK = kRowElems;
+  static constexpr int kAccs = BN / 2;  // 64 x BN f32 accumulators over a warpgroup's 128 threads
+  static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes, kStageBytes = kABytes + kBBytes;
+  static constexpr int kKTiles = (K + BK - 1) / BK;
+  // The stages, 1024-byte aligned (slack for aligning the dynamic shared memory), then the barriers.
+  static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes + 2 * STAGES * 8;
+  static_assert(BN == 128 || BN == 256, "wgmma tiles are 64 x 128 or 64 x 256 per consumer");
+  static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+
+  float acc[kAccs];
+
+  // Computes the tile at (m0, n0) and calls epilogue(m, n, v0, v1) for every pair of horizontally
+  // adjacent accumulators (v0 at (m, n), v1 at (m, n + 1), relative to the tile, n even) in the
+  // consumer threads. Each role is one branch (setmaxnreg needs that), so the epilogue runs
+  // inside the consumers' branch.
+  template <class F>
+  __device__ __forceinline__ void run(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, int m0, int n0,
+                                      F&& epilogue) {
+    const unsigned raw = mma::smem_address(smem);
+    const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
+    const unsigned bars = base + STAGES * kStageBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bars + 8 * s, 1);
+        mbar_init(bars + 8 * (STAGES + s), kConsumers);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+      if (threadIdx.x == 0) {
+        for (int kt = 0; kt < kKTiles; ++kt) {
+          const int s = kt % STAGES;
+          const unsigned full = bars + 8 * s;
+          // Round r of a stage waits for the consumers' release of round r - 1 (at r = 0 the
+          // phase before the first counts as complete).
+          mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) & 1) ^ 1);
+          const unsigned a = base + s * kStageBytes, b = a + kABytes;
+          mbar_expect_tx(full, kStageBytes);
+          tma_load_2d(a, map_a, full, kt * BK, m0);
+          if (B_K_CONTIG) {
+            tma_load_2d(b, map_b, full, kt * BK, n0);
+          } else {
+#pragma unroll
+            for (int j = 0; j < BN / kRowElems; ++j) tma_load_2d(b + j * BK * kRowBytes, map_b, full, n0 + j * kRowElems, kt * BK);
+          }
+        }
+      }
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
+#pragma unroll
+      for (int i = 0; i < kAccs; ++i) acc[i] = 0.0f;
+      const int c = wg - 1;
+      const bool signals = threadIdx.x % kWarpgroup == 0;
+      for (int kt = 0; kt < kKTiles; ++kt) {
+        const int s = kt % STAGES;
+        mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
+        const unsigned a = base + s * kStageBytes + c * kInstM * kRowBytes, b = base + s * kStageBytes + kABytes;
+        fence_registers(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / kInstK; ++kk) {
+          // K-major tiles step k by 16 elements (32 bytes) inside the swizzled rows; 8-row groups
+          // are one atom apart. B stored K x N steps k by 16 rows; its 64-column boxes are
+          // BK rows apart.
+          const u64 da = smem_desc(a + kk * kInstK * 2, 16, kAtomBytes);
+          const u64 db = B_K_CONTIG ? smem_desc(b + kk * kInstK * 2, 16, kAtomBytes)
+                                    : smem_desc(b + kk * kInstK * kRowBytes, BK * kRowBytes, kAtomBytes);
+          if constexpr (BN == 256) wgmma_n256<BF16, !B_K_CONTIG>(acc, da, db);
+          else wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
+        }
+        wgmma_commit();
+        fence_registers(acc);
+        if (kt > 0) {
+          // The previous tile's wgmmas are done: its stage can be refilled.
+          wgmma_wait<1>();
+          fence_registers(acc);
+          if (signals) mbar_arrive(bars + 8 * (STAGES + (kt - 1) % STAGES));
+        }
+      }
+      wgmma_wait<0>();
+      fence_registers(acc);
+      const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / mma::kLanes, lane = t % mma::kLanes;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    }
+  }
+};
+
+}  // namespace wg
+}  // namespace tsl
