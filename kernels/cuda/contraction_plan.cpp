@@ -198,6 +198,29 @@ std::string plan_matmul(const OpGraph& graph, const TeNode& c, Traced t0, Traced
   if (std::string r = operand_view(graph, c, t0, p.m_axis, p.n_axis, k_axis, p.batch_axes, "A", p.a); !r.empty()) return r;
   if (std::string r = operand_view(graph, c, t1, p.n_axis, p.m_axis, k_axis, p.batch_axes, "B", p.b); !r.empty()) return r;
   for (const Traced* t : {&t0, &t1}) p.operand_nodes.insert(p.operand_nodes.end(), t->via.begin(), t->via.end());
+
+  // Batch axes over which B is broadcast and A's rows simply continue (the projections of
+  // [batch, seq, hidden] activations) fold into m: one (batch x m) x k x n product, m flattening
+  // the batch axes and m row-major (the sink's order too), so its tiles span the batch.
+  bool fold = p.batch > 1 && p.a.k_contiguous;
+  int64_t next = p.m * p.a.ld;  // A's stride for the innermost batch axis if its rows continue
+  for (int i = static_cast<int>(p.batch_axes.size()) - 1; fold && i >= 0; --i) {
+    if (p.batch_extents[i] == 1) continue;
+    fold = p.b.batch_strides[i] == 0 && p.a.batch_strides[i] == next;
+    next *= p.batch_extents[i];
+  }
+  if (fold && p.m * p.batch < (int64_t{1} << 31)) {
+    p.m_axes = p.batch_axes;
+    p.m_axes.push_back(p.m_axis);
+    p.m_extents = p.batch_extents;
+    p.m_extents.push_back(p.m);
+    p.m *= p.batch;
+    p.batch = 1;
+    p.batch_axes.clear();
+    p.batch_extents.clear();
+    p.a.batch_strides.clear();
+    p.b.batch_strides.clear();
+  }
   return "";
 }
 
@@ -494,8 +517,9 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   if (cfg == group.tiles.end()) cfg = group.tiles.find(group.nodes.back());
   bool from_schedule = false;
   int bm = 0, bn = 0;
-  // (An implicit GEMM's m flattens several axes of the schedule's tile: the default is used.)
-  if (!p.implicit && cfg != group.tiles.end() && !cfg->second.levels.empty()) {
+  // (A flattened m -- an implicit GEMM, folded batch axes -- spans several axes of the schedule's
+  // tile: the default is used.)
+  if (!p.flat_m() && cfg != group.tiles.end() && !cfg->second.levels.empty()) {
     const std::vector<int64_t>& tile = cfg->second.levels.front().spatial;
     if (static_cast<int>(tile.size()) == ns) {
       const int64_t tm = tile[p.m_axis], tn = tile[p.n_axis];
@@ -598,6 +622,7 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
     return s + ")";
   };
   const std::string shape = p.implicit ? cat("implicit GEMM m", axes(p.m_axes), " ", p.m, " x n ", p.n, " x k", axes(p.k_axes), " ", p.k)
+                   : p.flat_m() ? cat("m", axes(p.m_axes), " ", p.m, " x ", p.n, " x ", p.k, " (batch folded into m)")
                                        : cat(p.batch, " x ", p.m, "x", p.n, "x", p.k);
   if (p.warpgroup)
     return cat("tensor cores (wgmma m64n", p.block_n, "k16 ", dtype_name(p.dtype), ", TMA): '", cn.name(), "' ", shape, "; ",

@@ -86,6 +86,8 @@ struct ContractionPlan {
   // (row-major, each list in that order), A is gathered through a_gather (one entry per dimension
   // of A's tensor; a.ld is unused), there are no batch axes, and n_axis is the last spatial axis.
   bool implicit = false;
+  // m_axes is also set for a product whose batch axes fold into m (B broadcast over them, A's
+  // rows continuing across them): m flattens batch axes and m, and batch is 1.
   std::vector<int> m_axes, k_axes;
   std::vector<int64_t> m_extents, k_extents;
   std::vector<GatherDim> a_gather;
@@ -106,6 +108,7 @@ struct ContractionPlan {
   int warpgroups = 0;
   std::string warpgroup_reason;
 
+  bool flat_m() const { return !m_axes.empty(); }
   int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }
   int64_t blocks() const { return batch * tiles_m * tiles_n; }
 };

@@ -897,13 +897,13 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   const std::vector<int64_t> strides = row_major_strides(ext);
   std::string off = "0LL", args;
   for (int a = 0; a < d; ++a) {
-    const std::string x = a == c.m_axis && !c.implicit ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
+    const std::string x = a == c.m_axis && !c.flat_m() ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
     if (a != c.n_axis) off += cat(" + ", x, " * ", strides[a], "LL");
     args += cat(a ? ", " : "", x);
   }
-  // An implicit GEMM's m is its m axes flattened row-major, which is also the row-major order of
-  // the sink's domain (n last): the offset is m * n + n.
-  if (c.implicit) off = cat("tsl_xm * ", c.n, "LL");
+  // A flattened m (an implicit GEMM's, or batch axes folded into m) is its m axes row-major,
+  // which is also the row-major order of the sink's domain (n last): the offset is m * n + n.
+  if (c.flat_m()) off = cat("tsl_xm * ", c.n, "LL");
   const std::string args1 = args.substr(0, args.rfind("tsl_xn")) + "tsl_xn + 1";
   if (c.warpgroup)
     os_ << "  tsl_gemm.run(tsl_smem, &tsl_map0, &tsl_map1, tsl_m0, tsl_n0, [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
@@ -911,7 +911,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
   os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm, tsl_xn = tsl_n0 + tsl_dn;\n";
   os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
-  if (c.implicit) {
+  if (c.flat_m()) {
     os_ << "    long long tsl_q = tsl_xm;\n";
     emit_unflatten("    ", "long long", "tsl_q", c.m_axes, c.m_extents, "tsl_x");
   }

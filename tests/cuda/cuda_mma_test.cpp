@@ -133,6 +133,9 @@ std::vector<MmaCase> mma_cases() {
   add("wgmma matmul 300x200x264", matmul(DType::f16, 300, 200, 264));
   add("wgmma bf16 gemm transB 257x136x1000", gemm(DType::bf16, 257, 136, 1000, false, true));
   add("wgmma 128x256 tiles 1536x64x2816", matmul(DType::f16, 1536, 64, 2816));
+  // Batch axes over which B is broadcast fold into m (a [batch, seq, hidden] projection): m = 3 x 50.
+  add("folded batch 3x50x72 @ 72x136", batched(DType::f16, {3, 50, 72}, {72, 136}));
+  add("folded batch 2x1x9x16 @ 16x24", batched(DType::bf16, {2, 1, 9, 16}, {16, 24}));
   return out;
 }
 
@@ -262,6 +265,16 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK(big.contraction->stages == 4);
   CHECK((big.plan.tensor_maps[1].rows == 4096 && big.plan.tensor_maps[1].cols == 64 && big.plan.tensor_maps[1].box_rows == 256));
   CHECK(big.source.find("typedef tsl::wg::WarpgroupGemm<256, 4, true, true, 64> TslGemm;") != std::string::npos);
+
+  // A projection of [8, 128, 64] activations by a [64, 256] weight: the batch folds into m.
+  const cuda::GeneratedKernel proj = roller_kernel(batched(DType::f16, {8, 128, 64}, {64, 256}));
+  REQUIRE(proj.path == "wgmma");
+  CHECK(proj.contraction->batch == 1);
+  CHECK(proj.contraction->m == 8 * 128);
+  CHECK(proj.contraction->m_axes == std::vector<int>{0, 1});
+  CHECK(proj.contraction->batch_axes.empty());
+  CHECK(proj.plan.tensor_maps[0].rows == 8 * 128);
+  CHECK(proj.source.find("(batch folded into m)") != std::string::npos);
 
   // What keeps mma.sync, and says so: a decode-sized M, a batch, A stored K x M, another target.
   auto kept = [](const cuda::GeneratedKernel& g) {
