@@ -49,6 +49,7 @@ constexpr int kWgMbarrierBytes = 8;
 // moved from the producer (kWgProducerRegs) to the consumers (kWgConsumerRegs) with setmaxnreg
 // (device/wgmma.cuh's kProducerRegs and kConsumerRegs).
 constexpr int kWgConsumers = 2;
+constexpr int kWgBlockNWide = 256, kWgBlockN = 128;  // the two wgmma n the spec must list
 constexpr int kWgMaxStages = 6;
 constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
 
@@ -379,12 +380,13 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
       return s.m == kWgInstM && s.n == n && s.k == kMmaShape.k;
     });
   };
-  if (!listed(256) || !listed(128)) return cat("the spec lists no wgmma shapes m64n256k16 and m64n128k16 for ", dtype_name(p.dtype));
+  if (!listed(kWgBlockNWide) || !listed(kWgBlockN))
+    return cat("the spec lists no wgmma shapes m64n", kWgBlockNWide, "k16 and m64n", kWgBlockN, "k16 for ", dtype_name(p.dtype));
   if (p.implicit) return "an implicit GEMM gathers A (the copy engine reads boxes)";
   if (p.batch != 1) return "a batched product (its tensor maps would need a batch dimension)";
   if (!p.a.k_contiguous) return "A is stored K x M";
   const int64_t bm = kWgConsumers * kWgInstM;
-  if (p.m < bm || p.n < 128) return cat("M or N is below ", bm, " (most of a 64-row wgmma tile would be padding)");
+  if (p.m < bm || p.n < kWgBlockN) return cat("M or N is below ", bm, " (most of a 64-row wgmma tile would be padding)");
   for (const MmaOperand* o : {&p.a, &p.b}) {
     const int64_t cols = o->k_contiguous ? p.k : (o == &p.a ? p.m : p.n);
     if (o->ld % kChunkElems != 0 || o->ld < cols) return cat("a tensor map needs rows 16-byte aligned, not ", o->ld, " elements apart");
@@ -393,11 +395,12 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   if (threads > spec.limits.max_threads_per_block) return "too many threads per block";
   if (spec.limits.registers_per_sm < (kWgProducerRegs + kWgConsumers * kWgConsumerRegs) * threads / (kWgConsumers + 1))
     return "too few registers per SM for the warpgroups' setmaxnreg budget";
-  int bn = ceil_div(p.m, bm) * ceil_div(p.n, 256) >= spec.compute.units ? 256 : 128;
-  const int64_t stage = (bm + bn) * kWgRowBytes;
-  const int64_t fixed = kWgAtomBytes;  // slack for aligning the stages, plus the barriers below
+  const int bn = ceil_div(p.m, bm) * ceil_div(p.n, kWgBlockNWide) >= spec.compute.units ? kWgBlockNWide : kWgBlockN;
+  // The stages (A and B rows of 128 bytes), alignment slack for them, two mbarriers per stage:
+  // device/wgmma.cuh's kSmemBytes, which the emitted kernel asserts equal.
+  auto smem = [&](int stages) { return stages * ((bm + bn) * kWgRowBytes + 2 * kWgMbarrierBytes) + kWgAtomBytes; };
   int stages = kWgMaxStages;
-  while (stages >= 2 && stages * stage + fixed + 2 * stages * kWgMbarrierBytes > spec.limits.smem_per_block_bytes) --stages;
+  while (stages >= 2 && smem(stages) > spec.limits.smem_per_block_bytes) --stages;
   if (stages < 2) return "two pipeline stages do not fit in shared memory";
   p.warpgroup = true;
   p.warpgroups = kWgConsumers + 1;
@@ -409,7 +412,7 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   p.tiles_m = ceil_div(p.m, bm);
   p.tiles_n = ceil_div(p.n, bn);
   p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, schedule_raster > 1 ? schedule_raster : kRasterGroup));
-  p.smem_bytes = stages * stage + fixed + 2 * stages * kWgMbarrierBytes;
+  p.smem_bytes = smem(stages);
   return "";
 }
 
