@@ -93,9 +93,82 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
                 s.n, "x", s.k));
 }
 
+namespace {
+
+// A streamed attention group (group_footprint.h's StreamedAttention): the two contractions on the
+// tensor cores and the softmax's per-score work on the SIMT units; each block reads its Q tile
+// once and every key and value of its batch point (through the last-level cache, which keeps a
+// batch point's K and V for the blocks sharing it), and reads each side input of the score steps
+// (a mask) once per score; device memory sees every input once and the output once.
+CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, const StreamedAttention& a) {
+  CostBreakdown out;
+  const int device = device_level_index(spec);
+  const int llc = last_level_cache_index(spec, device);
+  const MemoryLevel& dram = spec.memory_levels[device];
+  const DType dt = graph.node(a.scores).inputs()[0].type.dtype;
+  double tc_peak = spec.peak_flops(dt, true), simt_peak = spec.peak_flops(DType::f32, false);
+  TESSEL_ASSERT(simt_peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
+  out.tensor_cores = tc_peak > 0;
+  if (tc_peak <= 0) tc_peak = simt_peak;
+  auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
+  double side_bytes = 0, compulsory = 0;
+  for (NodeId n : group.nodes) {
+    const TeNode& node = graph.node(n);
+    const double flops = static_cast<double>(node.flops());
+    out.flops += flops;
+    out.compute_s += flops / (n == a.scores || n == a.out ? tc_peak : simt_peak);
+    for (size_t k = 0; k < node.inputs().size(); ++k) {
+      const TensorId t = graph.node_inputs(n)[k];
+      const NodeId p = graph.producer(t);
+      if (p >= 0 && in_group(p)) continue;
+      compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
+      // Side inputs of the score steps are read once per score (Q, K and V are below).
+      if (n != a.scores && n != a.out && node.inputs()[k].type.num_elements() > 1)
+        side_bytes += static_cast<double>(a.batch * a.queries * a.keys * dtype_bytes(node.inputs()[k].type.dtype));
+    }
+  }
+  out.blocks = a.blocks();
+  const LimitSpec& lim = spec.limits;
+  const int64_t regs = (a.register_bytes_per_thread() + 3) / 4;
+  int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(a.threads, 1));
+  if (a.smem_bytes() > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / a.smem_bytes());
+  if (regs > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs * a.threads));
+  out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
+  out.occupancy = static_cast<double>(out.blocks_per_unit * a.threads) / static_cast<double>(lim.max_threads_per_sm);
+  const int64_t concurrent = out.blocks_per_unit * spec.compute.units;
+  out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(concurrent));
+  if (out.blocks > 0) out.compute_s *= out.waves * static_cast<double>(concurrent) / static_cast<double>(out.blocks);
+  const double active =
+      std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(spec.compute.units));
+  const double written = static_cast<double>(bytes_of(graph.tensor(graph.node_output(a.out)).type));
+  const double streamed = static_cast<double>(out.blocks) * static_cast<double>((a.rows * a.d + a.keys * (a.d + a.dv)) * a.elem_bytes);
+  std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
+  if (llc >= 0) levels.push_back({&spec.memory_levels[llc], streamed + side_bytes + written});
+  out.bound = "compute";
+  double worst = out.compute_s;
+  for (const auto& [level, bytes] : levels) {
+    const double seconds = bytes / (level->bandwidth_gbps * 1e9 * active);
+    out.memory.push_back({level->name, bytes, seconds});
+    if (seconds > worst) worst = seconds, out.bound = level->name;
+  }
+  out.notes.push_back(cat("streamed attention: ", a.rows, " query rows per block, keys in chunks of ", a.chunk,
+                          ", scores and probabilities in registers"));
+  out.launch_s = spec.compute.launch_overhead_us * 1e-6;
+  out.latency_s = out.launch_s + worst;
+  return out;
+}
+
+}  // namespace
+
 CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledGroup& group,
                                           const HwSpec& spec) const {
   TESSEL_ASSERT(!group.nodes.empty(), "empty group");
+  if (group.stream_chunk > 0) {
+    std::string why;
+    const std::optional<StreamedAttention> a = streamed_attention(graph, group, &why);
+    TESSEL_ASSERT(a.has_value(), "streamed group: ", why);
+    return estimate_streamed(graph, group, spec, *a);
+  }
   CostBreakdown out;
   const int device = device_level_index(spec);
   const int llc = last_level_cache_index(spec, device);

@@ -29,6 +29,12 @@ struct ScheduledGroup {
   /// Memory level of each intermediate tensor produced and consumed inside the group
   /// ("registers", "smem", ...). Tensors crossing the group boundary are in device memory.
   std::map<TensorId, std::string> edge_levels;
+  /// Nonzero for a streamed (flash-style) attention group (tilegraph/attention_pattern.h): the
+  /// group is exactly one attention pattern, its sink O, and the keys are streamed this many at a
+  /// time through the kernel, the softmax rescaled online, so that the scores and probabilities
+  /// exist one chunk at a time in registers. The per-node tiles then describe one chunk; the cost
+  /// model, the footprint and check_schedule price and check the streamed kernel, not the tiles.
+  int64_t stream_chunk = 0;
 };
 
 /// Time spent moving bytes out of one memory level (to the level inward).

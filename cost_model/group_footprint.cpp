@@ -1,7 +1,10 @@
 #include "cost_model/group_footprint.h"
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "tilegraph/attention_pattern.h"
+#include "tilegraph/error.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
@@ -28,9 +31,89 @@ bool stages_inputs(const OpGraph& graph, const ScheduledGroup& group, NodeId n, 
   return graph.node(n).num_reduction() > 0;
 }
 
+std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const ScheduledGroup& group, std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<StreamedAttention> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (group.nodes.empty()) return fail("empty group");
+  const NodeId sink = group.nodes.back();
+  std::string reason;
+  const std::optional<AttentionPattern> p = match_attention(graph, sink, &reason);
+  if (!p) return fail(cat("not an attention pattern: ", reason));
+  std::vector<NodeId> want = p->nodes(graph), have = group.nodes;
+  std::sort(want.begin(), want.end());
+  std::sort(have.begin(), have.end());
+  if (want != have) return fail("the group's nodes are not exactly the attention pattern ending at its sink");
+  auto it = group.tiles.find(sink);
+  if (it == group.tiles.end() || it->second.levels.empty()) return fail("no tile config for the sink");
+  const TileConfig& cfg = it->second;
+  const TeNode& o = graph.node(sink);
+  const TeNode& s = graph.node(p->scores);
+  const int ns = o.num_spatial();
+  const std::vector<int64_t>& tile = cfg.levels.front().spatial;
+  StreamedAttention a;
+  a.scores = p->scores;
+  a.out = sink;
+  a.rows = tile[ns - 2];
+  a.chunk = group.stream_chunk;
+  a.d = s.axes()[s.num_spatial()].extent;
+  a.dv = o.axes()[ns - 1].extent;
+  a.threads = 1;
+  for (int64_t t : cfg.threads) a.threads *= t;
+  a.stages = cfg.pipeline_stages;
+  a.elem_bytes = dtype_bytes(s.inputs()[0].type.dtype);
+  a.queries = o.axes()[ns - 2].extent;
+  a.keys = o.axes()[ns].extent;
+  for (int i = 0; i < ns - 2; ++i) {
+    if (tile[i] != 1) return fail(cat("the sink's block tile spans ", tile[i], " points of batch axis ", i, " (1 is streamed)"));
+    a.batch *= o.axes()[i].extent;
+  }
+  if (tile[ns - 1] < a.dv) return fail(cat("the sink's block tile covers ", tile[ns - 1], " of the ", a.dv, " output columns"));
+  if (a.chunk <= 0 || a.rows <= 0 || a.stages < 1) return fail("empty chunk, rows or stages");
+  return a;
+}
+
+std::optional<std::string> streamed_attention_unsupported(const OpGraph& graph, const AttentionPattern& p, const HwSpec& spec) {
+  // Facts of the instructions the streamed kernel uses (device/flash.cuh), not of a chip.
+  constexpr int kMinSm = 80, kLanes = 32;
+  constexpr MmaShape kShape{16, 8, 16};
+  if (spec.kind != "gpu" || spec.target.backend != "cuda") return cat(spec.name, " is not a CUDA GPU");
+  const std::string& arch = spec.target.arch;
+  const int sm = arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
+  if (sm < kMinSm) return cat("target '", arch, "' has no cp.async / ldmatrix / m16n8k16 mma.sync (needs sm_", kMinSm, "+)");
+  if (spec.compute.simd_width != kLanes) return cat("warp width ", spec.compute.simd_width, " is not mma.sync's ", kLanes);
+  const TeNode& s = graph.node(p.scores);
+  const TeNode& o = graph.node(p.out);
+  const DType dt = o.output().dtype;
+  if (dt != DType::f16 && dt != DType::bf16) return cat("'", o.name(), "' is ", dtype_name(dt), " (the streamed kernel takes f16 and bf16)");
+  for (const TeNode* n : {&s, &o, &graph.node(p.probs)})
+    if (n->output().dtype != dt) return cat("'", n->name(), "' is ", dtype_name(n->output().dtype), ", not ", dtype_name(dt));
+  for (const TeNode* n : {&s, &o})
+    for (const Access& a : n->inputs())
+      if (a.type.dtype != dt) return cat("an operand of '", n->name(), "' is ", dtype_name(a.type.dtype), ", not ", dtype_name(dt));
+  auto shapes = spec.compute.tensor_core_shapes.find(dt);
+  if (shapes == spec.compute.tensor_core_shapes.end() ||
+      std::find(shapes->second.begin(), shapes->second.end(), kShape) == shapes->second.end())
+    return cat("spec '", spec.name, "' lists no m16n8k16 tensor-core shape for ", dtype_name(dt));
+  const int64_t d = s.axes()[s.num_spatial()].extent, dv = o.axes()[o.num_spatial() - 1].extent;
+  for (int64_t h : {d, dv})
+    if (h <= 0 || h % kStreamedHeadStep != 0 || h > kStreamedMaxHead)
+      return cat("head dimension ", h, " is not a multiple of ", kStreamedHeadStep, " up to ", kStreamedMaxHead);
+  return std::nullopt;
+}
+
 GroupFootprint group_footprint(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) {
   const bool gpu = spec.kind == "gpu";
   GroupFootprint out;
+  if (group.stream_chunk > 0) {
+    if (const std::optional<StreamedAttention> a = streamed_attention(graph, group)) {
+      out.smem_bytes_per_block = a->smem_bytes();
+      out.register_bytes_per_thread = a->register_bytes_per_thread();
+      out.threads_per_block = a->threads;
+    }
+    return out;  // check_schedule reports a malformed streamed group
+  }
   for (NodeId n : group.nodes) {
     auto found = group.tiles.find(n);
     if (found == group.tiles.end()) continue;

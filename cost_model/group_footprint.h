@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "cost_model/cost_model.h"
@@ -28,7 +29,48 @@ struct GroupFootprint {
   std::map<int, int64_t> level_bytes;     // other levels, by index in spec.memory_levels
 };
 
+/// For a streamed attention group (ScheduledGroup::stream_chunk) the footprint of the streamed
+/// kernel (StreamedAttention below), not of the per-node tiles.
 GroupFootprint group_footprint(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec);
+
+/// The geometry of a streamed attention group, read from its schedule: a block owns `rows` query
+/// rows of one batch point (the sink's block tile along m) with `threads` threads (the sink's
+/// thread count) and streams the keys `chunk` at a time (stream_chunk) through `stages` shared-
+/// memory buffers (the sink's pipeline_stages) of K and V. Q's tile sits in shared memory once,
+/// then in registers; the f32 accumulators of O (rows x dv) and of one chunk of scores (rows x
+/// chunk) and Q's fragments are spread over the threads' registers.
+constexpr int64_t kStreamedRowPadBytes = 16;
+
+struct StreamedAttention {
+  NodeId scores = -1, out = -1;
+  int64_t rows = 0, chunk = 0, d = 0, dv = 0, threads = 0, stages = 0, elem_bytes = 0;
+  int64_t queries = 0, keys = 0, batch = 1;  // m, n and the product of the batch extents
+  // Shared-memory rows carry kStreamedRowPadBytes of padding (device/flash.cuh: ldmatrix without
+  // bank conflicts).
+  int64_t smem_bytes() const {
+    const int64_t pad = elem_bytes > 0 ? kStreamedRowPadBytes / elem_bytes : 0;
+    return (rows * (d + pad) + stages * chunk * (d + pad + dv + pad)) * elem_bytes;
+  }
+  int64_t register_bytes_per_thread() const { return threads > 0 ? (rows * (dv + chunk) * 4 + rows * d * elem_bytes) / threads : 0; }
+  int64_t blocks() const { return batch * ((queries + rows - 1) / rows); }
+};
+
+/// The geometry of `group`, or the reason it is not a well-formed streamed attention group (the
+/// nodes are not exactly one attention pattern ending at the sink, or the sink's tile does not
+/// give a block of query rows with the whole of dv).
+std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const ScheduledGroup& group, std::string* why = nullptr);
+
+struct AttentionPattern;
+
+/// Why the streamed kernel (kernels/cuda/device/flash.cuh) cannot run `pattern` on `spec`, or
+/// nullopt when it can: a CUDA target with cp.async, ldmatrix and mma.sync m16n8k16 for the
+/// dtype (sm_80+, listed in the spec, 32-lane warps); S, P, O and the operands all f16 or all
+/// bf16; head dimensions d and dv multiples of kStreamedHeadStep up to kStreamedMaxHead (Q's
+/// fragments and O's accumulators live in registers). The policy asks before it forms the group,
+/// the CUDA planner again before it emits the kernel.
+std::optional<std::string> streamed_attention_unsupported(const OpGraph& graph, const AttentionPattern& pattern,
+                                                          const HwSpec& spec);
+constexpr int64_t kStreamedHeadStep = 32, kStreamedMaxHead = 128;
 
 /// True if node `n` of `group` keeps the inputs it reads from outside the group in the level of
 /// its outer tile (see the file comment): always on a CPU and for a node without a thread

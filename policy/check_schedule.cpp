@@ -83,6 +83,17 @@ void check_group(const OpGraph& graph, const HwSpec& spec, const ScheduleGroup& 
   }
   if (!configs_ok || group.nodes.empty()) return;
 
+  // Rule 8: a streamed attention group is exactly one attention pattern, on a GPU.
+  if (group.stream_chunk > 0) {
+    std::string why;
+    if (!gpu) problem(cat("streams attention (stream_chunk ", group.stream_chunk, "), which only GPU kernels do; ", spec.name,
+                          " is a ", spec.kind));
+    if (!streamed_attention(graph, group, &why)) {
+      problem(cat("stream_chunk ", group.stream_chunk, " but ", why));
+      return;
+    }
+  }
+
   // Rule 4: capacity.
   // What the group occupies: group_footprint (cost_model/group_footprint.h) is the one
   // definition of what each node keeps at each level, shared with the cost model and policies.
@@ -125,8 +136,8 @@ void check_group(const OpGraph& graph, const HwSpec& spec, const ScheduleGroup& 
                   extent, ")"));
   }
 
-  // Rule 6: one grid for the whole group.
-  if (group.nodes.size() > 1) {
+  // Rule 6: one grid for the whole group (a streamed group's tiles are one chunk's).
+  if (group.nodes.size() > 1 && group.stream_chunk == 0) {
     const NodeId sink = group.nodes.back();
     const GridCheck grid = check_grid(graph, group.nodes, sink, group.tiles.at(sink).levels.front().spatial);
     if (!grid.ok) problem(cat("nodes do not share the grid of ", node_label(graph, sink), ": ", grid.reason));

@@ -19,7 +19,10 @@
 //   5. alignment: the outermost tile's innermost spatial extent is a multiple of device memory's
 //      transaction_bytes / output element bytes, unless it covers the whole axis;
 //   6. grid: a group of several nodes shares the sink's grid (check_grid);
-//   7. edge levels: only for tensors produced and consumed inside the group, naming spec levels.
+//   7. edge levels: only for tensors produced and consumed inside the group, naming spec levels;
+//   8. a streamed attention group (stream_chunk > 0) is exactly one attention pattern ending at
+//      its sink (group_footprint.h's streamed_attention), on a GPU spec; its capacity (rule 4) is
+//      the streamed kernel's footprint, and rule 6 does not apply (its tiles are one chunk's).
 #pragma once
 
 #include <string>

@@ -166,7 +166,7 @@ class Reader {
   }
 
   ScheduleGroup read_group(const json& j, const std::string& ptr) const {
-    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "predicted"});
+    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "stream_chunk", "predicted"});
     ScheduleGroup sg;
     if (!j.contains("nodes")) fail(ptr, "missing key \"nodes\"");
     const json& nodes = read_array(j["nodes"], ptr + "/nodes");
@@ -190,6 +190,10 @@ class Reader {
         const std::string at = ptr + "/edge_levels/" + token(it.key());
         sg.group.edge_levels[tensor_named(it.key(), at)] = read_string(it.value(), at);
       }
+    }
+    if (j.contains("stream_chunk")) {
+      sg.group.stream_chunk = read_int64(j["stream_chunk"], ptr + "/stream_chunk");
+      if (sg.group.stream_chunk < 0) fail(ptr + "/stream_chunk", cat("expected a chunk of keys >= 0, got ", sg.group.stream_chunk));
     }
     if (j.contains("predicted")) sg.predicted = read_cost(j["predicted"], ptr + "/predicted");
     return sg;
@@ -285,6 +289,7 @@ std::string schedule_to_json(const Schedule& s, const OpGraph& graph) {
     for (const auto& [n, cfg] : sg.group.tiles) g["tiles"][node_name(n)] = json::parse(tile_config_to_json(cfg));
     g["edge_levels"] = json::object();
     for (const auto& [t, level] : sg.group.edge_levels) g["edge_levels"][tensor_name(t)] = level;
+    if (sg.group.stream_chunk > 0) g["stream_chunk"] = sg.group.stream_chunk;
     g["predicted"] = write_cost(sg.predicted);
     doc["groups"].push_back(std::move(g));
   }

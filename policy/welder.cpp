@@ -7,6 +7,10 @@
 //   3. Every producer -> consumer edge in topological order (producer first, then consumer): try
 //      to merge the producer's group into the consumer's group (price_merge), keep the merge if
 //      the fused group is predicted faster than the two apart, else remember why not.
+//   2b. Every attention pattern (tilegraph/attention_pattern.h) the spec's GPU can stream becomes
+//      one streamed group (ScheduledGroup::stream_chunk: the flash-style kernel) when the cost
+//      model predicts it faster than its nodes apart; such a group is sealed (step 3 merges
+//      nothing into it: its kernel is a fixed template).
 //   4. Groups in a dependence-respecting order; every edge still crossing groups is recorded as
 //      unfused with its reason.
 //
@@ -28,6 +32,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "tilegraph/attention_pattern.h"
 #include "tilegraph/error.h"
 #include "tilegraph/tile_propagation.h"
 #include "tilegraph/tile_traffic.h"
@@ -40,6 +45,10 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Halvings of a sink tile tried after a capacity failure (a policy choice: 3 halvings reach an
 // eighth of the tile, past which the roller candidates of the nodes apart are better anyway).
 constexpr int kMaxShrinks = 3;
+// The streamed attention kernel's shape (a policy choice, kernels/cuda/README.md): 128 query rows
+// per block, 16 per warp (mma.sync's m16), keys in chunks of 64, K and V double buffered.
+constexpr int64_t kStreamRows = 128, kStreamRowsPerWarp = 16, kStreamChunk = 64;
+constexpr int kStreamStages = 2;
 
 std::string format_us(double seconds) {
   char buf[64];
@@ -105,6 +114,7 @@ struct Group {
   ScheduledGroup scheduled;
   CostBreakdown predicted;
   bool alive = true;
+  bool sealed = false;  // a streamed attention group (step 2b)
 };
 
 // What pricing one proposed group gave, by node position in the group (so that it can be reused
@@ -149,6 +159,7 @@ class Welder {
   const std::vector<TileCandidate>& candidates(NodeId n);
   TileConfig fallback_config(NodeId n) const;
   std::optional<std::string> precheck(const Group& p, const Group& c, NodeId producer, NodeId consumer) const;
+  std::optional<ScheduledGroup> streamed_group(const AttentionPattern& p) const;
   std::string structure_key(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& levels,
                             const std::set<TensorId>& fresh) const;
   MergeResult price(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& base_levels,
@@ -222,6 +233,9 @@ std::optional<std::string> Welder::precheck(const Group& p, const Group& c, Node
   if (static_cast<int>(size) > options_.max_group_nodes)
     return cat("the fused group would have ", size, " nodes, limit ", options_.max_group_nodes, " (WelderOptions::max_group_nodes)");
   auto in = [](const Group& gr, NodeId n) { return std::find(gr.nodes.begin(), gr.nodes.end(), n) != gr.nodes.end(); };
+  if (p.sealed || c.sealed)
+    return cat("'", g.node(p.sealed ? producer : consumer).name(),
+               "' is in a streamed attention group, a fixed kernel template that nothing else joins");
   const TensorId t = g.node_output(producer);
   for (NodeId other : g.consumers(t))
     if (!in(p, other) && !in(c, other))
@@ -359,6 +373,66 @@ std::optional<TileConfig> Welder::derive_config(NodeId n, const std::vector<int6
   c.threads.clear();
   if (valid(c)) return c;
   return std::nullopt;
+}
+
+// The streamed group of attention pattern `p` (step 2b): per node a tile of one chunk -- the sink
+// a block of kStreamRows query rows by the whole dv, the scores' nodes kStreamRows x kStreamChunk,
+// the row max and sum kStreamRows x 1 over a chunk, the operand copies a chunk of their domain --
+// threads one warp per kStreamRowsPerWarp rows; scores, softmax values and probabilities in
+// registers, the copied operands in the next level out. Nullopt when the spec lacks the levels.
+std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) const {
+  const OpGraph& g = ctx_.graph;
+  const int64_t warp = ctx_.spec.compute.simd_width;
+  if (levels_.size() < 2 || warp <= 0) return std::nullopt;
+  const std::string& regs = register_level_;
+  const std::string& block = levels_[1];
+  const int64_t warps = kStreamRows / kStreamRowsPerWarp;
+  ScheduledGroup sg;
+  sg.nodes = p.nodes(g);
+  sg.stream_chunk = kStreamChunk;
+  // A config over (batch.., rows, cols | reduction): `rows` split over the warps, `cols` over a
+  // warp's lanes when it can be, else one lane column.
+  auto config = [&](const TeNode& node, int64_t rows, int64_t cols, int64_t reduction) {
+    const int ns = node.num_spatial();
+    TileConfig c;
+    LevelTile outer{block, std::vector<int64_t>(ns, 1), std::vector<int64_t>(node.num_reduction(), reduction)};
+    outer.spatial[ns - 2] = rows;
+    outer.spatial[ns - 1] = cols;
+    c.threads.assign(ns, 1);
+    const int64_t lanes = cols % warp == 0 ? warp : 1;
+    c.threads[ns - 2] = rows % warps == 0 ? warps : 1;
+    c.threads[ns - 1] = lanes;
+    LevelTile inner{regs, std::vector<int64_t>(ns, 1), std::vector<int64_t>(node.num_reduction(), reduction)};
+    inner.spatial[ns - 2] = rows / c.threads[ns - 2];
+    inner.spatial[ns - 1] = cols / lanes;
+    c.levels = {outer, inner};
+    c.pipeline_stages = kStreamStages;
+    return c;
+  };
+  const TeNode& o = g.node(p.out);
+  const int64_t dv = o.axes()[o.num_spatial() - 1].extent;
+  for (NodeId n : sg.nodes) {
+    const TeNode& node = g.node(n);
+    const int ns = node.num_spatial();
+    if (n == p.out) {
+      sg.tiles[n] = config(node, kStreamRows, dv, kStreamChunk);
+    } else if (n == p.max || n == p.sum) {
+      sg.tiles[n] = config(node, kStreamRows, 1, kStreamChunk);
+    } else if (std::find(p.operand_copies.begin(), p.operand_copies.end(), n) != p.operand_copies.end()) {
+      TileConfig c;
+      LevelTile outer{block, std::vector<int64_t>(ns, 1), {}};
+      for (int a = std::max(0, ns - 2); a < ns; ++a) outer.spatial[a] = std::min(node.axes()[a].extent, kStreamChunk);
+      c.levels = {outer};
+      sg.tiles[n] = c;
+    } else {
+      const int64_t d = node.num_reduction() ? node.axes()[ns].extent : 1;
+      sg.tiles[n] = config(node, kStreamRows, kStreamChunk, d);
+    }
+    if (n == p.out) continue;
+    const bool copy = std::find(p.operand_copies.begin(), p.operand_copies.end(), n) != p.operand_copies.end();
+    sg.edge_levels[g.node_output(n)] = copy ? block : regs;
+  }
+  return sg;
 }
 
 // Prices the group `nodes` (topological, sink last) with the tensors `fresh` newly inside it,
@@ -629,6 +703,34 @@ Schedule Welder::run() {
     }
     group_of[n] = static_cast<int>(groups.size());
     groups.push_back(std::move(gr));
+  }
+
+  // Step 2b: streamed attention groups.
+  for (NodeId o : topo_) {
+    const std::optional<AttentionPattern> pattern = match_attention(g, o);
+    if (!pattern || streamed_attention_unsupported(g, *pattern, ctx_.spec)) continue;
+    std::optional<ScheduledGroup> sg = streamed_group(*pattern);
+    if (!sg) continue;
+    bool alone = true;
+    double apart = 0;
+    for (NodeId n : sg->nodes) {
+      alone &= groups[group_of[n]].nodes.size() == 1 && !groups[group_of[n]].sealed;
+      apart += groups[group_of[n]].predicted.latency_s;
+    }
+    if (!alone || !check_group(g, ctx_.spec, *sg).empty()) continue;
+    const CostBreakdown cost = ctx_.cost.estimate(g, *sg, ctx_.spec);
+    if (!(cost.latency_s < apart)) continue;
+    Group merged;
+    merged.nodes = sg->nodes;
+    merged.scheduled = *sg;
+    merged.predicted = cost;
+    merged.sealed = true;
+    const int target = group_of[o];
+    for (NodeId n : sg->nodes) {
+      if (group_of[n] != target) groups[group_of[n]].alive = false;
+      group_of[n] = target;
+    }
+    groups[target] = std::move(merged);
   }
 
   // Step 3: edges in topological order of the producer, then of the consumer. A merge can

@@ -1,0 +1,199 @@
+// match_attention (attention_pattern.h): walks back from O through P, the softmax's two
+// reductions and the elementwise chain to S, checking each node's body and reads.
+#include "tilegraph/attention_pattern.h"
+
+#include <algorithm>
+#include <set>
+
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+namespace {
+
+// The most elementwise steps between S and the softmax that the matcher follows (scale, mask,
+// bias and casts take three or four).
+constexpr int kMaxEpilogue = 8;
+
+bool is_input(const Expr& e, int slot) { return e.op() == ExprOp::input && e.index() == slot; }
+
+// `acc` reads, per tensor dimension r, axis axes[r] of the reader's domain (-1: the constant 0).
+bool reads_axes(const Access& acc, const std::vector<int>& axes) {
+  if (acc.is_gather() || acc.map.num_results() != static_cast<int>(axes.size())) return false;
+  for (size_t r = 0; r < axes.size(); ++r) {
+    const AffineExpr& row = acc.map.result(static_cast<int>(r));
+    if (row.offset != 0) return false;
+    for (int a = 0; a < static_cast<int>(row.coeffs.size()); ++a)
+      if (row.coeffs[a] != (a == axes[r] ? 1 : 0)) return false;
+  }
+  return true;
+}
+
+std::vector<int> iota_axes(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// Its output is its spatial domain, row-major (no reshape).
+bool output_is_domain(const TeNode& node) {
+  std::vector<int64_t> e = node.extents();
+  e.resize(node.num_spatial());
+  return node.output().shape == e;
+}
+
+std::vector<int64_t> spatial_extents(const TeNode& node) {
+  std::vector<int64_t> e = node.extents();
+  e.resize(node.num_spatial());
+  return e;
+}
+
+bool only_readers(const OpGraph& g, NodeId n, std::set<NodeId> allowed) {
+  const TensorId t = g.node_output(n);
+  for (TensorId o : g.outputs())
+    if (o == t) return false;
+  for (NodeId c : g.consumers(t))
+    if (!allowed.count(c)) return false;
+  return true;
+}
+
+// A plain copy: body in0, one non-gather input of the same dtype, no reshape.
+bool is_copy(const TeNode& node) {
+  return node.num_reduction() == 0 && node.inputs().size() == 1 && !node.inputs()[0].is_gather() &&
+         is_input(node.body(), 0) && node.output().dtype == node.inputs()[0].type.dtype && output_is_domain(node);
+}
+
+// mul(in_a, in_b) with {a, b} = {0, 1}.
+bool is_product(const Expr& e) {
+  return e.op() == ExprOp::mul && e.operands().size() == 2 &&
+         ((is_input(e.operands()[0], 0) && is_input(e.operands()[1], 1)) ||
+          (is_input(e.operands()[0], 1) && is_input(e.operands()[1], 0)));
+}
+
+// exp(sub(in_x, in_m)).
+bool is_shifted_exp(const Expr& e, int x, int m) {
+  return e.op() == ExprOp::exp && e.operands().size() == 1 && e.operands()[0].op() == ExprOp::sub &&
+         is_input(e.operands()[0].operands()[0], x) && is_input(e.operands()[0].operands()[1], m);
+}
+
+}  // namespace
+
+std::vector<NodeId> AttentionPattern::nodes(const OpGraph& graph) const {
+  std::set<NodeId> all(operand_copies.begin(), operand_copies.end());
+  all.insert(score_epilogue.begin(), score_epilogue.end());
+  for (NodeId n : {scores, max, sum, probs}) all.insert(n);
+  std::vector<NodeId> out;
+  for (NodeId n : graph.topological_order())
+    if (all.count(n)) out.push_back(n);
+  out.push_back(this->out);
+  return out;
+}
+
+std::optional<AttentionPattern> match_attention(const OpGraph& g, NodeId o, std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<AttentionPattern> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  AttentionPattern p;
+  p.out = o;
+  const TeNode& on = g.node(o);
+  const int ns = on.num_spatial();
+  if (on.combiner() != Combiner::sum || on.num_reduction() != 1 || ns < 2 || on.inputs().size() != 2 || !is_product(on.body()))
+    return fail(cat("'", on.name(), "' is not a product summed over one axis"));
+  // O reads P at (b.., m, r): the spatial prefix, then its reduction axis.
+  std::vector<int> p_axes = iota_axes(ns - 1);
+  p_axes.push_back(ns);
+  for (int slot = 0; slot < 2 && p.probs < 0; ++slot) {
+    const NodeId prod = g.producer(g.node_inputs(o)[slot]);
+    if (prod >= 0 && reads_axes(on.inputs()[slot], p_axes) && g.node(prod).num_reduction() == 0) p.probs = prod, p.probs_slot = slot;
+  }
+  if (p.probs < 0) return fail(cat("no input of '", on.name(), "' is a node read at (batch.., m, k)"));
+
+  // P = exp(X - M) / L, read at (b.., m, n) and (b.., m, 0).
+  const TeNode& pn = g.node(p.probs);
+  if (pn.num_spatial() != ns || !output_is_domain(pn) || pn.inputs().size() != 3 || !only_readers(g, p.probs, {o}))
+    return fail(cat("'", pn.name(), "' is not a softmax output read only by '", on.name(), "'"));
+  const Expr& pb = pn.body();
+  if (pb.op() != ExprOp::div || !is_input(pb.operands()[1], 2) || !is_shifted_exp(pb.operands()[0], 0, 1))
+    return fail(cat("'", pn.name(), "' is not exp(x - max) / sum"));
+  std::vector<int> row0 = iota_axes(ns - 1);
+  row0.push_back(-1);
+  if (!reads_axes(pn.inputs()[0], iota_axes(ns)) || !reads_axes(pn.inputs()[1], row0) || !reads_axes(pn.inputs()[2], row0))
+    return fail(cat("'", pn.name(), "' does not read the softmax's rows"));
+  const NodeId x = g.producer(g.node_inputs(p.probs)[0]);
+  p.max = g.producer(g.node_inputs(p.probs)[1]);
+  p.sum = g.producer(g.node_inputs(p.probs)[2]);
+  if (x < 0 || p.max < 0 || p.sum < 0) return fail(cat("'", pn.name(), "' reads a graph input where a softmax step belongs"));
+
+  // M = max_r X[b.., m, r]; L = sum_r exp(X[b.., m, r] - M[b.., m, 0]).
+  std::vector<int> x_axes = iota_axes(ns - 1);
+  x_axes.push_back(ns);
+  const TeNode& mn = g.node(p.max);
+  const TeNode& ln = g.node(p.sum);
+  for (const TeNode* r : {&mn, &ln})
+    if (r->num_spatial() != ns || r->num_reduction() != 1 || r->axes()[ns - 1].extent != 1 ||
+        r->axes()[ns].extent != pn.axes()[ns - 1].extent)
+      return fail(cat("'", r->name(), "' is not a reduction over the rows of '", pn.name(), "'"));
+  if (mn.combiner() != Combiner::max || mn.inputs().size() != 1 || !is_input(mn.body(), 0) ||
+      !reads_axes(mn.inputs()[0], x_axes) || g.producer(g.node_inputs(p.max)[0]) != x)
+    return fail(cat("'", mn.name(), "' is not the row max of the softmax's input"));
+  std::vector<int> m_axes = iota_axes(ns);
+  if (ln.combiner() != Combiner::sum || ln.inputs().size() != 2 || !is_shifted_exp(ln.body(), 0, 1) ||
+      !reads_axes(ln.inputs()[0], x_axes) || g.producer(g.node_inputs(p.sum)[0]) != x ||
+      !(reads_axes(ln.inputs()[1], m_axes) || reads_axes(ln.inputs()[1], row0)) || g.producer(g.node_inputs(p.sum)[1]) != p.max)
+    return fail(cat("'", ln.name(), "' is not the row sum of exp(x - max)"));
+  if (!only_readers(g, p.max, {p.sum, p.probs}) || !only_readers(g, p.sum, {p.probs}) ||
+      !only_readers(g, x, {p.max, p.sum, p.probs}))
+    return fail("a softmax intermediate is read outside the softmax");
+
+  // X back to S through elementwise steps, each read at the same point by the next.
+  const std::vector<int64_t> extents = spatial_extents(pn);
+  std::vector<NodeId> chain;
+  NodeId cur = x;
+  while (g.node(cur).num_reduction() == 0) {
+    if (static_cast<int>(chain.size()) >= kMaxEpilogue)
+      return fail(cat("more than ", kMaxEpilogue, " elementwise steps between the scores and the softmax"));
+    const TeNode& en = g.node(cur);
+    if (en.num_spatial() != ns || spatial_extents(en) != extents || !output_is_domain(en))
+      return fail(cat("'", en.name(), "' is not elementwise over the scores"));
+    chain.push_back(cur);
+    NodeId next = -1;
+    for (size_t k = 0; k < en.inputs().size(); ++k) {
+      const NodeId prod = g.producer(g.node_inputs(cur)[k]);
+      if (prod < 0 || en.inputs()[k].is_gather() || !reads_axes(en.inputs()[k], iota_axes(ns))) continue;
+      const TeNode& pr = g.node(prod);
+      if (pr.num_spatial() != ns || spatial_extents(pr) != extents || !only_readers(g, prod, {cur})) continue;
+      if (next >= 0) return fail(cat("'", en.name(), "' combines two computed score-shaped tensors"));
+      next = prod;
+    }
+    if (next < 0) return fail(cat("'", en.name(), "' does not read the scores"));
+    cur = next;
+  }
+  p.scores = cur;
+  std::reverse(chain.begin(), chain.end());
+  p.score_epilogue = chain;
+  const TeNode& sn = g.node(p.scores);
+  if (sn.combiner() != Combiner::sum || sn.num_reduction() != 1 || sn.inputs().size() != 2 || !is_product(sn.body()) ||
+      !output_is_domain(sn))
+    return fail(cat("'", sn.name(), "' is not a product summed over one axis"));
+  std::vector<int64_t> o_batch = spatial_extents(on), s_batch = extents;
+  if (std::vector<int64_t>(o_batch.begin(), o_batch.end() - 1) != std::vector<int64_t>(s_batch.begin(), s_batch.end() - 1))
+    return fail(cat("'", sn.name(), "' and '", on.name(), "' differ in their batch or row extents"));
+
+  // Copies in front of Q, K and V.
+  auto copies = [&](NodeId reader, int slot) {
+    TensorId t = g.node_inputs(reader)[slot];
+    for (NodeId prod = g.producer(t); prod >= 0 && is_copy(g.node(prod)) && only_readers(g, prod, {reader});
+         prod = g.producer(t)) {
+      p.operand_copies.push_back(prod);
+      reader = prod;
+      t = g.node_inputs(prod)[0];
+    }
+  };
+  copies(p.scores, 0);
+  copies(p.scores, 1);
+  copies(o, 1 - p.probs_slot);
+  return p;
+}
+
+}  // namespace tessel
