@@ -35,8 +35,9 @@ class ModelBuilder {
     m_.ops.push_back(d);
     return d.outputs[0];
   }
-  OpGraph graph(const std::string& output) {
-    m_.outputs = {output};
+  OpGraph graph(const std::string& output) { return graph(std::vector<std::string>{output}); }
+  OpGraph graph(std::vector<std::string> outputs) {
+    m_.outputs = std::move(outputs);
     return lower_model(m_);
   }
 

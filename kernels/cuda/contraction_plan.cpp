@@ -597,6 +597,27 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   return plan;
 }
 
+std::string print_mma_operand(const OpGraph& graph, const char* name, const MmaOperand& o) {
+  std::string s = cat(name, " = ", graph.tensor(o.tensor).name, " (", o.k_contiguous ? "k contiguous" : "k strided", ", ld ", o.ld);
+  if (!o.batch_strides.empty()) {
+    s += ", batch strides ";
+    for (size_t i = 0; i < o.batch_strides.size(); ++i) s += cat(i ? "x" : "", o.batch_strides[i]);
+  }
+  return s + ")";
+}
+
+std::string contraction_operand(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, NodeId c, int slot,
+                                int own, int other, const std::vector<int>& batch_axes, const char* which, MmaOperand& out,
+                                std::vector<NodeId>& via) {
+  std::string why;
+  const std::optional<Traced> t = trace_operand(graph, group, generic, c, slot, why);
+  if (!t) return why;
+  const TeNode& node = graph.node(c);
+  if (std::string r = operand_view(graph, node, *t, own, other, node.num_spatial(), batch_axes, which, out); !r.empty()) return r;
+  via.insert(via.end(), t->via.begin(), t->via.end());
+  return "";
+}
+
 std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& p) {
   const TeNode& cn = graph.node(p.node);
   auto operand = [&](const char* name, const MmaOperand& o) {
@@ -612,12 +633,7 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
       }
       return s + "] (? : zero outside)";
     }
-    std::string s = cat(name, " = ", graph.tensor(o.tensor).name, " (", o.k_contiguous ? "k contiguous" : "k strided", ", ld ", o.ld);
-    if (!o.batch_strides.empty()) {
-      s += ", batch strides ";
-      for (size_t i = 0; i < o.batch_strides.size(); ++i) s += cat(i ? "x" : "", o.batch_strides[i]);
-    }
-    return s + ")";
+    return print_mma_operand(graph, name, o);
   };
   auto axes = [&](const std::vector<int>& list) {
     std::string s = "(";

@@ -129,6 +129,18 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
 /// sink) are inlined; only the sink writes device memory.
 GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& plan);
 
+/// Input `slot` of contraction `c` (one reduction axis, spatial axes batch.., m, n) as the mma
+/// path reads it: traced back through in-group copies to device memory (the copies passed are
+/// appended to `via`), then viewed as a 2-D row-major matrix per batch point with 16-byte aligned
+/// rows. `own` is m (A) or n (B) and `other` the axis it must not read; `which` names it in the
+/// reason. An empty string on success, else why not. (The streamed attention planner's operands.)
+std::string contraction_operand(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, NodeId c, int slot,
+                                int own, int other, const std::vector<int>& batch_axes, const char* which, MmaOperand& out,
+                                std::vector<NodeId>& via);
+
+/// One-line text of an operand ("A = q (k contiguous, ld 128, batch strides 1x2)").
+std::string print_mma_operand(const OpGraph& graph, const char* which, const MmaOperand& op);
+
 /// One-line text of the plan, for the generated source's header and `--dump`.
 std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& plan);
 

@@ -211,6 +211,7 @@ class Emitter {
 
   std::string kernel(const std::string& name);
   std::string mma_kernel(const std::string& name, const ContractionPlan& c);
+  std::string flash_kernel(const std::string& name, const AttentionPlan& a);
   void emit_gather_copy(const ContractionPlan& c);
   void emit_unflatten(const std::string& ind, const std::string& type, const std::string& var, const std::vector<int>& axes,
                       const std::vector<int64_t>& extents, const std::string& prefix);
@@ -933,6 +934,80 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   return os_.str();
 }
 
+// ---- the streamed attention kernel (attention_plan.h) ---------------------------------------------
+
+// Layout: the parameters; the block's batch point and query rows; the score function (S's value is
+// the dot product the kernel passes, rounded to S's dtype; the score steps' value functions are
+// the generic ones, reading their side inputs from device memory); device/flash.cuh's main loop;
+// the store of O (divided by the row sums, rounded to O's dtype).
+std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& a) {
+  const StreamedAttention& sh = a.shape;
+  const TeNode& o = g_.node(a.pattern.out);
+  const int ns = o.num_spatial();
+  const int spos = plan_.position(a.pattern.scores);
+  const int xpos = plan_.position(a.pattern.logits());
+  const DType odt = o.output().dtype;
+  os_ << "// Tessel generated kernel for " << spec_.name << " (" << spec_.target.arch << ").\n";
+  std::istringstream plan_text(print_group_plan(g_, plan_));
+  for (std::string line; std::getline(plan_text, line);) os_ << "//   " << line << "\n";
+  os_ << "//   " << print_attention_plan(g_, a) << "\n";
+  os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
+      << "u\n";
+  os_ << device_library_source() << "\n";
+  os_ << "typedef tsl::flash::StreamedAttention<" << sh.rows << ", " << sh.chunk << ", " << sh.d << ", " << sh.dv << ", " << sh.stages
+      << ", " << (a.dtype == DType::bf16 ? "true" : "false") << ", " << sh.queries << ", " << sh.keys << ", " << a.q.ld << "LL, "
+      << a.k.ld << "LL, " << a.v.ld << "LL> TslAttn;\n";
+  // The host planned the launch with these (attention_plan.cpp, group_footprint.h).
+  os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes
+      << ", \"the streamed attention plan and device/flash.cuh disagree\");\n";
+  emit_signature(name, 1);
+  os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
+  os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
+  os_ << "  long long tsl_batch = blockIdx.x / " << a.tiles_m << "LL;\n";
+  os_ << "  const long long tsl_batch_index = tsl_batch;\n";
+  os_ << "  const int tsl_m0 = static_cast<int>((blockIdx.x % " << a.tiles_m << "LL) * " << sh.rows << "LL);\n";
+  for (int b = static_cast<int>(a.batch_axes.size()) - 1; b >= 0; --b)
+    os_ << "  const long long tsl_x" << a.batch_axes[b] << " = tsl_batch % " << a.batch_extents[b] << "LL; tsl_batch /= "
+        << a.batch_extents[b] << "LL;\n";
+  auto batch_offset = [&](const std::vector<int64_t>& strides) {
+    std::string off = "0LL";
+    for (size_t b = 0; b < a.batch_axes.size(); ++b)
+      if (strides[b] != 0) off += cat(" + tsl_x", a.batch_axes[b], " * ", strides[b], "LL");
+    return off;
+  };
+  for (const auto& [var, op] : {std::pair<const char*, const MmaOperand*>{"tsl_q", &a.q}, {"tsl_k", &a.k}, {"tsl_v", &a.v}})
+    os_ << "  const unsigned short* const " << var << " = g_in" << input_param(op->tensor) << " + (" << batch_offset(op->batch_strides)
+        << ");  // " << g_.tensor(op->tensor).name << "\n";
+  // The score function: S's value function returns the dot product being scored.
+  std::string params;
+  for (int q = 0; q < ns; ++q) params += cat(q ? ", " : "", "long long x", q);
+  const TeNode& sn = node(spos);
+  os_ << "  float tsl_acc = 0.0f;  // the dot product of the score being computed\n";
+  os_ << "    // " << sn.name() << ": " << print_expr(sn.body(), sn.axis_names()) << ", summed on the tensor cores\n";
+  os_ << "    auto val" << spos << " = [&](" << params << ") -> float { return " << round_to_dtype(sn.output().dtype, "tsl_acc")
+      << "; };\n";
+  for (NodeId n : a.pattern.score_epilogue) emit_value_function(plan_.position(n));
+  std::string args;
+  for (int q = 0; q < ns - 2; ++q) args += cat("tsl_x", q, ", ");
+  os_ << "  auto tsl_score = [&](float tsl_dot, int tsl_dm, int tsl_n) -> float {\n";
+  os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm;\n";
+  os_ << "    if (tsl_xm >= " << sh.queries << "LL) return 0.0f;  // a row past the end (not stored)\n";
+  os_ << "    tsl_acc = tsl_dot;\n";
+  os_ << "    return val" << xpos << "(" << args << "tsl_xm, static_cast<long long>(tsl_n));\n  };\n";
+  os_ << "  TslAttn tsl_attn;\n";
+  os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_score);\n";
+  // O's domain is row-major (batch.., m, dv): the batch point's rows are contiguous.
+  os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << sh.queries << "LL + tsl_m0) * " << sh.dv << "LL;\n";
+  os_ << "  tsl_attn.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  os_ << "    if (tsl_m0 + tsl_dm >= " << sh.queries << ") return;\n";
+  os_ << "    const unsigned tsl_s0 = " << to_storage(odt, round_to_dtype(odt, "tsl_v0")) << ";\n";
+  os_ << "    const unsigned tsl_s1 = " << to_storage(odt, round_to_dtype(odt, "tsl_v1")) << ";\n";
+  os_ << "    *reinterpret_cast<unsigned*>(tsl_o + static_cast<long long>(tsl_dm) * " << sh.dv
+      << "LL + tsl_dn) = tsl_s0 | (tsl_s1 << 16);\n";
+  os_ << "  });\n}\n";
+  return os_.str();
+}
+
 // ---- the vector kernel (vector_plan.h) -----------------------------------------------------------
 //
 // A grid-stride loop over vectors of `vec` consecutive elements of the sink: the point of the
@@ -1304,6 +1379,25 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   const ScheduledGroup& group = schedule.groups[index].group;
   GeneratedKernel k;
   const GroupPlan generic = plan_group(graph, group, spec);
+  // A streamed attention group gets the flash kernel when it can run it.
+  if (group.stream_chunk > 0) {
+    AttentionMatch attention = plan_attention(graph, group, generic, spec);
+    if (attention.plan) {
+      k.attention = attention.plan;
+      k.path = "flash";
+      k.plan = attention_group_plan(generic, *attention.plan);
+      Emitter e(graph, k.plan, spec);
+      constexpr const char* kPlaceholder = "TESSEL_KERNEL_NAME";
+      std::string source = e.flash_kernel(kPlaceholder, *attention.plan);
+      k.canonical = strip_comments(source);
+      k.name = cat("tessel_", short_hash(k.canonical));
+      replace_all(source, kPlaceholder, k.name);
+      replace_all(k.canonical, kPlaceholder, k.name);
+      k.source = cat("// group ", index, " of the schedule (", schedule.policy, "): ", group_names(graph, group), "\n", source);
+      return k;
+    }
+    k.attention_reason = attention.reason;
+  }
   // The tensor-core path when the group is a contraction with an elementwise epilogue whose
   // operands it can stream from device memory; every other group gets the generic kernel.
   ContractionMatch match = plan_contraction(graph, group, generic, spec);
@@ -1340,6 +1434,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   k.name = cat("tessel_", short_hash(k.canonical));
   replace_all(source, kPlaceholder, k.name);
   replace_all(k.canonical, kPlaceholder, k.name);
+  if (!k.attention_reason.empty()) source = cat("// streamed attention kernel not used: ", k.attention_reason, "\n", source);
   k.source = cat("// group ", index, " of the schedule (", schedule.policy, "): ", group_names(graph, group), "\n", source);
   return k;
 }

@@ -1,4 +1,5 @@
-// CUDA C++ for one fused group (DESIGN.md, "emit"): the tensor-core kernel for f16/bf16
+// CUDA C++ for one fused group (DESIGN.md, "emit"): the streamed attention kernel for streamed
+// groups (attention_plan.h), else the tensor-core kernel for f16/bf16
 // contraction groups with an elementwise epilogue and channels-last convolutions
 // (contraction_plan.h), else the row kernel for groups that reduce and normalize rows
 // (row_plan.h), else the vector kernel for elementwise groups (vector_plan.h), else the generic
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/group_plan.h"
 #include "kernels/cuda/row_plan.h"
@@ -25,7 +27,9 @@ struct GeneratedKernel {
   std::string source;     // the whole translation unit, with comments naming the group's nodes
   std::string canonical;  // the source without comments: equal for identical groups (compile once)
   GroupPlan plan;      // grid, block, shared memory, parameters (inputs, outputs, scratch, status)
-  std::string path;    // "wgmma", "mma", "row", "vector" or "generic": which template produced it
+  std::string path;    // "flash", "wgmma", "mma", "row", "vector" or "generic": which template produced it
+  std::optional<AttentionPlan> attention;      // the streamed attention path's plan
+  std::string attention_reason;                // a streamed group on another path: why
   std::optional<ContractionPlan> contraction;  // the mma path's plan
   std::string mma_reason;                      // row and generic paths: why the mma path was not taken
   std::optional<RowPlan> rows;                 // the row path's plan

@@ -1,0 +1,58 @@
+// The streamed attention path: planning the flash-style kernel (device/flash.cuh) of a streamed
+// attention group (ScheduledGroup::stream_chunk, formed by the welder policy from an attention
+// pattern, tilegraph/attention_pattern.h). kernel_emitter.cpp asks plan_attention for every
+// streamed group; on success it emits the streamed kernel, otherwise the generic kernel (correct,
+// and slow: it stages whole rows of scores) with the reason in the generated source's header.
+//
+// A streamed group qualifies when
+//   * the spec's target can run the kernel for the pattern (group_footprint.h's
+//     streamed_attention_unsupported: mma.sync m16n8k16 for the dtype, head dimensions);
+//   * the schedule's geometry (streamed_attention) is the kernel's: 16 query rows per warp, the
+//     block's rows a multiple of 16, the chunk a multiple of 16 keys;
+//   * Q and K are read with the head dimension contiguous (Q stored M x D, K stored N x D) and V
+//     with dv contiguous (N x DV), each a 2-D view per batch point with 16-byte aligned rows,
+//     directly or through the in-group copies of the pattern (the mma path's operand rules);
+//   * O's output is its domain (no reshape) and every extent fits 32-bit tile indices.
+// The score steps (scale, mask) run per score in registers through the generic value functions,
+// rounding like the interpreter at each step; the softmax and P V are the kernel's own (f32, P
+// rounded to the operand dtype for the tensor cores).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cost_model/group_footprint.h"
+#include "kernels/cuda/contraction_plan.h"
+#include "tilegraph/attention_pattern.h"
+
+namespace tessel::cuda {
+
+struct AttentionPlan {
+  AttentionPattern pattern;
+  StreamedAttention shape;            // rows, chunk, d, dv, threads, stages (from the schedule)
+  DType dtype = DType::f16;
+  std::vector<int> batch_axes;        // O's (and S's) spatial axes before m
+  std::vector<int64_t> batch_extents;
+  MmaOperand q, k, v;                 // q: A of S; k: B of S (N x D); v: B of O (N x DV)
+  std::vector<NodeId> operand_nodes;  // in-group copies folded into the reads
+  int64_t smem_bytes = 0;
+  int64_t tiles_m = 0;                // blocks per batch point
+
+  int64_t blocks() const { return shape.batch * tiles_m; }
+};
+
+struct AttentionMatch {
+  std::optional<AttentionPlan> plan;
+  std::string reason;  // set when plan is not
+};
+
+/// Plans the streamed kernel of `group` (stream_chunk > 0), or says why it keeps the generic one.
+AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec);
+
+/// The GroupPlan the runtime launches: `generic`'s parameters, one block per tile of query rows.
+GroupPlan attention_group_plan(const GroupPlan& generic, const AttentionPlan& plan);
+
+/// One-line text of the plan, for the generated source's header and `--dump`.
+std::string print_attention_plan(const OpGraph& graph, const AttentionPlan& plan);
+
+}  // namespace tessel::cuda

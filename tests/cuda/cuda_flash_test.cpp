@@ -1,0 +1,168 @@
+// Streamed attention (tilegraph/attention_pattern.h, the welder's step 2b, kernels/cuda/
+// attention_plan.h, device/flash.cuh): which graphs match the pattern and why the others do not;
+// the streamed group in the schedule (check_schedule, JSON round trip, the cost model's price);
+// specs and shapes the kernel cannot take; NVRTC compiles of every case; and, on a GPU, the
+// results against the interpreter: query and key tails (not multiples of the 128-row block or
+// the 64-key chunk), keys fewer than a chunk, bf16, d 32 / 64 / 128, dv != d, an additive mask
+// read from device memory, heads transposed out of [batch, seq, heads, d] (strided rows).
+// Without a GPU the run case prints [SKIP] and the compile-only case still compiles every kernel.
+#include <doctest/doctest.h>
+
+#include "cuda_check.h"
+#include "../model_builder.h"
+#include "cost_model/group_footprint.h"
+#include "policy/check_schedule.h"
+#include "policy/schedule_json.h"
+#include "tilegraph/attention_pattern.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+struct Attn {
+  DType dt = DType::f16;
+  int64_t batch = 1, heads = 2, sq = 129, skv = 520, d = 64, dv = 64;
+  bool mask = false;           // + mask[sq, skv] (an input) after the scaling
+  bool seq_major = false;      // Q, K, V given as [batch, seq, heads, d] and transposed to heads
+  bool probs_output = false;   // P is also a graph output (no streaming)
+};
+
+OpGraph attention(const Attn& a) {
+  ModelBuilder b(a.dt);
+  auto operand = [&](const char* name, int64_t s, int64_t d) {
+    if (!a.seq_major) return b.input(name, {a.batch, a.heads, s, d});
+    return b.op("Transpose", {b.input(name, {a.batch, s, a.heads, d})}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  };
+  const std::string q = operand("q", a.sq, a.d), k = operand("k", a.skv, a.d), v = operand("v", a.skv, a.dv);
+  const std::string kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  std::string x = b.op("Mul", {b.op("MatMul", {q, kt}), b.weight("scale", {}, 5)});
+  if (a.mask) x = b.op("Add", {x, b.input("mask", {a.sq, a.skv})});
+  const std::string probs = b.op("Softmax", {x}, {{"axis", int64_t{-1}}});
+  const std::string out = b.op("MatMul", {probs, v});
+  if (a.probs_output) return b.graph(std::vector<std::string>{out, probs});
+  return b.graph(out);
+}
+
+struct FlashCase {
+  std::string name;
+  OpGraph graph;
+};
+
+std::vector<FlashCase> flash_cases() {
+  std::vector<FlashCase> out;
+  auto add = [&](std::string name, const Attn& a) { out.push_back({std::move(name), attention(a)}); };
+  add("f16 1x2 s129/520 d64", Attn{});
+  add("bf16 2x3 s200/77 d128", Attn{DType::bf16, 2, 3, 200, 77, 128, 128});
+  add("f16 1x1 s16/16 d32", Attn{DType::f16, 1, 1, 16, 16, 32, 32});
+  add("f16 dv 128 != d 64, s70/300", Attn{DType::f16, 1, 2, 70, 300, 64, 128});
+  add("f16 additive mask 1x2 s130/130 d64", Attn{DType::f16, 1, 2, 130, 130, 64, 64, true});
+  add("f16 seq-major heads 2x4 s257/257 d128 + mask", Attn{DType::f16, 2, 4, 257, 257, 128, 128, true, true});
+  return out;
+}
+
+int streamed_groups(const Schedule& s) {
+  int n = 0;
+  for (const ScheduleGroup& g : s.groups) n += g.group.stream_chunk > 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("cuda flash: attention pattern: the unfused graph matches, with its steps, copies and softmax nodes") {
+  const OpGraph g = attention(Attn{.mask = true, .seq_major = true});
+  const NodeId out = g.producer(g.outputs()[0]);
+  std::string why;
+  const std::optional<AttentionPattern> p = match_attention(g, out, &why);
+  REQUIRE_MESSAGE(p.has_value(), why);
+  CHECK(p->out == out);
+  CHECK(p->score_epilogue.size() == 2);  // scale, mask
+  CHECK(g.node(p->scores).num_reduction() == 1);
+  CHECK(g.node(p->max).combiner() == Combiner::max);
+  CHECK(g.node(p->sum).combiner() == Combiner::sum);
+  CHECK(p->operand_copies.size() == 4);  // q, k (heads, then K^T) and v transposes: kt folds with k's
+  CHECK(p->nodes(g).back() == out);
+  CHECK(p->nodes(g).size() == 4 + 1 + 2 + 3 + 1);
+
+  // P read outside the chain: no match, and the reason names it.
+  const OpGraph leaked = attention(Attn{.probs_output = true});
+  CHECK_FALSE(match_attention(leaked, leaked.producer(leaked.outputs()[0]), &why).has_value());
+  CHECK(why.find("softmax output read only by") != std::string::npos);
+  // A plain product is not attention.
+  ModelBuilder b(DType::f16);
+  const OpGraph mm = b.graph(b.op("MatMul", {b.input("a", {16, 32}), b.input("b", {32, 16})}));
+  CHECK_FALSE(match_attention(mm, mm.producer(mm.outputs()[0]), &why).has_value());
+}
+
+TEST_CASE("cuda flash: welder forms one legal streamed group, priced, saved and reloaded") {
+  const HwSpec& spec = gpu_spec();
+  for (const FlashCase& c : flash_cases()) {
+    INFO(c.name);
+    const Schedule s = schedule_with(c.graph, spec, "welder");
+    REQUIRE(streamed_groups(s) == 1);
+    CHECK(check_schedule(c.graph, spec, s).empty());
+    const ScheduleGroup* sg = nullptr;
+    for (const ScheduleGroup& g : s.groups)
+      if (g.group.stream_chunk > 0) sg = &g;
+    CHECK(sg->predicted.latency_s > 0);
+    CHECK(sg->predicted.tensor_cores);
+    const std::optional<StreamedAttention> shape = streamed_attention(c.graph, sg->group);
+    REQUIRE(shape.has_value());
+    CHECK(group_footprint(c.graph, sg->group, spec).smem_bytes_per_block == shape->smem_bytes());
+    // JSON round trip keeps the chunk.
+    const Schedule back = schedule_from_json(schedule_to_json(s, c.graph), "test.json", c.graph);
+    CHECK(streamed_groups(back) == 1);
+    CHECK(check_schedule(c.graph, spec, back).empty());
+    // The kernel: the streamed path for every case.
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
+      if (s.groups[i].group.stream_chunk > 0) {
+        const cuda::GeneratedKernel k = cuda::emit_group_kernel(c.graph, s, i, spec);
+        CHECK(k.path == "flash");
+        CHECK(k.source.find("streamed attention (flash") != std::string::npos);
+      }
+  }
+  // Roller never streams.
+  CHECK(streamed_groups(schedule_with(flash_cases()[0].graph, spec, "roller")) == 0);
+}
+
+TEST_CASE("cuda flash: shapes, graphs and specs the kernel cannot take keep the unfused kernels") {
+  const HwSpec& spec = gpu_spec();
+  // Head dimension 48 (not a multiple of 32), P read outside, a spec without m16n8k16.
+  CHECK(streamed_groups(schedule_with(attention(Attn{.d = 48, .dv = 48}), spec, "welder")) == 0);
+  CHECK(streamed_groups(schedule_with(attention(Attn{.probs_output = true}), spec, "welder")) == 0);
+  HwSpec no_mma = spec;
+  no_mma.compute.tensor_core_shapes.clear();
+  const OpGraph g = attention(Attn{});
+  const std::optional<AttentionPattern> p = match_attention(g, g.producer(g.outputs()[0]));
+  REQUIRE(p.has_value());
+  const std::optional<std::string> why = streamed_attention_unsupported(g, *p, no_mma);
+  REQUIRE(why.has_value());
+  CHECK(why->find("m16n8k16") != std::string::npos);
+  CHECK(streamed_groups(schedule_with(g, no_mma, "welder")) == 0);
+  CHECK_FALSE(streamed_attention_unsupported(g, *p, spec).has_value());
+  // check_schedule rejects a chunk on a group that is not an attention pattern.
+  Schedule s = schedule_with(g, spec, "roller");
+  s.groups.back().group.stream_chunk = 64;
+  const std::vector<std::string> problems = check_schedule(g, spec, s);
+  REQUIRE_FALSE(problems.empty());
+  CHECK(problems.front().find("stream_chunk 64") != std::string::npos);
+}
+
+TEST_CASE("cuda flash: kernels of every case compile with NVRTC for sm_90a") {
+  const HwSpec& spec = gpu_spec();
+  for (const FlashCase& c : flash_cases()) {
+    INFO(c.name);
+    CHECK(nvrtc_compile_all(c.graph, schedule_with(c.graph, spec, "welder"), spec) >= 1);
+  }
+}
+
+TEST_CASE("cuda flash run: the flash kernel matches the interpreter") {
+  if (!gpu_available()) {
+    MESSAGE("[SKIP] no CUDA device: the compile-only case above compiled these kernels");
+    return;
+  }
+  for (const FlashCase& c : flash_cases()) {
+    INFO(c.name);
+    check_on_gpu(c.graph, "welder");
+  }
+}
