@@ -1374,6 +1374,21 @@ std::string Emitter::emit_row_global_read(const TeNode& nd, const RowRead& rd, c
 
 }  // namespace
 
+// Placeholder of the kernel's name in the emitted source until its hash is known.
+constexpr const char* kPlaceholder = "TESSEL_KERNEL_NAME";
+
+// Names the kernel by a hash of its code without comments (which name the model's nodes), so that
+// identical groups (the layers of a transformer) share one name, one compilation and one cache
+// entry; the header comment and the manifest say which group it is.
+void finish_kernel(GeneratedKernel& k, std::string source, const OpGraph& graph, const Schedule& schedule, int index) {
+  k.canonical = strip_comments(source);
+  k.name = cat("tessel_", short_hash(k.canonical));
+  replace_all(source, kPlaceholder, k.name);
+  replace_all(k.canonical, kPlaceholder, k.name);
+  k.source = cat("// group ", index, " of the schedule (", schedule.policy, "): ", group_names(graph, schedule.groups[index].group), "\n",
+                 source);
+}
+
 GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule, int index, const HwSpec& spec) {
   TESSEL_ASSERT(index >= 0 && index < static_cast<int>(schedule.groups.size()), "group ", index);
   const ScheduledGroup& group = schedule.groups[index].group;
@@ -1387,13 +1402,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
       k.path = "flash";
       k.plan = attention_group_plan(generic, *attention.plan);
       Emitter e(graph, k.plan, spec);
-      constexpr const char* kPlaceholder = "TESSEL_KERNEL_NAME";
-      std::string source = e.flash_kernel(kPlaceholder, *attention.plan);
-      k.canonical = strip_comments(source);
-      k.name = cat("tessel_", short_hash(k.canonical));
-      replace_all(source, kPlaceholder, k.name);
-      replace_all(k.canonical, kPlaceholder, k.name);
-      k.source = cat("// group ", index, " of the schedule (", schedule.policy, "): ", group_names(graph, group), "\n", source);
+      finish_kernel(k, e.flash_kernel(kPlaceholder, *attention.plan), graph, schedule, index);
       return k;
     }
     k.attention_reason = attention.reason;
@@ -1419,10 +1428,6 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
            : vectors.plan   ? vector_group_plan(generic, *vectors.plan)
                             : generic;
   Emitter e(graph, k.plan, spec);
-  // The kernel's name is a hash of its code without comments (which name the model's nodes), so
-  // that identical groups (the layers of a transformer) share one name, one compilation and one
-  // cache entry; the header comment and the manifest say which group it is.
-  constexpr const char* kPlaceholder = "TESSEL_KERNEL_NAME";
   const std::string not_mma = cat("// tensor cores not used: ", match.reason, "\n");
   const std::string not_row = cat("// row kernel not used: ", rows.reason, "\n");
   std::string source = match.plan     ? e.mma_kernel(kPlaceholder, *match.plan)
@@ -1430,12 +1435,8 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
                        : vectors.plan ? cat(not_mma, not_row, e.vector_kernel(kPlaceholder, *vectors.plan))
                                       : cat(not_mma, not_row, "// vector kernel not used: ", vectors.reason, "\n",
                                             e.kernel(kPlaceholder));
-  k.canonical = strip_comments(source);
-  k.name = cat("tessel_", short_hash(k.canonical));
-  replace_all(source, kPlaceholder, k.name);
-  replace_all(k.canonical, kPlaceholder, k.name);
   if (!k.attention_reason.empty()) source = cat("// streamed attention kernel not used: ", k.attention_reason, "\n", source);
-  k.source = cat("// group ", index, " of the schedule (", schedule.policy, "): ", group_names(graph, group), "\n", source);
+  finish_kernel(k, std::move(source), graph, schedule, index);
   return k;
 }
 
