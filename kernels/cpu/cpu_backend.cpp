@@ -1,8 +1,8 @@
 // The CPU backend (cpu_backend.h): the pipeline from a Schedule to running code, top to bottom.
 //
 //   1. plan buffers (kernels/buffer_plan.h): arena slots for tensors that leave their group;
-//   2. plan every group (group_plan.h): task grid, per-task boxes, scratch placement -- needs
-//      the buffer plan, to know which outputs stay in scratch;
+//   2. plan every group (group_plan.h): task grid, per-task boxes, row reuse (row_reuse.h),
+//      scratch placement -- needs the buffer plan, to know which outputs stay in scratch;
 //   3. emit one LLVM function per group (emit_group.h) into its own module and verify it (a
 //      rejected module is saved with a repro command);
 //   4. optimize (O3 unless CompileOptions::opt_level says otherwise) for the host CPU and hand the module to ORC LLJIT (llvm_toolchain.h);
@@ -100,7 +100,7 @@ class CpuBackend : public Backend {
     manifest["tensors"] = tensors;
     nlohmann::json kernels = nlohmann::json::array();
     for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
-      const CpuGroupPlan plan = plan_cpu_group(graph, schedule, buffers, g, alignment);
+      const CpuGroupPlan plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes);
       auto ctx = cpu::make_context();
       std::unique_ptr<llvm::Module> module = emit_module(graph, plan, params, *ctx, *tm, dir);
       const std::string base = (std::filesystem::path(dir) / cpu::kernel_name(g)).string();
@@ -117,9 +117,16 @@ class CpuBackend : public Backend {
       files.push_back(base + ".boxes.bin");
       std::vector<std::string> nodes;
       for (NodeId n : plan.nodes) nodes.push_back(graph.node(n).name());
+      nlohmann::json reuses = nlohmann::json::array();
+      for (const CpuRowReuse& r : plan.reuses) {
+        std::vector<std::string> readers;
+        for (const CpuRowReader& reader : r.readers) readers.push_back(graph.node(plan.nodes[reader.position]).name());
+        reuses.push_back({{"source", graph.node(plan.nodes[r.source]).name()}, {"value", print_expr(r.value)},
+                          {"readers", readers}, {"buffer_extents", r.extents}});
+      }
       kernels.push_back({{"name", cpu::kernel_name(g)}, {"group", g}, {"file", std::filesystem::path(file).filename().string()},
                          {"nodes", nodes}, {"tasks", plan.num_tasks}, {"sink_tile", plan.sink_tile},
-                         {"scratch_bytes_per_thread", plan.scratch_bytes},
+                         {"scratch_bytes_per_thread", plan.scratch_bytes}, {"row_reuse", reuses},
                          {"repro", format == "llvm" ? cat("llc-16 -O3 -mtriple=", spec.target.triple, " -mcpu=", spec.target.arch, " ", file)
                                                     : cat("objdump -d ", file)}});
     }
@@ -144,7 +151,7 @@ class CpuBackend : public Backend {
     std::vector<cpu::CompiledGroup> groups;
     for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
       cpu::CompiledGroup cg;
-      cg.plan = plan_cpu_group(graph, schedule, buffers, g, alignment);
+      cg.plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes);
       auto ctx = cpu::make_context();
       auto t0 = Clock::now();
       std::unique_ptr<llvm::Module> module = emit_module(graph, cg.plan, params, *ctx, *tm, options.reject_dir);

@@ -35,6 +35,7 @@ CodegenParams codegen_params(const HwSpec& spec) {
   p.vector_registers = std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / p.vector_bytes);
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.scope == MemoryScope::core && l.cache && !l.cache->shared) p.pack_bytes = std::max(p.pack_bytes, l.capacity_bytes / 2);
+  p.reuse_bytes = p.pack_bytes;
   return p;
 }
 
@@ -83,14 +84,26 @@ llvm::Function* KernelEmitter::emit() {
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   llvm::MDBuilder mdb(ctx_);
   llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain(kernel_name(plan_.group));
-  std::map<TensorId, llvm::MDNode*> scope;
-  for (TensorId t : touched) scope[t] = mdb.createAnonymousAliasScope(domain, graph_.tensor(t).name);
-  for (TensorId t : touched) {
-    std::vector<llvm::Metadata*> others;
-    for (TensorId o : touched)
-      if (o != t) others.push_back(scope[o]);
-    noalias_[t] = llvm::MDNode::get(ctx_, others);
-    scopes_[t] = llvm::MDNode::get(ctx_, {scope[t]});
+  // Row-reuse buffers are scratch arrays of their own, disjoint from every tensor's.
+  std::vector<llvm::MDNode*> scope;  // the tensors' in `touched` order, then the reuse buffers'
+  for (TensorId t : touched) scope.push_back(mdb.createAnonymousAliasScope(domain, graph_.tensor(t).name));
+  for (const CpuRowReuse& r : plan_.reuses)
+    scope.push_back(mdb.createAnonymousAliasScope(domain, cat("reuse in ", graph_.node(plan_.nodes[r.source]).name())));
+  auto others = [&](size_t self) {
+    std::vector<llvm::Metadata*> list;
+    for (size_t o = 0; o < scope.size(); ++o)
+      if (o != self) list.push_back(scope[o]);
+    return llvm::MDNode::get(ctx_, list);
+  };
+  for (size_t k = 0; k < scope.size(); ++k) {
+    llvm::MDNode* own = llvm::MDNode::get(ctx_, {scope[k]});
+    if (k < touched.size()) {
+      scopes_[touched[k]] = own;
+      noalias_[touched[k]] = others(k);
+    } else {
+      reuse_scopes_.push_back(own);
+      reuse_noalias_.push_back(others(k));
+    }
   }
   // Tensor pointers, loaded once.
   for (TensorId t : touched) {
@@ -119,9 +132,10 @@ void KernelEmitter::emit_task(Value* task) {
   // Inlined nodes get no loops; their consumers evaluate them (load_input).
   states_.clear();
   for (size_t k = 0; k < plan_.nodes.size(); ++k) states_.push_back(prepare_node(static_cast<int>(k), begins, extents));
+  // A row-reuse source stores its value from the generic nest's innermost point (reduce_point).
   for (size_t k = 0; k < plan_.nodes.size(); ++k) {
     if (plan_.buffers[k].inlined) continue;
-    if (!emit_contraction(states_[k])) emit_generic(states_[k]);
+    if (plan_.reuse_stored_by(static_cast<int>(k)) || !emit_contraction(states_[k])) emit_generic(states_[k]);
   }
 }
 
@@ -303,6 +317,7 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   point.resize(na, nullptr);
   if (node.num_reduction() == 0) {
     Cache cache;
+    load_reused(s, point, cache);
     return eval_expr(s, node.body(), point, cache);
   }
   // Float sums and products accumulate in f64 (the interpreter accumulates in f64; an f32
@@ -323,9 +338,17 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   // The body's width, not the accumulator's: an f32 body (an exp) runs 8 lanes wide and only the
   // final adds widen to two f64 vectors.
   const int lanes = vector_lanes(dtype);
+  const CpuRowReuse* stored = plan_.reuse_stored_by(s.position);
   std::function<void(int)> nest = [&](int a) {
     if (a == na) {
       Cache cache;
+      if (stored) {  // the value a later node reads (row reuse); the body finds it in the cache
+        const int r = static_cast<int>(stored - plan_.reuses.data());
+        llvm::StoreInst* st = b_.CreateAlignedStore(eval_expr(s, stored->value, point, cache), reuse_ptr(r, point),
+                                                    llvm::Align(compute_bytes(stored->value.dtype())));
+        st->setMetadata(llvm::LLVMContext::MD_alias_scope, reuse_scopes_[r]);
+        st->setMetadata(llvm::LLVMContext::MD_noalias, reuse_noalias_[r]);
+      }
       Value* v = convert_value(b_, eval_expr(s, node.body(), point, cache), dtype, acc_dtype);
       Value* old = b_.CreateLoad(acc->getAllocatedType(), acc);
       if (float_minmax) {
@@ -361,6 +384,43 @@ void KernelEmitter::store_point(NodeState& s, const std::vector<Value*>& point, 
   store_stored(s.output.tensor, output_offset(s, point), to_storage(b_, out, v));
 }
 
+Value* KernelEmitter::reuse_ptr(int r, const std::vector<Value*>& source_point) {
+  const CpuRowReuse& reuse = plan_.reuses[r];
+  const NodeState& source = states_[reuse.source];
+  const std::vector<int64_t> strides = row_major_strides(reuse.extents);
+  Value* off = i64(0);
+  for (size_t a = 0; a < strides.size(); ++a) {
+    Value* p = a < source.box_begin.size() ? b_.CreateSub(source_point[a], source.box_begin[a]) : source_point[a];
+    off = b_.CreateAdd(off, b_.CreateMul(p, i64(strides[a])));
+  }
+  Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), arg_scratch_, i64(reuse.scratch_offset_bytes));
+  return b_.CreateInBoundsGEP(compute_type(ctx_, reuse.value.dtype()), base, off);
+}
+
+void KernelEmitter::load_reused(NodeState& s, const std::vector<Value*>& point, Cache& cache) {
+  for (size_t r = 0; r < plan_.reuses.size(); ++r)
+    for (const CpuRowReader& reader : plan_.reuses[r].readers) {
+      if (reader.position != s.position) continue;
+      std::vector<Value*> at;
+      for (const AffineExpr& row : reader.point.results()) at.push_back(affine_value(row, point));
+      const DType dtype = reader.value.dtype();
+      llvm::LoadInst* ld = b_.CreateAlignedLoad(compute_type(ctx_, dtype), reuse_ptr(static_cast<int>(r), at),
+                                                llvm::Align(compute_bytes(dtype)));
+      ld->setMetadata(llvm::LLVMContext::MD_alias_scope, reuse_scopes_[r]);
+      ld->setMetadata(llvm::LLVMContext::MD_noalias, reuse_noalias_[r]);
+      cache[reader.value.get()] = ld;
+    }
+}
+
+Value* KernelEmitter::affine_value(const AffineExpr& row, const std::vector<Value*>& point) {
+  Value* v = i64(row.offset);
+  for (size_t a = 0; a < row.coeffs.size(); ++a) {
+    if (row.coeffs[a] == 0) continue;
+    v = b_.CreateAdd(v, row.coeffs[a] == 1 ? point[a] : b_.CreateMul(point[a], i64(row.coeffs[a])));
+  }
+  return v;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The body at one point.
 
@@ -392,14 +452,7 @@ std::vector<Value*> KernelEmitter::input_index(NodeState& s, int input, const st
       index.push_back(b_.CreateSelect(bad, i64(0), idx));
       continue;
     }
-    const AffineExpr& row = acc.map.result(d);
-    Value* v = i64(row.offset);
-    for (size_t a = 0; a < row.coeffs.size(); ++a) {
-      if (row.coeffs[a] == 0) continue;
-      Value* term = row.coeffs[a] == 1 ? point[a] : b_.CreateMul(point[a], i64(row.coeffs[a]));
-      v = b_.CreateAdd(v, term);
-    }
-    index.push_back(v);
+    index.push_back(affine_value(acc.map.result(d), point));
   }
   return index;
 }

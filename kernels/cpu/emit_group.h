@@ -33,6 +33,10 @@ struct CodegenParams {
   /// The largest packed operand panel, in bytes: half the largest private per-core cache (0: the
   /// spec has none, so nothing is packed).
   int64_t pack_bytes = 0;
+  /// The largest row-reuse buffer per thread, in bytes (row_reuse.h): half the largest private
+  /// per-core cache, so that the stored values and the task's inputs are still cached when the
+  /// reader loads them (0: the spec has none, so values are recomputed).
+  int64_t reuse_bytes = 0;
 };
 
 /// Reads CodegenParams from a CPU spec; UserError naming the field when the spec lacks one.

@@ -3,32 +3,12 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/emit_scalar.h"
+#include "kernels/cpu/row_reuse.h"
 #include "tilegraph/error.h"
 #include "tilegraph/tile_propagation.h"
 
 namespace tessel {
-
-namespace {
-
-/// Whether `e` computes a transcendental, a root, a division or a power: operations that cost
-/// tens of cycles per element, so that evaluating them twice costs more than a store and a load.
-bool has_costly_op(const Expr& e) {
-  switch (e.op()) {
-    case ExprOp::exp: case ExprOp::log: case ExprOp::sqrt: case ExprOp::rsqrt: case ExprOp::reciprocal:
-    case ExprOp::tanh: case ExprOp::erf: case ExprOp::sigmoid: case ExprOp::sin: case ExprOp::cos:
-    case ExprOp::tan: case ExprOp::asin: case ExprOp::acos: case ExprOp::atan: case ExprOp::sinh:
-    case ExprOp::cosh: case ExprOp::asinh: case ExprOp::acosh: case ExprOp::atanh: case ExprOp::div:
-    case ExprOp::mod: case ExprOp::fmod: case ExprOp::pow:
-      return true;
-    default:
-      break;
-  }
-  for (const Expr& o : e.operands())
-    if (has_costly_op(o)) return true;
-  return false;
-}
-
-}  // namespace
 
 int CpuGroupPlan::position(NodeId node) const {
   for (size_t k = 0; k < nodes.size(); ++k)
@@ -36,8 +16,14 @@ int CpuGroupPlan::position(NodeId node) const {
   return -1;
 }
 
+const CpuRowReuse* CpuGroupPlan::reuse_stored_by(int position) const {
+  for (const CpuRowReuse& r : reuses)
+    if (r.source == position) return &r;
+  return nullptr;
+}
+
 CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, const BufferPlan& buffers, int group,
-                            int64_t alignment) {
+                            int64_t alignment, int64_t reuse_budget_bytes) {
   const ScheduledGroup& sg = schedule.groups.at(group).group;
   TESSEL_ASSERT(!sg.nodes.empty(), "group ", group, " is empty");
   CpuGroupPlan plan;
@@ -154,14 +140,26 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
     }
   }
 
-  // 4. Scratch offsets.
+  // 4. Row reuse (row_reuse.h): needs the inlining decisions (an inlined node has no loop to load
+  //    in) and every task's box (the buffer spans the source's largest box).
+  plan_row_reuse(graph, plan, reuse_budget_bytes);
+
+  // 5. Scratch offsets: node outputs, then row-reuse buffers.
+  auto place = [&](int64_t bytes) {
+    const int64_t offset = plan.scratch_bytes;
+    plan.scratch_bytes += (bytes + alignment - 1) / alignment * alignment;
+    return offset;
+  };
   for (CpuNodeBuffer& b : plan.buffers) {
     if (!b.in_scratch || b.inlined) continue;
     int64_t elements = 1;
     for (int64_t e : b.scratch_extents) elements *= e;
-    b.scratch_offset_bytes = plan.scratch_bytes;
-    const int64_t bytes = elements * dtype_bytes(graph.tensor(b.tensor).type.dtype);
-    plan.scratch_bytes += (bytes + alignment - 1) / alignment * alignment;
+    b.scratch_offset_bytes = place(elements * dtype_bytes(graph.tensor(b.tensor).type.dtype));
+  }
+  for (CpuRowReuse& r : plan.reuses) {
+    int64_t elements = 1;
+    for (int64_t e : r.extents) elements *= e;
+    r.scratch_offset_bytes = place(elements * cpu::compute_bytes(r.value.dtype()));
   }
   return plan;
 }

@@ -12,6 +12,9 @@
 // device memory: kernels/buffer_plan.h) and is addressed as the whole tensor, or to the calling
 // thread's scratch buffer, addressed relative to the task's box of that node: a row-major array
 // of the largest box any task needs.
+//
+// Row reuse (row_reuse.h): a value a reduction's body computes and a later elementwise node of the
+// group would compute again at the same points is stored once per task in a scratch array.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,27 @@ struct CpuNodeBuffer {
   std::vector<int64_t> scratch_extents;
 };
 
+/// An elementwise node that loads a row-reuse value instead of evaluating it.
+struct CpuRowReader {
+  int position = -1;  // in the group
+  Expr value;         // the subexpression of its body that the buffer holds
+  /// The reader's axes -> the source's axes (spatial, then reduction): where the value of the
+  /// reader's point is stored.
+  AffineMap point;
+};
+
+/// A value stored by a reduction node for every point of its task box (row_reuse.h).
+struct CpuRowReuse {
+  int source = -1;  // the reduction node's position in the group
+  Expr value;       // the subexpression of its body that is stored
+  /// The buffer's extents: per spatial axis of the source, its largest box extent of any task;
+  /// then its reduction extents. Row-major, in the compute type of value.dtype(), box-relative
+  /// along the spatial axes.
+  std::vector<int64_t> extents;
+  int64_t scratch_offset_bytes = 0;
+  std::vector<CpuRowReader> readers;
+};
+
 struct CpuGroupPlan {
   int group = 0;                       // index in the schedule
   std::vector<NodeId> nodes;           // topological, sink last
@@ -51,15 +75,21 @@ struct CpuGroupPlan {
   std::vector<int64_t> box_offset;     // per node, in int64 entries
   int64_t box_stride = 0;
   int64_t scratch_bytes = 0;           // per thread
+  std::vector<CpuRowReuse> reuses;     // at most one per source node
 
   /// Position of `node` in `nodes`, or -1.
   int position(NodeId node) const;
+  /// The row reuse stored by the node at `position`, or null.
+  const CpuRowReuse* reuse_stored_by(int position) const;
 };
 
 /// Plans group `group` of `schedule`; scratch arrays start at multiples of `alignment` bytes (the
-/// caller passes the spec's cache-line size). Raises InternalError when tile propagation fails for
-/// one of the sink's tiles (the schedule checker accepts only groups where it succeeds).
+/// caller passes the spec's cache-line size). A row-reuse buffer may take up to
+/// `reuse_budget_bytes` of scratch per thread (the caller derives it from the spec's private
+/// caches, CodegenParams::reuse_bytes; 0 turns row reuse off). Raises InternalError when tile
+/// propagation fails for one of the sink's tiles (the schedule checker accepts only groups where
+/// it succeeds).
 CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, const BufferPlan& buffers, int group,
-                            int64_t alignment);
+                            int64_t alignment, int64_t reuse_budget_bytes);
 
 }  // namespace tessel

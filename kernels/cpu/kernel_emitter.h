@@ -84,6 +84,12 @@ class KernelEmitter {
   /// The node's combined value at a spatial point: the body, or the reduction over its axes.
   llvm::Value* reduce_point(NodeState& s, std::vector<llvm::Value*> point);
   void store_point(NodeState& s, const std::vector<llvm::Value*>& point, llvm::Value* value);
+  /// Row reuse (row_reuse.h): the element of reuse `r`'s buffer at a point of its source's domain
+  /// (spatial, then reduction axes), for the current task.
+  llvm::Value* reuse_ptr(int r, const std::vector<llvm::Value*>& source_point);
+  /// Preloads into `cache` every row-reuse value the node of `s` reads at `point`.
+  void load_reused(NodeState& s, const std::vector<llvm::Value*>& point, Cache& cache);
+  llvm::Value* affine_value(const AffineExpr& row, const std::vector<llvm::Value*>& point);
 
   // --- Contraction micro-kernel (emit_contraction.cpp): false when the node does not match.
   bool emit_contraction(NodeState& s);
@@ -104,6 +110,7 @@ class KernelEmitter {
   std::vector<NodeState> states_;                 // every node of the group, for the current task
   std::map<TensorId, llvm::MDNode*> scopes_;
   std::map<TensorId, llvm::MDNode*> noalias_;
+  std::vector<llvm::MDNode*> reuse_scopes_, reuse_noalias_;  // per plan_.reuses entry
 };
 
 }  // namespace tessel::cpu
