@@ -39,19 +39,11 @@ constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f
 constexpr int kMinWarps = 4, kMaxWarps = 8;
 constexpr int kRasterGroup = 8;        // block rows per rasterization group (Triton's GROUP_M)
 
-// Facts of the wgmma path's instructions (device/wgmma.cuh): wgmma's m64 x k16 per warpgroup; a
-// tile row of 64 16-bit elements is the 128-byte span of the copy engine's and the descriptors'
-// swizzle, whose pattern repeats every 1024 bytes (the alignment of every stage).
-constexpr int kWgInstM = 64, kWgRowElems = 64, kWgRowBytes = 128, kWgAtomBytes = 1024;
-constexpr int kWgMbarrierBytes = 8;
 // Software choices of the wgmma path: two consumer warpgroups (a 128-row block tile); n 256 when
-// the 128 x 256 tiles fill the SMs at least once, else 128; up to kWgMaxStages stages; registers
-// moved from the producer (kWgProducerRegs) to the consumers (kWgConsumerRegs) with setmaxnreg
-// (device/wgmma.cuh's kProducerRegs and kConsumerRegs).
-constexpr int kWgConsumers = 2;
+// the 128 x 256 tiles fill the SMs at least once, else 128; up to kWgMaxStages stages
+// (contraction_plan.h has the instruction facts and the setmaxnreg split).
 constexpr int kWgBlockNWide = 256, kWgBlockN = 128;  // the two wgmma n the spec must list
 constexpr int kWgMaxStages = 6;
-constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
 
 ContractionMatch fail(std::string reason) { return ContractionMatch{std::nullopt, std::move(reason)}; }
 
@@ -590,9 +582,9 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   if (c.warpgroup) {
     // A: rows m, k contiguous, one box of the block's rows per stage; B: rows n (k contiguous)
     // in one box of the block's columns, or rows k in boxes of 64 columns (device/wgmma.cuh).
-    plan.tensor_maps.push_back(TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m, kWgRowElems});
-    if (c.b.k_contiguous) plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, c.k, c.b.ld, c.block_n, kWgRowElems});
-    else plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.k, c.n, c.b.ld, kWgRowElems, kWgRowElems});
+    plan.tensor_maps.push_back(TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m, kWgRowElems, {}, {}});
+    if (c.b.k_contiguous) plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, c.k, c.b.ld, c.block_n, kWgRowElems, {}, {}});
+    else plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.k, c.n, c.b.ld, kWgRowElems, kWgRowElems, {}, {}});
   }
   return plan;
 }

@@ -49,6 +49,17 @@ namespace tessel::cuda {
 
 /// wgmma is issued by a warpgroup: 4 consecutive warps (a fact of the PTX instruction).
 constexpr int kWarpgroupWarps = 4;
+/// Facts of the wgmma kernels' instructions (device/wgmma.cuh, device/flash.cuh): wgmma's m64 x
+/// k16 per warpgroup; a tile row of 64 16-bit elements is the 128-byte span of the copy engine's
+/// and the descriptors' swizzle, whose pattern repeats every 1024 bytes (the alignment of every
+/// tile); an mbarrier is 8 bytes.
+constexpr int kWgInstM = 64, kWgRowElems = 64, kWgRowBytes = 128, kWgAtomBytes = 1024;
+constexpr int kWgMbarrierBytes = 8;
+/// Software choices shared by the wgmma kernels: one producer warpgroup and two consumers; the
+/// producer gives registers to the consumers with setmaxnreg (device/wgmma.cuh's kProducerRegs
+/// and kConsumerRegs).
+constexpr int kWgConsumers = 2;
+constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
 
 /// How one operand of the contraction is read: per batch point a 2-D row-major view of `tensor`,
 /// element (r, c) at tensor[batch offset + r * ld + c] (device/mma.cuh).

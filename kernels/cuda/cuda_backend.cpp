@@ -154,17 +154,25 @@ class CudaExecutable : public Executable {
     const DType dt = graph_.tensor(m.tensor).type.dtype;
     TESSEL_ASSERT(dtype_bytes(dt) == 2 && at % 16 == 0 && (m.ld * 2) % 16 == 0, "tensor map of '", graph_.tensor(m.tensor).name,
                   "' for ", kernel, ": not a 16-byte aligned view of 16-bit elements");
+    const size_t nb = m.batch_extents.size();
+    TESSEL_ASSERT(nb <= 3 && m.batch_strides.size() == nb, "tensor map of '", graph_.tensor(m.tensor).name, "' for ", kernel,
+                  ": ", nb, " batch dimensions");
     CUtensorMap map;
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(m.rows)};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(m.ld * 2)};
-    const cuuint32_t box[2] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows)};
-    const cuuint32_t element_strides[2] = {1, 1};
+    cuuint64_t dims[5] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(m.rows)};
+    cuuint64_t strides[4] = {static_cast<cuuint64_t>(m.ld * 2)};
+    cuuint32_t box[5] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows)};
+    const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+    for (size_t b = 0; b < nb; ++b) {
+      dims[2 + b] = static_cast<cuuint64_t>(m.batch_extents[b]);
+      strides[1 + b] = static_cast<cuuint64_t>(m.batch_strides[b] * 2);
+      box[2 + b] = 1;
+    }
     d_.check(d_.cuTensorMapEncodeTiled(&map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                       2, reinterpret_cast<void*>(at), dims, strides, box, element_strides,
+                                       static_cast<cuuint32_t>(2 + nb), reinterpret_cast<void*>(at), dims, strides, box, element_strides,
                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
              cat("cuTensorMapEncodeTiled (", kernel, ": '", graph_.tensor(m.tensor).name, "' ", m.rows, "x", m.cols, ", ld ", m.ld,
-                 ", box ", m.box_rows, "x", m.box_cols, ")").c_str());
+                 ", box ", m.box_rows, "x", m.box_cols, ", ", nb, " batch dimensions)").c_str());
     return map;
   }
 
@@ -399,7 +407,8 @@ class CudaBackend : public Backend {
         nlohmann::ordered_json maps = nlohmann::ordered_json::array();
         for (const TensorMapParam& m : k.plan.tensor_maps)
           maps.push_back({{"tensor", graph.tensor(m.tensor).name}, {"rows", m.rows}, {"cols", m.cols}, {"ld", m.ld},
-                          {"box", {m.box_rows, m.box_cols}}, {"swizzle", "128B"}, {"out_of_bounds", "zero"}});
+                          {"box", {m.box_rows, m.box_cols}}, {"batch_extents", m.batch_extents},
+                          {"batch_strides", m.batch_strides}, {"swizzle", "128B"}, {"out_of_bounds", "zero"}});
         e["tensor_maps"] = std::move(maps);
       }
       manifest["kernels"].push_back(e);

@@ -52,14 +52,17 @@ struct TileBox {
   int64_t volume() const;
 };
 
-/// A TMA tensor map the runtime makes for a kernel (the wgmma path, device/wgmma.cuh) and passes
-/// by value after the status word: `tensor` viewed as a rows x cols row-major matrix of 16-bit
-/// elements, rows `ld` elements apart, copied in boxes of box_rows x box_cols with 128-byte
-/// swizzling, out-of-range elements read as zero.
+/// A TMA tensor map the runtime makes for a kernel (the wgmma paths, device/wgmma.cuh and
+/// device/flash.cuh) and passes by value after the status word: `tensor` viewed as a rows x cols
+/// row-major matrix of 16-bit elements, rows `ld` elements apart, copied in boxes of box_rows x
+/// box_cols with 128-byte swizzling, out-of-range elements read as zero. A batched view has
+/// outer dimensions after the matrix's two (at most three: a map has five): batch_extents[i]
+/// matrices batch_strides[i] elements apart, copied one matrix per box.
 struct TensorMapParam {
   TensorId tensor = -1;
   int64_t rows = 0, cols = 0, ld = 0;
   int box_rows = 0, box_cols = 0;
+  std::vector<int64_t> batch_extents, batch_strides;
 };
 
 struct GroupPlan {
