@@ -15,6 +15,70 @@ constexpr int64_t kRowsPerWarp = 16, kChunkStep = 16;
 
 AttentionMatch fail(std::string reason) { return AttentionMatch{std::nullopt, std::move(reason)}; }
 
+// The Hopper kernel's software choices (device/flash.cuh's WarpgroupAttention): chunks of 128
+// keys (S is one m64n128 wgmma per k step), up to kWgMaxStages stages of K and V.
+constexpr int kWgChunk = 128;
+constexpr int kWgMaxStages = 4;
+constexpr int kTensorMapDims = 5;      // the copy engine's largest tensor rank
+constexpr int64_t kMapAlignElems = 8;  // 16 bytes of 16-bit elements: a tensor map's stride rule
+
+bool wgmma_listed(const HwSpec& spec, DType dt, int n) {
+  auto it = spec.compute.tensor_core_shapes.find(dt);
+  if (it == spec.compute.tensor_core_shapes.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(),
+                     [&](const MmaShape& s) { return s.m == kWgInstM && s.n == n && s.k == kChunkStep; });
+}
+
+/// Moves plan `p` (planned for the mma.sync kernel) to the Hopper kernel when the target and the
+/// problem allow it (attention_plan.h); returns why not, or "" when it did.
+std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
+  const StreamedAttention& sh = p.shape;
+  if (spec.target.arch != "sm_90a") return cat("wgmma needs an sm_90a target, not ", spec.target.arch);
+  for (int n : {kWgChunk, static_cast<int>(sh.dv)})
+    if (!wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
+  if (sh.d % kWgRowElems != 0) return cat("d ", sh.d, " is not a multiple of ", kWgRowElems);
+  if (sh.dv != 64 && sh.dv != 128) return cat("dv ", sh.dv, " is not 64 or 128");
+  if (sh.queries < kWgInstM) return cat(sh.queries, " queries fill less than one 64-row wgmma tile");
+  struct Op {
+    const MmaOperand* view;
+    std::vector<int>* dims;
+    const char* name;
+  };
+  for (const Op& op : {Op{&p.q, &p.q_batch, "Q"}, Op{&p.k, &p.k_batch, "K"}, Op{&p.v, &p.v_batch, "V"}}) {
+    if (op.view->ld % kMapAlignElems != 0) return cat(op.name, "'s rows are ", op.view->ld, " elements apart, not 16-byte aligned");
+    op.dims->clear();
+    for (size_t b = 0; b < p.batch_axes.size(); ++b) {
+      const int64_t stride = op.view->batch_strides[b];
+      if (stride == 0 || p.batch_extents[b] == 1) continue;
+      if (stride % kMapAlignElems != 0) return cat(op.name, "'s batch stride ", stride, " is not 16-byte aligned");
+      op.dims->push_back(static_cast<int>(b));
+    }
+    if (static_cast<int>(op.dims->size()) + 2 > kTensorMapDims)
+      return cat(op.name, " has ", op.dims->size(), " batch axes with a stride; a tensor map holds ", kTensorMapDims - 2);
+  }
+  const int threads = (kWgConsumers + 1) * kWarpgroupWarps * spec.compute.simd_width;
+  if (threads > spec.limits.max_threads_per_block) return "too many threads per block";
+  if (spec.limits.registers_per_sm < (kWgProducerRegs + kWgConsumers * kWgConsumerRegs) * threads / (kWgConsumers + 1))
+    return "too few registers per SM for the warpgroups' setmaxnreg budget";
+  // Q's tile, the stages of K and V (rows of 128 bytes), alignment slack, the barriers (Q's, and
+  // three per stage): device/flash.cuh's kSmemBytes, which the emitted kernel asserts equal.
+  const int64_t rows = kWgConsumers * kWgInstM;
+  auto smem = [&](int stages) {
+    return rows * sh.d * 2 + stages * kWgChunk * (sh.d + sh.dv) * 2 + kWgAtomBytes + (1 + 3 * stages) * kWgMbarrierBytes;
+  };
+  int stages = kWgMaxStages;
+  while (stages >= 2 && smem(stages) > spec.limits.smem_per_block_bytes) --stages;
+  if (stages < 2) return "two stages of K and V do not fit in shared memory";
+  p.warpgroup = true;
+  p.rows = static_cast<int>(rows);
+  p.chunk = kWgChunk;
+  p.stages = stages;
+  p.threads = threads;
+  p.smem_bytes = smem(stages);
+  p.tiles_m = (sh.queries + rows - 1) / rows;
+  return "";
+}
+
 }  // namespace
 
 AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec) {
@@ -66,22 +130,43 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
   if (p.v.k_contiguous && shape->dv > 1) return fail("V is not stored with dv contiguous (keys x dv)");
   p.smem_bytes = shape->smem_bytes();
   p.tiles_m = (shape->queries + shape->rows - 1) / shape->rows;
+  p.rows = static_cast<int>(shape->rows);
+  p.chunk = static_cast<int>(shape->chunk);
+  p.stages = static_cast<int>(shape->stages);
+  p.threads = static_cast<int>(shape->threads);
   if (p.smem_bytes > spec.limits.smem_per_block_bytes)
     return fail(cat("needs ", p.smem_bytes, " bytes of shared memory per block, limit ", spec.limits.smem_per_block_bytes));
+  p.warpgroup_reason = use_warpgroups(p, spec);
   return AttentionMatch{p, ""};
 }
 
 GroupPlan attention_group_plan(const GroupPlan& generic, const AttentionPlan& a) {
-  GroupPlan plan = inlined_launch_plan(generic, a.blocks(), static_cast<int>(a.shape.threads));
+  GroupPlan plan = inlined_launch_plan(generic, a.blocks(), a.threads);
   for (NodePlan& np : plan.nodes) np.writes_global = np.role == NodeRole::sink;
   const int ns = static_cast<int>(plan.sink_tile.size());
-  plan.sink_tile[ns - 2] = a.shape.rows;
+  plan.sink_tile[ns - 2] = a.rows;
   plan.sink_tile[ns - 1] = a.shape.dv;
   plan.grid = a.batch_extents;
   plan.grid.push_back(a.tiles_m);
   plan.grid.push_back(1);
   plan.pool_bytes = a.smem_bytes;
   TESSEL_ASSERT(generic.outputs.size() == 1, "a streamed attention group writes only its sink");
+  if (a.warpgroup) {
+    // Q in boxes of the block's rows, K and V in boxes of one chunk's rows; 64 columns each
+    // (device/flash.cuh's WarpgroupAttention); the batch axes with a stride as outer dimensions.
+    const StreamedAttention& s = a.shape;
+    auto map = [&](const MmaOperand& op, const std::vector<int>& dims, int64_t rows, int64_t cols, int box_rows) {
+      TensorMapParam m{op.tensor, rows, cols, op.ld, box_rows, kWgRowElems, {}, {}};
+      for (int b : dims) {
+        m.batch_extents.push_back(a.batch_extents[b]);
+        m.batch_strides.push_back(op.batch_strides[b]);
+      }
+      return m;
+    };
+    plan.tensor_maps.push_back(map(a.q, a.q_batch, s.queries, s.d, a.rows));
+    plan.tensor_maps.push_back(map(a.k, a.k_batch, s.keys, s.d, a.chunk));
+    plan.tensor_maps.push_back(map(a.v, a.v_batch, s.keys, s.dv, a.chunk));
+  }
   return plan;
 }
 
@@ -89,11 +174,14 @@ std::string print_attention_plan(const OpGraph& graph, const AttentionPlan& a) {
   const StreamedAttention& s = a.shape;
   std::string steps;
   for (NodeId n : a.pattern.score_epilogue) steps += cat(steps.empty() ? "" : ", ", graph.node(n).name());
-  return cat("streamed attention (flash, mma.sync m16n8k16 ", dtype_name(a.dtype), "): '", graph.node(a.pattern.out).name(), "' ",
-             s.batch, " x ", s.queries, " queries x ", s.keys, " keys, d ", s.d, ", dv ", s.dv, "; score steps ",
-             steps.empty() ? "none" : steps, "; ", print_mma_operand(graph, "Q", a.q), ", ", print_mma_operand(graph, "K", a.k),
-             ", ", print_mma_operand(graph, "V", a.v), "; ", s.rows, " query rows per block (", s.threads, " threads), keys in chunks of ",
-             s.chunk, ", ", s.stages, " stages, ", a.smem_bytes, " bytes of shared memory");
+  const std::string how = a.warpgroup ? cat("wgmma m64n", a.chunk, "k16 and m64n", s.dv, "k16 ", dtype_name(a.dtype), ", TMA")
+                                      : cat("mma.sync m16n8k16 ", dtype_name(a.dtype));
+  return cat("streamed attention (flash, ", how, "): '", graph.node(a.pattern.out).name(), "' ", s.batch, " x ", s.queries,
+             " queries x ", s.keys, " keys, d ", s.d, ", dv ", s.dv, "; score steps ", steps.empty() ? "none" : steps, "; ",
+             print_mma_operand(graph, "Q", a.q), ", ", print_mma_operand(graph, "K", a.k), ", ", print_mma_operand(graph, "V", a.v),
+             "; ", a.rows, " query rows per block (", a.threads, " threads", a.warpgroup ? ": a producer and two consumer warpgroups" : "",
+             "), keys in chunks of ", a.chunk, ", ", a.stages, " stages, ", a.smem_bytes, " bytes of shared memory",
+             a.warpgroup_reason.empty() ? "" : cat("; wgmma not used: ", a.warpgroup_reason));
 }
 
 }  // namespace tessel::cuda

@@ -13,6 +13,13 @@
 //     with dv contiguous (N x DV), each a 2-D view per batch point with 16-byte aligned rows,
 //     directly or through the in-group copies of the pattern (the mma path's operand rules);
 //   * O's output is its domain (no reshape) and every extent fits 32-bit tile indices.
+// On an sm_90a target whose spec lists wgmma m64n128k16 (and m64n<dv>k16) for the dtype, the
+// planner moves a qualifying group to the Hopper kernel (flash.cuh's WarpgroupAttention: TMA,
+// wgmma, a producer warpgroup and two consumers of 64 rows, 128-key chunks); the schedule's
+// geometry is the mma.sync kernel's, and `warpgroup_reason` says why a group stays there. It
+// needs d a multiple of 64, dv 64 or 128, at least 64 queries, 16-byte aligned rows and batch
+// strides (the tensor maps' rule), at most three batch axes with a nonzero stride per operand,
+// and two stages in shared memory.
 // The score steps (scale, mask) run per score in registers through the generic value functions,
 // rounding like the interpreter at each step; the softmax and P V are the kernel's own (f32, P
 // rounded to the operand dtype for the tensor cores).
@@ -37,6 +44,13 @@ struct AttentionPlan {
   std::vector<NodeId> operand_nodes;  // in-group copies folded into the reads
   int64_t smem_bytes = 0;
   int64_t tiles_m = 0;                // blocks per batch point
+  // The Hopper kernel (see above): its block rows, key chunk, stages and threads replace the
+  // schedule's; q_batch, k_batch, v_batch: the positions in batch_axes of the operand's
+  // tensor-map batch dimensions (its nonzero strides), in the map's order.
+  bool warpgroup = false;
+  std::string warpgroup_reason;       // why not, when it could have been considered
+  int rows = 0, chunk = 0, stages = 0, threads = 0;
+  std::vector<int> q_batch, k_batch, v_batch;
 
   int64_t blocks() const { return shape.batch * tiles_m; }
 };

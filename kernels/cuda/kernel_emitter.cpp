@@ -229,6 +229,10 @@ class Emitter {
   // ill-conditioned reader (a layer norm over nearly equal values) amplifies that difference
   // (tests/regressions/random_101108_*).
   bool wide_ = false;
+  // Reads hoisted out of the value functions (a point-independent element of device memory,
+  // loaded once per thread): (node position, input) -> the variable holding the value.
+  std::map<std::pair<int, int>, std::string> hoisted_;
+  void hoist_invariant_reads(int i);
   std::string ctype(DType t) const { return wide_ && t == DType::f32 ? "double" : compute_type(t); }
   struct Wide {
     Emitter& e;
@@ -239,6 +243,18 @@ class Emitter {
   const TeNode& node(int i) const { return g_.node(plan_.nodes[i].node); }
   int ns(int i) const { return node(i).num_spatial(); }
   std::string fresh(const char* prefix) { return cat(prefix, temp_++); }
+  // The batch point's coordinates tsl_x<axis> from tsl_batch (row-major over `axes`), and the
+  // element offset of an operand's view at that point (its strides per batch axis).
+  void emit_batch_point(const std::vector<int>& axes, const std::vector<int64_t>& extents) {
+    for (int b = static_cast<int>(axes.size()) - 1; b >= 0; --b)
+      os_ << "  const long long tsl_x" << axes[b] << " = tsl_batch % " << extents[b] << "LL; tsl_batch /= " << extents[b] << "LL;\n";
+  }
+  static std::string batch_offset_expr(const std::vector<int>& axes, const std::vector<int64_t>& strides) {
+    std::string off = "0LL";
+    for (size_t b = 0; b < axes.size(); ++b)
+      if (strides[b] != 0) off += cat(" + tsl_x", axes[b], " * ", strides[b], "LL");
+    return off;
+  }
   int input_param(TensorId t) const {
     for (size_t k = 0; k < plan_.inputs.size(); ++k)
       if (plan_.inputs[k] == t) return static_cast<int>(k);
@@ -359,6 +375,7 @@ void Emitter::emit_boxes() {
 // Loads input k of node i at the domain point x (all axes); returns the variable holding it.
 std::string Emitter::emit_load(int i, int k, const std::vector<std::string>& x, const std::string& ind,
                                const std::vector<std::string>& values) {
+  if (auto h = hoisted_.find({i, k}); h != hoisted_.end()) return h->second;
   const TeNode& nd = node(i);
   const Access& acc = nd.inputs()[k];
   const TensorId t = g_.node_inputs(plan_.nodes[i].node)[k];
@@ -529,6 +546,32 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
   const std::string t = fresh("t");
   os_ << ind << "const " << ctype(dt) << " " << t << " = " << value << ";\n";
   return memo[e.get()] = t;
+}
+
+// Loads, at the current scope, every read of node i from device memory whose index does not
+// depend on the point (a scalar such as attention's scale, in range) and makes emit_load use it.
+void Emitter::hoist_invariant_reads(int i) {
+  const TeNode& nd = node(i);
+  for (int k = 0; k < static_cast<int>(nd.inputs().size()); ++k) {
+    const Access& acc = nd.inputs()[k];
+    const TensorId t = g_.node_inputs(plan_.nodes[i].node)[k];
+    if (acc.is_gather() || plan_.position(g_.producer(t)) >= 0 || acc.type.num_elements() == 0) continue;
+    const std::vector<int64_t> strides = row_major_strides(acc.type.shape);
+    int64_t off = 0;
+    bool invariant = true;
+    for (int r = 0; r < acc.type.rank() && invariant; ++r) {
+      const AffineExpr& row = acc.map.result(r);
+      invariant = std::all_of(row.coeffs.begin(), row.coeffs.end(), [](int64_t c) { return c == 0; }) && row.offset >= 0 &&
+                  row.offset < acc.type.shape[r];
+      off += row.offset * strides[r];
+    }
+    if (!invariant) continue;
+    const std::string v = fresh("tsl_hoisted");
+    os_ << "  const " << compute_type(acc.type.dtype) << " " << v << " = "
+        << from_storage(acc.type.dtype, cat("g_in", input_param(t), "[", off, "LL]")) << ";  // " << g_.tensor(t).name
+        << ", the same element at every point\n";
+    hoisted_[{i, k}] = v;
+  }
 }
 
 // Step 4: the value of node i at a point of its spatial domain (val<i>), and for a reduction
@@ -854,15 +897,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << "  const long long tsl_rows = tsl::imin(" << c.tiles_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
   os_ << "  const int tsl_m0 = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
   os_ << "  const int tsl_n0 = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
-  for (int b = static_cast<int>(c.batch_axes.size()) - 1; b >= 0; --b)
-    os_ << "  const long long tsl_x" << c.batch_axes[b] << " = tsl_batch % " << c.batch_extents[b] << "LL; tsl_batch /= "
-        << c.batch_extents[b] << "LL;\n";
-  auto batch_offset = [&](const std::vector<int64_t>& strides) {
-    std::string off = "0LL";
-    for (size_t b = 0; b < c.batch_axes.size(); ++b)
-      if (strides[b] != 0) off += cat(" + tsl_x", c.batch_axes[b], " * ", strides[b], "LL");
-    return off;
-  };
+  emit_batch_point(c.batch_axes, c.batch_extents);
+  auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(c.batch_axes, strides); };
   const char* elem = "unsigned short";
   if (!c.warpgroup) {
     os_ << "  const " << elem << "* const tsl_a = g_in" << input_param(c.a.tensor) << " + (" << batch_offset(c.a.batch_strides)
@@ -954,57 +990,83 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
       << "u\n";
   os_ << device_library_source() << "\n";
-  os_ << "typedef tsl::flash::StreamedAttention<" << sh.rows << ", " << sh.chunk << ", " << sh.d << ", " << sh.dv << ", " << sh.stages
-      << ", " << (a.dtype == DType::bf16 ? "true" : "false") << ", " << sh.queries << ", " << sh.keys << ", " << a.q.ld << "LL, "
-      << a.k.ld << "LL, " << a.v.ld << "LL> TslAttn;\n";
-  // The host planned the launch with these (attention_plan.cpp, group_footprint.h).
-  os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes
-      << ", \"the streamed attention plan and device/flash.cuh disagree\");\n";
+  const char* bf16 = a.dtype == DType::bf16 ? "true" : "false";
+  if (a.warpgroup)
+    os_ << "typedef tsl::flash::WarpgroupAttention<" << sh.d << ", " << sh.dv << ", " << a.stages << ", " << bf16 << ", "
+        << sh.queries << ", " << sh.keys << ", " << a.q_batch.size() << ", " << a.k_batch.size() << ", " << a.v_batch.size()
+        << "> TslAttn;\n";
+  else
+    os_ << "typedef tsl::flash::StreamedAttention<" << a.rows << ", " << a.chunk << ", " << sh.d << ", " << sh.dv << ", " << a.stages
+        << ", " << bf16 << ", " << sh.queries << ", " << sh.keys << ", " << a.q.ld << "LL, " << a.k.ld << "LL, " << a.v.ld
+        << "LL> TslAttn;\n";
+  // The host planned the launch (and the tensor maps' boxes) with these (attention_plan.cpp).
+  os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes;
+  if (a.warpgroup) os_ << " && TslAttn::BR == " << a.rows << " && TslAttn::BC == " << a.chunk;
+  os_ << ", \"the streamed attention plan and device/flash.cuh disagree\");\n";
   emit_signature(name, 1);
   os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
   os_ << "  long long tsl_batch = blockIdx.x / " << a.tiles_m << "LL;\n";
   os_ << "  const long long tsl_batch_index = tsl_batch;\n";
-  os_ << "  const int tsl_m0 = static_cast<int>((blockIdx.x % " << a.tiles_m << "LL) * " << sh.rows << "LL);\n";
-  for (int b = static_cast<int>(a.batch_axes.size()) - 1; b >= 0; --b)
-    os_ << "  const long long tsl_x" << a.batch_axes[b] << " = tsl_batch % " << a.batch_extents[b] << "LL; tsl_batch /= "
-        << a.batch_extents[b] << "LL;\n";
-  auto batch_offset = [&](const std::vector<int64_t>& strides) {
-    std::string off = "0LL";
-    for (size_t b = 0; b < a.batch_axes.size(); ++b)
-      if (strides[b] != 0) off += cat(" + tsl_x", a.batch_axes[b], " * ", strides[b], "LL");
-    return off;
-  };
-  for (const auto& [var, op] : {std::pair<const char*, const MmaOperand*>{"tsl_q", &a.q}, {"tsl_k", &a.k}, {"tsl_v", &a.v}})
-    os_ << "  const unsigned short* const " << var << " = g_in" << input_param(op->tensor) << " + (" << batch_offset(op->batch_strides)
-        << ");  // " << g_.tensor(op->tensor).name << "\n";
+  os_ << "  const int tsl_m0 = static_cast<int>((blockIdx.x % " << a.tiles_m << "LL) * " << a.rows << "LL);\n";
+  emit_batch_point(a.batch_axes, a.batch_extents);
+  auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(a.batch_axes, strides); };
+  if (a.warpgroup) {
+    // The block's coordinates in the tensor maps' batch dimensions.
+    for (const auto& [var, dims] : {std::pair<const char*, const std::vector<int>*>{"tsl_qb", &a.q_batch}, {"tsl_kb", &a.k_batch},
+                                    {"tsl_vb", &a.v_batch}}) {
+      os_ << "  const int " << var << "[4] = {";
+      for (int b : *dims) os_ << "static_cast<int>(tsl_x" << a.batch_axes[b] << "), ";
+      os_ << "0};\n";
+    }
+  } else {
+    for (const auto& [var, op] : {std::pair<const char*, const MmaOperand*>{"tsl_q", &a.q}, {"tsl_k", &a.k}, {"tsl_v", &a.v}})
+      os_ << "  const unsigned short* const " << var << " = g_in" << input_param(op->tensor) << " + ("
+          << batch_offset(op->batch_strides) << ");  // " << g_.tensor(op->tensor).name << "\n";
+  }
   // The score function: S's value function returns the dot product being scored.
   std::string params;
   for (int q = 0; q < ns; ++q) params += cat(q ? ", " : "", "long long x", q);
   const TeNode& sn = node(spos);
   os_ << "  float tsl_acc = 0.0f;  // the dot product of the score being computed\n";
   os_ << "    // " << sn.name() << ": " << print_expr(sn.body(), sn.axis_names()) << ", summed on the tensor cores\n";
-  os_ << "    auto val" << spos << " = [&](" << params << ") -> float { return " << round_to_dtype(sn.output().dtype, "tsl_acc")
-      << "; };\n";
-  for (NodeId n : a.pattern.score_epilogue) emit_value_function(plan_.position(n));
+  // On the Hopper kernel the dot product goes through an add before its rounding: a conversion
+  // reading wgmma accumulator registers directly makes ptxas serialize the kernel's wgmmas (its
+  // warning C7514). x + 0 is x, except that -0 becomes +0.
+  os_ << "    auto val" << spos << " = [&](" << params << ") -> float { return "
+      << round_to_dtype(sn.output().dtype, a.warpgroup ? "tsl_acc + 0.0f" : "tsl_acc") << "; };\n";
+  for (NodeId n : a.pattern.score_epilogue) {
+    hoist_invariant_reads(plan_.position(n));
+    emit_value_function(plan_.position(n));
+  }
   std::string args;
   for (int q = 0; q < ns - 2; ++q) args += cat("tsl_x", q, ", ");
   os_ << "  auto tsl_score = [&](float tsl_dot, int tsl_dm, int tsl_n) -> float {\n";
-  os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm;\n";
-  os_ << "    if (tsl_xm >= " << sh.queries << "LL) return 0.0f;  // a row past the end (not stored)\n";
+  // A row past the end (its block is the last, and not full) is scored as the last row, without a
+  // branch per score; it is not stored.
+  if (sh.queries % a.rows == 0) os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm;\n";
+  else
+    os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm < " << sh.queries << "LL ? tsl_m0 + tsl_dm : " << sh.queries - 1
+        << "LL;  // a row past the end (not stored) as the last one\n";
   os_ << "    tsl_acc = tsl_dot;\n";
   os_ << "    return val" << xpos << "(" << args << "tsl_xm, static_cast<long long>(tsl_n));\n  };\n";
-  os_ << "  TslAttn tsl_attn;\n";
-  os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_score);\n";
   // O's domain is row-major (batch.., m, dv): the batch point's rows are contiguous.
   os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << sh.queries << "LL + tsl_m0) * " << sh.dv << "LL;\n";
-  os_ << "  tsl_attn.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  os_ << "  auto tsl_store = [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
   os_ << "    if (tsl_m0 + tsl_dm >= " << sh.queries << ") return;\n";
   os_ << "    const unsigned tsl_s0 = " << to_storage(odt, round_to_dtype(odt, "tsl_v0")) << ";\n";
   os_ << "    const unsigned tsl_s1 = " << to_storage(odt, round_to_dtype(odt, "tsl_v1")) << ";\n";
   os_ << "    *reinterpret_cast<unsigned*>(tsl_o + static_cast<long long>(tsl_dm) * " << sh.dv
       << "LL + tsl_dn) = tsl_s0 | (tsl_s1 << 16);\n";
-  os_ << "  });\n}\n";
+  os_ << "  };\n";
+  os_ << "  TslAttn tsl_attn;\n";
+  if (a.warpgroup) {
+    os_ << "  tsl_attn.run(tsl_smem, &tsl_map0, &tsl_map1, &tsl_map2, tsl_m0, tsl_qb, tsl_kb, tsl_vb, tsl_score, tsl_store);\n";
+  } else {
+    os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_score);\n";
+    os_ << "  tsl_attn.for_each_pair(tsl_store);\n";
+  }
+  os_ << "}\n";
   return os_.str();
 }
 

@@ -74,12 +74,11 @@ inline std::vector<HostTensor> gpu_test_inputs(const OpGraph& g, uint64_t seed) 
   return in;
 }
 
-/// Compiles `g` for the GPU spec with `policy`, runs it and checks every output against the
+/// Compiles `g` for `spec` with `policy`, runs it and checks every output against the
 /// interpreter (compare_compiled). Call only when gpu_available().
-inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vector<HostTensor> inputs = {},
-                         uint64_t seed = 11, const std::string& spec_name = "nvidia-h100-sxm") {
+inline void check_on_gpu_with(const OpGraph& g, const std::string& policy, const HwSpec& spec, std::vector<HostTensor> inputs = {},
+                              uint64_t seed = 11) {
   if (inputs.empty()) inputs = gpu_test_inputs(g, seed);
-  const HwSpec& spec = gpu_spec(spec_name);
   const Schedule schedule = schedule_with(g, spec, policy);
   const std::unique_ptr<Backend> cuda = find_backend("cuda");
   CompileOptions options;
@@ -92,6 +91,11 @@ inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vecto
     INFO(policy, " schedule, output ", o, " '", g.tensor(g.outputs()[o]).name, "': ", r.message);
     CHECK(r.ok);
   }
+}
+
+inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vector<HostTensor> inputs = {}, uint64_t seed = 11,
+                         const std::string& spec_name = "nvidia-h100-sxm") {
+  check_on_gpu_with(g, policy, gpu_spec(spec_name), std::move(inputs), seed);
 }
 
 /// Every case (anything with `name` and `graph`) compiled under welder and roller and checked on

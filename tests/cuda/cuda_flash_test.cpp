@@ -1,12 +1,17 @@
 // Streamed attention (tilegraph/attention_pattern.h, the welder's step 2b, kernels/cuda/
 // attention_plan.h, device/flash.cuh): which graphs match the pattern and why the others do not;
 // the streamed group in the schedule (check_schedule, JSON round trip, the cost model's price);
-// specs and shapes the kernel cannot take; NVRTC compiles of every case; and, on a GPU, the
-// results against the interpreter: query and key tails (not multiples of the 128-row block or
-// the 64-key chunk), keys fewer than a chunk, bf16, d 32 / 64 / 128, dv != d, an additive mask
-// read from device memory, heads transposed out of [batch, seq, heads, d] (strided rows).
-// Without a GPU the run case prints [SKIP] and the compile-only case still compiles every kernel.
+// specs and shapes the kernel cannot take; which of the two kernels (Hopper's wgmma + TMA one,
+// the mma.sync one) a case gets and why; NVRTC compiles of every case with both; and, on a GPU,
+// the results of both against the interpreter (the mma.sync kernel through an H100 spec without
+// wgmma shapes): query and key tails (not multiples of the 128-row block or the 64/128-key
+// chunk), keys fewer than a chunk, bf16, d 32 / 64 / 128, dv != d, an additive mask read from
+// device memory, heads transposed out of [batch, seq, heads, d] (strided rows, tensor maps with
+// non-nested batch strides). Without a GPU the run case prints [SKIP] and the compile-only case
+// still compiles every kernel.
 #include <doctest/doctest.h>
+
+#include <algorithm>
 
 #include "cuda_check.h"
 #include "../model_builder.h"
@@ -58,7 +63,20 @@ std::vector<FlashCase> flash_cases() {
   add("f16 dv 128 != d 64, s70/300", Attn{DType::f16, 1, 2, 70, 300, 64, 128});
   add("f16 additive mask 1x2 s130/130 d64", Attn{DType::f16, 1, 2, 130, 130, 64, 64, true});
   add("f16 seq-major heads 2x4 s257/257 d128 + mask", Attn{DType::f16, 2, 4, 257, 257, 128, 128, true, true});
+  add("bf16 seq-major 1x3 s64/384 d64", Attn{DType::bf16, 1, 3, 64, 384, 64, 64, false, true});
   return out;
+}
+
+// Whether the Hopper kernel should take attention `a` on the H100 spec (attention_plan.h).
+bool hopper_kernel(const Attn& a) { return a.d % 64 == 0 && (a.dv == 64 || a.dv == 128) && a.sq >= 64; }
+
+// The H100 spec without its wgmma shapes: the planner keeps the mma.sync kernel (which runs on
+// the H100 too).
+HwSpec mma_sync_spec() {
+  HwSpec s = gpu_spec();
+  for (auto& [dt, shapes] : s.compute.tensor_core_shapes)
+    shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const MmaShape& m) { return m.m == 64; }), shapes.end());
+  return s;
 }
 
 int streamed_groups(const Schedule& s) {
@@ -119,6 +137,8 @@ TEST_CASE("cuda flash: welder forms one legal streamed group, priced, saved and 
         const cuda::GeneratedKernel k = cuda::emit_group_kernel(c.graph, s, i, spec);
         CHECK(k.path == "flash");
         CHECK(k.source.find("streamed attention (flash") != std::string::npos);
+        // The scale is one element: loaded once, not per score.
+        CHECK(k.source.find("scale, the same element at every point") != std::string::npos);
       }
   }
   // Roller never streams.
@@ -148,21 +168,65 @@ TEST_CASE("cuda flash: shapes, graphs and specs the kernel cannot take keep the 
   CHECK(problems.front().find("stream_chunk 64") != std::string::npos);
 }
 
-TEST_CASE("cuda flash: kernels of every case compile with NVRTC for sm_90a") {
-  const HwSpec& spec = gpu_spec();
+TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, mma.sync otherwise, with the reason") {
+  const std::vector<Attn> shapes = {Attn{},
+                                    Attn{DType::bf16, 2, 3, 200, 77, 128, 128},
+                                    Attn{DType::f16, 1, 1, 16, 16, 32, 32},
+                                    Attn{DType::f16, 1, 2, 40, 300, 64, 64},
+                                    Attn{DType::f16, 2, 4, 257, 257, 128, 128, true, true}};
+  const HwSpec no_wgmma = mma_sync_spec();
+  for (const Attn& a : shapes) {
+    const OpGraph g = attention(a);
+    INFO("d ", a.d, ", ", a.sq, " queries");
+    for (const HwSpec* spec : {&gpu_spec(), &no_wgmma}) {
+      const Schedule s = schedule_with(g, *spec, "welder");
+      for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+        if (s.groups[i].group.stream_chunk == 0) continue;
+        const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, s, i, *spec);
+        CHECK(k.path == "flash");
+        const bool hopper = spec == &gpu_spec() && hopper_kernel(a);
+        CHECK((k.source.find("WarpgroupAttention<") != std::string::npos) == hopper);
+        CHECK((k.source.find("(flash, wgmma m64n128k16") != std::string::npos) == hopper);
+        if (!hopper) CHECK(k.source.find("wgmma not used: ") != std::string::npos);
+        if (spec == &no_wgmma) CHECK(k.source.find("the spec lists no wgmma m64n128k16") != std::string::npos);
+        if (hopper) CHECK(k.source.find("a producer and two consumer warpgroups") != std::string::npos);
+      }
+    }
+  }
+  // Too few queries or a head dimension off the 64-element rows: the reason names it.
+  const OpGraph few = attention(Attn{DType::f16, 1, 2, 40, 300, 64, 64});
+  const Schedule s = schedule_with(few, gpu_spec(), "welder");
+  bool seen = false;
+  for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
+    if (s.groups[i].group.stream_chunk > 0) {
+      seen = true;
+      CHECK(cuda::emit_group_kernel(few, s, i, gpu_spec()).source.find("40 queries fill less than one 64-row wgmma tile") !=
+            std::string::npos);
+    }
+  CHECK(seen);
+}
+
+TEST_CASE("cuda flash: kernels of every case compile with NVRTC for sm_90a, with and without wgmma") {
+  const HwSpec no_wgmma = mma_sync_spec();
   for (const FlashCase& c : flash_cases()) {
     INFO(c.name);
-    CHECK(nvrtc_compile_all(c.graph, schedule_with(c.graph, spec, "welder"), spec) >= 1);
+    for (const HwSpec* spec : {&gpu_spec(), &no_wgmma})
+      CHECK(nvrtc_compile_all(c.graph, schedule_with(c.graph, *spec, "welder"), *spec) >= 1);
   }
 }
 
-TEST_CASE("cuda flash run: the flash kernel matches the interpreter") {
+TEST_CASE("cuda flash run: both flash kernels match the interpreter") {
   if (!gpu_available()) {
     MESSAGE("[SKIP] no CUDA device: the compile-only case above compiled these kernels");
     return;
   }
+  const HwSpec no_wgmma = mma_sync_spec();
   for (const FlashCase& c : flash_cases()) {
-    INFO(c.name);
+    INFO(c.name, " (Hopper spec)");
     check_on_gpu(c.graph, "welder");
+  }
+  for (const FlashCase& c : flash_cases()) {
+    INFO(c.name, " (mma.sync: the spec without wgmma)");
+    check_on_gpu_with(c.graph, "welder", no_wgmma);
   }
 }

@@ -212,5 +212,246 @@ struct StreamedAttention {
   }
 };
 
+// ---- the Hopper kernel (sm_90a): wgmma and the tensor copy engine ---------------------------------
+//
+// The same computation as StreamedAttention, organized as device/wgmma.cuh's GEMM: a block of
+// three warpgroups owns BR = 128 query rows of one batch point. Warpgroup 0 is the producer: its
+// first thread copies Q's tile once and then each chunk of BC = 128 keys of K and V into a
+// STAGES-deep ring with the tensor copy engine (one tensor map per operand, made on the host,
+// with the operand's batch dimensions as outer dimensions of the map; QB, KB and VB of them, the
+// batch coordinates of the block passed in). Warpgroups 1 and 2 are the consumers, 64 query rows
+// each: per chunk S = Q K^T with wgmma m64n128k16 (Q and K from shared memory, 128-byte swizzled
+// as wgmma.cuh describes), the score function and the online softmax on the accumulators, then
+// O += P V with wgmma m64nDVk16, P's A fragments in registers made from S's accumulators (the
+// accumulator layout of two adjacent n8 columns is the k16 A fragment layout, as on mma.sync) and
+// V from shared memory read transposed (rows are keys, dv contiguous). K and V of a stage have
+// their own `full` barriers, so S can start before V has landed; a stage's `empty` barrier
+// completes when both consumers have finished its P V. Rows past M and keys past N are zero-
+// filled by the copy engine (per batch point: the batch dimensions are the map's own), and keys
+// past N get a score of -inf.
+template <int D, int DV, int STAGES, bool BF16, int M, int N, int QB, int KB, int VB>
+struct WarpgroupAttention {
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = (kConsumers + 1) * wg::kWarpgroup;
+  static constexpr int BR = kConsumers * wg::kInstM;  // query rows of a block
+  static constexpr int BC = 128;                       // keys of a chunk: S is m64n128 per consumer
+  static constexpr int kQBoxes = D / wg::kRowElems, kVBoxes = DV / wg::kRowElems;
+  static constexpr int kQBytes = kQBoxes * BR * wg::kRowBytes;
+  static constexpr int kKBytes = kQBoxes * BC * wg::kRowBytes, kVBytes = kVBoxes * BC * wg::kRowBytes;
+  static constexpr int kStageBytes = kKBytes + kVBytes;
+  static constexpr int kBarriers = 1 + 3 * STAGES;  // Q full; per stage K full, V full, empty
+  // The tiles, 1024-byte aligned (slack for aligning the dynamic shared memory), then the barriers.
+  static constexpr int kSmemBytes = kQBytes + STAGES * kStageBytes + wg::kAtomBytes + kBarriers * 8;
+  static constexpr int kChunks = (N + BC - 1) / BC;
+  static constexpr int kSAccs = BC / 2, kOAccs = DV / 2;  // 64 x n f32 over a warpgroup's 128 threads
+  static_assert(D % wg::kRowElems == 0, "d must be whole 64-element rows of the swizzled tiles");
+  static_assert(DV == 64 || DV == 128, "O's accumulators are m64n64 or m64n128");
+  static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+
+  float o[kOAccs];
+  float row_max[2], row_sum[2];
+
+  // O[m0 : m0 + BR, :] of one batch point; qb, kb, vb: the batch coordinates of the block in the
+  // tensor maps' outer dimensions. score(acc, dm, n) as for StreamedAttention; store(dm, n, v0,
+  // v1) is called by the consumers for every pair of horizontally adjacent outputs (block row dm,
+  // columns n and n + 1, divided by the row sums). `smem` holds kSmemBytes.
+  template <class Score, class Store>
+  __device__ __forceinline__ void run(unsigned char* smem, const wg::TensorMap* map_q, const wg::TensorMap* map_k,
+                                      const wg::TensorMap* map_v, int m0, const int* qb, const int* kb, const int* vb,
+                                      Score&& score, Store&& store) {
+    const unsigned raw = mma::smem_address(smem);
+    const unsigned base = (raw + wg::kAtomBytes - 1) & ~static_cast<unsigned>(wg::kAtomBytes - 1);
+    const unsigned tiles = base + kQBytes;
+    // q_full at bars; k_full[s] at bars + 8 (1 + s), v_full[s] + 8 STAGES, empty[s] + 16 STAGES.
+    const unsigned bars = tiles + STAGES * kStageBytes;
+    const int wgi = static_cast<int>(threadIdx.x) / wg::kWarpgroup;
+    if (threadIdx.x == 0) {
+      wg::mbar_init(bars, 1);
+#pragma unroll
+      for (int s = 0; s < STAGES; ++s) {
+        wg::mbar_init(bars + 8 * (1 + s), 1);
+        wg::mbar_init(bars + 8 * (1 + STAGES + s), 1);
+        wg::mbar_init(bars + 8 * (1 + 2 * STAGES + s), kConsumers);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (wgi == 0) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(wg::kProducerRegs) : "memory");
+      if (threadIdx.x == 0) {
+        wg::mbar_expect_tx(bars, kQBytes);
+#pragma unroll
+        for (int b = 0; b < kQBoxes; ++b) wg::tma_load<QB>(base + b * BR * wg::kRowBytes, map_q, bars, b * wg::kRowElems, m0, qb);
+        for (int c = 0; c < kChunks; ++c) {
+          const int s = c % STAGES;
+          const unsigned k_full = bars + 8 * (1 + s), v_full = bars + 8 * (1 + STAGES + s);
+          // Round r of a stage waits for the consumers' release of round r - 1.
+          wg::mbar_wait(bars + 8 * (1 + 2 * STAGES + s), ((c / STAGES) & 1) ^ 1);
+          const unsigned k = tiles + s * kStageBytes, v = k + kKBytes;
+          wg::mbar_expect_tx(k_full, kKBytes);
+#pragma unroll
+          for (int b = 0; b < kQBoxes; ++b) wg::tma_load<KB>(k + b * BC * wg::kRowBytes, map_k, k_full, b * wg::kRowElems, c * BC, kb);
+          wg::mbar_expect_tx(v_full, kVBytes);
+#pragma unroll
+          for (int b = 0; b < kVBoxes; ++b) wg::tma_load<VB>(v + b * BC * wg::kRowBytes, map_v, v_full, b * wg::kRowElems, c * BC, vb);
+        }
+      }
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(wg::kConsumerRegs) : "memory");
+      const int cw = wgi - 1;
+      const int t = static_cast<int>(threadIdx.x) % wg::kWarpgroup, w = t / kLanes, lane = t % kLanes;
+      const int row0 = cw * wg::kInstM + w * kInstM + lane / 4;  // block row of accumulators 0, 1 (+ 8: 2, 3)
+#pragma unroll
+      for (int i = 0; i < kOAccs; ++i) o[i] = 0.0f;
+      row_max[0] = row_max[1] = -inf_f32();
+      row_sum[0] = row_sum[1] = 0.0f;
+      const unsigned q = base + cw * wg::kInstM * wg::kRowBytes;
+      float sc[kSAccs];        // the scores of the chunk in flight, then its probabilities
+#pragma unroll
+      for (int i = 0; i < kSAccs; ++i) sc[i] = 0.0f;  // defined values for the first wgmma's operands
+      unsigned pf[BC / wg::kInstK][4];  // the previous chunk's probabilities as A fragments
+      float rescale[2];
+
+      // Issues S = Q K^T of chunk c (one commit group) into sc.
+      auto issue_scores = [&](int c) {
+        wg::mbar_wait(bars + 8 * (1 + c % STAGES), (c / STAGES) & 1);
+        const unsigned k = tiles + (c % STAGES) * kStageBytes;
+        wg::fence_registers(sc);
+        wg::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / wg::kInstK; ++kk) {
+          // k steps of 16 elements (32 bytes) inside a swizzled row; 64-element boxes one after the other.
+          const int box = kk / (wg::kRowElems / wg::kInstK), col = (kk % (wg::kRowElems / wg::kInstK)) * wg::kInstK * 2;
+          const wg::u64 da = wg::smem_desc(q + box * BR * wg::kRowBytes + col, 16, wg::kAtomBytes);
+          const wg::u64 db = wg::smem_desc(k + box * BC * wg::kRowBytes + col, 16, wg::kAtomBytes);
+          wg::wgmma_n128_acc<BF16, false>(sc, da, db, kk);  // the first k step overwrites sc
+        }
+        wg::wgmma_commit();
+      };
+      // The score function and the online softmax of chunk c's landed scores: the row maxima and
+      // sums move on, sc becomes the probabilities (relative to the new maxima), `rescale` the
+      // factor O's rows must take before P V of chunk c. Accumulator i: row row0 + 8 ((i / 2) % 2),
+      // key 8 (i / 4) + 2 (lane % 4) + i % 2 of the chunk. exp(x - m) is evaluated as
+      // 2^(x log2(e) - m log2(e)): one fused multiply-add before ex2.
+      auto softmax = [&](int c) {
+        float chunk_max[2] = {-inf_f32(), -inf_f32()};
+#pragma unroll
+        for (int i = 0; i < kSAccs; ++i) {
+          const int h = (i / 2) % 2;
+          const int n = c * BC + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+          sc[i] = (N % BC != 0 && n >= N) ? -inf_f32() : score(sc[i], row0 + 8 * h, n);
+          chunk_max[h] = fmaxf(chunk_max[h], sc[i]);
+        }
+        constexpr float kLog2e = 1.4426950408889634f;
+        float shift[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          // The four lanes of a quad hold the row's columns.
+          chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
+          chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
+          const float m_new = fmaxf(row_max[h], chunk_max[h]);
+          // A row without a finite score yet shifts by 0 (its probabilities are all 0).
+          const float m = m_new == -inf_f32() ? 0.0f : m_new;
+          rescale[h] = exp2f((row_max[h] - m) * kLog2e);
+          row_max[h] = m_new;
+          shift[h] = m * kLog2e;
+          row_sum[h] *= rescale[h];
+        }
+#pragma unroll
+        for (int i = 0; i < kSAccs; ++i) {
+          sc[i] = exp2f(fmaf(sc[i], kLog2e, -shift[(i / 2) % 2]));
+          row_sum[(i / 2) % 2] += sc[i];
+        }
+      };
+      // O's rows take the rescale; the probabilities become P's A fragments (two adjacent n8
+      // accumulator tiles are one k16 A fragment).
+      auto rescale_and_pack = [&]() {
+#pragma unroll
+        for (int i = 0; i < kOAccs; ++i) o[i] *= rescale[(i / 2) % 2];
+#pragma unroll
+        for (int kk = 0; kk < BC / wg::kInstK; ++kk)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) pf[kk][r] = pack2<BF16>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+        // Done here, not sunk past the next wgmmas' issue (ptxas would serialize the wgmmas).
+        wg::fence_registers(o);
+        wg::fence_registers(pf);
+      };
+
+      // The two consumers take turns issuing their wgmmas (named barriers 1 and 2: a consumer
+      // waits for its turn, issues, and hands the turn over), so that one's softmax runs while
+      // the other's products occupy the tensor cores. Consumer 0 goes first: consumer 1 hands it
+      // the first turn and does not hand over after its last issue (every wait has its arrive).
+      constexpr int kTurns = kChunks + 1;  // S(0); S(c + 1) with P V(c); the last P V
+      auto turn_wait = [&]() { asm volatile("bar.sync %0, %1;\n" ::"r"(1 + cw), "n"(2 * wg::kWarpgroup) : "memory"); };
+      auto turn_pass = [&](int turn) {
+        if (cw == 0 || turn + 1 < kTurns) asm volatile("bar.arrive %0, %1;\n" ::"r"(2 - cw), "n"(2 * wg::kWarpgroup) : "memory");
+      };
+      if (cw == 1) asm volatile("bar.arrive 1, %0;\n" ::"n"(2 * wg::kWarpgroup) : "memory");
+
+      wg::mbar_wait(bars, 0);
+      turn_wait();
+      issue_scores(0);
+      turn_pass(0);
+      wg::wgmma_wait<0>();
+      wg::fence_registers(sc);
+      softmax(0);
+      rescale_and_pack();
+      // O += P V of chunk c (one commit group): V stored keys x dv, read transposed; its 64-column
+      // boxes are BC rows apart.
+      auto issue_pv = [&](int c) {
+        wg::mbar_wait(bars + 8 * (1 + STAGES + c % STAGES), (c / STAGES) & 1);
+        const unsigned v = tiles + (c % STAGES) * kStageBytes + kKBytes;
+        wg::fence_registers(o);
+        wg::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BC / wg::kInstK; ++kk) {
+          const wg::u64 db = wg::smem_desc(v + kk * wg::kInstK * wg::kRowBytes, BC * wg::kRowBytes, wg::kAtomBytes);
+          if constexpr (DV == 128) wg::wgmma_rs_n128<BF16, true>(o, pf[kk], db);
+          else wg::wgmma_rs_n64<BF16, true>(o, pf[kk], db);
+        }
+        wg::wgmma_commit();
+      };
+      // After P V of chunk c: O's and P's registers are free again, and both groups reading the
+      // chunk's stage are done (K: S of chunk c, waited for earlier; V).
+      auto finish_pv = [&](int c) {
+        wg::wgmma_wait<0>();
+        wg::fence_registers(o);
+        wg::fence_registers(pf);
+        if (t == 0) wg::mbar_arrive(bars + 8 * (1 + 2 * STAGES + c % STAGES));
+      };
+      // Chunk c's P V runs on the tensor cores while the scores of chunk c + 1 go through the
+      // softmax: S(c + 1) is issued first, then P V(c); waiting for all but the newest group
+      // waits for S(c + 1) alone. (No branch inside the loop: ptxas then sees which group each
+      // wait covers and keeps the wgmmas asynchronous.)
+      for (int c = 0; c + 1 < kChunks; ++c) {
+        turn_wait();
+        issue_scores(c + 1);
+        issue_pv(c);
+        turn_pass(c + 1);
+        wg::wgmma_wait<1>();
+        wg::fence_registers(sc);
+        softmax(c + 1);
+        finish_pv(c);
+        rescale_and_pack();
+      }
+      turn_wait();
+      issue_pv(kChunks - 1);
+      turn_pass(kTurns - 1);
+      finish_pv(kChunks - 1);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
+        row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
+      }
+      const float inv[2] = {1.0f / row_sum[0], 1.0f / row_sum[1]};
+#pragma unroll
+      for (int j = 0; j < DV / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          store(row0 + 8 * h, 8 * j + 2 * (lane % 4), o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+    }
+  }
+};
+
 }  // namespace flash
 }  // namespace tsl

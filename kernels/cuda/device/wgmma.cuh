@@ -77,6 +77,25 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
                ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1) : "memory");
 }
 
+// The same for a tensor map with NB outer (batch) dimensions after the two of the matrix: the
+// box at (c0, c1, b[0], .., b[NB - 1]).
+template <int NB>
+__device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1, const int* b) {
+  static_assert(NB >= 0 && NB <= 3, "a tensor map has at most 5 dimensions");
+  if constexpr (NB == 0) {
+    tma_load_2d(dst, map, bar, c0, c1);
+  } else if constexpr (NB == 1) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n"
+                 ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(b[0]) : "memory");
+  } else if constexpr (NB == 2) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n"
+                 ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(b[0]), "r"(b[1]) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n"
+                 ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(b[0]), "r"(b[1]), "r"(b[2]) : "memory");
+  }
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 // Waits until at most N committed groups of wgmmas of this warpgroup are pending.
@@ -85,6 +104,15 @@ template <int N> __device__ __forceinline__ void wgmma_wait() { asm volatile("wg
 template <int R> __device__ __forceinline__ void fence_registers(float (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// The same for A fragments in registers that a wgmma reads asynchronously: placed after the wait
+// for that wgmma, it keeps the registers from being reused before.
+template <int R> __device__ __forceinline__ void fence_registers(unsigned (&a)[R][4]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
 }
 
 // A wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets (all
@@ -150,6 +178,49 @@ template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n256(fl
 template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n128(float (&d)[64], u64 da, u64 db) {
   if (BF16) TSL_WG_MMA("m64n128k16", "bf16", TSL_WG_D64, ", %64, %65, p, 1, 1, 0, %66", TSL_WG_OUT64);
   else TSL_WG_MMA("m64n128k16", "f16", TSL_WG_D64, ", %64, %65, p, 1, 1, 0, %66", TSL_WG_OUT64);
+}
+
+// ---- wgmma.mma_async m64nNk16 with A from registers (N = 128 or 64), B from shared memory ----------
+// a: the thread's A fragment of the 64 x 16 slice, as mma.sync's m16k16 A fragment of its warp's
+// 16 rows: {(r, 2q..2q+1), (r + 8, 2q..), (r, 8 + 2q..), (r + 8, 8 + 2q..)}, r = lane / 4,
+// q = lane % 4, two 16-bit values per register (the lower column in the low half).
+#define TSL_WG_D32 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define TSL_WG_OUT32 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+  "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), \
+  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), \
+  "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), \
+  "+f"(d[31])
+#define TSL_WG_MMA_RS(SHAPE, TYPE, D, OPERANDS, OUT)                                                  \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " D \
+               OPERANDS ";\n}\n"                                                                   \
+               : OUT                                                                               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TRANS_B ? 1 : 0))
+
+template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const unsigned (&a)[4], u64 db) {
+  if (BF16) TSL_WG_MMA_RS("m64n128k16", "bf16", TSL_WG_D64, ", {%64, %65, %66, %67}, %68, p, 1, 1, %69", TSL_WG_OUT64);
+  else TSL_WG_MMA_RS("m64n128k16", "f16", TSL_WG_D64, ", {%64, %65, %66, %67}, %68, p, 1, 1, %69", TSL_WG_OUT64);
+}
+template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4], u64 db) {
+  if (BF16) TSL_WG_MMA_RS("m64n64k16", "bf16", TSL_WG_D32, ", {%32, %33, %34, %35}, %36, p, 1, 1, %37", TSL_WG_OUT32);
+  else TSL_WG_MMA_RS("m64n64k16", "f16", TSL_WG_D32, ", {%32, %33, %34, %35}, %36, p, 1, 1, %37", TSL_WG_OUT32);
+}
+#undef TSL_WG_MMA_RS
+#undef TSL_WG_D32
+#undef TSL_WG_OUT32
+// The same m64n128k16 with a runtime scale-d: accumulate != 0 adds to d, else d = A B (d's old
+// values are not read: no zeroing before the first k step).
+template <bool BF16, bool TRANS_B>
+__device__ __forceinline__ void wgmma_n128_acc(float (&d)[64], u64 da, u64 db, int accumulate) {
+#define TSL_WG_MMA_P(TYPE)                                                                                            \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %67, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " \
+               TSL_WG_D64 ", %64, %65, p, 1, 1, 0, %66;\n}\n"                                                    \
+               : TSL_WG_OUT64                                                                                      \
+               : "l"(da), "l"(db), "n"(TRANS_B ? 1 : 0), "r"(accumulate))
+  if (BF16) TSL_WG_MMA_P("bf16");
+  else TSL_WG_MMA_P("f16");
+#undef TSL_WG_MMA_P
 }
 #undef TSL_WG_MMA
 #undef TSL_WG_D128
