@@ -9,7 +9,9 @@
 // spec's SIMD width, and every memory access carries alias scopes (the tensors of a group never
 // overlap), so LLVM's loop vectorizer turns elementwise loops and sum/product reductions into
 // vector code with correct tails. Contractions take the register-blocked micro-kernel instead
-// (emit_contraction.cpp).
+// (emit_contraction.cpp). Row reuse (row_reuse.h): a reduction that stores a value for a later
+// node does so from its innermost point, and the reader's body finds the loaded value in its
+// evaluation cache (reduce_point, load_reused).
 #include "kernels/cpu/kernel_emitter.h"
 
 #include <llvm/IR/MDBuilder.h>
