@@ -117,7 +117,8 @@ def main():
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile (quick runs)")
     p.add_argument("--no-torch", action="store_true", help="Tessel only")
     p.add_argument("--work", default="/tmp/tessel-gpu-suite", help="models, cache and per-workload reports")
-    p.add_argument("--render", nargs="+", metavar="SUITE_JSON", help="only render these runs' results together")
+    p.add_argument("--render", nargs="+", metavar="SUITE_JSON",
+                   help="only render these runs' results together (a later run's row replaces an earlier one's)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.render:
@@ -125,7 +126,16 @@ def main():
         for path in args.render:
             with open(path) as f:
                 runs.append(json.load(f))
-        rows = [r for run in runs for r in run["workloads"]]
+        # A later run's row replaces an earlier run's row of the same workload (in the earlier
+        # row's place): a partial rerun on top of a full run.
+        rows, index = [], {}
+        for run in runs:
+            for r in run["workloads"]:
+                if r["id"] in index:
+                    rows[index[r["id"]]] = r
+                else:
+                    index[r["id"]] = len(rows)
+                    rows.append(r)
         first = runs[0]
         report(args, rows, first["gpu"], first["date"], first["dram_gbps"] * 1e9, first["tensor_peak_tflops_f16"] * 1e12)
         return
