@@ -37,6 +37,29 @@ template <bool BF16> __device__ __forceinline__ unsigned pack2(float lo, float h
   return r;
 }
 
+constexpr float kLog2e = 1.4426950408889634f;
+
+// The online softmax's step for a thread's two rows (rows r and r + 8 of an m16 tile, whose
+// columns are spread over the four lanes of a quad): folds the chunk's row maxima (this lane's)
+// into the running maxima and rescales the running sums. Returns in `rescale` the factor the
+// rows' earlier O takes, and in `shift` the new maxima times log2(e) (0 for a row without a
+// finite score yet: its probabilities are all 0), so that a probability is
+// exp2f(fmaf(s, kLog2e, -shift)): one fused multiply-add before ex2.
+__device__ __forceinline__ void online_rows(float (&chunk_max)[2], float (&row_max)[2], float (&row_sum)[2], float (&rescale)[2],
+                                            float (&shift)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
+    chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
+    const float m_new = fmaxf(row_max[h], chunk_max[h]);
+    const float m = m_new == -inf_f32() ? 0.0f : m_new;
+    rescale[h] = exp2f((row_max[h] - m) * kLog2e);
+    row_max[h] = m_new;
+    shift[h] = m * kLog2e;
+    row_sum[h] *= rescale[h];
+  }
+}
+
 template <int BR, int BC, int D, int DV, int STAGES, bool BF16, int M, int N, long long LDQ, long long LDK, long long LDV>
 struct StreamedAttention {
   static constexpr int kWarps = BR / kInstM;
@@ -143,25 +166,13 @@ struct StreamedAttention {
           s[t][e] = (N % BC != 0 && n >= N) ? -inf_f32() : score(s[t][e], dm, n);
           chunk_max[e / 2] = fmaxf(chunk_max[e / 2], s[t][e]);
         }
-      float rescale[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        // The four lanes of a quad hold the row's columns.
-        chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
-        chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
-        const float m_new = fmaxf(row_max[h], chunk_max[h]);
-        // A row without a finite score yet shifts by 0 (its probabilities are all 0).
-        const float shift = m_new == -inf_f32() ? 0.0f : m_new;
-        rescale[h] = __expf(row_max[h] - shift);
-        row_max[h] = m_new;
-        chunk_max[h] = shift;
-        row_sum[h] *= rescale[h];
-      }
+      float rescale[2], shift[2];
+      online_rows(chunk_max, row_max, row_sum, rescale, shift);
 #pragma unroll
       for (int t = 0; t < kTilesS; ++t)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[t][e] = __expf(s[t][e] - chunk_max[e / 2]);
+          s[t][e] = exp2f(fmaf(s[t][e], kLog2e, -shift[e / 2]));
           row_sum[e / 2] += s[t][e];
         }
 #pragma unroll
@@ -331,8 +342,7 @@ struct WarpgroupAttention {
       // The score function and the online softmax of chunk c's landed scores: the row maxima and
       // sums move on, sc becomes the probabilities (relative to the new maxima), `rescale` the
       // factor O's rows must take before P V of chunk c. Accumulator i: row row0 + 8 ((i / 2) % 2),
-      // key 8 (i / 4) + 2 (lane % 4) + i % 2 of the chunk. exp(x - m) is evaluated as
-      // 2^(x log2(e) - m log2(e)): one fused multiply-add before ex2.
+      // key 8 (i / 4) + 2 (lane % 4) + i % 2 of the chunk.
       auto softmax = [&](int c) {
         float chunk_max[2] = {-inf_f32(), -inf_f32()};
 #pragma unroll
@@ -342,21 +352,8 @@ struct WarpgroupAttention {
           sc[i] = (N % BC != 0 && n >= N) ? -inf_f32() : score(sc[i], row0 + 8 * h, n);
           chunk_max[h] = fmaxf(chunk_max[h], sc[i]);
         }
-        constexpr float kLog2e = 1.4426950408889634f;
         float shift[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          // The four lanes of a quad hold the row's columns.
-          chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
-          chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
-          const float m_new = fmaxf(row_max[h], chunk_max[h]);
-          // A row without a finite score yet shifts by 0 (its probabilities are all 0).
-          const float m = m_new == -inf_f32() ? 0.0f : m_new;
-          rescale[h] = exp2f((row_max[h] - m) * kLog2e);
-          row_max[h] = m_new;
-          shift[h] = m * kLog2e;
-          row_sum[h] *= rescale[h];
-        }
+        online_rows(chunk_max, row_max, row_sum, rescale, shift);
 #pragma unroll
         for (int i = 0; i < kSAccs; ++i) {
           sc[i] = exp2f(fmaf(sc[i], kLog2e, -shift[(i / 2) % 2]));
