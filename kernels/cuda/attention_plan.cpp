@@ -19,15 +19,7 @@ AttentionMatch fail(std::string reason) { return AttentionMatch{std::nullopt, st
 // keys (S is one m64n128 wgmma per k step), up to kWgMaxStages stages of K and V.
 constexpr int kWgChunk = 128;
 constexpr int kWgMaxStages = 4;
-constexpr int kTensorMapDims = 5;      // the copy engine's largest tensor rank
-constexpr int64_t kMapAlignElems = 8;  // 16 bytes of 16-bit elements: a tensor map's stride rule
-
-bool wgmma_listed(const HwSpec& spec, DType dt, int n) {
-  auto it = spec.compute.tensor_core_shapes.find(dt);
-  if (it == spec.compute.tensor_core_shapes.end()) return false;
-  return std::any_of(it->second.begin(), it->second.end(),
-                     [&](const MmaShape& s) { return s.m == kWgInstM && s.n == n && s.k == kChunkStep; });
-}
+constexpr int kTensorMapDims = 5;  // the copy engine's largest tensor rank
 
 /// Moves plan `p` (planned for the mma.sync kernel) to the Hopper kernel when the target and the
 /// problem allow it (attention_plan.h); returns why not, or "" when it did.
@@ -45,21 +37,19 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
     const char* name;
   };
   for (const Op& op : {Op{&p.q, &p.q_batch, "Q"}, Op{&p.k, &p.k_batch, "K"}, Op{&p.v, &p.v_batch, "V"}}) {
-    if (op.view->ld % kMapAlignElems != 0) return cat(op.name, "'s rows are ", op.view->ld, " elements apart, not 16-byte aligned");
+    if (op.view->ld % kChunkElems != 0) return cat(op.name, "'s rows are ", op.view->ld, " elements apart, not 16-byte aligned");
     op.dims->clear();
     for (size_t b = 0; b < p.batch_axes.size(); ++b) {
       const int64_t stride = op.view->batch_strides[b];
       if (stride == 0 || p.batch_extents[b] == 1) continue;
-      if (stride % kMapAlignElems != 0) return cat(op.name, "'s batch stride ", stride, " is not 16-byte aligned");
+      if (stride % kChunkElems != 0) return cat(op.name, "'s batch stride ", stride, " is not 16-byte aligned");
       op.dims->push_back(static_cast<int>(b));
     }
     if (static_cast<int>(op.dims->size()) + 2 > kTensorMapDims)
       return cat(op.name, " has ", op.dims->size(), " batch axes with a stride; a tensor map holds ", kTensorMapDims - 2);
   }
-  const int threads = (kWgConsumers + 1) * kWarpgroupWarps * spec.compute.simd_width;
-  if (threads > spec.limits.max_threads_per_block) return "too many threads per block";
-  if (spec.limits.registers_per_sm < (kWgProducerRegs + kWgConsumers * kWgConsumerRegs) * threads / (kWgConsumers + 1))
-    return "too few registers per SM for the warpgroups' setmaxnreg budget";
+  int threads = 0;
+  if (std::string no = warpgroup_block(spec, threads); !no.empty()) return no;
   // Q's tile, the stages of K and V (rows of 128 bytes), alignment slack, the barriers (Q's, and
   // three per stage): device/flash.cuh's kSmemBytes, which the emitted kernel asserts equal.
   const int64_t rows = kWgConsumers * kWgInstM;

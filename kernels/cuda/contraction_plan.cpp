@@ -23,7 +23,6 @@ namespace {
 // Facts of the instructions the mma path uses (device/mma.cuh), not of a chip.
 constexpr int kMmaLanes = 32;          // mma.sync / ldmatrix fragments are defined over 32 lanes
 constexpr MmaShape kMmaShape{16, 8, 16};
-constexpr int kChunkElems = 8;         // a 16-byte cp.async of 16-bit elements
 constexpr int kPadElems = 8;           // shared-memory row padding (device/mma.cuh)
 constexpr int kMinSmArch = 80;         // cp.async, ldmatrix and bf16 mma.sync need sm_80
 
@@ -361,21 +360,33 @@ bool warp_layout(int bm, int bn, int& warps_m, int& warps_n) {
   return wm % kMmaShape.m == 0 && wn % (2 * kMmaShape.n) == 0 && warps >= 1 && warps <= kMaxWarps;
 }
 
+}  // namespace
+
+bool wgmma_listed(const HwSpec& spec, DType dt, int n) {
+  auto it = spec.compute.tensor_core_shapes.find(dt);
+  if (it == spec.compute.tensor_core_shapes.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(),
+                     [&](const MmaShape& s) { return s.m == kWgInstM && s.n == n && s.k == kMmaShape.k; });
+}
+
+std::string warpgroup_block(const HwSpec& spec, int& threads) {
+  threads = (kWgConsumers + 1) * kWarpgroupWarps * spec.compute.simd_width;
+  if (threads > spec.limits.max_threads_per_block) return "too many threads per block";
+  if (spec.limits.registers_per_sm < (kWgProducerRegs + kWgConsumers * kWgConsumerRegs) * threads / (kWgConsumers + 1))
+    return "too few registers per SM for the warpgroups' setmaxnreg budget";
+  return "";
+}
+
+namespace {
+
 /// Moves plan `p` (planned for mma.sync) to the wgmma kernel when the target and the problem
 /// allow it (contraction_plan.h's file comment); returns why not, or "" when it did.
 std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_raster) {
   if (spec.target.arch != "sm_90a") return cat("wgmma needs an sm_90a target, not ", spec.target.arch);
-  auto listed = [&](int n) {
-    auto it = spec.compute.tensor_core_shapes.find(p.dtype);
-    if (it == spec.compute.tensor_core_shapes.end()) return false;
-    return std::any_of(it->second.begin(), it->second.end(), [&](const MmaShape& s) {
-      return s.m == kWgInstM && s.n == n && s.k == kMmaShape.k;
-    });
-  };
-  if (!listed(kWgBlockNWide) || !listed(kWgBlockN))
+  if (!wgmma_listed(spec, p.dtype, kWgBlockNWide) || !wgmma_listed(spec, p.dtype, kWgBlockN))
     return cat("the spec lists no wgmma shapes m64n", kWgBlockNWide, "k16 and m64n", kWgBlockN, "k16 for ", dtype_name(p.dtype));
   if (p.implicit) return "an implicit GEMM gathers A (the copy engine reads boxes)";
-  if (p.batch != 1) return "a batched product (its tensor maps would need a batch dimension)";
+  if (p.batch != 1) return "a batched product (the GEMM kernel does not take batched tensor maps yet)";
   if (!p.a.k_contiguous) return "A is stored K x M";
   const int64_t bm = kWgConsumers * kWgInstM;
   if (p.m < bm || p.n < kWgBlockN) return cat("M or N is below ", bm, " (most of a 64-row wgmma tile would be padding)");
@@ -383,10 +394,8 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
     const int64_t cols = o->k_contiguous ? p.k : (o == &p.a ? p.m : p.n);
     if (o->ld % kChunkElems != 0 || o->ld < cols) return cat("a tensor map needs rows 16-byte aligned, not ", o->ld, " elements apart");
   }
-  const int threads = (kWgConsumers + 1) * kWarpgroupWarps * spec.compute.simd_width;
-  if (threads > spec.limits.max_threads_per_block) return "too many threads per block";
-  if (spec.limits.registers_per_sm < (kWgProducerRegs + kWgConsumers * kWgConsumerRegs) * threads / (kWgConsumers + 1))
-    return "too few registers per SM for the warpgroups' setmaxnreg budget";
+  int threads = 0;
+  if (std::string no = warpgroup_block(spec, threads); !no.empty()) return no;
   const int bn = ceil_div(p.m, bm) * ceil_div(p.n, kWgBlockNWide) >= spec.compute.units ? kWgBlockNWide : kWgBlockN;
   // The stages (A and B rows of 128 bytes), alignment slack for them, two mbarriers per stage:
   // device/wgmma.cuh's kSmemBytes, which the emitted kernel asserts equal.

@@ -60,6 +60,14 @@ constexpr int kWgMbarrierBytes = 8;
 /// and kConsumerRegs).
 constexpr int kWgConsumers = 2;
 constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
+/// A 16-byte copy of 16-bit elements (cp.async's chunk; a tensor map's stride unit).
+constexpr int kChunkElems = 8;
+
+/// Whether the spec lists wgmma's m64 n k16 shape for `dt`.
+bool wgmma_listed(const HwSpec& spec, DType dt, int n);
+/// Why the spec's limits do not allow a wgmma kernel's block (a producer and kWgConsumers
+/// consumer warpgroups, setmaxnreg's split), or "" with its threads in `threads`.
+std::string warpgroup_block(const HwSpec& spec, int& threads);
 
 /// How one operand of the contraction is read: per batch point a 2-D row-major view of `tensor`,
 /// element (r, c) at tensor[batch offset + r * ld + c] (device/mma.cuh).
