@@ -37,10 +37,10 @@ struct CompiledCheck {
   int kernels = 0;
 };
 
-/// Compiles `g` for `spec` with `policy`, runs it on `inputs` and compares with the interpreter.
-inline CompiledCheck run_compiled(const OpGraph& g, const HwSpec& spec, const std::string& policy,
+/// Compiles `g` with `schedule` for `spec`, runs it on `inputs` and compares every output with
+/// the interpreter.
+inline CompiledCheck run_compiled(const OpGraph& g, const HwSpec& spec, const Schedule& schedule,
                                   const std::vector<HostTensor>& inputs) {
-  const Schedule schedule = schedule_with(g, spec, policy);
   const std::unique_ptr<Backend> cpu = find_backend("cpu");
   CompileOptions options;
   options.threads = 2;
@@ -57,6 +57,12 @@ inline CompiledCheck run_compiled(const OpGraph& g, const HwSpec& spec, const st
     }
   }
   return check;
+}
+
+/// The same with `g` scheduled for `spec` by `policy`.
+inline CompiledCheck run_compiled(const OpGraph& g, const HwSpec& spec, const std::string& policy,
+                                  const std::vector<HostTensor>& inputs) {
+  return run_compiled(g, spec, schedule_with(g, spec, policy), inputs);
 }
 
 /// run_compiled with both built-in policies (welder and roller) on the AVX2 and AVX-512 specs.

@@ -194,12 +194,8 @@ TEST_CASE("cpu ops: a contraction whose rows exceed one chunk of totals") {
   HwSpec small = spec;
   for (MemoryLevel& l : small.memory_levels)
     if (l.scope == MemoryScope::core && l.cache) l.capacity_bytes = 4096;  // totals chunks of 2048 B: 8 rows
-  const std::vector<HostTensor> inputs = random_inputs(g, 3);
-  CompileOptions options;
-  options.threads = 2;
-  const std::vector<HostTensor> got = find_backend("cpu")->compile(g, schedule, small, options)->run(inputs);
-  const CompareResult r = compare_tensors(got[0], interpret(g, inputs)[0]);
-  CHECK_MESSAGE(r.ok, r.message);
+  const CompiledCheck c = run_compiled(g, small, schedule, random_inputs(g, 3));
+  CHECK_MESSAGE(c.ok, c.message);
 }
 
 TEST_CASE("cpu ops: a producer read twice in a group is inlined only when its body is cheap") {

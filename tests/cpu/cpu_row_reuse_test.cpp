@@ -35,12 +35,8 @@ std::vector<CpuGroupPlan> plans(const OpGraph& g, const Schedule& s, const HwSpe
 
 /// Compiles `g` with `schedule` for `spec`, runs it and compares with the interpreter.
 void check_with(const OpGraph& g, const Schedule& schedule, const HwSpec& spec) {
-  const std::vector<HostTensor> inputs = random_inputs(g, 5);
-  CompileOptions options;
-  options.threads = 2;
-  const std::vector<HostTensor> got = find_backend("cpu")->compile(g, schedule, spec, options)->run(inputs);
-  const CompareResult r = compare_tensors(got[0], interpret(g, inputs)[0]);
-  CHECK_MESSAGE(r.ok, r.message);
+  const CompiledCheck c = run_compiled(g, spec, schedule, random_inputs(g, 5));
+  CHECK_MESSAGE(c.ok, c.message);
 }
 
 /// Lines of `text` that call llvm.floor: the f32 exp's range reduction calls it once per

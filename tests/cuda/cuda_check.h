@@ -98,6 +98,12 @@ inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vecto
   check_on_gpu_with(g, policy, gpu_spec(spec_name), std::move(inputs), seed);
 }
 
+/// A named test graph.
+struct GraphCase {
+  std::string name;
+  OpGraph graph;
+};
+
 /// Every case (anything with `name` and `graph`) compiled under welder and roller and checked on
 /// the GPU (check_on_gpu); SKIP without a GPU, where the compile-only cases cover the kernels.
 template <class Case>

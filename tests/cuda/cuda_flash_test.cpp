@@ -49,10 +49,7 @@ OpGraph attention(const Attn& a) {
   return b.graph(out);
 }
 
-struct FlashCase {
-  std::string name;
-  OpGraph graph;
-};
+using FlashCase = GraphCase;
 
 std::vector<FlashCase> flash_cases() {
   std::vector<FlashCase> out;

@@ -84,10 +84,7 @@ OpGraph conv_nhwc(DType dt, std::vector<int64_t> x, int64_t out_channels, int64_
   return b.graph(y);
 }
 
-struct MmaCase {
-  std::string name;
-  OpGraph graph;
-};
+using MmaCase = GraphCase;
 
 /// Graphs whose contraction groups take the tensor-core path (under both policies).
 std::vector<MmaCase> mma_cases() {

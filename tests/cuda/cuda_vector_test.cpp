@@ -46,10 +46,7 @@ OpGraph integers(std::vector<int64_t> shape) {
   return b.graph(b.op("Where", {gt, b.op("Add", {xi, xi}), b.op("Neg", {xi})}));
 }
 
-struct VectorCase {
-  std::string name;
-  OpGraph graph;
-};
+using VectorCase = GraphCase;
 
 std::vector<VectorCase> vector_cases() {
   std::vector<VectorCase> out;
