@@ -126,16 +126,15 @@ def main():
         for path in args.render:
             with open(path) as f:
                 runs.append(json.load(f))
-        # A later run's row replaces an earlier run's row of the same workload (in the earlier
-        # row's place): a partial rerun on top of a full run.
-        rows, index = [], {}
+        # A later run's row replaces an earlier run's row of the same workload (a partial rerun
+        # on top of a full run); rows in the suite's order, workloads outside it last.
+        latest = {}
         for run in runs:
             for r in run["workloads"]:
-                if r["id"] in index:
-                    rows[index[r["id"]]] = r
-                else:
-                    index[r["id"]] = len(rows)
-                    rows.append(r)
+                latest.pop(r["id"], None)
+                latest[r["id"]] = r
+        order = {w.id: i for i, w in enumerate(workloads.gpu_suite())}
+        rows = sorted(latest.values(), key=lambda r: order.get(r["id"], len(order)))
         first = runs[0]
         report(args, rows, first["gpu"], first["date"], first["dram_gbps"] * 1e9, first["tensor_peak_tflops_f16"] * 1e12)
         return
