@@ -172,7 +172,6 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   // cut to make up the rest, never less than the schedule's L1 reduction step. With the 16-term
   // steps of the schedule (and one term per step for a 3x3 convolution, whose L1 steps are 1),
   // the flushes took 35% of the 1024^3 GEMM's time.
-  constexpr int64_t kRunTerms = 128;  // error about sqrt(128) ulps of a partial sum: ~1e-6 in f32
   std::vector<int64_t> steps = reduction_steps(s);
   for (int r = na - 1, terms = 1; r >= ns; --r) {
     int64_t& step = steps[r - ns];

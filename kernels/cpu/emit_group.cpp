@@ -176,6 +176,33 @@ llvm::AllocaInst* KernelEmitter::entry_alloca(llvm::Type* type) {
 // Memory.
 
 namespace {
+/// Whether input `i` of `node` reads a different element when `axis` moves.
+bool input_varies(const TeNode& node, int i, int axis) {
+  const Access& acc = node.inputs()[i];
+  for (int d = 0; d < acc.map.num_results(); ++d) {
+    if (d == acc.gather_dim) {
+      if (input_varies(node, acc.gather_index_input, axis)) return true;
+      continue;
+    }
+    const AffineExpr& row = acc.map.result(d);
+    if (axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] != 0) return true;
+  }
+  return false;
+}
+
+/// Whether `e`, a subexpression of `node`'s body, can change when `axis` moves.
+bool varies_along(const TeNode& node, const Expr& e, int axis) {
+  switch (e.op()) {
+    case ExprOp::input: return input_varies(node, e.index(), axis);
+    case ExprOp::axis_index: return e.index() == axis;
+    case ExprOp::constant: return false;
+    default:
+      for (const Expr& o : e.operands())
+        if (varies_along(node, o, axis)) return true;
+      return false;
+  }
+}
+
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
@@ -324,9 +351,15 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   }
   // Float sums and products accumulate in f64 (the interpreter accumulates in f64; an f32
   // accumulator over thousands of terms drifts past the f32 tolerance); the result is rounded to
-  // the body's compute type.
+  // the body's compute type. A float sum computed in f32 (f32, f16, bf16 bodies) accumulates in
+  // runs instead, as the contraction micro-kernel does: the innermost reduction loop adds at most
+  // kRunTerms terms into an f32 partial sum -- vectorized, so each lane holds a few terms -- and
+  // each run's partial sum is then added to the f64 total. The rounding error is that of one run
+  // (~1e-6 relative in f32), and the loop does f32 adds instead of converting every term to f64
+  // (layer norm's mean and variance loops: two conversions and two f64 adds per 8 terms before).
   const DType dtype = node.body().dtype();
   const bool reassociable = node.combiner() == Combiner::sum || node.combiner() == Combiner::prod;
+  const bool runs = node.combiner() == Combiner::sum && is_float(dtype) && compute_bytes(dtype) < dtype_bytes(DType::f64);
   // Float max / min: llvm.maxnum / minnum with the nnan and nsz flags, which LLVM's vectorizer
   // turns into a vector reduction, plus an or-reduction of "this term is NaN" -- the flags make the
   // accumulator poison once a NaN is combined, and the NaN flag then selects NaN instead (a NaN
@@ -335,6 +368,7 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   const DType acc_dtype = reassociable && is_float(dtype) ? DType::f64 : dtype;
   llvm::AllocaInst* acc = entry_alloca(compute_type(ctx_, acc_dtype));
   b_.CreateStore(constant_value(b_, acc_dtype, node.init()), acc);
+  llvm::AllocaInst* part = runs ? entry_alloca(compute_type(ctx_, dtype)) : nullptr;  // a run's partial sum
   llvm::AllocaInst* saw_nan = float_minmax ? entry_alloca(b_.getInt1Ty()) : nullptr;
   if (saw_nan) b_.CreateStore(b_.getFalse(), saw_nan);
   // The body's width, not the accumulator's: an f32 body (an exp) runs 8 lanes wide and only the
@@ -350,6 +384,11 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
                                                     llvm::Align(compute_bytes(stored->value.dtype())));
         st->setMetadata(llvm::LLVMContext::MD_alias_scope, reuse_scopes_[r]);
         st->setMetadata(llvm::LLVMContext::MD_noalias, reuse_noalias_[r]);
+      }
+      if (runs) {
+        Value* sum = b_.CreateLoad(part->getAllocatedType(), part);
+        b_.CreateStore(emit_combine(b_, Combiner::sum, dtype, sum, eval_expr(s, node.body(), point, cache)), part);
+        return;
       }
       Value* v = convert_value(b_, eval_expr(s, node.body(), point, cache), dtype, acc_dtype);
       Value* old = b_.CreateLoad(acc->getAllocatedType(), acc);
@@ -368,9 +407,32 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       return;
     }
     const int hint = a == na - 1 ? (reassociable || float_minmax ? lanes : 0) : 1;
-    emit_for(i64(0), i64(node.axes()[a].extent), hint, [&](Value* r) {
-      point[a] = r;
-      nest(a + 1);
+    const int64_t extent = node.axes()[a].extent;
+    if (!runs || a != na - 1) {
+      emit_for(i64(0), i64(extent), hint, [&](Value* r) {
+        point[a] = r;
+        nest(a + 1);
+      });
+      return;
+    }
+    // The innermost axis in runs of at most kRunTerms points, each flushed into the f64 total.
+    auto run = [&](Value* begin, Value* end) {
+      b_.CreateStore(constant_value(b_, dtype, 0.0), part);
+      emit_for(begin, end, hint, [&](Value* r) {
+        point[a] = r;
+        nest(a + 1);
+      });
+      Value* sum = convert_value(b_, b_.CreateLoad(part->getAllocatedType(), part), dtype, acc_dtype);
+      b_.CreateStore(emit_combine(b_, Combiner::sum, acc_dtype, b_.CreateLoad(acc->getAllocatedType(), acc), sum), acc);
+    };
+    if (extent <= kRunTerms) {
+      run(i64(0), i64(extent));
+      return;
+    }
+    emit_for(i64(0), i64((extent + kRunTerms - 1) / kRunTerms), 1, [&](Value* k) {
+      Value* begin = b_.CreateMul(k, i64(kRunTerms));
+      Value* end = b_.CreateAdd(begin, i64(kRunTerms));
+      run(begin, b_.CreateSelect(b_.CreateICmpSLT(end, i64(extent)), end, i64(extent)));
     });
   };
   nest(ns);
@@ -511,8 +573,16 @@ Value* KernelEmitter::eval_expr(NodeState& s, const Expr& e, const std::vector<V
         out = emit_unary(b_, e.op(), e.operands()[0].dtype(), eval_expr(s, e.operands()[0], point, cache));
       } else {
         TESSEL_ASSERT(is_binary(e.op()), "CPU codegen: unexpected op ", expr_op_name(e.op()));
-        out = emit_binary(b_, e.op(), e.operands()[0].dtype(), eval_expr(s, e.operands()[0], point, cache),
-                          eval_expr(s, e.operands()[1], point, cache));
+        Value* a = eval_expr(s, e.operands()[0], point, cache);
+        Value* x = eval_expr(s, e.operands()[1], point, cache);
+        // A float quotient whose divisor stays the same along the node's innermost loop (softmax's
+        // row sum) multiplies by the divisor's reciprocal, which LLVM hoists out of the loop.
+        const int innermost = s.node->num_reduction() > 0 ? s.node->num_axes() - 1 : s.node->num_spatial() - 1;
+        if (e.op() == ExprOp::div && is_float(e.operands()[0].dtype()) && innermost >= 0 &&
+            varies_along(*s.node, e.operands()[0], innermost) && !varies_along(*s.node, e.operands()[1], innermost))
+          out = emit_div_by_invariant(b_, a, x);
+        else
+          out = emit_binary(b_, e.op(), e.operands()[0].dtype(), a, x);
       }
   }
   return cache[e.get()] = out;

@@ -436,6 +436,15 @@ llvm::Value* emit_binary(IRBuilderBase& b, ExprOp op, DType operand, Value* a, V
   TESSEL_ASSERT(false, "CPU codegen: binary op ", expr_op_name(op), " on ", dtype_name(operand));
 }
 
+llvm::Value* emit_div_by_invariant(IRBuilderBase& b, Value* a, Value* x) {
+  const llvm::fltSemantics& sem = scalar_of(x)->getFltSemantics();
+  Value* magnitude = unary_intrinsic(b, llvm::Intrinsic::fabs, x);
+  Value* subnormal = b.CreateFCmpOLT(magnitude, fp_like(x, llvm::APFloat::getSmallestNormalized(sem).convertToDouble()));
+  Value* scale = b.CreateSelect(subnormal, fp_like(x, 0x1p64), fp_like(x, 1.0));
+  Value* r = b.CreateFDiv(fp_like(x, 1.0), b.CreateFMul(x, scale));
+  return b.CreateFMul(b.CreateFMul(a, r), scale);
+}
+
 llvm::Value* emit_combine(IRBuilderBase& b, Combiner c, DType dtype, Value* acc, Value* v) {
   llvm::FastMathFlags reassoc;
   reassoc.setAllowReassoc();

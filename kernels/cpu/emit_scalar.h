@@ -48,6 +48,17 @@ llvm::Value* convert_value(llvm::IRBuilderBase& b, llvm::Value* v, DType from, D
 llvm::Value* emit_unary(llvm::IRBuilderBase& b, ExprOp op, DType operand, llvm::Value* a);
 /// A binary ExprOp on values of dtype `operand` (apply_binary).
 llvm::Value* emit_binary(llvm::IRBuilderBase& b, ExprOp op, DType operand, llvm::Value* a, llvm::Value* x);
+/// Float a / x as a multiplication by a reciprocal, for a divisor that does not change along the
+/// loop the quotient is evaluated in: (a * r) * c with c = 2^64 when |x| is below the smallest
+/// normal (zero and subnormals), else 1, and r = 1 / (x * c) -- c and r depend on x only, so
+/// LLVM hoists them (one division per loop instead of one per element). The scaling keeps r
+/// finite for every nonzero x; zero, NaN and infinite divisors and dividends give the division's
+/// results. Rounding: two roundings instead of one (within 1.5 ulps of the quotient, ~2e-7
+/// relative in f32; the f32 tolerance of tilegraph/compare.h is 1e-4); with a subnormal divisor a
+/// quotient below 2^64 times the smallest normal may lose bits to underflow in a * r (absolute
+/// error under 1e-25 in f32).
+llvm::Value* emit_div_by_invariant(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* x);
+
 /// The combiner step acc <- combine(acc, v) of the interpreter, on values of dtype `dtype`. Sum and
 /// product of floats are marked reassociable so that reductions vectorize.
 llvm::Value* emit_combine(llvm::IRBuilderBase& b, Combiner c, DType dtype, llvm::Value* acc, llvm::Value* v);

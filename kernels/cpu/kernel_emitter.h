@@ -14,6 +14,11 @@
 
 namespace tessel::cpu {
 
+/// The longest run of reduction terms accumulated in f32 before the partial sum is added to the
+/// f64 total (the contraction micro-kernel's steps, the generic nest's float sums): the rounding
+/// error is about sqrt(128) ulps of a partial sum, ~1e-6 relative in f32.
+inline constexpr int64_t kRunTerms = 128;
+
 /// A tensor as the kernel addresses it: a whole tensor (input, weight, arena), or a fused
 /// producer's scratch array, addressed relative to the producer's box for the current task.
 struct TensorView {

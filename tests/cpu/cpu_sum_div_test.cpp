@@ -1,0 +1,105 @@
+// Two rules of the generic nest (kernels/cpu/README.md): float sums computed in f32 accumulate in
+// runs of at most kRunTerms terms whose f32 partial sums are added in f64, and a float quotient
+// whose divisor does not change along the innermost loop multiplies by a hoisted reciprocal
+// (emit_div_by_invariant, scaled for subnormal divisors). Run boundaries and odd lengths over
+// every axis and dtype, a sum that a plain f32 accumulator gets wrong, special divisors and
+// dividends, and where the reciprocal is and is not used in the emitted IR.
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "../model_builder.h"
+#include "../temp_dir.h"
+#include "cpu_check.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+HostTensor random_of(DType t, std::vector<int64_t> shape, uint64_t seed) {
+  return materialize_random(TensorType{t, std::move(shape)}, RandomInit{RandomInit::Dist::uniform, -1.0, 1.0, seed});
+}
+
+/// The emitted (unoptimized) IR of `g`'s only kernel under welder for the AVX2 spec.
+std::string emitted_ir(const OpGraph& g) {
+  const HwSpec& spec = cpu_spec("x86-64-avx2-generic");
+  const Schedule s = schedule_with(g, spec, "welder");
+  REQUIRE(s.groups.size() == 1);
+  TempDir dir;
+  find_backend("cpu")->emit(g, s, spec, "llvm", dir.path.string());
+  std::ifstream in(dir.file("tessel_group_0.ll"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("cpu sums in runs: lengths around the run boundary, every axis and float dtype") {
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    CAPTURE(dtype_name(t));
+    // 1, a prime below one run, one run, one past it, several runs with a short last one.
+    for (int64_t n : {1, 127, 128, 129, 257, 1031, 4099}) {
+      CAPTURE(n);
+      check_op("ReduceSum", {random_of(t, {3, n}, 5)}, {{"axes", std::vector<int64_t>{1}}});
+    }
+    for (int64_t axis : {0, 1, 2}) {
+      CAPTURE(axis);
+      check_op("ReduceSum", {random_of(t, {131, 7, 139}, 6)}, {{"axes", std::vector<int64_t>{axis}}});
+    }
+    check_op("ReduceSum", {random_of(t, {131, 5, 139}, 7)}, {{"axes", std::vector<int64_t>{0, 2}}});
+  }
+}
+
+TEST_CASE("cpu sums in runs: a long sum a plain f32 accumulator gets wrong") {
+  // 2^22 copies of f32(1/3) in one row. Accumulated in f32 by 32 (AVX2) or 64 (AVX-512)
+  // vectorized accumulators, each partial sum grows past 2^15 and every add rounds the same way:
+  // the total comes out 3.9e-4 (1.9e-4) low, over the f32 tolerance. In runs of 128 terms the
+  // partial sums stay small and exact, and the f64 total matches the interpreter.
+  const int64_t n = int64_t{1} << 22;
+  const HostTensor x(TensorType{DType::f32, {1, n}}, std::vector<double>(static_cast<size_t>(n), 1.0 / 3.0));
+  check_op("ReduceSum", {x}, {{"axes", std::vector<int64_t>{1}}});
+}
+
+TEST_CASE("cpu division by an invariant divisor: special divisors and dividends") {
+  // One divisor per row (constant along the innermost loop), every dividend against each.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> divisors = {0.75, -3.0, 0.0, -0.0, inf, -inf, nan, 1e-40, -3e-39, 1.4e-45, 1.2e-38, 3e38, -1e-30};
+  const std::vector<double> dividends = {1.0, -2.5, 0.0, -0.0, inf, -inf, nan, 1e-39, -1e-44, 3e38, 1e-30, 7.0, 0.1};
+  const int64_t rows = static_cast<int64_t>(divisors.size()), cols = static_cast<int64_t>(dividends.size());
+  std::vector<double> a, d;
+  for (int64_t r = 0; r < rows; ++r) {
+    d.push_back(divisors[static_cast<size_t>(r)]);
+    for (int64_t c = 0; c < cols; ++c) a.push_back(dividends[static_cast<size_t>((c + r) % cols)]);
+  }
+  check_op("Div", {f32({rows, cols}, a), f32({rows, 1}, d)});
+  // Random rows of odd length, the divisor broadcast along the last axis or the first.
+  check_op("Div", {random_f32({7, 1031}, 1), random_f32({7, 1}, 2)});
+  check_op("Div", {random_f32({263, 5}, 3), random_f32({1, 5}, 4)});
+}
+
+TEST_CASE("cpu division by an invariant divisor: used only when the divisor is invariant") {
+  // x / d[row]: the quotient loop computes one reciprocal (fdiv 1.0, ...) and multiplies.
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {64, 1031});
+  const std::string row = b.input("d", {64, 1});
+  const std::string q = emitted_ir(b.graph(b.op("Div", {x, row})));
+  CHECK(count(q, "fdiv float 1.000000e+00") == 1);
+  CHECK(count(q, "fdiv") == 1);
+  // x / y elementwise and x / d[column]: the divisor changes along the innermost loop, a plain
+  // division per element.
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{64, 1031}, {1, 1031}}) {
+    ModelBuilder e(DType::f32);
+    const std::string ir = emitted_ir(e.graph(e.op("Div", {e.input("x", {64, 1031}), e.input("y", shape)})));
+    CHECK(count(ir, "fdiv float 1.000000e+00") == 0);
+    CHECK(count(ir, "fdiv float %") == 1);
+  }
+}
