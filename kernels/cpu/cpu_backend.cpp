@@ -100,15 +100,16 @@ class CpuBackend : public Backend {
     manifest["tensors"] = tensors;
     nlohmann::json kernels = nlohmann::json::array();
     for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
-      const CpuGroupPlan plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes);
+      const CpuGroupPlan plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes, params.streaming_bytes);
       auto ctx = cpu::make_context();
       std::unique_ptr<llvm::Module> module = emit_module(graph, plan, params, *ctx, *tm, dir);
       const std::string base = (std::filesystem::path(dir) / cpu::kernel_name(g)).string();
       const std::string file = base + (format == "llvm" ? ".ll" : ".o");
+      int nontemporal_stores = 0;
       if (format == "llvm") {
         cpu::write_ir(*module, file);
       } else {
-        cpu::optimize_module(*module, *tm);
+        nontemporal_stores = cpu::optimize_module(*module, *tm);
         cpu::write_object(*module, *tm, file);
       }
       std::ofstream(base + ".boxes.bin", std::ios::binary)
@@ -124,11 +125,19 @@ class CpuBackend : public Backend {
         reuses.push_back({{"source", graph.node(plan.nodes[r.source]).name()}, {"value", print_expr(r.value)},
                           {"readers", readers}, {"buffer_extents", r.extents}});
       }
-      kernels.push_back({{"name", cpu::kernel_name(g)}, {"group", g}, {"file", std::filesystem::path(file).filename().string()},
-                         {"nodes", nodes}, {"tasks", plan.num_tasks}, {"sink_tile", plan.sink_tile},
-                         {"scratch_bytes_per_thread", plan.scratch_bytes}, {"row_reuse", reuses},
-                         {"repro", format == "llvm" ? cat("llc-16 -O3 -mtriple=", spec.target.triple, " -mcpu=", spec.target.arch, " ", file)
-                                                    : cat("objdump -d ", file)}});
+      std::vector<std::string> streamed;
+      for (const CpuNodeBuffer& b : plan.buffers)
+        if (b.streamed) streamed.push_back(graph.tensor(b.tensor).name);
+      nlohmann::json kernel = {{"name", cpu::kernel_name(g)}, {"group", g}, {"file", std::filesystem::path(file).filename().string()},
+                               {"nodes", nodes}, {"tasks", plan.num_tasks}, {"sink_tile", plan.sink_tile},
+                               {"scratch_bytes_per_thread", plan.scratch_bytes}, {"row_reuse", reuses},
+                               {"streamed_outputs", streamed},
+                               {"repro", format == "llvm" ? cat("llc-16 -O3 -mtriple=", spec.target.triple, " -mcpu=", spec.target.arch, " ", file)
+                                                          : cat("objdump -d ", file)}};
+      // Only the object path runs the optimizer, after which the streamed tensors' vector stores
+      // are marked (streaming_stores.h); the .ll is the IR as emitted.
+      if (format == "obj") kernel["nontemporal_stores"] = nontemporal_stores;
+      kernels.push_back(kernel);
     }
     manifest["kernels"] = kernels;
     const std::string manifest_path = (std::filesystem::path(dir) / "manifest.json").string();
@@ -151,7 +160,7 @@ class CpuBackend : public Backend {
     std::vector<cpu::CompiledGroup> groups;
     for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
       cpu::CompiledGroup cg;
-      cg.plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes);
+      cg.plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes, params.streaming_bytes);
       auto ctx = cpu::make_context();
       auto t0 = Clock::now();
       std::unique_ptr<llvm::Module> module = emit_module(graph, cg.plan, params, *ctx, *tm, options.reject_dir);

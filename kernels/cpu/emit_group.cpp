@@ -18,6 +18,7 @@
 #include <llvm/IR/Module.h>
 
 #include "kernels/cpu/emit_scalar.h"
+#include "kernels/cpu/streaming_stores.h"
 #include "tilegraph/error.h"
 
 namespace tessel::cpu {
@@ -38,6 +39,9 @@ CodegenParams codegen_params(const HwSpec& spec) {
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.scope == MemoryScope::core && l.cache && !l.cache->shared) p.pack_bytes = std::max(p.pack_bytes, l.capacity_bytes / 2);
   p.reuse_bytes = p.pack_bytes;
+  for (const MemoryLevel& l : spec.memory_levels)
+    if (l.cache) p.streaming_bytes = std::max(p.streaming_bytes, l.capacity_bytes * std::max<int64_t>(1, l.instances));
+  p.tensor_alignment = arena_alignment(spec);
   return p;
 }
 
@@ -112,8 +116,21 @@ llvm::Function* KernelEmitter::emit() {
     Value* slot = b_.CreateInBoundsGEP(ptr, fn_->getArg(0), i64(t));
     tensor_ptrs_[t] = b_.CreateLoad(ptr, slot, graph_.tensor(t).name);
   }
+  // Streamed outputs (streaming_stores.h): their scopes listed for mark_streaming_stores, and
+  // their buffers' alignment stated, from which LLVM proves the vector stores aligned.
+  bool streams = false;
+  for (const CpuNodeBuffer& buf : plan_.buffers) {
+    if (!buf.streamed) continue;
+    streams = true;
+    module_.getOrInsertNamedMetadata(kStreamingScopes)->addOperand(llvm::cast<llvm::MDNode>(scopes_.at(buf.tensor)->getOperand(0).get()));
+    b_.CreateAlignmentAssumption(module_.getDataLayout(), tensor_ptrs_.at(buf.tensor),
+                                 static_cast<uint64_t>(params_.tensor_alignment));
+  }
 
   emit_for(fn_->getArg(1), fn_->getArg(2), 1, [&](Value* task) { emit_task(task); });
+  // Non-temporal stores are weakly ordered: visible to every thread before the kernel returns
+  // (the thread pool then reports the range done).
+  if (streams) b_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
   b_.CreateRetVoid();
   return fn_;
 }
@@ -128,6 +145,16 @@ void KernelEmitter::emit_task(Value* task) {
       const int64_t at = plan_.box_offset[k] + 2 * a;
       begins[k].push_back(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), row, i64(at))));
       extents[k].push_back(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), row, i64(at + 1))));
+    }
+    // A streamed output's innermost loop starts, in every task, at a multiple of `m` elements
+    // (the largest power of two up to a vector's lanes dividing every task's begin): stated, so
+    // that LLVM can prove its vector stores aligned (streaming_stores.h).
+    if (plan_.buffers[k].streamed && ns > 0) {
+      const int64_t at = plan_.box_offset[k] + 2 * (ns - 1);
+      int64_t m = vector_lanes(graph_.tensor(plan_.buffers[k].tensor).type.dtype);
+      for (int64_t t = 0; t < plan_.num_tasks && m > 1; ++t)
+        while (m > 1 && plan_.boxes[static_cast<size_t>(t * plan_.box_stride + at)] % m != 0) m /= 2;
+      if (m > 1) b_.CreateAssumption(b_.CreateICmpEQ(b_.CreateAnd(begins[k].back(), i64(m - 1)), i64(0)));
     }
   }
   // Producers first: every consumer's reads fall inside the producer's box (tile propagation).

@@ -37,6 +37,13 @@ struct CodegenParams {
   /// per-core cache, so that the stored values and the task's inputs are still cached when the
   /// reader loads them (0: the spec has none, so values are recomputed).
   int64_t reuse_bytes = 0;
+  /// A group whose memory traffic reaches this many bytes stores its outputs non-temporally
+  /// (streaming_stores.h): the most any cache level of the spec holds, capacity x instances (0:
+  /// the spec has no cache, nothing streams).
+  int64_t streaming_bytes = 0;
+  /// Every tensor buffer the kernel is given starts at a multiple of this (the runtime allocates
+  /// with the buffer plan's alignment, arena_alignment(spec); the manifest states it).
+  int64_t tensor_alignment = 1;
 };
 
 /// Reads CodegenParams from a CPU spec; UserError naming the field when the spec lacks one.

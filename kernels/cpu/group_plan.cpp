@@ -23,7 +23,7 @@ const CpuRowReuse* CpuGroupPlan::reuse_stored_by(int position) const {
 }
 
 CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, const BufferPlan& buffers, int group,
-                            int64_t alignment, int64_t reuse_budget_bytes) {
+                            int64_t alignment, int64_t reuse_budget_bytes, int64_t streaming_bytes) {
   const ScheduledGroup& sg = schedule.groups.at(group).group;
   TESSEL_ASSERT(!sg.nodes.empty(), "group ", group, " is empty");
   CpuGroupPlan plan;
@@ -112,6 +112,32 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
     // scratch store and load cost as much), not for a transcendental or a division, which is
     // stored once instead.
     b.inlined = ok && (readers <= 1 || !has_costly_op(node.body()));
+  }
+
+  // 2c. Streamed outputs (streaming_stores.h): the group's memory traffic counts every tensor it
+  //     reads from memory (not produced in the group, or produced into the arena) and every arena
+  //     output, once each. An output a later node of the group reads stays cached for it.
+  if (streaming_bytes > 0) {
+    std::vector<TensorId> moved;
+    for (size_t k = 0; k < plan.nodes.size(); ++k) {
+      for (TensorId t : graph.node_inputs(plan.nodes[k])) {
+        const int p = graph.tensor(t).producer >= 0 ? plan.position(graph.tensor(t).producer) : -1;
+        if (p < 0 || !plan.buffers[p].in_scratch) moved.push_back(t);
+      }
+      if (!plan.buffers[k].in_scratch) moved.push_back(plan.buffers[k].tensor);
+    }
+    std::sort(moved.begin(), moved.end());
+    moved.erase(std::unique(moved.begin(), moved.end()), moved.end());
+    int64_t traffic_bytes = 0;
+    for (TensorId t : moved) traffic_bytes += graph.tensor(t).type.num_elements() * dtype_bytes(graph.tensor(t).type.dtype);
+    if (traffic_bytes >= streaming_bytes)
+      for (size_t k = 0; k < plan.nodes.size(); ++k) {
+        CpuNodeBuffer& b = plan.buffers[k];
+        if (b.in_scratch) continue;
+        bool read_in_group = false;
+        for (NodeId c : graph.consumers(b.tensor)) read_in_group |= plan.position(c) >= 0;
+        b.streamed = !read_in_group;
+      }
   }
 
   // 3. Propagate every task's sink tile through the group.

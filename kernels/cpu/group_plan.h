@@ -33,6 +33,9 @@ struct CpuNodeBuffer {
   /// read is injective (each consumer point reads a distinct element, at most once per access), so
   /// its consumers evaluate its body where they read it, at no extra arithmetic. No scratch.
   bool inlined = false;
+  /// An arena output stored with non-temporal stores (streaming_stores.h): the group moves at
+  /// least the largest cache's worth of data and no node of the group reads this output.
+  bool streamed = false;
   int64_t scratch_offset_bytes = 0;  // into the thread's scratch buffer (a multiple of the alignment)
   /// The scratch array's extents: per spatial axis of the node, the largest box extent of any
   /// task. Empty for arena outputs.
@@ -86,10 +89,12 @@ struct CpuGroupPlan {
 /// Plans group `group` of `schedule`; scratch arrays start at multiples of `alignment` bytes (the
 /// caller passes the spec's cache-line size). A row-reuse buffer may take up to
 /// `reuse_budget_bytes` of scratch per thread (the caller derives it from the spec's private
-/// caches, CodegenParams::reuse_bytes; 0 turns row reuse off). Raises InternalError when tile
+/// caches, CodegenParams::reuse_bytes; 0 turns row reuse off). Arena outputs stream
+/// (CpuNodeBuffer::streamed) when the group's memory traffic is at least `streaming_bytes`
+/// (CodegenParams::streaming_bytes; 0 turns streaming off). Raises InternalError when tile
 /// propagation fails for one of the sink's tiles (the schedule checker accepts only groups where
 /// it succeeds).
 CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, const BufferPlan& buffers, int group,
-                            int64_t alignment, int64_t reuse_budget_bytes);
+                            int64_t alignment, int64_t reuse_budget_bytes, int64_t streaming_bytes);
 
 }  // namespace tessel

@@ -24,6 +24,7 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "kernels/cpu/streaming_stores.h"
 #include "tilegraph/error.h"
 
 namespace tessel::cpu {
@@ -147,7 +148,7 @@ llvm::CodeGenOpt::Level codegen_level(int opt_level) {
 
 }  // namespace
 
-void optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+int optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
   codegen_level(opt_level);  // validates the level
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -167,6 +168,8 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_leve
   llvm::ModulePassManager mpm = opt_level == 0 ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
                                                : pb.buildPerModuleDefaultPipeline(levels[opt_level]);
   mpm.run(module, mam);
+  // After the vectorizer and the alignment it inferred: only wide, provably aligned stores qualify.
+  return mark_streaming_stores(module);
 }
 
 void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path) {

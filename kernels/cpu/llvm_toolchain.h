@@ -38,8 +38,9 @@ void verify_or_reject(llvm::Module& module, const std::string& reject_dir, const
                       const std::string& what);
 
 /// LLVM's module pipeline at `opt_level` (0-3; 3 = O3) for `tm` (its TargetTransformInfo sizes the
-/// vectorizer's choices).
-void optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level = 3);
+/// vectorizer's choices), then mark_streaming_stores (streaming_stores.h); returns the number of
+/// stores that made non-temporal.
+int optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level = 3);
 
 /// Writes `module` as an object file for `tm`.
 void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path);

@@ -210,7 +210,7 @@ TEST_CASE("cpu ops: a producer read twice in a group is inlined only when its bo
     const Schedule s = schedule_with(g, spec, "welder");
     REQUIRE(s.groups.size() == 1);
     const int64_t alignment = 64;
-    const CpuGroupPlan plan = plan_cpu_group(g, s, plan_buffers(g, s, alignment), 0, alignment, 0);
+    const CpuGroupPlan plan = plan_cpu_group(g, s, plan_buffers(g, s, alignment), 0, alignment, 0, 0);
     REQUIRE(plan.buffers.size() == 2);
     CHECK(plan.buffers[0].in_scratch);
     CHECK(plan.buffers[0].inlined == inlined);

@@ -29,7 +29,8 @@ std::vector<CpuGroupPlan> plans(const OpGraph& g, const Schedule& s, const HwSpe
   const BufferPlan buffers = plan_buffers(g, s, alignment);
   std::vector<CpuGroupPlan> out;
   for (int k = 0; k < static_cast<int>(s.groups.size()); ++k)
-    out.push_back(plan_cpu_group(g, s, buffers, k, alignment, cpu::codegen_params(spec).reuse_bytes));
+    out.push_back(plan_cpu_group(g, s, buffers, k, alignment, cpu::codegen_params(spec).reuse_bytes,
+                                  cpu::codegen_params(spec).streaming_bytes));
   return out;
 }
 
