@@ -380,7 +380,7 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   // accumulator over thousands of terms drifts past the f32 tolerance); the result is rounded to
   // the body's compute type. A float sum computed in f32 (f32, f16, bf16 bodies) accumulates in
   // runs instead, as the contraction micro-kernel does: the innermost reduction loop adds at most
-  // kRunTerms terms into an f32 partial sum -- vectorized, so each lane holds a few terms -- and
+  // kSumRunTerms terms into an f32 partial sum -- vectorized, so each lane holds a few terms -- and
   // each run's partial sum is then added to the f64 total. The rounding error is that of one run
   // (~1e-6 relative in f32), and the loop does f32 adds instead of converting every term to f64
   // (layer norm's mean and variance loops: two conversions and two f64 adds per 8 terms before).
@@ -442,7 +442,7 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       });
       return;
     }
-    // The innermost axis in runs of at most kRunTerms points, each flushed into the f64 total.
+    // The innermost axis in runs of at most kSumRunTerms points, each flushed into the f64 total.
     auto run = [&](Value* begin, Value* end) {
       b_.CreateStore(constant_value(b_, dtype, 0.0), part);
       emit_for(begin, end, hint, [&](Value* r) {
@@ -452,13 +452,13 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       Value* sum = convert_value(b_, b_.CreateLoad(part->getAllocatedType(), part), dtype, acc_dtype);
       b_.CreateStore(emit_combine(b_, Combiner::sum, acc_dtype, b_.CreateLoad(acc->getAllocatedType(), acc), sum), acc);
     };
-    if (extent <= kRunTerms) {
+    if (extent <= kSumRunTerms) {
       run(i64(0), i64(extent));
       return;
     }
-    emit_for(i64(0), i64((extent + kRunTerms - 1) / kRunTerms), 1, [&](Value* k) {
-      Value* begin = b_.CreateMul(k, i64(kRunTerms));
-      Value* end = b_.CreateAdd(begin, i64(kRunTerms));
+    emit_for(i64(0), i64((extent + kSumRunTerms - 1) / kSumRunTerms), 1, [&](Value* k) {
+      Value* begin = b_.CreateMul(k, i64(kSumRunTerms));
+      Value* end = b_.CreateAdd(begin, i64(kSumRunTerms));
       run(begin, b_.CreateSelect(b_.CreateICmpSLT(end, i64(extent)), end, i64(extent)));
     });
   };
