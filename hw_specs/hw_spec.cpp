@@ -310,7 +310,7 @@ LimitSpec SpecReader::limits_at(const json& j, const std::string& ptr, const std
   check_keys(j, ptr, {},
              {"max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm",
               "max_registers_per_thread", "smem_per_block_bytes", "smem_per_sm_bytes",
-              "hardware_threads"});
+              "max_cluster_blocks", "hardware_threads"});
   LimitSpec l;
   int64_t* fields[] = {&l.max_threads_per_block,    &l.max_threads_per_sm,   &l.max_blocks_per_sm,
                        &l.registers_per_sm,         &l.max_registers_per_thread,
@@ -321,6 +321,8 @@ LimitSpec SpecReader::limits_at(const json& j, const std::string& ptr, const std
     else if (kind == "gpu")
       fail(ptr, cat("missing key \"", kGpuFields[i], "\" (required for kind \"gpu\")"));
   }
+  if (j.contains("max_cluster_blocks"))
+    l.max_cluster_blocks = int_at(j["max_cluster_blocks"], child(ptr, "max_cluster_blocks"), 0);
   if (j.contains("hardware_threads"))
     l.hardware_threads = int_at(j["hardware_threads"], child(ptr, "hardware_threads"), kind == "cpu" ? 1 : 0);
   else if (kind == "cpu")
@@ -506,6 +508,7 @@ ordered_json spec_json(const HwSpec& s) {
       {"max_registers_per_thread", l.max_registers_per_thread},
       {"smem_per_block_bytes", l.smem_per_block_bytes},
       {"smem_per_sm_bytes", l.smem_per_sm_bytes},
+      {"max_cluster_blocks", l.max_cluster_blocks},
       {"hardware_threads", l.hardware_threads}};
   for (const auto& [key, value] : fields)
     if (value != 0) limits[key] = value;
@@ -693,6 +696,7 @@ std::string format_hw_spec_table(const HwSpec& s) {
        << l.max_blocks_per_sm << " blocks/SM, " << l.registers_per_sm << " registers/SM, "
        << l.max_registers_per_thread << " registers/thread,\n          smem " << bytes_text(l.smem_per_block_bytes)
        << "/block, " << bytes_text(l.smem_per_sm_bytes) << "/SM";
+  if (l.max_cluster_blocks) os << ", clusters of up to " << l.max_cluster_blocks << " blocks";
   if (l.hardware_threads) os << (s.kind == "gpu" ? ", " : " ") << l.hardware_threads << " hardware threads";
   os << "\n  interconnect: " << s.interconnect.devices << " device(s)";
   for (const LinkSpec& k : s.interconnect.links)

@@ -90,6 +90,7 @@ struct LimitSpec {
   int64_t max_registers_per_thread = 0;
   int64_t smem_per_block_bytes = 0;  // the opt-in maximum
   int64_t smem_per_sm_bytes = 0;
+  int64_t max_cluster_blocks = 0;  // blocks of a thread-block cluster (sm_90+; 0: no clusters)
   int64_t hardware_threads = 0;
   bool operator==(const LimitSpec&) const = default;
 };

@@ -433,6 +433,10 @@ HwSpec probe_cuda_gpu(int device, const ProbeOptions& options) {
   lim.max_registers_per_thread = 255;  // PTX ISA limit on every architecture since sm_35
   lim.smem_per_block_bytes = gpu.attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   lim.smem_per_sm_bytes = gpu.attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  // Clusters of up to 8 blocks are CUDA's portable size: every launch on a device with cluster
+  // launch may use it (larger ones need an opt-in per kernel and depend on the kernel's resources).
+  constexpr int kPortableClusterBlocks = 8;
+  lim.max_cluster_blocks = gpu.attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) ? kPortableClusterBlocks : 0;
   spec.target.backend = "cuda";
   spec.target.arch = cat("sm_", cc, cc_major >= 9 ? "a" : "");
   spec.target.triple = "nvptx64-nvidia-cuda";
