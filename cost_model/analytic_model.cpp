@@ -93,6 +93,15 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
                 s.n, "x", s.k));
 }
 
+int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec) {
+  if (!is_gpu(spec) || tiles >= spec.compute.units || spec.limits.max_cluster_blocks < 2) return 1;
+  int split = 1;
+  while (tiles * split < spec.compute.units && 2 * split <= spec.limits.max_cluster_blocks &&
+         k_steps / (2 * split) >= std::max<int64_t>(min_steps, 1))
+    split *= 2;
+  return split;
+}
+
 namespace {
 
 // A streamed attention group (group_footprint.h's StreamedAttention): the two contractions on the
@@ -218,6 +227,19 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // thread-scoped levels.
   const TileConfig& sink_cfg = config(sink);
   out.blocks = num_spatial_tiles(graph.node(sink), sink_cfg.levels.front());
+  // A tensor-core contraction whose tiles leave units idle splits its reduction over a cluster
+  // (reduction_split): more blocks, each reading its part of the reduction.
+  int split = 1;
+  for (NodeId n : group.nodes) {
+    const TeNode& node = graph.node(n);
+    const LevelTile& lt = config(n).levels.front();
+    if (node.num_reduction() != 1 || lt.reduction.size() != 1 || lt.reduction[0] <= 0 || !uses_tensor_cores(node, lt, spec, nullptr))
+      continue;
+    const int64_t extent = node.axes()[node.num_spatial()].extent;
+    split = reduction_split(out.blocks, (extent + lt.reduction[0] - 1) / lt.reduction[0], config(n).pipeline_stages, spec);
+    if (split > 1) out.notes.push_back(cat("'", node.name(), "' splits its reduction in ", split, " parts over a cluster"));
+  }
+  out.blocks *= split;
   // What the group occupies (group_footprint.h: the same accounting as the policies and
   // check_schedule).
   const GroupFootprint footprint = group_footprint(graph, group, spec);
@@ -297,7 +319,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
         // What one block reads of this input over its whole reduction loop.
         const DomainTile whole = representative_tile(node, lt, /*whole_reduction=*/true);
         wave_set_per_block += static_cast<double>(num_elements(bounding_box(input_region(node, static_cast<int>(k), whole))) *
-                                                  dtype_bytes(node.inputs()[k].type.dtype));
+                                                  dtype_bytes(node.inputs()[k].type.dtype)) / split;
       }
       const TensorId result = graph.node_output(n);
       if (n == sink || leaves_group(result)) {

@@ -27,4 +27,13 @@ class AnalyticCostModel : public CostModel {
 /// set when it cannot.
 bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& spec, std::string* reason);
 
+/// How many parts a contraction's reduction loop of `k_steps` steps is split in when its `tiles`
+/// blocks leave a GPU's units idle: the smallest power of two giving every unit a block, no more
+/// than the spec's thread-block cluster (the parts of a tile add their partial sums through the
+/// cluster's shared memory), every part at least `min_steps` steps long. 1: not split (enough
+/// tiles, no clusters, too short a reduction). The CUDA backend's tensor-core kernel splits so
+/// (kernels/cuda/contraction_plan.h) and the model prices it so. (Measured on an H100, M = 16,
+/// K = N = 4096 in 64 tiles: 4 parts 0.020 ms, 8 parts 0.021-0.022, not split 0.022-0.024.)
+int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec);
+
 }  // namespace tessel

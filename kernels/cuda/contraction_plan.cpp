@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
 
 namespace tessel::cuda {
@@ -423,6 +424,22 @@ int64_t stage_bytes(const ContractionPlan& p) {
   return (a + b) * dtype_bytes(p.dtype);
 }
 
+/// Splits the K loop of an mma.sync plan over a cluster when its tiles leave SMs idle
+/// (contraction_plan.h's file comment); returns why not, or "" when it did.
+std::string split_k(ContractionPlan& p, const HwSpec& spec) {
+  if (p.tiles() >= spec.compute.units) return "";
+  if (spec.limits.max_cluster_blocks < 2) return cat("spec '", spec.name, "' has no thread-block clusters");
+  if (p.implicit) return "an implicit GEMM's gather starts at k = 0";
+  const int64_t ktiles = ceil_div(p.k, p.block_k);
+  const int split = reduction_split(p.tiles(), ktiles, p.stages, spec);
+  if (split == 1) return cat("K has ", ktiles, " tiles of ", p.block_k, ", too few for two parts of ", p.stages);
+  const int64_t reduce_bytes = int64_t{p.block_m} * p.block_n * 4;  // device/mma.cuh's kReduceBytes: the f32 tile
+  if (reduce_bytes > spec.limits.smem_per_block_bytes) return "the partial sums do not fit shared memory";
+  p.split_k = split;
+  p.smem_bytes = std::max(p.smem_bytes, reduce_bytes);
+  return "";
+}
+
 }  // namespace
 
 ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
@@ -573,14 +590,19 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     return fail(cat("the pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes));
   if (p.threads(kMmaLanes) > spec.limits.max_threads_per_block) return fail("too many threads per block");
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
-  // 6. Hopper: the wgmma kernel when it applies.
+  // 6. Hopper: the wgmma kernel when it applies; else K split over clusters when the tiles leave
+  //    SMs idle.
   p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
+  if (!p.warpgroup) p.split_reason = split_k(p, spec);
+  if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
   return ContractionMatch{p, ""};
 }
 
 GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   GroupPlan plan = inlined_launch_plan(generic, c.blocks(), c.threads(generic.warp));
   for (NodePlan& np : plan.nodes) np.writes_global = np.role == NodeRole::sink;
+  plan.num_tiles = c.tiles();
+  plan.cluster_blocks = c.split_k;
   plan.sink_tile[c.m_axis] = c.block_m;
   plan.sink_tile[c.n_axis] = c.block_n;
   plan.grid = c.batch_extents;
@@ -653,6 +675,8 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
              operand("B", p.b), "; block ", p.block_m, "x",
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",
              p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group,
+             p.split_k > 1 ? cat("; K's ", ceil_div(p.k, p.block_k), " tiles split in ", p.split_k, " parts over a cluster") : std::string(),
+             p.split_reason.empty() ? "" : cat("; K not split: ", p.split_reason),
              p.warpgroup_reason.empty() ? "" : cat("; wgmma not used: ", p.warpgroup_reason));
 }
 

@@ -33,6 +33,15 @@
 // (padding). NHWC Conv with OHWI or HWIO weights, groups = 1, qualifies; NCHW does not.
 // Everything else keeps the generic kernel unchanged.
 //
+// When the block tiles do not fill the SMs (a decode GEMM: M = 16 rows of tokens) and the spec
+// has thread-block clusters (limits.max_cluster_blocks), the mma.sync kernel splits K: split_k
+// blocks of one cluster compute the same tile over consecutive parts of K, and rank 0 adds the
+// others' partial sums through distributed shared memory before the epilogue (device/mma.cuh's
+// reduce_cluster). split_k is the cost model's reduction_split (the smallest power of two giving
+// every SM a block, at most the cluster size, with every part at least `stages` K tiles long),
+// so the model prices the kernel that runs. An implicit GEMM keeps one block per tile (its gather
+// copier starts at k = 0).
+//
 // On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a plain
 // (non-batched, not implicit) product with A stored M x K, M and N at least 128 and 16-byte
 // aligned rows runs on the Hopper kernel instead (device/wgmma.cuh: TMA copies, wgmma, a producer
@@ -119,6 +128,11 @@ struct ContractionPlan {
   int64_t tiles_m = 0, tiles_n = 0;    // per batch point
   int raster_group = 1;                // block rows per rasterization group (L2 reuse)
   int64_t smem_bytes = 0;              // dynamic shared memory of the pipeline
+  // Split K (see the file comment): split_k blocks per tile, a cluster; rank r sums K tiles
+  // [r * T / split_k, (r + 1) * T / split_k) of the T = ceil(k / block_k). split_reason says why
+  // K is not split when the tiles leave SMs idle.
+  int split_k = 1;
+  std::string split_reason;
   // The Hopper kernel (device/wgmma.cuh) instead of mma.sync: `warpgroups` warpgroups of
   // kWarpgroupWarps warps (one producer, the rest consumers of 64 rows each), operands copied by
   // the tensor copy engine through two tensor maps (GroupPlan::tensor_maps); warps_m and warps_n
@@ -129,7 +143,8 @@ struct ContractionPlan {
 
   bool flat_m() const { return !m_axes.empty(); }
   int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }
-  int64_t blocks() const { return batch * tiles_m * tiles_n; }
+  int64_t tiles() const { return batch * tiles_m * tiles_n; }
+  int64_t blocks() const { return tiles() * split_k; }
 };
 
 /// A plan for the tensor-core kernel, or why the group keeps the generic kernel.

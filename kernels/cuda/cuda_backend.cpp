@@ -396,6 +396,7 @@ class CudaBackend : public Backend {
       e["template"] = k.path;
       e["grid"] = k.plan.blocks;
       e["block"] = k.plan.threads;
+      if (k.plan.cluster_blocks > 1) e["cluster"] = k.plan.cluster_blocks;
       e["tiles"] = k.plan.num_tiles;
       e["dynamic_smem_bytes"] = k.plan.dynamic_smem_bytes();
       e["scratch_bytes"] = k.plan.scratch_bytes();

@@ -379,7 +379,9 @@ std::string print_group_plan(const OpGraph& graph, const GroupPlan& plan) {
   for (size_t a = 0; a < plan.grid.size(); ++a) out += cat(a ? "x" : "", plan.grid[a]);
   out += cat(") of ");
   for (size_t a = 0; a < plan.sink_tile.size(); ++a) out += cat(a ? "x" : "", plan.sink_tile[a]);
-  out += cat("; ", plan.blocks, " blocks of ", plan.threads, " threads; pool ", plan.pool_bytes, " bytes in ",
+  out += cat("; ", plan.blocks, " blocks of ", plan.threads, " threads",
+             plan.cluster_blocks > 1 ? cat(" in clusters of ", plan.cluster_blocks) : std::string(), "; pool ",
+             plan.pool_bytes, " bytes in ",
              plan.pool_in_smem ? "shared memory" : "global scratch", "\n");
   for (const NodePlan& p : plan.nodes) {
     out += cat("  ", graph.node(p.node).name(), ": ", node_role_name(p.role));

@@ -75,6 +75,7 @@ struct GroupPlan {
   int64_t pool_bytes = 0;             // staged buffers of one block
   bool pool_in_smem = true;           // else a per-block slice of global scratch
   int64_t blocks = 0;                 // grid size of the launch
+  int cluster_blocks = 1;             // blocks per thread-block cluster (compiled into the kernel)
   int64_t reduce_scratch_bytes = 0;   // static shared memory for cross-warp reductions
   std::vector<TensorId> inputs;       // tensors read from device memory, in parameter order
   std::vector<TensorId> outputs;      // tensors written to device memory, in parameter order

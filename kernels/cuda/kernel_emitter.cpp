@@ -18,7 +18,8 @@
 //   2. the block's tile: a batch point and a block_m x block_n tile of the contraction's (m, n),
 //      in rasterized order (groups of raster_group block rows share their B panels in L2);
 //   3. the main loop (device/mma.cuh's BlockGemm: cp.async pipeline, ldmatrix, mma.sync) into
-//      f32 accumulator fragments;
+//      f32 accumulator fragments; with K split over a cluster, over the block's part of K, then
+//      the parts' sums meet in rank 0 (the others return);
 //   4. the epilogue: the contraction's value function returns the accumulator of the point
 //      being stored (rounded to its dtype), the other nodes' value functions are the generic
 //      ones, and the sink's value is stored for every accumulator inside the output.
@@ -717,7 +718,9 @@ void Emitter::emit_step(int i) {
 
 // Parameters: inputs, outputs, the global scratch and the status word (the runtime's order).
 void Emitter::emit_signature(const std::string& name, int min_blocks_per_sm) {
-  os_ << "extern \"C\" __global__ void __launch_bounds__(" << plan_.threads;
+  os_ << "extern \"C\" __global__ void ";
+  if (plan_.cluster_blocks > 1) os_ << "__cluster_dims__(" << plan_.cluster_blocks << ", 1, 1) ";
+  os_ << "__launch_bounds__(" << plan_.threads;
   if (min_blocks_per_sm > 0) os_ << ", " << min_blocks_per_sm;
   os_ << ") " << name << "(\n";
   for (size_t k = 0; k < plan_.inputs.size(); ++k) {
@@ -891,7 +894,17 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   // 2. The block's tile.
   const int64_t tiles = c.tiles_m * c.tiles_n, width = c.raster_group * c.tiles_n;
   os_ << "  // the block's tile: a batch point, then groups of " << c.raster_group << " block rows, column by column\n";
-  os_ << "  long long tsl_t = blockIdx.x;\n";
+  if (c.split_k > 1) {
+    // Split K: the cluster's blocks share the tile; rank r sums K tiles [r T / split, (r + 1) T / split).
+    const int64_t ktiles = (c.k + c.block_k - 1) / c.block_k;
+    os_ << "  // K split over the cluster: " << c.split_k << " blocks per tile, " << ktiles << " K tiles\n";
+    os_ << "  long long tsl_t = blockIdx.x / " << c.split_k << ";\n";
+    os_ << "  const int tsl_part = static_cast<int>(TslGemm::cluster_rank());\n";
+    os_ << "  const int tsl_kt0 = tsl_part * " << ktiles << " / " << c.split_k << ", tsl_kt1 = (tsl_part + 1) * " << ktiles
+        << " / " << c.split_k << ";\n";
+  } else {
+    os_ << "  long long tsl_t = blockIdx.x;\n";
+  }
   if (!c.batch_axes.empty()) os_ << "  long long tsl_batch = tsl_t / " << tiles << "LL; tsl_t %= " << tiles << "LL;\n";
   os_ << "  const long long tsl_first = (tsl_t / " << width << "LL) * " << c.raster_group << "LL;\n";
   os_ << "  const long long tsl_rows = tsl::imin(" << c.tiles_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
@@ -915,6 +928,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  TslGatherA tsl_copy_a(tsl_a, tsl_m0);\n";
     os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";
     os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b);\n";
+  } else if (c.split_k > 1) {
+    os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_b, tsl_m0, tsl_n0, tsl_kt0, tsl_kt1 - tsl_kt0);\n";
+    os_ << "  if (!tsl_gemm.reduce_cluster<" << c.split_k << ">(tsl_smem)) return;  // rank 0 holds the sums\n";
   } else {
     os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_b, tsl_m0, tsl_n0);\n";
   }

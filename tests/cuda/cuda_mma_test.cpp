@@ -2,7 +2,8 @@
 // which groups take it and why the others keep the generic kernel; NVRTC compiles of its kernels
 // for odd shapes (M, N, K of 1, 17, 129, 1000; K tails; edges of every tile), transposed
 // operands, batches with broadcasting, bf16, attention's Q K^T and P V, and epilogues (bias,
-// GELU, residual, cast), and NHWC convolutions as implicit GEMMs (padding, strides, dilation, 1x1);
+// GELU, residual, cast), NHWC convolutions as implicit GEMMs (padding, strides, dilation, 1x1),
+// and K split over a thread-block cluster for tiles that leave SMs idle;
 // and, on a GPU, their results against the interpreter under the welder and roller schedules.
 // Without a GPU the run cases print [SKIP] and still compile every kernel.
 #include <algorithm>
@@ -131,6 +132,14 @@ std::vector<MmaCase> mma_cases() {
   add("wgmma matmul 300x200x264", matmul(DType::f16, 300, 200, 264));
   add("wgmma bf16 gemm transB 257x136x1000", gemm(DType::bf16, 257, 136, 1000, false, true));
   add("wgmma 128x256 tiles 1536x64x2816", matmul(DType::f16, 1536, 64, 2816));
+  // K split over a cluster (the tiles leave SMs idle): decode-sized M with an epilogue, A and B
+  // stored transposed (the K parts start at rows of the K x M / K x N views), a batch, bf16, and a
+  // K whose 41 tiles do not divide into the parts (1304 = 40 x 32 + 24: a K tail in the last).
+  // (Others above split too: "matmul 17x1000x24", "gemm transB 129x1000x1", "bf16 matmul 129x1000x40".)
+  add("split K bias gelu 16x2048x256", bias_gelu(DType::f16, 16, 2048, 256));
+  add("split K gemm transA transB 24x1304x40", gemm(DType::f16, 24, 1304, 40, true, true));
+  add("split K batched 2x3 17x1000x24", batched(DType::f16, {2, 3, 17, 1000}, {2, 3, 1000, 24}));
+  add("split K bf16 gemm transB 9x4096x136", gemm(DType::bf16, 9, 4096, 136, false, true));
   // Batch axes over which B is broadcast fold into m (a [batch, seq, hidden] projection): m = 3 x 50.
   add("folded batch 3x50x72 @ 72x136", batched(DType::f16, {3, 50, 72}, {72, 136}));
   add("folded batch 2x1x9x16 @ 16x24", batched(DType::bf16, {2, 1, 9, 16}, {16, 24}));
@@ -296,6 +305,53 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK(kept(cuda::emit_group_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma)).find("m64n256k16") != std::string::npos);
 }
 
+TEST_CASE("cuda mma: K is split over a thread-block cluster when the tiles leave SMs idle") {
+  // The decode GEMM (M = 16): 64 tiles of 16 x 64 for 132 SMs; K = 4096 is 128 tiles of 32, split
+  // in 4 parts (64 x 2 blocks would leave SMs idle; the spec's clusters take up to 8).
+  const cuda::GeneratedKernel dec = roller_kernel(gemm(DType::f16, 16, 4096, 4096, false, false));
+  REQUIRE(dec.path == "mma");
+  const cuda::ContractionPlan& c = *dec.contraction;
+  CHECK(c.tiles() == 64);
+  CHECK(c.split_k == 4);
+  CHECK(c.split_reason.empty());
+  CHECK(dec.plan.blocks == 64 * 4);
+  CHECK(dec.plan.num_tiles == 64);
+  CHECK(dec.plan.cluster_blocks == 4);
+  CHECK(c.smem_bytes >= int64_t{c.block_m} * c.block_n * 4);  // the f32 partial tile fits the pipeline's memory
+  CHECK(dec.source.find("__cluster_dims__(4, 1, 1)") != std::string::npos);
+  CHECK(dec.source.find("tsl_gemm.reduce_cluster<4>(tsl_smem)") != std::string::npos);
+  CHECK(dec.source.find("tsl_kt0 = tsl_part * 128 / 4") != std::string::npos);
+  CHECK(dec.source.find("K's 128 tiles split in 4 parts over a cluster") != std::string::npos);
+
+  // Fewer: a part has at least `stages` K tiles (K = 256: 8 tiles, 2 parts of 4).
+  const cuda::GeneratedKernel shortk = roller_kernel(matmul(DType::f16, 16, 256, 128));
+  REQUIRE(shortk.path == "mma");
+  CHECK(shortk.contraction->split_k == 2);
+  CHECK(shortk.plan.blocks == shortk.contraction->tiles() * 2);
+
+  // Not split, and why: too short a K; tiles enough for the SMs; no clusters in the spec; an
+  // implicit GEMM.
+  const cuda::GeneratedKernel tiny = roller_kernel(matmul(DType::f16, 16, 64, 128));
+  CHECK(tiny.contraction->split_k == 1);
+  CHECK(tiny.contraction->split_reason.find("too few for two parts") != std::string::npos);
+  CHECK(tiny.source.find("K not split: ") != std::string::npos);
+  CHECK(tiny.source.find("__cluster_dims__") == std::string::npos);
+  const cuda::GeneratedKernel wide = roller_kernel(matmul(DType::f16, 4096, 4096, 120));
+  CHECK(wide.contraction->tiles() >= gpu_spec().compute.units);
+  CHECK(wide.contraction->split_k == 1);
+  CHECK(wide.contraction->split_reason.empty());
+  const OpGraph g = gemm(DType::f16, 16, 4096, 4096, false, false);
+  const HwSpec& a100 = gpu_spec("nvidia-a100-sxm-80g");
+  const cuda::GeneratedKernel old = cuda::emit_group_kernel(g, schedule_with(g, a100, "roller"), 0, a100);
+  CHECK(old.contraction->split_k == 1);
+  CHECK(old.contraction->split_reason.find("no thread-block clusters") != std::string::npos);
+  CHECK(old.plan.cluster_blocks == 1);
+  const cuda::GeneratedKernel conv = roller_kernel(conv_nhwc(DType::f16, {1, 5, 6, 64}, 16, 3, 1, 1, 1, false));
+  REQUIRE(conv.contraction);
+  CHECK(conv.contraction->implicit);
+  CHECK(conv.contraction->split_reason.find("implicit GEMM") != std::string::npos);
+}
+
 TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why") {
   auto reason = [](const OpGraph& g, const std::string& policy = "roller") {
     const cuda::GeneratedKernel k = last_kernel(g, policy);
@@ -335,6 +391,11 @@ TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder
       const Schedule s = schedule_with(c.graph, spec, policy);
       CHECK(mma_kernels(c.graph, s, spec) >= 1);
       CHECK(nvrtc_compile_all(c.graph, s, spec) >= 1);
+      if (c.name.rfind("split K", 0) == 0) {  // these cases are there to split
+        bool split = false;
+        for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) split |= cuda::emit_group_kernel(c.graph, s, i, spec).plan.cluster_blocks > 1;
+        CHECK(split);
+      }
     }
 }
 

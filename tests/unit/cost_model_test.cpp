@@ -252,3 +252,43 @@ TEST_CASE("hand-computed on two shipped specs: a memory-bound add and a compute-
     CHECK(c.latency_s == doctest::Approx(launch + compute));
   }
 }
+
+TEST_CASE("a tensor-core contraction with too few tiles splits its reduction over a cluster") {
+  HwSpec gpu = toy_gpu();
+  // Without clusters (the toy spec's limits), never.
+  CHECK(reduction_split(2, 128, 2, gpu) == 1);
+  gpu.limits.max_cluster_blocks = 8;
+  // 2 tiles for 10 units: 8 parts fill them; 3 tiles: 4 parts (12 blocks); enough tiles: none.
+  CHECK(reduction_split(2, 128, 2, gpu) == 8);
+  CHECK(reduction_split(3, 128, 2, gpu) == 4);
+  CHECK(reduction_split(10, 128, 2, gpu) == 1);
+  // Every part keeps min_steps steps: 16 steps of which parts of 4 at least -> 4 parts.
+  CHECK(reduction_split(2, 16, 4, gpu) == 4);
+  CHECK(reduction_split(2, 7, 4, gpu) == 1);
+  // At most the cluster.
+  gpu.limits.max_cluster_blocks = 2;
+  CHECK(reduction_split(1, 128, 2, gpu) == 2);
+  // A CPU never splits.
+  HwSpec cpu = gpu;
+  cpu.kind = "cpu";
+  CHECK(reduction_split(1, 128, 2, cpu) == 1);
+
+  // The model prices the split: a 16 x 1024 x 1024 f16 product in 16x128 tiles is 8 blocks on 10
+  // units, split in 2 with clusters: twice the blocks, more of the chip's bandwidth, a note.
+  const TensorType a{DType::f16, {16, 1024}}, b{DType::f16, {1024, 1024}};
+  const OpGraph g = lower_model(single_op_model("MatMul", {HostTensor(a), HostTensor(b)}, {}, 1, {}));
+  TileConfig t;
+  t.levels = {LevelTile{"smem", {16, 128}, {32}}, LevelTile{"registers", {2, 8}, {1}}};
+  t.threads = {8, 16};
+  t.pipeline_stages = 2;
+  const CostBreakdown plain = AnalyticCostModel().estimate(g, single(t), toy_gpu());
+  HwSpec clustered = toy_gpu();
+  clustered.limits.max_cluster_blocks = 8;
+  const CostBreakdown split = AnalyticCostModel().estimate(g, single(t), clustered);
+  CHECK(plain.blocks == 8);
+  CHECK(split.blocks == 16);
+  CHECK(split.latency_s < plain.latency_s);
+  bool noted = false;
+  for (const std::string& n : split.notes) noted |= n.find("splits its reduction in 2 parts") != std::string::npos;
+  CHECK(noted);
+}

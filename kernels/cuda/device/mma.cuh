@@ -18,6 +18,10 @@
 // fine: chunks past the edge are zero-filled (cp.async's src-size), so the K tail adds zeros and
 // rows or columns past M or N produce accumulators the epilogue does not store.
 //
+// When a tile's K loop is split over a thread-block cluster (sm_90; contraction_plan.h), each
+// block runs the loop over its part of K (run's kt0 and ktiles) and reduce_cluster adds the
+// parts' accumulators in rank 0 through distributed shared memory.
+//
 // Shared memory holds each stage as [rows][cols + kPadElems]: the 16-byte pad shifts consecutive
 // rows by 4 banks, so the 8 row addresses of an ldmatrix 8x8 matrix hit 8 distinct 16-byte bank
 // groups (row length in 16-byte units is odd when cols is a multiple of 16): no bank conflicts.
@@ -206,21 +210,25 @@ struct BlockGemm {
   typedef TileCopy<kARows, kACols, kThreads, A_K_CONTIG ? M : K, A_K_CONTIG ? K : M, LDA, A_K_CONTIG> CopyA;
   typedef TileCopy<kBRows, kBCols, kThreads, B_K_CONTIG ? N : K, B_K_CONTIG ? K : N, LDB, B_K_CONTIG> CopyB;
 
-  // acc = A[m0 : m0 + BM, :] B[:, n0 : n0 + BN], `a` and `b` at the batch point, `smem` holding
-  // kSmemBytes. Ends with every copy complete and a barrier: the caller may reuse the memory.
-  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ a, const u16* __restrict__ b, int m0, int n0) {
+  // acc = A[m0 : m0 + BM, k] B[k, n0 : n0 + BN] summed over the K tiles kt0 .. kt0 + ktiles - 1 (all
+  // of K by default; a part of it when the K loop is split over a cluster, see reduce_cluster),
+  // `a` and `b` at the batch point, `smem` holding kSmemBytes. Ends with every copy complete and a
+  // barrier: the caller may reuse the memory.
+  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ a, const u16* __restrict__ b, int m0, int n0,
+                                      int kt0 = 0, int ktiles = kKTiles) {
     // A is M x K (k contiguous) or K x M; B is N x K or K x N.
-    CopyA copy_a(a, A_K_CONTIG ? m0 : 0, A_K_CONTIG ? 0 : m0);
-    CopyB copy_b(b, B_K_CONTIG ? n0 : 0, B_K_CONTIG ? 0 : n0);
-    run_with(smem, copy_a, copy_b);
+    CopyA copy_a(a, A_K_CONTIG ? m0 : kt0 * BK, A_K_CONTIG ? kt0 * BK : m0);
+    CopyB copy_b(b, B_K_CONTIG ? n0 : kt0 * BK, B_K_CONTIG ? kt0 * BK : n0);
+    run_with(smem, copy_a, copy_b, ktiles);
   }
 
   // The same main loop over any copiers of the block's A and B tiles: objects with
   // copy(unsigned stage_address) (start the cp.async copies of the next tile into a stage laid out
-  // as above) and advance() (move to the next tile along K). The implicit GEMM of a convolution
-  // passes a generated gather copier for A (kernels/cuda/kernel_emitter.cpp).
+  // as above) and advance() (move to the next tile along K), `ktiles` tiles from where they start.
+  // The implicit GEMM of a convolution passes a generated gather copier for A
+  // (kernels/cuda/kernel_emitter.cpp).
   template <class CA, class CB>
-  __device__ __forceinline__ void run_with(unsigned char* smem, CA& copy_a, CB& copy_b) {
+  __device__ __forceinline__ void run_with(unsigned char* smem, CA& copy_a, CB& copy_b, int ktiles = kKTiles) {
 #pragma unroll
     for (int i = 0; i < kTilesM; ++i)
 #pragma unroll
@@ -234,7 +242,7 @@ struct BlockGemm {
     // Prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty past the end).
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < kKTiles) {
+      if (s < ktiles) {
         copy_a.copy(base + s * kStageBytes);
         copy_b.copy(base + s * kStageBytes + b_offset);
       }
@@ -245,7 +253,7 @@ struct BlockGemm {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
     load_fragments(0, base, 0, warp_m, warp_n, lane);
-    for (int kt = 0; kt < kKTiles; ++kt) {
+    for (int kt = 0; kt < ktiles; ++kt) {
       const unsigned cur = base + (kt % STAGES) * kStageBytes;
 #pragma unroll
       for (int step = 0; step < kSteps; ++step) {
@@ -259,7 +267,7 @@ struct BlockGemm {
           // Refill the stage of tile kt - 1 (read completely before the last barrier) with tile
           // kt + STAGES - 1.
           const int fill = kt + STAGES - 1;
-          if (fill < kKTiles) {
+          if (fill < ktiles) {
             const unsigned st = base + (fill % STAGES) * kStageBytes;
             copy_a.copy(st);
             copy_b.copy(st + b_offset);
@@ -269,12 +277,73 @@ struct BlockGemm {
           cp_async_commit();
         }
         if (step < kSteps - 1) load_fragments((step + 1) % 2, cur, (step + 1) * kInstK, warp_m, warp_n, lane);
-        else if (kt + 1 < kKTiles) load_fragments(0, base + ((kt + 1) % STAGES) * kStageBytes, 0, warp_m, warp_n, lane);
+        else if (kt + 1 < ktiles) load_fragments(0, base + ((kt + 1) % STAGES) * kStageBytes, 0, warp_m, warp_n, lane);
         multiply(step % 2);
       }
     }
     cp_async_wait<0>();
     __syncthreads();
+  }
+
+  // ---- split K over a thread-block cluster (sm_90) ----
+  //
+  // The SPLIT blocks of a cluster compute the same tile, each over its own part of K (run's kt0,
+  // ktiles); their partial sums meet in rank 0 through distributed shared memory: ranks 1 .. SPLIT-1
+  // store their accumulators in their own shared memory (kReduceBytes of it, after run's last
+  // barrier), the cluster synchronizes, rank 0 adds the partial sums rank by rank (the order is
+  // fixed: the result does not depend on timing) reading them from the other blocks' shared
+  // memory, and the cluster synchronizes again so that no block exits while its shared memory is
+  // read. Returns whether this block holds the sums (rank 0, which then runs the epilogue).
+  static constexpr int kAccPerThread = kTilesM * kTilesN * 4;
+  static constexpr int kReduceBytes = kAccPerThread * kThreads * 4;
+
+  static __device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+  }
+  static __device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+  }
+
+  template <int SPLIT> __device__ __forceinline__ bool reduce_cluster(unsigned char* smem) {
+    static_assert(SPLIT >= 2, "a split K needs two blocks at least");
+    const unsigned rank = cluster_rank();
+    const int t = static_cast<int>(threadIdx.x);
+    // Thread t's accumulators as float4 j at [(j * kThreads + t) * 16] bytes: consecutive threads
+    // read and write consecutive 16 bytes.
+    float4* mine = reinterpret_cast<float4*>(smem);
+    if (rank != 0) {
+#pragma unroll
+      for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+        for (int n = 0; n < kTilesN; ++n)
+          mine[(i * kTilesN + n) * kThreads + t] = make_float4(acc[i][n][0], acc[i][n][1], acc[i][n][2], acc[i][n][3]);
+    }
+    cluster_sync();
+    if (rank == 0) {
+      const unsigned local = smem_address(smem);
+#pragma unroll 1
+      for (unsigned r = 1; r < SPLIT; ++r) {
+        unsigned remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(r));
+#pragma unroll
+        for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+          for (int n = 0; n < kTilesN; ++n) {
+            float v0, v1, v2, v3;
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                         : "r"(remote + static_cast<unsigned>(((i * kTilesN + n) * kThreads + t) * 16)));
+            acc[i][n][0] += v0;
+            acc[i][n][1] += v1;
+            acc[i][n][2] += v2;
+            acc[i][n][3] += v3;
+          }
+      }
+    }
+    cluster_sync();
+    return rank == 0;
   }
 
   // Calls f(m, n, v0, v1) for every pair of horizontally adjacent accumulators of this thread:
