@@ -39,12 +39,22 @@ template <bool BF16> __device__ __forceinline__ unsigned pack2(float lo, float h
 
 constexpr float kLog2e = 1.4426950408889634f;
 
+// 2^x with the special function unit's ex2, subnormal results flushed to zero (.ftz): a
+// probability below 2^-126 of its row's maximum becomes 0. exp2f (ex2 without .ftz) costs three
+// more instructions per score to handle subnormals (measured on the H100, 8x16x2048x128
+// attention: 0.583 -> 0.552 ms with .ftz).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 // The online softmax's step for a thread's two rows (rows r and r + 8 of an m16 tile, whose
 // columns are spread over the four lanes of a quad): folds the chunk's row maxima (this lane's)
 // into the running maxima and rescales the running sums. Returns in `rescale` the factor the
 // rows' earlier O takes, and in `shift` the new maxima times log2(e) (0 for a row without a
 // finite score yet: its probabilities are all 0), so that a probability is
-// exp2f(fmaf(s, kLog2e, -shift)): one fused multiply-add before ex2.
+// exp2_ftz(fmaf(s, kLog2e, -shift)): one fused multiply-add before ex2.
 __device__ __forceinline__ void online_rows(float (&chunk_max)[2], float (&row_max)[2], float (&row_sum)[2], float (&rescale)[2],
                                             float (&shift)[2]) {
 #pragma unroll
@@ -172,7 +182,7 @@ struct StreamedAttention {
       for (int t = 0; t < kTilesS; ++t)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[t][e] = exp2f(fmaf(s[t][e], kLog2e, -shift[e / 2]));
+          s[t][e] = exp2_ftz(fmaf(s[t][e], kLog2e, -shift[e / 2]));
           row_sum[e / 2] += s[t][e];
         }
 #pragma unroll
@@ -356,7 +366,7 @@ struct WarpgroupAttention {
         online_rows(chunk_max, row_max, row_sum, rescale, shift);
 #pragma unroll
         for (int i = 0; i < kSAccs; ++i) {
-          sc[i] = exp2f(fmaf(sc[i], kLog2e, -shift[(i / 2) % 2]));
+          sc[i] = exp2_ftz(fmaf(sc[i], kLog2e, -shift[(i / 2) % 2]));
           row_sum[(i / 2) % 2] += sc[i];
         }
       };
