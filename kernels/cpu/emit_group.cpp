@@ -378,15 +378,9 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   }
   // Float sums and products accumulate in f64 (the interpreter accumulates in f64; an f32
   // accumulator over thousands of terms drifts past the f32 tolerance); the result is rounded to
-  // the body's compute type. A float sum computed in f32 (f32, f16, bf16 bodies) accumulates in
-  // runs instead, as the contraction micro-kernel does: the innermost reduction loop adds at most
-  // kSumRunTerms terms into an f32 partial sum -- vectorized, so each lane holds a few terms -- and
-  // each run's partial sum is then added to the f64 total. The rounding error is that of one run
-  // (~1e-6 relative in f32), and the loop does f32 adds instead of converting every term to f64
-  // (layer norm's mean and variance loops: two conversions and two f64 adds per 8 terms before).
+  // the body's compute type.
   const DType dtype = node.body().dtype();
   const bool reassociable = node.combiner() == Combiner::sum || node.combiner() == Combiner::prod;
-  const bool runs = node.combiner() == Combiner::sum && is_float(dtype) && compute_bytes(dtype) < dtype_bytes(DType::f64);
   // Float max / min: llvm.maxnum / minnum with the nnan and nsz flags, which LLVM's vectorizer
   // turns into a vector reduction, plus an or-reduction of "this term is NaN" -- the flags make the
   // accumulator poison once a NaN is combined, and the NaN flag then selects NaN instead (a NaN
@@ -395,7 +389,6 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   const DType acc_dtype = reassociable && is_float(dtype) ? DType::f64 : dtype;
   llvm::AllocaInst* acc = entry_alloca(compute_type(ctx_, acc_dtype));
   b_.CreateStore(constant_value(b_, acc_dtype, node.init()), acc);
-  llvm::AllocaInst* part = runs ? entry_alloca(compute_type(ctx_, dtype)) : nullptr;  // a run's partial sum
   llvm::AllocaInst* saw_nan = float_minmax ? entry_alloca(b_.getInt1Ty()) : nullptr;
   if (saw_nan) b_.CreateStore(b_.getFalse(), saw_nan);
   // The body's width, not the accumulator's: an f32 body (an exp) runs 8 lanes wide and only the
@@ -411,11 +404,6 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
                                                     llvm::Align(compute_bytes(stored->value.dtype())));
         st->setMetadata(llvm::LLVMContext::MD_alias_scope, reuse_scopes_[r]);
         st->setMetadata(llvm::LLVMContext::MD_noalias, reuse_noalias_[r]);
-      }
-      if (runs) {
-        Value* sum = b_.CreateLoad(part->getAllocatedType(), part);
-        b_.CreateStore(emit_combine(b_, Combiner::sum, dtype, sum, eval_expr(s, node.body(), point, cache)), part);
-        return;
       }
       Value* v = convert_value(b_, eval_expr(s, node.body(), point, cache), dtype, acc_dtype);
       Value* old = b_.CreateLoad(acc->getAllocatedType(), acc);
@@ -434,32 +422,9 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       return;
     }
     const int hint = a == na - 1 ? (reassociable || float_minmax ? lanes : 0) : 1;
-    const int64_t extent = node.axes()[a].extent;
-    if (!runs || a != na - 1) {
-      emit_for(i64(0), i64(extent), hint, [&](Value* r) {
-        point[a] = r;
-        nest(a + 1);
-      });
-      return;
-    }
-    // The innermost axis in runs of at most kSumRunTerms points, each flushed into the f64 total.
-    auto run = [&](Value* begin, Value* end) {
-      b_.CreateStore(constant_value(b_, dtype, 0.0), part);
-      emit_for(begin, end, hint, [&](Value* r) {
-        point[a] = r;
-        nest(a + 1);
-      });
-      Value* sum = convert_value(b_, b_.CreateLoad(part->getAllocatedType(), part), dtype, acc_dtype);
-      b_.CreateStore(emit_combine(b_, Combiner::sum, acc_dtype, b_.CreateLoad(acc->getAllocatedType(), acc), sum), acc);
-    };
-    if (extent <= kSumRunTerms) {
-      run(i64(0), i64(extent));
-      return;
-    }
-    emit_for(i64(0), i64((extent + kSumRunTerms - 1) / kSumRunTerms), 1, [&](Value* k) {
-      Value* begin = b_.CreateMul(k, i64(kSumRunTerms));
-      Value* end = b_.CreateAdd(begin, i64(kSumRunTerms));
-      run(begin, b_.CreateSelect(b_.CreateICmpSLT(end, i64(extent)), end, i64(extent)));
+    emit_for(i64(0), i64(node.axes()[a].extent), hint, [&](Value* r) {
+      point[a] = r;
+      nest(a + 1);
     });
   };
   nest(ns);

@@ -19,14 +19,6 @@ namespace tessel::cpu {
 /// sqrt(128) ulps of a partial sum, ~1e-6 relative in f32.
 inline constexpr int64_t kRunTerms = 128;
 
-/// The generic nest's float sums: at most this many terms of the innermost reduction axis
-/// accumulate in f32 before the run's sum is added to the f64 total. The loop vectorizer spreads a
-/// run over several vector accumulators (4 x 8 lanes on AVX2: 32 terms per lane, an error of a
-/// few ulps of a lane's partial sum, ~1e-6 relative) -- but only when the run is long enough: at
-/// 128 terms (16 vector steps) it kept one accumulator, a chain of dependent adds that bounded
-/// layer norm's mean and variance loops at the add latency (3 cycles per 8 terms).
-inline constexpr int64_t kSumRunTerms = 1024;
-
 /// A tensor as the kernel addresses it: a whole tensor (input, weight, arena), or a fused
 /// producer's scratch array, addressed relative to the producer's box for the current task.
 struct TensorView {
