@@ -885,6 +885,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
         << " && TslGemm::BK == " << c.block_k << " && TslGemm::kSmemBytes == " << c.smem_bytes
         << ", \"the wgmma plan and device/wgmma.cuh disagree\");\n";
   }
+  if (c.split_k > 1)
+    os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
+        << ", \"the partial sums of a split K must fit the kernel's shared memory\");\n";
   if (c.implicit) emit_gather_copy(c);
   // One block per SM is enough to hold the pipeline; the register budget is the compiler's.
   emit_signature(name, 1);
