@@ -28,11 +28,13 @@ inline HostTensor i64(std::vector<int64_t> shape, std::vector<double> values) {
   return tensor(DType::i64, std::move(shape), std::move(values));
 }
 
-/// Deterministic pseudo-random values in [-1, 1).
-inline HostTensor random_f32(std::vector<int64_t> shape, uint64_t seed) {
-  RandomInit init{RandomInit::Dist::uniform, -1.0, 1.0, seed};
-  return materialize_random(TensorType{DType::f32, std::move(shape)}, init);
+/// Deterministic pseudo-random values of `dtype`, uniform in [lo, hi).
+inline HostTensor random_uniform(DType dtype, std::vector<int64_t> shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  return materialize_random(TensorType{dtype, std::move(shape)}, RandomInit{RandomInit::Dist::uniform, lo, hi, seed});
 }
+
+/// Deterministic pseudo-random values in [-1, 1).
+inline HostTensor random_f32(std::vector<int64_t> shape, uint64_t seed) { return random_uniform(DType::f32, std::move(shape), seed); }
 
 /// A model with one operator: inputs listed in `constant_inputs` become weights with data (known
 /// at import), the others model inputs.

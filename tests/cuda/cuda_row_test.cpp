@@ -14,9 +14,7 @@ using namespace tessel::testing;
 
 namespace {
 
-HostTensor random_of(DType dt, std::vector<int64_t> shape, uint64_t seed) {
-  return materialize_random(TensorType{dt, std::move(shape)}, RandomInit{RandomInit::Dist::uniform, -2.0, 2.0, seed});
-}
+HostTensor random_of(DType dt, std::vector<int64_t> shape, uint64_t seed) { return random_uniform(dt, std::move(shape), seed, -2.0, 2.0); }
 
 cuda::GeneratedKernel welder_kernel(const OpGraph& g) {
   const Schedule s = schedule_with(g, gpu_spec(), "welder");

@@ -18,7 +18,7 @@ namespace {
 
 HostTensor random_of(DType dt, std::vector<int64_t> shape, uint64_t seed) {
   const bool fp = is_float(dt);
-  return materialize_random(TensorType{dt, std::move(shape)}, RandomInit{RandomInit::Dist::uniform, fp ? -1.0 : -9.0, fp ? 1.0 : 9.0, seed});
+  return random_uniform(dt, std::move(shape), seed, fp ? -1.0 : -9.0, fp ? 1.0 : 9.0);
 }
 
 /// On a GPU: compiled vs the interpreter under both policies. Without one: the graph is still

@@ -134,6 +134,10 @@ TEST_CASE("bad hw spec: impossible values") {
   expect_user_error(edit("\"to\": 1", "\"to\": 2"), "/interconnect/links/0/to", "device 2");
   expect_user_error(edit("\"to\": 1", "\"to\": 0"), "/interconnect/links/0", "to itself");
   expect_user_error(edit("\"name\": \"smem\"", "\"name\": \"registers\""), "/memory_levels/1/name", "\"registers\"");
+  expect_user_error(edit("\"smem_per_block_bytes\": 65536", "\"max_cluster_blocks\": -8, \"smem_per_block_bytes\": 65536"),
+                    "/limits/max_cluster_blocks", "-8");
+  expect_user_error(edit("\"smem_per_block_bytes\": 65536", "\"max_cluster_blocks\": \"eight\", \"smem_per_block_bytes\": 65536"),
+                    "/limits/max_cluster_blocks", "\"eight\"");
 }
 
 TEST_CASE("bad hw spec: capacities must grow outward") {
