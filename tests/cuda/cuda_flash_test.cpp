@@ -6,7 +6,8 @@
 // the results of both against the interpreter (the mma.sync kernel through an H100 spec without
 // wgmma shapes): query and key tails (not multiples of the 128-row block or the 64/128-key
 // chunk), keys fewer than a chunk, bf16, d 32 / 64 / 128, dv != d, an additive mask read from
-// device memory, heads transposed out of [batch, seq, heads, d] (strided rows, tensor maps with
+// device memory, score steps evaluated two scores at a time in packed f16x2 / bf16x2 registers
+// (scale and shift by scalars) or one at a time (a mask, a division), heads transposed out of [batch, seq, heads, d] (strided rows, tensor maps with
 // non-nested batch strides). Without a GPU the run case prints [SKIP] and the compile-only case
 // still compiles every kernel.
 #include <doctest/doctest.h>
@@ -31,6 +32,8 @@ struct Attn {
   bool mask = false;           // + mask[sq, skv] (an input) after the scaling
   bool seq_major = false;      // Q, K, V given as [batch, seq, heads, d] and transposed to heads
   bool probs_output = false;   // P is also a graph output (no streaming)
+  bool shift = false;          // + shift (a one-element weight) after the scaling
+  bool divide = false;         // divided by the scale instead of multiplied
 };
 
 OpGraph attention(const Attn& a) {
@@ -41,7 +44,8 @@ OpGraph attention(const Attn& a) {
   };
   const std::string q = operand("q", a.sq, a.d), k = operand("k", a.skv, a.d), v = operand("v", a.skv, a.dv);
   const std::string kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
-  std::string x = b.op("Mul", {b.op("MatMul", {q, kt}), b.weight("scale", {}, 5)});
+  std::string x = b.op(a.divide ? "Div" : "Mul", {b.op("MatMul", {q, kt}), b.weight("scale", {}, 5)});
+  if (a.shift) x = b.op("Add", {x, b.weight("shift", {}, 6)});
   if (a.mask) x = b.op("Add", {x, b.input("mask", {a.sq, a.skv})});
   const std::string probs = b.op("Softmax", {x}, {{"axis", int64_t{-1}}});
   const std::string out = b.op("MatMul", {probs, v});
@@ -61,6 +65,9 @@ std::vector<FlashCase> flash_cases() {
   add("f16 additive mask 1x2 s130/130 d64", Attn{DType::f16, 1, 2, 130, 130, 64, 64, true});
   add("f16 seq-major heads 2x4 s257/257 d128 + mask", Attn{DType::f16, 2, 4, 257, 257, 128, 128, true, true});
   add("bf16 seq-major 1x3 s64/384 d64", Attn{DType::bf16, 1, 3, 64, 384, 64, 64, false, true});
+  add("f16 scaled and shifted by scalars 1x2 s100/333 d64", Attn{.sq = 100, .skv = 333, .shift = true});
+  add("bf16 scaled and shifted by scalars 1x2 s96/130 d64", Attn{.dt = DType::bf16, .sq = 96, .skv = 130, .shift = true});
+  add("f16 divided by the scale 1x2 s64/200 d64", Attn{.sq = 64, .skv = 200, .divide = true});
   return out;
 }
 
@@ -201,6 +208,44 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
             std::string::npos);
     }
   CHECK(seen);
+}
+
+TEST_CASE("cuda flash: score steps of scalar products and sums run two scores at a time in packed registers") {
+  struct Expect {
+    Attn a;
+    std::string packed;  // what the kernel's source says: the packed dtype, or why scores go one at a time
+  };
+  const std::vector<Expect> cases = {
+      {Attn{}, "scores two at a time, in packed f16x2 registers"},
+      {Attn{.dt = DType::bf16}, "scores two at a time, in packed bf16x2 registers"},
+      {Attn{.shift = true}, "scores two at a time, in packed f16x2 registers"},
+      {Attn{.mask = true}, "reads 'mask' per point"},
+      {Attn{.divide = true}, "is not one product, sum or difference: div("},
+  };
+  const HwSpec no_wgmma = mma_sync_spec();
+  for (const Expect& e : cases) {
+    const OpGraph g = attention(e.a);
+    for (const HwSpec* spec : {&gpu_spec(), &no_wgmma}) {
+      const Schedule s = schedule_with(g, *spec, "welder");
+      int seen = 0;
+      for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+        if (s.groups[i].group.stream_chunk == 0) continue;
+        ++seen;
+        const std::string src = cuda::emit_group_kernel(g, s, i, *spec).source;
+        INFO(e.packed, src.substr(src.find("auto tsl_score = ")));
+        CHECK(src.find(e.packed) != std::string::npos);
+        const bool packed = e.packed.find("packed") != std::string::npos;
+        CHECK((src.find("tsl_h = tsl::flash::") != std::string::npos) == packed);
+        // One packed instruction per step: scale, then shift.
+        const std::string dt = e.a.dt == DType::bf16 ? "true" : "false";
+        if (packed) CHECK(src.find("tsl_h = tsl::flash::mul2<" + dt + ">(tsl_h, ") != std::string::npos);
+        CHECK((src.find("tsl_h = tsl::flash::add2<" + dt + ">(tsl_h, ") != std::string::npos) == (packed && e.a.shift));
+        // Either way the kernel scores pairs through tsl_score2.
+        CHECK(src.find("auto tsl_score2 = ") != std::string::npos);
+      }
+      CHECK(seen == 1);
+    }
+  }
 }
 
 TEST_CASE("cuda flash: kernels of every case compile with NVRTC for sm_90a, with and without wgmma") {

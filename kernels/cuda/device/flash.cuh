@@ -37,6 +37,39 @@ template <bool BF16> __device__ __forceinline__ unsigned pack2(float lo, float h
   return r;
 }
 
+// Packed arithmetic on two 16-bit floats (lo, hi) in one register, each result rounded once to
+// nearest even: what a node of that dtype computes for one product, sum or difference (the
+// emitter's packed score steps, kernel_emitter.cpp's packed_score_pair). bf16 goes through fma
+// (sm_80's bf16x2 instruction): a * b + -0, a * 1 + b, b * -1 + a are exact before their one
+// rounding.
+template <bool BF16> __device__ __forceinline__ unsigned mul2(unsigned a, unsigned b) {
+  unsigned r;
+  if (BF16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+  else asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <bool BF16> __device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
+  unsigned r;
+  if (BF16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(0x3f803f80u), "r"(b));
+  else asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <bool BF16> __device__ __forceinline__ unsigned sub2(unsigned a, unsigned b) {
+  unsigned r;
+  if (BF16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(b), "r"(0xbf80bf80u), "r"(a));
+  else asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+// The two values of a packed register as f32 (exact).
+template <bool BF16> __device__ __forceinline__ void unpack2(unsigned h, float& lo, float& hi) {
+  if (BF16) {
+    lo = __int_as_float(static_cast<int>(h << 16));
+    hi = __int_as_float(static_cast<int>(h & 0xffff0000u));
+  } else {
+    asm("{.reg .b16 l, u; mov.b32 {l, u}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, u;}" : "=f"(lo), "=f"(hi) : "r"(h));
+  }
+}
+
 constexpr float kLog2e = 1.4426950408889634f;
 
 // 2^x with the special function unit's ex2, subnormal results flushed to zero (.ftz): a
@@ -70,6 +103,22 @@ __device__ __forceinline__ void online_rows(float (&chunk_max)[2], float (&row_m
   }
 }
 
+// Scores keys n and n + 1 (n even) of block row dm in place: a, b hold their dot products. Keys
+// past N score -inf and are not evaluated (a score step may read a mask there); a pair inside N
+// goes through score2 (the emitter's packed evaluation, where it applies).
+template <int N, int BC, class Score, class Score2>
+__device__ __forceinline__ void score_pair(Score& score, Score2& score2, float& a, float& b, int dm, int n) {
+  if (N % BC != 0 && n + 1 >= N) {
+    a = n < N ? score(a, dm, n) : -inf_f32();
+    b = -inf_f32();
+  } else {
+    float s0, s1;
+    score2(a, b, dm, n, s0, s1);
+    a = s0;
+    b = s1;
+  }
+}
+
 template <int BR, int BC, int D, int DV, int STAGES, bool BF16, int M, int N, long long LDQ, long long LDK, long long LDV>
 struct StreamedAttention {
   static constexpr int kWarps = BR / kInstM;
@@ -94,10 +143,11 @@ struct StreamedAttention {
   typedef mma::TileCopy<BC, DV, kThreads, N, DV, LDV, false> CopyV;
 
   // O[m0 : m0 + BR, :] of one batch point (q, k, v at that point); score(acc, dm, n) gives the
-  // score of block row dm and key n from the f32 dot product acc. `smem` holds kSmemBytes.
-  template <class Score>
+  // score of block row dm and key n from the f32 dot product acc, score2(acc0, acc1, dm, n, s0, s1)
+  // those of keys n and n + 1 (n even; both keys exist). `smem` holds kSmemBytes.
+  template <class Score, class Score2>
   __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ q, const u16* __restrict__ k,
-                                      const u16* __restrict__ v, int m0, Score&& score) {
+                                      const u16* __restrict__ v, int m0, Score&& score, Score2&& score2) {
     const unsigned base = mma::smem_address(smem);
     const unsigned stages = base + kQBytes;
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
@@ -170,11 +220,11 @@ struct StreamedAttention {
 #pragma unroll
       for (int t = 0; t < kTilesS; ++t)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
+        for (int e = 0; e < 4; e += 2) {
           const int dm = warp * kInstM + lane / 4 + (e / 2) * 8;
-          const int n = c * BC + t * kInstN + (lane % 4) * 2 + e % 2;
-          s[t][e] = (N % BC != 0 && n >= N) ? -inf_f32() : score(s[t][e], dm, n);
-          chunk_max[e / 2] = fmaxf(chunk_max[e / 2], s[t][e]);
+          const int n = c * BC + t * kInstN + (lane % 4) * 2;
+          score_pair<N, BC>(score, score2, s[t][e], s[t][e + 1], dm, n);
+          chunk_max[e / 2] = fmaxf(chunk_max[e / 2], fmaxf(s[t][e], s[t][e + 1]));
         }
       float rescale[2], shift[2];
       online_rows(chunk_max, row_max, row_sum, rescale, shift);
@@ -273,13 +323,13 @@ struct WarpgroupAttention {
   float row_max[2], row_sum[2];
 
   // O[m0 : m0 + BR, :] of one batch point; qb, kb, vb: the batch coordinates of the block in the
-  // tensor maps' outer dimensions. score(acc, dm, n) as for StreamedAttention; store(dm, n, v0,
+  // tensor maps' outer dimensions. score and score2 as for StreamedAttention; store(dm, n, v0,
   // v1) is called by the consumers for every pair of horizontally adjacent outputs (block row dm,
   // columns n and n + 1, divided by the row sums). `smem` holds kSmemBytes.
-  template <class Score, class Store>
+  template <class Score, class Score2, class Store>
   __device__ __forceinline__ void run(unsigned char* smem, const wg::TensorMap* map_q, const wg::TensorMap* map_k,
                                       const wg::TensorMap* map_v, int m0, const int* qb, const int* kb, const int* vb,
-                                      Score&& score, Store&& store) {
+                                      Score&& score, Score2&& score2, Store&& store) {
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + wg::kAtomBytes - 1) & ~static_cast<unsigned>(wg::kAtomBytes - 1);
     const unsigned tiles = base + kQBytes;
@@ -356,11 +406,11 @@ struct WarpgroupAttention {
       auto softmax = [&](int c) {
         float chunk_max[2] = {-inf_f32(), -inf_f32()};
 #pragma unroll
-        for (int i = 0; i < kSAccs; ++i) {
+        for (int i = 0; i < kSAccs; i += 2) {
           const int h = (i / 2) % 2;
-          const int n = c * BC + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-          sc[i] = (N % BC != 0 && n >= N) ? -inf_f32() : score(sc[i], row0 + 8 * h, n);
-          chunk_max[h] = fmaxf(chunk_max[h], sc[i]);
+          const int n = c * BC + 8 * (i / 4) + 2 * (lane % 4);
+          score_pair<N, BC>(score, score2, sc[i], sc[i + 1], row0 + 8 * h, n);
+          chunk_max[h] = fmaxf(chunk_max[h], fmaxf(sc[i], sc[i + 1]));
         }
         float shift[2];
         online_rows(chunk_max, row_max, row_sum, rescale, shift);
