@@ -87,6 +87,8 @@ Blocking choose_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int
 
 }  // namespace
 
+bool matches_contraction(const TeNode& node) { return match_contraction(node).has_value(); }
+
 bool KernelEmitter::emit_contraction(NodeState& s) {
   const std::optional<Contraction> match = match_contraction(*s.node);
   if (!match) return false;

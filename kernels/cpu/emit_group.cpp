@@ -41,6 +41,8 @@ CodegenParams codegen_params(const HwSpec& spec) {
   p.reuse_bytes = p.pack_bytes;
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.cache) p.streaming_bytes = std::max(p.streaming_bytes, l.capacity_bytes * std::max<int64_t>(1, l.instances));
+  for (const MemoryLevel& l : spec.memory_levels)
+    if (l.cache) p.line_bytes = std::max(p.line_bytes, l.transaction_bytes);
   p.tensor_alignment = arena_alignment(spec);
   return p;
 }
@@ -161,6 +163,7 @@ void KernelEmitter::emit_task(Value* task) {
   // Inlined nodes get no loops; their consumers evaluate them (load_input).
   states_.clear();
   for (size_t k = 0; k < plan_.nodes.size(); ++k) states_.push_back(prepare_node(static_cast<int>(k), begins, extents));
+  plan_prefetches(task);
   // A row-reuse source stores its value from the generic nest's innermost point (reduce_point).
   for (size_t k = 0; k < plan_.nodes.size(); ++k) {
     if (plan_.buffers[k].inlined) continue;
@@ -192,6 +195,120 @@ void KernelEmitter::emit_for(Value* begin, Value* end, int vector_lanes, const s
     latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
   }
   b_.SetInsertPoint(exit);
+}
+
+void KernelEmitter::plan_prefetches(Value* task) {
+  prefetches_.assign(plan_.nodes.size(), {});
+  if (params_.line_bytes <= 0) return;
+  const int count = static_cast<int>(plan_.nodes.size());
+  // Input `i` of the node at `k`, when it reads a tensor from memory: no node of the group
+  // produces it and the read is not a gather. Else -1.
+  auto memory_read = [&](int k, int i) -> TensorId {
+    const TensorId t = graph_.node_inputs(plan_.nodes[k])[i];
+    if (graph_.tensor(t).producer >= 0 && plan_.position(graph_.tensor(t).producer) >= 0) return -1;
+    const Access& acc = graph_.node(plan_.nodes[k]).inputs()[i];
+    if (acc.is_gather() || acc.type.num_elements() == 0) return -1;
+    return t;
+  };
+  // The row of the next task in the box table (this task's when there is none: then nothing is
+  // fetched, and the row read stays inside the table).
+  Value* next = b_.CreateAdd(task, i64(1));
+  Value* has_next = b_.CreateICmpSLT(next, fn_->getArg(2));
+  Value* row = b_.CreateInBoundsGEP(b_.getInt64Ty(), arg_boxes_,
+                                    b_.CreateMul(b_.CreateSelect(has_next, next, task), i64(plan_.box_stride)));
+  std::vector<TensorId> fetched;
+  for (int k = 1; k < count; ++k) {
+    // The fetching node must run the generic nest (its loops get the prefetches).
+    const TeNode& node = graph_.node(plan_.nodes[k]);
+    if (plan_.buffers[k].inlined || (!plan_.reuse_stored_by(k) && matches_contraction(node))) continue;
+    for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
+      const TensorId t = memory_read(k, i);
+      if (t < 0 || std::find(fetched.begin(), fetched.end(), t) != fetched.end()) continue;
+      int first = -1, first_input = -1;  // the first node that reads t from memory
+      for (int j = 0; j < k && first < 0; ++j) {
+        if (plan_.buffers[j].inlined) continue;
+        for (int q = 0; q < static_cast<int>(graph_.node(plan_.nodes[j]).inputs().size()); ++q)
+          if (memory_read(j, q) == t) { first = j; first_input = q; break; }
+      }
+      if (first < 0) continue;
+      fetched.push_back(t);
+      // What the first reader reads of t in the next task: per tensor dimension, the map row's
+      // least and greatest value over that task's box (reduction axes whole), clamped to the
+      // tensor; the lines from the first element to the last.
+      const TeNode& reader = graph_.node(plan_.nodes[first]);
+      const Access& acc = reader.inputs()[first_input];
+      const int ns = reader.num_spatial();
+      std::vector<Value*> lo(ns), hi(ns);
+      for (int a = 0; a < ns; ++a) {
+        const int64_t at = plan_.box_offset[first] + 2 * a;
+        lo[a] = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), row, i64(at)));
+        Value* extent = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), row, i64(at + 1)));
+        hi[a] = b_.CreateSub(b_.CreateAdd(lo[a], extent), i64(1));
+      }
+      std::vector<int64_t> strides(acc.type.shape.size(), 1);
+      for (int d = static_cast<int>(strides.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * acc.type.shape[d + 1];
+      Value* first_elem = i64(0);
+      Value* last_elem = i64(0);
+      Value* volume = i64(1);
+      for (int d = 0; d < acc.map.num_results(); ++d) {
+        const AffineExpr& r = acc.map.result(d);
+        Value* mn = i64(r.offset);
+        Value* mx = i64(r.offset);
+        for (size_t a = 0; a < r.coeffs.size(); ++a) {
+          const int64_t c = r.coeffs[a];
+          if (c == 0) continue;
+          const int ai = static_cast<int>(a);
+          Value* l = ai < ns ? lo[a] : i64(0);
+          Value* h = ai < ns ? hi[a] : i64(reader.axes()[a].extent - 1);
+          mn = b_.CreateAdd(mn, b_.CreateMul(i64(c), c > 0 ? l : h));
+          mx = b_.CreateAdd(mx, b_.CreateMul(i64(c), c > 0 ? h : l));
+        }
+        mn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, mn, i64(0));
+        mx = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, mx, i64(acc.type.shape[d] - 1));
+        first_elem = b_.CreateAdd(first_elem, b_.CreateMul(mn, i64(strides[d])));
+        last_elem = b_.CreateAdd(last_elem, b_.CreateMul(mx, i64(strides[d])));
+        volume = b_.CreateMul(volume, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateAdd(b_.CreateSub(mx, mn), i64(1)), i64(0)));
+      }
+      const int64_t bytes = dtype_bytes(acc.type.dtype), line = params_.line_bytes;
+      Value* first_byte = b_.CreateAnd(b_.CreateMul(first_elem, i64(bytes)), i64(~(line - 1)));
+      Value* end_byte = b_.CreateMul(b_.CreateAdd(last_elem, i64(1)), i64(bytes));
+      Value* lines = b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(end_byte, first_byte), i64(line - 1)), i64(line));
+      // Fetched only when the range is dense: a box whose rows lie far apart (a column of a
+      // wide tensor) would fetch mostly lines nobody reads.
+      Value* span = b_.CreateAdd(b_.CreateSub(last_elem, first_elem), i64(1));
+      Value* dense = b_.CreateAnd(b_.CreateICmpSGT(volume, i64(0)), b_.CreateICmpSLE(span, b_.CreateMul(volume, i64(2))));
+      lines = b_.CreateSelect(b_.CreateAnd(has_next, dense), lines, i64(0));
+      prefetches_[k].push_back({tensor_ptrs_.at(t), first_byte, lines});
+    }
+  }
+}
+
+void KernelEmitter::emit_prefetch_share(const NodeState& s, Value* index) {
+  for (const Prefetch& pf : prefetches_[s.position]) {
+    Value* share = b_.CreateSDiv(b_.CreateAdd(pf.lines, b_.CreateSub(prefetch_chunks_, i64(1))), prefetch_chunks_);
+    Value* from = b_.CreateMul(index, share);
+    Value* to = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(from, share), pf.lines);
+    emit_for(from, to, 1, [&](Value* l) {
+      Value* at = b_.CreateAdd(pf.first_byte, b_.CreateMul(l, i64(params_.line_bytes)));
+      // read, locality 3 (every cache level: prefetcht0; locality 1 timed alike), data
+      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
+                         {b_.CreateGEP(b_.getInt8Ty(), pf.base, at), b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+    });
+  }
+}
+
+void KernelEmitter::emit_innermost(const NodeState& s, Value* begin, Value* end, int lanes_hint,
+                                   const std::function<void(Value*)>& body) {
+  if (prefetches_[s.position].empty()) return emit_for(begin, end, lanes_hint, body);
+  const int64_t chunk = kPrefetchChunkVectors * vector_lanes(s.node->body().dtype());
+  Value* n = b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(end, begin), i64(chunk - 1)), i64(chunk));
+  emit_for(i64(0), n, 1, [&](Value* q) {
+    Value* index = b_.CreateLoad(b_.getInt64Ty(), prefetch_counter_);
+    emit_prefetch_share(s, index);
+    b_.CreateStore(b_.CreateAdd(index, i64(1)), prefetch_counter_);
+    Value* from = b_.CreateAdd(begin, b_.CreateMul(q, i64(chunk)));
+    emit_for(from, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(from, i64(chunk)), end), lanes_hint, body);
+  });
 }
 
 llvm::AllocaInst* KernelEmitter::entry_alloca(llvm::Type* type) {
@@ -359,11 +476,29 @@ void KernelEmitter::emit_generic(NodeState& s) {
     }
     const bool innermost = a == ns - 1;
     const int hint = innermost && s.node->num_reduction() == 0 ? lanes : (innermost ? 0 : 1);
-    emit_for(s.box_begin[a], b_.CreateAdd(s.box_begin[a], s.box_extent[a]), hint, [&](Value* p) {
+    auto loop = [&](Value* p) {
       point[a] = p;
       nest(a + 1);
-    });
+    };
+    Value* end = b_.CreateAdd(s.box_begin[a], s.box_extent[a]);
+    if (innermost && s.node->num_reduction() == 0) emit_innermost(s, s.box_begin[a], end, hint, loop);
+    else emit_for(s.box_begin[a], end, hint, loop);
   };
+  // Prefetches (plan_prefetches) are spread over the chunks of the innermost loop, the last
+  // reduction axis or else the last spatial one: every chunk of the box issues its share.
+  if (!prefetches_[s.position].empty()) {
+    const int na = s.node->num_axes();
+    const bool reduces = s.node->num_reduction() > 0;
+    Value* outer = i64(1);
+    for (int a = 0; a < (reduces ? ns : ns - 1); ++a) outer = b_.CreateMul(outer, s.box_extent[a]);
+    for (int a = ns; a < na - 1; ++a) outer = b_.CreateMul(outer, i64(s.node->axes()[a].extent));
+    Value* last = reduces ? i64(s.node->axes()[na - 1].extent) : (ns > 0 ? s.box_extent[ns - 1] : i64(1));
+    const int64_t chunk = kPrefetchChunkVectors * vector_lanes(s.node->body().dtype());
+    prefetch_chunks_ = b_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smax, b_.CreateMul(outer, b_.CreateSDiv(b_.CreateAdd(last, i64(chunk - 1)), i64(chunk))), i64(1));
+    prefetch_counter_ = entry_alloca(b_.getInt64Ty());
+    b_.CreateStore(i64(0), prefetch_counter_);
+  }
   nest(0);
 }
 
@@ -422,10 +557,12 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       return;
     }
     const int hint = a == na - 1 ? (reassociable || float_minmax ? lanes : 0) : 1;
-    emit_for(i64(0), i64(node.axes()[a].extent), hint, [&](Value* r) {
+    auto loop = [&](Value* r) {
       point[a] = r;
       nest(a + 1);
-    });
+    };
+    if (a == na - 1) emit_innermost(s, i64(0), i64(node.axes()[a].extent), hint, loop);
+    else emit_for(i64(0), i64(node.axes()[a].extent), hint, loop);
   };
   nest(ns);
   Value* total = b_.CreateLoad(acc->getAllocatedType(), acc);

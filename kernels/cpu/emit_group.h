@@ -44,6 +44,9 @@ struct CodegenParams {
   /// Every tensor buffer the kernel is given starts at a multiple of this (the runtime allocates
   /// with the buffer plan's alignment, arena_alignment(spec); the manifest states it).
   int64_t tensor_alignment = 1;
+  /// The cache line: the largest transaction size of the spec's cache levels (0: no cache, so
+  /// nothing is prefetched; see KernelEmitter::plan_prefetches).
+  int64_t line_bytes = 0;
 };
 
 /// Reads CodegenParams from a CPU spec; UserError naming the field when the spec lacks one.

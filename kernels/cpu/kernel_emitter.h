@@ -19,6 +19,10 @@ namespace tessel::cpu {
 /// sqrt(128) ulps of a partial sum, ~1e-6 relative in f32.
 inline constexpr int64_t kRunTerms = 128;
 
+/// A prefetching node's innermost loop runs in chunks of this many vectors, each after its share
+/// of the next task's lines (about eight 64-byte lines per chunk for a same-sized f32 input).
+inline constexpr int64_t kPrefetchChunkVectors = 16;
+
 /// A tensor as the kernel addresses it: a whole tensor (input, weight, arena), or a fused
 /// producer's scratch array, addressed relative to the producer's box for the current task.
 struct TensorView {
@@ -65,6 +69,19 @@ class KernelEmitter {
   NodeState prepare_node(int position, const std::vector<std::vector<llvm::Value*>>& begins,
                          const std::vector<std::vector<llvm::Value*>>& extents);
   void emit_generic(NodeState& s);
+  /// Software prefetch of the next task's inputs: for each tensor that a node of the group reads
+  /// from memory and a later node (taking the generic nest) reads again, from cache by then, the
+  /// later node fetches the lines the first one will read in the next task of this call's range,
+  /// a share per chunk of its innermost loop (prefetches_, emit_innermost).
+  void plan_prefetches(llvm::Value* task);
+  /// Share `index` of node `s`'s prefetches (of prefetch_chunks_ shares).
+  void emit_prefetch_share(const NodeState& s, llvm::Value* index);
+  /// The node's innermost loop, as emit_for; when the node prefetches, in chunks of
+  /// kPrefetchChunkVectors vectors, each after one share of the prefetches (LLVM's vectorizer
+  /// does not take a loop with a prefetch call, and a whole row's lines at once stall the core
+  /// on the full miss buffers).
+  void emit_innermost(const NodeState& s, llvm::Value* begin, llvm::Value* end, int lanes_hint,
+                      const std::function<void(llvm::Value*)>& body);
   /// for (i = begin; i < end; ++i) body(i). `vector_lanes` > 1 asks LLVM's loop vectorizer for
   /// that width, 1 forbids vectorizing, 0 leaves it to LLVM.
   void emit_for(llvm::Value* begin, llvm::Value* end, int vector_lanes, const std::function<void(llvm::Value*)>& body);
@@ -116,6 +133,18 @@ class KernelEmitter {
   std::map<TensorId, llvm::MDNode*> scopes_;
   std::map<TensorId, llvm::MDNode*> noalias_;
   std::vector<llvm::MDNode*> reuse_scopes_, reuse_noalias_;  // per plan_.reuses entry
+  /// Lines of one tensor to prefetch for the next task: [first_byte, first_byte + lines * line).
+  struct Prefetch {
+    llvm::Value* base = nullptr;
+    llvm::Value* first_byte = nullptr;
+    llvm::Value* lines = nullptr;  // 0 when there is no next task in this call's range
+  };
+  std::vector<std::vector<Prefetch>> prefetches_;  // per node position, for the current task
+  llvm::Value* prefetch_chunks_ = nullptr;     // the current node's chunks of its innermost loop
+  llvm::AllocaInst* prefetch_counter_ = nullptr;  // the chunks it has begun
 };
+
+/// Whether the micro-kernel (emit_contraction.cpp) takes this node's pattern.
+bool matches_contraction(const TeNode& node);
 
 }  // namespace tessel::cpu
