@@ -95,8 +95,9 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
 
 int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec) {
   if (!is_gpu(spec) || tiles >= spec.compute.units || spec.limits.max_cluster_blocks < 2) return 1;
+  // One wave: no unit gets two parts, so each part is a unit's whole share.
   int split = 1;
-  while (tiles * split < spec.compute.units && 2 * split <= spec.limits.max_cluster_blocks &&
+  while (2 * split <= spec.limits.max_cluster_blocks && tiles * 2 * split <= spec.compute.units &&
          k_steps / (2 * split) >= std::max<int64_t>(min_steps, 1))
     split *= 2;
   return split;

@@ -28,12 +28,15 @@ class AnalyticCostModel : public CostModel {
 bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& spec, std::string* reason);
 
 /// How many parts a contraction's reduction loop of `k_steps` steps is split in when its `tiles`
-/// blocks leave a GPU's units idle: the smallest power of two giving every unit a block, no more
-/// than the spec's thread-block cluster (the parts of a tile add their partial sums through the
-/// cluster's shared memory), every part at least `min_steps` steps long. 1: not split (enough
-/// tiles, no clusters, too short a reduction). The CUDA backend's tensor-core kernel splits so
-/// (kernels/cuda/contraction_plan.h) and the model prices it so. (Measured on an H100, M = 16,
-/// K = N = 4096 in 64 tiles: 4 parts 0.020 ms, 8 parts 0.021-0.022, not split 0.022-0.024.)
+/// blocks leave a GPU's units idle: the largest power of two whose tiles x parts blocks still fit
+/// the units one each (no unit runs two parts), no more than the spec's thread-block cluster (the
+/// parts of a tile add their partial sums through the cluster's shared memory), every part at
+/// least `min_steps` steps long. 1: not split (more tiles than half the units, no clusters, too
+/// short a reduction). The CUDA backend's tensor-core kernel splits so
+/// (kernels/cuda/contraction_plan.h) and the model prices it so. (Measured on an H100 with ncu,
+/// M = 16, K = N = 4096 in 64 tiles, L2 warm: 2 parts, 128 blocks, 13.0-13.7 us; 4 parts, 256
+/// blocks, 15.5 us; 8 parts 20.3 us: more parts than one wave add partial sums and cluster
+/// placement without shortening the busiest SM's work.)
 int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec);
 
 }  // namespace tessel

@@ -35,6 +35,7 @@ constexpr int kDefaultBlockM = 128, kDefaultBlockN = 256;  // block tile when th
 constexpr int kBlockK = 32;            // K step per pipeline stage
 constexpr int kMaxBlockK = 64;         // the largest K step taken from a schedule
 constexpr int kMaxStages = 4;          // deepest cp.async pipeline
+constexpr int kMaxSplitStages = 8;     // deepest one of a plan whose K is split (split_k)
 constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f32 accumulators)
 constexpr int kMinWarps = 4, kMaxWarps = 8;
 constexpr int kRasterGroup = 8;        // block rows per rasterization group (Triton's GROUP_M)
@@ -425,18 +426,42 @@ int64_t stage_bytes(const ContractionPlan& p) {
 }
 
 /// Splits the K loop of an mma.sync plan over a cluster when its tiles leave SMs idle
-/// (contraction_plan.h's file comment); returns why not, or "" when it did.
-std::string split_k(ContractionPlan& p, const HwSpec& spec) {
+/// (contraction_plan.h's file comment); returns why not, or "" when it did. `budget`: the shared
+/// memory the pipeline may take (plan_contraction's step 5).
+///
+/// A split plan streams long parts of K through few blocks, one or two per SM: it is bound by
+/// the latency of its copies, not by the tensor cores. It takes the longest K step
+/// (kMaxBlockK) whenever K splits with it, and a pipeline up to kMaxSplitStages
+/// deep within the budget and the part's length. (H100, ncu, M = 16, K = N = 4096 in 2 parts,
+/// L2 warm: K step 32 through 4 stages in 4 parts 15.5 us; step 32 through 6 / 8 / 12 stages in
+/// 2 parts 14.0 / 13.7 / 13.8 us; step 64 through 6 / 8 stages 13.0 / 13.1 us.)
+std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
   if (p.tiles() >= spec.compute.units) return "";
   if (spec.limits.max_cluster_blocks < 2) return cat("spec '", spec.name, "' has no thread-block clusters");
   if (p.implicit) return "an implicit GEMM's gather starts at k = 0";
-  const int64_t ktiles = ceil_div(p.k, p.block_k);
-  const int split = reduction_split(p.tiles(), ktiles, p.stages, spec);
-  if (split == 1) return cat("K has ", ktiles, " tiles of ", p.block_k, ", too few for two parts of ", p.stages);
   const int64_t reduce_bytes = int64_t{p.block_m} * p.block_n * 4;  // device/mma.cuh's kReduceBytes: the f32 tile
   if (reduce_bytes > spec.limits.smem_per_block_bytes) return "the partial sums do not fit shared memory";
-  p.split_k = split;
-  p.smem_bytes = std::max(p.smem_bytes, reduce_bytes);
+  int split = 1;
+  int block_k = p.block_k;
+  for (int bk : {kMaxBlockK, p.block_k}) {
+    split = reduction_split(p.tiles(), ceil_div(p.k, bk), p.stages, spec);
+    block_k = bk;
+    if (split > 1) break;
+  }
+  const int64_t ktiles = ceil_div(p.k, block_k);
+  if (split == 1) {
+    if (2 * p.tiles() > spec.compute.units)
+      return cat(p.tiles(), " tiles in 2 parts exceed the ", spec.compute.units, " SMs (some would run two parts)");
+    return cat("K has ", ktiles, " tiles of ", block_k, ", too few for two parts of ", p.stages);
+  }
+  ContractionPlan q = p;
+  q.block_k = block_k;
+  q.split_k = split;
+  q.stages = static_cast<int>(std::clamp<int64_t>(ktiles / split, 2, kMaxSplitStages));
+  while (q.stages > 2 && q.stages * stage_bytes(q) > budget) --q.stages;
+  q.smem_bytes = std::max(q.stages * stage_bytes(q), reduce_bytes);
+  if (q.smem_bytes > spec.limits.smem_per_block_bytes) return "the partial sums do not fit shared memory";
+  p = q;
   return "";
 }
 
@@ -593,7 +618,7 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   // 6. Hopper: the wgmma kernel when it applies; else K split over clusters when the tiles leave
   //    SMs idle.
   p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
-  if (!p.warpgroup) p.split_reason = split_k(p, spec);
+  if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
   return ContractionMatch{p, ""};
 }

@@ -37,10 +37,11 @@
 // has thread-block clusters (limits.max_cluster_blocks), the mma.sync kernel splits K: split_k
 // blocks of one cluster compute the same tile over consecutive parts of K, and rank 0 adds the
 // others' partial sums through distributed shared memory before the epilogue (device/mma.cuh's
-// reduce_cluster). split_k is the cost model's reduction_split (the smallest power of two giving
-// every SM a block, at most the cluster size, with every part at least `stages` K tiles long),
-// so the model prices the kernel that runs. An implicit GEMM keeps one block per tile (its gather
-// copier starts at k = 0).
+// reduce_cluster). split_k is the cost model's reduction_split (the largest power of two whose
+// blocks still fit the SMs one each, at most the cluster size, with every part at least `stages`
+// K tiles long), so the model prices the kernel that runs. A split plan is bound by the latency
+// of its copies: it takes a 64-wide K step when K splits with it and up to 8 stages. An implicit
+// GEMM keeps one block per tile (its gather copier starts at k = 0).
 //
 // On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a plain
 // (non-batched, not implicit) product with A stored M x K, M and N at least 128 and 16-byte

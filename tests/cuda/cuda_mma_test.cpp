@@ -306,22 +306,33 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
 }
 
 TEST_CASE("cuda mma: K is split over a thread-block cluster when the tiles leave SMs idle") {
-  // The decode GEMM (M = 16): 64 tiles of 16 x 64 for 132 SMs; K = 4096 is 128 tiles of 32, split
-  // in 4 parts (64 x 2 blocks would leave SMs idle; the spec's clusters take up to 8).
+  // The decode GEMM (M = 16): 64 tiles of 16 x 64 for 132 SMs; K = 4096 is 64 tiles of 64 (a
+  // split plan's K step), split in 2 parts: 128 blocks, one per SM (4 parts would be 256 blocks,
+  // two parts on some SMs), through 8 stages.
   const cuda::GeneratedKernel dec = roller_kernel(gemm(DType::f16, 16, 4096, 4096, false, false));
   REQUIRE(dec.path == "mma");
   const cuda::ContractionPlan& c = *dec.contraction;
   CHECK(c.tiles() == 64);
-  CHECK(c.split_k == 4);
+  CHECK(c.split_k == 2);
+  CHECK(c.block_k == 64);
+  CHECK(c.stages == 8);
   CHECK(c.split_reason.empty());
-  CHECK(dec.plan.blocks == 64 * 4);
+  CHECK(dec.plan.blocks == 64 * 2);
   CHECK(dec.plan.num_tiles == 64);
-  CHECK(dec.plan.cluster_blocks == 4);
+  CHECK(dec.plan.cluster_blocks == 2);
   CHECK(c.smem_bytes >= int64_t{c.block_m} * c.block_n * 4);  // the f32 partial tile fits the pipeline's memory
-  CHECK(dec.source.find("__cluster_dims__(4, 1, 1)") != std::string::npos);
-  CHECK(dec.source.find("tsl_gemm.reduce_cluster<4>(tsl_smem)") != std::string::npos);
-  CHECK(dec.source.find("tsl_kt0 = tsl_part * 128 / 4") != std::string::npos);
-  CHECK(dec.source.find("K's 128 tiles split in 4 parts over a cluster") != std::string::npos);
+  CHECK(c.smem_bytes <= gpu_spec().limits.smem_per_sm_bytes / 2);  // two blocks could share an SM
+  CHECK(dec.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
+  CHECK(dec.source.find("tsl_gemm.reduce_cluster<2>(tsl_smem)") != std::string::npos);
+  CHECK(dec.source.find("tsl_kt0 = tsl_part * 64 / 2") != std::string::npos);
+  CHECK(dec.source.find("K's 64 tiles split in 2 parts over a cluster") != std::string::npos);
+  // More tiles than half the SMs (16 x 6400: 100 tiles of 16 x 64): two parts would put two
+  // blocks on some SMs, so K is not split, and the plan says why.
+  const cuda::GeneratedKernel half = roller_kernel(gemm(DType::f16, 16, 4096, 6400, false, false));
+  REQUIRE(half.contraction);
+  CHECK(half.contraction->tiles() == 100);
+  CHECK(half.contraction->split_k == 1);
+  CHECK(half.contraction->split_reason.find("100 tiles in 2 parts exceed the 132 SMs") != std::string::npos);
 
   // Fewer: a part has at least `stages` K tiles (K = 256: 8 tiles, 2 parts of 4).
   const cuda::GeneratedKernel shortk = roller_kernel(matmul(DType::f16, 16, 256, 128));

@@ -258,12 +258,20 @@ TEST_CASE("a tensor-core contraction with too few tiles splits its reduction ove
   // Without clusters (the toy spec's limits), never.
   CHECK(reduction_split(2, 128, 2, gpu) == 1);
   gpu.limits.max_cluster_blocks = 8;
-  // 2 tiles for 10 units: 8 parts fill them; 3 tiles: 4 parts (12 blocks); enough tiles: none.
-  CHECK(reduction_split(2, 128, 2, gpu) == 8);
-  CHECK(reduction_split(3, 128, 2, gpu) == 4);
+  // The most parts that still give each of the 10 units at most one block: 2 tiles in 4 parts
+  // (8 blocks; 8 parts would be 16); 3 tiles in 2 (6 blocks); 1 tile in 8 (the cluster's
+  // limit); 6 tiles not at all (12 blocks); enough tiles: none.
+  CHECK(reduction_split(2, 128, 2, gpu) == 4);
+  CHECK(reduction_split(3, 128, 2, gpu) == 2);
+  CHECK(reduction_split(1, 128, 2, gpu) == 8);
+  CHECK(reduction_split(6, 128, 2, gpu) == 1);
   CHECK(reduction_split(10, 128, 2, gpu) == 1);
+  // The H100's decode GEMM: 64 tiles for 132 SMs in 2 parts (128 blocks), not 4 (256).
+  HwSpec h100 = gpu;
+  h100.compute.units = 132;
+  CHECK(reduction_split(64, 128, 4, h100) == 2);
   // Every part keeps min_steps steps: 16 steps of which parts of 4 at least -> 4 parts.
-  CHECK(reduction_split(2, 16, 4, gpu) == 4);
+  CHECK(reduction_split(1, 16, 4, gpu) == 4);
   CHECK(reduction_split(2, 7, 4, gpu) == 1);
   // At most the cluster.
   gpu.limits.max_cluster_blocks = 2;
@@ -273,20 +281,20 @@ TEST_CASE("a tensor-core contraction with too few tiles splits its reduction ove
   cpu.kind = "cpu";
   CHECK(reduction_split(1, 128, 2, cpu) == 1);
 
-  // The model prices the split: a 16 x 1024 x 1024 f16 product in 16x128 tiles is 8 blocks on 10
+  // The model prices the split: a 16 x 1024 x 1024 f16 product in 16x256 tiles is 4 blocks on 10
   // units, split in 2 with clusters: twice the blocks, more of the chip's bandwidth, a note.
   const TensorType a{DType::f16, {16, 1024}}, b{DType::f16, {1024, 1024}};
   const OpGraph g = lower_model(single_op_model("MatMul", {HostTensor(a), HostTensor(b)}, {}, 1, {}));
   TileConfig t;
-  t.levels = {LevelTile{"smem", {16, 128}, {32}}, LevelTile{"registers", {2, 8}, {1}}};
+  t.levels = {LevelTile{"smem", {16, 256}, {32}}, LevelTile{"registers", {2, 16}, {1}}};
   t.threads = {8, 16};
   t.pipeline_stages = 2;
   const CostBreakdown plain = AnalyticCostModel().estimate(g, single(t), toy_gpu());
   HwSpec clustered = toy_gpu();
-  clustered.limits.max_cluster_blocks = 8;
+  clustered.limits.max_cluster_blocks = 8;  // 4 parts would be 16 blocks for 10 units
   const CostBreakdown split = AnalyticCostModel().estimate(g, single(t), clustered);
-  CHECK(plain.blocks == 8);
-  CHECK(split.blocks == 16);
+  CHECK(plain.blocks == 4);
+  CHECK(split.blocks == 8);
   CHECK(split.latency_s < plain.latency_s);
   bool noted = false;
   for (const std::string& n : split.notes) noted |= n.find("splits its reduction in 2 parts") != std::string::npos;
