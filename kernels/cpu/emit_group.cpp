@@ -14,6 +14,8 @@
 // evaluation cache (reduce_point, load_reused).
 #include "kernels/cpu/kernel_emitter.h"
 
+#include <cmath>
+
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
@@ -522,6 +524,25 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   // wins, as in the interpreter).
   const bool float_minmax = is_float(dtype) && (node.combiner() == Combiner::max || node.combiner() == Combiner::min);
   const DType acc_dtype = reassociable && is_float(dtype) ? DType::f64 : dtype;
+  // A sum of f32 terms e * 2^k (k <= 0; a mean's e / n for n a power of two) sums e in f64 and
+  // scales the total: f32(e * 2^k) is e * 2^k exactly unless it is subnormal, and scaling an f64
+  // partial sum by 2^k is exact, so the total is the interpreter's but for terms that would be f32
+  // subnormals (then closer to the exact sum, by under 2^-149 per term).
+  const Expr* scaled_term = nullptr;
+  double scale = 1;
+  if (node.combiner() == Combiner::sum && dtype == DType::f32 && node.body().op() == ExprOp::mul) {
+    const std::vector<Expr>& o = node.body().operands();
+    for (int side : {0, 1}) {
+      const Expr& c = o[static_cast<size_t>(side)];
+      int exponent = 0;
+      if (c.op() == ExprOp::constant && c.value() > 0 && std::frexp(c.value(), &exponent) == 0.5 && exponent - 1 <= 0 &&
+          exponent - 1 >= -126) {
+        scaled_term = &o[static_cast<size_t>(1 - side)];
+        scale = c.value();
+        break;
+      }
+    }
+  }
   llvm::AllocaInst* acc = entry_alloca(compute_type(ctx_, acc_dtype));
   b_.CreateStore(constant_value(b_, acc_dtype, node.init()), acc);
   llvm::AllocaInst* saw_nan = float_minmax ? entry_alloca(b_.getInt1Ty()) : nullptr;
@@ -540,7 +561,7 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
         st->setMetadata(llvm::LLVMContext::MD_alias_scope, reuse_scopes_[r]);
         st->setMetadata(llvm::LLVMContext::MD_noalias, reuse_noalias_[r]);
       }
-      Value* v = convert_value(b_, eval_expr(s, node.body(), point, cache), dtype, acc_dtype);
+      Value* v = convert_value(b_, eval_expr(s, scaled_term ? *scaled_term : node.body(), point, cache), dtype, acc_dtype);
       Value* old = b_.CreateLoad(acc->getAllocatedType(), acc);
       if (float_minmax) {
         llvm::FastMathFlags flags;
@@ -566,6 +587,7 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   };
   nest(ns);
   Value* total = b_.CreateLoad(acc->getAllocatedType(), acc);
+  if (scaled_term) total = b_.CreateFMul(total, llvm::ConstantFP::get(total->getType(), scale));
   if (saw_nan)
     total = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), saw_nan), llvm::ConstantFP::getNaN(total->getType()), total);
   return acc_dtype == dtype ? total : b_.CreateFPTrunc(total, compute_type(ctx_, dtype));

@@ -1,9 +1,11 @@
 // Two rules of the generic nest (kernels/cpu/README.md): float sums accumulate every term in f64
 // (f32 runs were tried and failed the differential test: a layer norm over nearly equal values),
-// and a float quotient whose divisor does not change along the innermost loop multiplies by a
-// hoisted reciprocal (emit_div_by_invariant, scaled for subnormal divisors). Odd lengths over
-// every axis and dtype, a sum that a plain f32 accumulator gets wrong, rows of nearly equal values,
-// special divisors and dividends, and where the reciprocal is and is not used in the emitted IR.
+// a term scaled by a power of two at most 1 is summed unscaled and the f64 total scaled, and a
+// float quotient whose divisor does not change along the innermost loop multiplies by a hoisted
+// reciprocal (emit_div_by_invariant, scaled for subnormal divisors). Odd lengths over every axis
+// and dtype, a sum that a plain f32 accumulator gets wrong, rows of nearly equal values, where the
+// scale is applied and with huge and tiny terms, special divisors and dividends, and where the
+// reciprocal is and is not used in the emitted IR.
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -113,4 +115,41 @@ TEST_CASE("cpu division by an invariant divisor: used only when the divisor is i
     CHECK(count(ir, "fdiv float 1.000000e+00") == 0);
     CHECK(count(ir, "fdiv float %") == 1);
   }
+}
+
+TEST_CASE("cpu sums: a scale by a power of two at most 1 multiplies the f64 total") {
+  // A mean over 1024 terms sums x * 2^-10: the emitted loop sums x and the total is scaled once
+  // (an f64 multiply after the loop), for the mean and the variance of a layer norm alike. Over 17
+  // terms the scale 1/17 is no power of two: every term is multiplied in f32, as the interpreter
+  // rounds it.
+  auto layer_norm_ir = [](int64_t n) {
+    ModelBuilder b(DType::f32);
+    const std::string x = b.input("x", {64, n});
+    return emitted_ir(b.graph(b.op("LayerNormalization", {x, b.weight("s", {n}, 1), b.weight("c", {n}, 2)}, {{"epsilon", 1e-5}})));
+  };
+  const std::string pow2 = layer_norm_ir(1024);
+  CHECK(count(pow2, "fmul double") == 2);
+  CHECK(count(pow2, "fmul float") == 3);  // the variance's square, the output's two products
+  const std::string odd = layer_norm_ir(17);
+  CHECK(count(odd, "fmul double") == 0);
+  CHECK(count(odd, "fmul float") == 5);  // and the two scales
+}
+
+TEST_CASE("cpu sums: power-of-two scales against the interpreter, huge and tiny terms") {
+  for (int64_t n : {1, 2, 4, 16, 17, 64, 1000, 1024, 2048}) {
+    CAPTURE(n);
+    check_op("ReduceMean", {random_f32({5, n}, 11)}, {{"axes", std::vector<int64_t>{1}}});
+    check_op("LayerNormalization", {random_f32({5, n}, 12), random_f32({n}, 13), random_f32({n}, 14)}, {{"epsilon", 1e-5}}, 1, {1, 2});
+  }
+  // Terms near the largest float (x * 2^-k does not overflow in f32 either), and terms whose f32
+  // products would be subnormal: the f64 total then differs from the interpreter's by under
+  // 2^-149 per term, within the f32 tolerance.
+  std::vector<double> huge, tiny;
+  for (int i = 0; i < 3 * 64; ++i) {
+    huge.push_back((i % 2 ? -1 : 1) * 3.3e38 * (1 - (i % 7) * 0.01));
+    tiny.push_back((i % 3 ? 1 : -1) * 1e-36 * (1 + (i % 5)));
+  }
+  check_op("ReduceMean", {f32({3, 64}, huge)}, {{"axes", std::vector<int64_t>{1}}});
+  check_op("ReduceMean", {f32({3, 64}, tiny)}, {{"axes", std::vector<int64_t>{1}}});
+  check_op("LayerNormalization", {f32({3, 64}, tiny), random_f32({64}, 2), random_f32({64}, 3)}, {{"epsilon", 1e-5}}, 1, {1, 2});
 }
