@@ -51,6 +51,37 @@ CodegenParams codegen_params(const HwSpec& spec) {
 
 std::string kernel_name(int group) { return cat("tessel_group_", group); }
 
+namespace {
+bool same_expr(const Expr& a, const Expr& b) {
+  if (a.get() == b.get()) return true;
+  if (a.op() != b.op() || a.dtype() != b.dtype() || a.operands().size() != b.operands().size()) return false;
+  if (a.op() == ExprOp::input || a.op() == ExprOp::axis_index) return a.index() == b.index();
+  if (a.op() == ExprOp::constant) return a.value() == b.value();
+  for (size_t i = 0; i < a.operands().size(); ++i)
+    if (!same_expr(a.operands()[i], b.operands()[i])) return false;
+  return true;
+}
+
+/// Whether `e` (a float) is >= 0 or NaN at every point, whatever the inputs.
+bool nonnegative(const Expr& e) {
+  const std::vector<Expr>& o = e.operands();
+  switch (e.op()) {
+    case ExprOp::constant: return !(e.value() < 0);
+    case ExprOp::exp: case ExprOp::abs: case ExprOp::sqrt: case ExprOp::rsqrt: case ExprOp::sigmoid: return true;
+    case ExprOp::mul: return same_expr(o[0], o[1]) || (nonnegative(o[0]) && nonnegative(o[1]));
+    case ExprOp::add: case ExprOp::div: case ExprOp::min: return nonnegative(o[0]) && nonnegative(o[1]);
+    case ExprOp::max: return nonnegative(o[0]) || nonnegative(o[1]);
+    case ExprOp::select: return nonnegative(o[1]) && nonnegative(o[2]);
+    default: return false;
+  }
+}
+}  // namespace
+
+bool sums_in_runs(const TeNode& node) {
+  return node.combiner() == Combiner::sum && node.num_reduction() > 0 &&
+         node.body().dtype() == DType::f32 && nonnegative(node.body());
+}
+
 llvm::Function* emit_group_kernel(const OpGraph& graph, const CpuGroupPlan& plan, const CodegenParams& params,
                                   llvm::Module& module) {
   return KernelEmitter(graph, plan, params, module).emit();
@@ -299,17 +330,30 @@ void KernelEmitter::emit_prefetch_share(const NodeState& s, Value* index) {
   }
 }
 
+int64_t KernelEmitter::innermost_chunk(const TeNode& node) const {
+  return sums_in_runs(node) ? kSumRunTerms : kPrefetchChunkVectors * vector_lanes(node.body().dtype());
+}
+
 void KernelEmitter::emit_innermost(const NodeState& s, Value* begin, Value* end, int lanes_hint,
-                                   const std::function<void(Value*)>& body) {
-  if (prefetches_[s.position].empty()) return emit_for(begin, end, lanes_hint, body);
-  const int64_t chunk = kPrefetchChunkVectors * vector_lanes(s.node->body().dtype());
+                                   const std::function<void(Value*)>& body, llvm::AllocaInst* run,
+                                   llvm::AllocaInst* total) {
+  const bool prefetches = !prefetches_[s.position].empty();
+  if (!prefetches && !run) return emit_for(begin, end, lanes_hint, body);
+  const int64_t chunk = innermost_chunk(*s.node);
   Value* n = b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(end, begin), i64(chunk - 1)), i64(chunk));
   emit_for(i64(0), n, 1, [&](Value* q) {
-    Value* index = b_.CreateLoad(b_.getInt64Ty(), prefetch_counter_);
-    emit_prefetch_share(s, index);
-    b_.CreateStore(b_.CreateAdd(index, i64(1)), prefetch_counter_);
+    if (prefetches) {
+      Value* index = b_.CreateLoad(b_.getInt64Ty(), prefetch_counter_);
+      emit_prefetch_share(s, index);
+      b_.CreateStore(b_.CreateAdd(index, i64(1)), prefetch_counter_);
+    }
+    if (run) b_.CreateStore(llvm::ConstantFP::get(run->getAllocatedType(), 0.0), run);
     Value* from = b_.CreateAdd(begin, b_.CreateMul(q, i64(chunk)));
     emit_for(from, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(from, i64(chunk)), end), lanes_hint, body);
+    if (run) {
+      Value* sum = b_.CreateFPExt(b_.CreateLoad(run->getAllocatedType(), run), total->getAllocatedType());
+      b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(total->getAllocatedType(), total), sum), total);
+    }
   });
 }
 
@@ -495,7 +539,7 @@ void KernelEmitter::emit_generic(NodeState& s) {
     for (int a = 0; a < (reduces ? ns : ns - 1); ++a) outer = b_.CreateMul(outer, s.box_extent[a]);
     for (int a = ns; a < na - 1; ++a) outer = b_.CreateMul(outer, i64(s.node->axes()[a].extent));
     Value* last = reduces ? i64(s.node->axes()[na - 1].extent) : (ns > 0 ? s.box_extent[ns - 1] : i64(1));
-    const int64_t chunk = kPrefetchChunkVectors * vector_lanes(s.node->body().dtype());
+    const int64_t chunk = innermost_chunk(*s.node);
     prefetch_chunks_ = b_.CreateBinaryIntrinsic(
         llvm::Intrinsic::smax, b_.CreateMul(outer, b_.CreateSDiv(b_.CreateAdd(last, i64(chunk - 1)), i64(chunk))), i64(1));
     prefetch_counter_ = entry_alloca(b_.getInt64Ty());
@@ -546,6 +590,11 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   llvm::AllocaInst* acc = entry_alloca(compute_type(ctx_, acc_dtype));
   b_.CreateStore(constant_value(b_, acc_dtype, node.init()), acc);
   llvm::AllocaInst* saw_nan = float_minmax ? entry_alloca(b_.getInt1Ty()) : nullptr;
+  // A sum of terms that are never negative (sums_in_runs: exp, squares, ...) accumulates runs of
+  // kSumRunTerms terms in f32 (one f32 add per term instead of a conversion and an f64 add), each
+  // run then added to the f64 total; its error is bounded relative to the sum. Others, a mean
+  // whose terms may cancel, add every term in f64.
+  llvm::AllocaInst* run = sums_in_runs(node) ? entry_alloca(compute_type(ctx_, dtype)) : nullptr;
   if (saw_nan) b_.CreateStore(b_.getFalse(), saw_nan);
   // The body's width, not the accumulator's: an f32 body (an exp) runs 8 lanes wide and only the
   // final adds widen to two f64 vectors.
@@ -560,6 +609,15 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
                                                     llvm::Align(compute_bytes(stored->value.dtype())));
         st->setMetadata(llvm::LLVMContext::MD_alias_scope, reuse_scopes_[r]);
         st->setMetadata(llvm::LLVMContext::MD_noalias, reuse_noalias_[r]);
+      }
+      if (run) {  // reassoc: the run's lanes may also be summed as a tree (the bound holds in any order)
+        auto* add = llvm::cast<llvm::Instruction>(
+            b_.CreateFAdd(b_.CreateLoad(run->getAllocatedType(), run), eval_expr(s, scaled_term ? *scaled_term : node.body(), point, cache)));
+        llvm::FastMathFlags flags;
+        flags.setAllowReassoc();
+        add->setFastMathFlags(flags);
+        b_.CreateStore(add, run);
+        return;
       }
       Value* v = convert_value(b_, eval_expr(s, scaled_term ? *scaled_term : node.body(), point, cache), dtype, acc_dtype);
       Value* old = b_.CreateLoad(acc->getAllocatedType(), acc);
@@ -582,7 +640,7 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       point[a] = r;
       nest(a + 1);
     };
-    if (a == na - 1) emit_innermost(s, i64(0), i64(node.axes()[a].extent), hint, loop);
+    if (a == na - 1) emit_innermost(s, i64(0), i64(node.axes()[a].extent), hint, loop, run, run ? acc : nullptr);
     else emit_for(i64(0), i64(node.axes()[a].extent), hint, loop);
   };
   nest(ns);

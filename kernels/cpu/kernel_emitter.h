@@ -23,6 +23,17 @@ inline constexpr int64_t kRunTerms = 128;
 /// of the next task's lines (about eight 64-byte lines per chunk for a same-sized f32 input).
 inline constexpr int64_t kPrefetchChunkVectors = 16;
 
+/// An f32 sum whose every term is >= 0 or NaN (sums_in_runs) accumulates runs of this many terms
+/// in f32, each run's sum then added to the f64 total: for terms of one sign a run's relative
+/// error is at most (kSumRunTerms - 1) * 2^-24 = 3.8e-6 in any order of the adds (Higham), under
+/// the f32 tolerance (relative L2 1e-5) with room for what the sum goes through.
+inline constexpr int64_t kSumRunTerms = 64;
+
+/// Whether `node` is an f32 sum whose terms are >= 0 or NaN whatever its inputs (exp, a square,
+/// abs, sqrt, products, sums and quotients of such, ...): its reduction then runs in runs of
+/// kSumRunTerms f32 terms. A mean, whose terms may cancel, is not.
+bool sums_in_runs(const TeNode& node);
+
 /// A tensor as the kernel addresses it: a whole tensor (input, weight, arena), or a fused
 /// producer's scratch array, addressed relative to the producer's box for the current task.
 struct TensorView {
@@ -76,12 +87,17 @@ class KernelEmitter {
   void plan_prefetches(llvm::Value* task);
   /// Share `index` of node `s`'s prefetches (of prefetch_chunks_ shares).
   void emit_prefetch_share(const NodeState& s, llvm::Value* index);
-  /// The node's innermost loop, as emit_for; when the node prefetches, in chunks of
-  /// kPrefetchChunkVectors vectors, each after one share of the prefetches (LLVM's vectorizer
-  /// does not take a loop with a prefetch call, and a whole row's lines at once stall the core
-  /// on the full miss buffers).
+  /// The node's innermost loop, as emit_for; when the node prefetches, in chunks
+  /// (innermost_chunk), each after one share of the prefetches (LLVM's vectorizer does not take a
+  /// loop with a prefetch call, and a whole row's lines at once stall the core on the full miss
+  /// buffers). With `run` (a sum in runs), `run` is zeroed before each chunk and added to `total`
+  /// (f64) after it.
   void emit_innermost(const NodeState& s, llvm::Value* begin, llvm::Value* end, int lanes_hint,
-                      const std::function<void(llvm::Value*)>& body);
+                      const std::function<void(llvm::Value*)>& body, llvm::AllocaInst* run = nullptr,
+                      llvm::AllocaInst* total = nullptr);
+  /// The chunk length of the node's innermost loop: kSumRunTerms for a sum in runs, else
+  /// kPrefetchChunkVectors vectors.
+  int64_t innermost_chunk(const TeNode& node) const;
   /// for (i = begin; i < end; ++i) body(i). `vector_lanes` > 1 asks LLVM's loop vectorizer for
   /// that width, 1 forbids vectorizing, 0 leaves it to LLVM.
   void emit_for(llvm::Value* begin, llvm::Value* end, int vector_lanes, const std::function<void(llvm::Value*)>& body);

@@ -1,6 +1,7 @@
-// Two rules of the generic nest (kernels/cpu/README.md): float sums accumulate every term in f64
-// (f32 runs were tried and failed the differential test: a layer norm over nearly equal values),
-// a term scaled by a power of two at most 1 is summed unscaled and the f64 total scaled, and a
+// Rules of the generic nest (kernels/cpu/README.md): float sums accumulate every term in f64
+// (f32 runs of every sum were tried and failed the differential test: a layer norm over nearly
+// equal values), except sums of terms that are never negative, which accumulate f32 runs of 64
+// terms; a term scaled by a power of two at most 1 is summed unscaled and the f64 total scaled; a
 // float quotient whose divisor does not change along the innermost loop multiplies by a hoisted
 // reciprocal (emit_div_by_invariant, scaled for subnormal divisors). Odd lengths over every axis
 // and dtype, a sum that a plain f32 accumulator gets wrong, rows of nearly equal values, where the
@@ -152,4 +153,44 @@ TEST_CASE("cpu sums: power-of-two scales against the interpreter, huge and tiny 
   check_op("ReduceMean", {f32({3, 64}, huge)}, {{"axes", std::vector<int64_t>{1}}});
   check_op("ReduceMean", {f32({3, 64}, tiny)}, {{"axes", std::vector<int64_t>{1}}});
   check_op("LayerNormalization", {f32({3, 64}, tiny), random_f32({64}, 2), random_f32({64}, 3)}, {{"epsilon", 1e-5}}, 1, {1, 2});
+}
+
+TEST_CASE("cpu sums: terms that are never negative accumulate in f32 runs") {
+  // Squares, exp and abs are >= 0 whatever the input: their sums add f32 runs (a reassociable f32
+  // add per term); a sum of the input itself, or of a difference, adds every term in f64.
+  auto reduce_ir = [](const std::string& op) {
+    ModelBuilder b(DType::f32);
+    return emitted_ir(b.graph(b.op(op, {b.input("x", {8, 1031})}, {{"axes", std::vector<int64_t>{1}}})));
+  };
+  CHECK(count(reduce_ir("ReduceSumSquare"), "fadd reassoc float") == 1);
+  CHECK(count(reduce_ir("ReduceL1"), "fadd reassoc float") == 1);
+  CHECK(count(reduce_ir("ReduceLogSumExp"), "fadd reassoc float") == 1);
+  CHECK(count(reduce_ir("ReduceSum"), "fadd reassoc float") == 0);
+  CHECK(count(reduce_ir("ReduceMean"), "fadd reassoc float") == 0);
+}
+
+TEST_CASE("cpu sums in runs: run boundaries, every axis, special values, long sums") {
+  for (int64_t n : {1, 63, 64, 65, 127, 128, 129, 1025, 4099}) {
+    CAPTURE(n);
+    check_op("ReduceSumSquare", {random_f32({3, n}, 21)}, {{"axes", std::vector<int64_t>{1}}});
+    check_op("ReduceLogSumExp", {random_f32({3, n}, 22)}, {{"axes", std::vector<int64_t>{1}}});
+  }
+  for (int64_t axis : {0, 1, 2}) {
+    CAPTURE(axis);
+    check_op("ReduceSumSquare", {random_f32({67, 5, 131}, 23)}, {{"axes", std::vector<int64_t>{axis}}});
+  }
+  // A run that overflows f32 (4 squares of 1e19: 4e38) gives infinity, as the f64 total rounded to
+  // f32 does; a NaN term and an infinite one propagate; zeros and subnormal squares add exactly.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> x(4 * 70, 0.5);
+  for (int i = 0; i < 4; ++i) x[static_cast<size_t>(i * 7)] = 1e19;
+  x[70 + 3] = nan;
+  x[140 + 69] = -inf;
+  for (int i = 0; i < 70; ++i) x[static_cast<size_t>(210 + i)] = i % 2 ? 0.0 : 1e-23;
+  check_op("ReduceSumSquare", {f32({4, 70}, x)}, {{"axes", std::vector<int64_t>{1}}});
+  // 2^22 squares of f32(sqrt(1/3)) in one row: a plain f32 accumulator drifts past the tolerance
+  // (as for the sum above); runs of 64 added in f64 do not.
+  const int64_t n = int64_t{1} << 22;
+  const HostTensor big(TensorType{DType::f32, {1, n}}, std::vector<double>(static_cast<size_t>(n), std::sqrt(1.0 / 3.0)));
+  check_op("ReduceSumSquare", {big}, {{"axes", std::vector<int64_t>{1}}});
 }
