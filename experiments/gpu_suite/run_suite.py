@@ -7,7 +7,8 @@ For every workload of experiments/workloads (fp16 data, fp32 accumulation), side
     compiled again from the cache (cached compile time);
   * PyTorch eager, torch.compile (default) and, where BENCHMARKS.md lists it,
     torch.compile(mode="max-autotune-no-cudagraphs"); the vendor library (cuBLAS through
-    torch.matmul for GEMMs, SDPA's flash kernel for attention);
+    torch.matmul for GEMMs, SDPA's flash kernel for attention, and SDPA as PyTorch dispatches it
+    and cuDNN's attention, which may be faster);
   * the roofline floor: max(FLOPs / tensor-core peak, minimum bytes / DRAM bandwidth), with the
     ceilings measured on this device in this run (`tessel hw probe --device cuda`).
 Times are medians of CUDA-event timings after warm-up, on fresh random inputs.
@@ -87,6 +88,16 @@ def torch_baselines(w, args):
                 out["vendor"] = "SDPA (flash)"
                 out["vendor_ms"] = cuda_time(
                     torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats)
+            # BENCHMARKS.md names SDPA's flash kernel; PyTorch's own dispatch may pick a faster one
+            # (cuDNN's fused attention on Hopper), so that is timed too, and cuDNN's by name.
+            out["sdpa_default_ms"] = cuda_time(
+                torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats)
+            try:
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    out["sdpa_cudnn_ms"] = cuda_time(
+                        torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats)
+            except RuntimeError as e:  # no cuDNN attention for this build, shape or device
+                out["sdpa_cudnn_error"] = str(e)[:300]
     del tensors
     torch.cuda.empty_cache()
     return out
@@ -212,7 +223,7 @@ def report(args, rows, gpu_name, date, dram, tensor_peak, quiet=False):
     with open(os.path.join(args.out, "suite.json"), "w") as f:
         json.dump(summary, f, indent=1)
     columns = ["id", "tessel_correct", "tessel_ms", "eager_ms", "compile_ms", "max_autotune_ms", "vendor", "vendor_ms",
-               "floor_ms", "speedup_vs_compile", "vs_floor", "tessel_predicted_ms", "kernels", "compile_cold_s",
+               "sdpa_default_ms", "sdpa_cudnn_ms", "floor_ms", "speedup_vs_compile", "vs_floor", "tessel_predicted_ms", "kernels", "compile_cold_s",
                "compile_cached_s", "schedule_s", "nvrtc_cold_s", "executable_build_s", "rel_l2_error", "torch_compile_s"]
     with open(os.path.join(args.out, "suite.csv"), "w", newline="") as f:
         wr = csv.DictWriter(f, columns, extrasaction="ignore")
@@ -233,6 +244,10 @@ def report(args, rows, gpu_name, date, dram, tensor_peak, quiet=False):
             fmt(r.get("vs_floor"), "%.2f"), fmt(r.get("compile_cold_s"), "%.2f"), fmt(r.get("compile_cached_s"), "%.3f")))
     print("correct %d of %d; geomean speedup over torch.compile: %s" % (
         summary["correct"], summary["total"], fmt(summary["geomean_speedup_vs_compile"], "%.2f")))
+    for r in rows:
+        if r.get("sdpa_default_ms") or r.get("sdpa_cudnn_ms"):
+            print("%s: SDPA with PyTorch's own dispatch %s ms, cuDNN attention %s ms (vendor column: the flash kernel)" % (
+                r["id"], fmt(r.get("sdpa_default_ms")), fmt(r.get("sdpa_cudnn_ms"))))
 
     try:
         import matplotlib
