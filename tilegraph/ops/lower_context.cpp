@@ -156,6 +156,12 @@ Value LowerContext::emit(NodeSpec spec, const std::vector<Value>& inputs, const 
     TESSEL_ASSERT(inputs[i].type == spec.inputs[i].type, spec.name, " input ", i, ": value is ",
                   inputs[i].type.print(), ", access expects ", spec.inputs[i].type.print());
   }
+  // A reduction over an empty axis comes from a zero-size dimension of an input (a weight of
+  // shape [1, 1, 0, 2] given to a convolution): valid ONNX, but nodes reduce over at least one point.
+  for (const Axis& a : spec.axes)
+    if (a.kind == AxisKind::reduction && a.extent < 1)
+      unsupported(cat("node '", spec.name, "' would reduce over axis '", a.name, "' of extent ", a.extent,
+                      " (a zero-size input dimension); empty reductions are not supported"));
   NodeRef node = make_node(std::move(spec));
   bool all_constant = true;
   for (const Value& v : inputs) all_constant &= v.is_constant();
