@@ -17,7 +17,6 @@
 #include <cmath>
 #include <limits>
 
-#include "cost_model/cpu_microkernel.h"
 #include "tilegraph/error.h"
 #include "tilegraph/tile_traffic.h"
 
@@ -331,11 +330,6 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
         if (spec.level(level).scope != MemoryScope::thread) bytes[level] += static_cast<double>(t.output_bytes);
       }
     }
-    // The CPU micro-kernel reads B where it lives once per panel (packed) or once per MR-row block
-    // (cpu_microkernel.h): a task of few rows does it for few blocks. Priced at the level the
-    // register tiles load from.
-    if (!is_gpu(spec) && cfg.levels.size() >= 2)
-      bytes[cfg.levels[cfg.levels.size() - 2].level] += cpu_b_operand_bytes(node, cfg.levels.front(), spec);
   }
   // Last-level cache: blocks of one wave share what they read; if a wave's working set fits, each
   // input byte comes from DRAM once (compulsory traffic), otherwise the excess spills.

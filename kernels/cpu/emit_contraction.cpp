@@ -11,9 +11,7 @@
 // the last columns short of a vector, the generic scalar nest. B vectors are plain vector loads
 // when B is contiguous along n and the read stays in range (checked per vector when the access can
 // leave the tensor, e.g. convolution padding); otherwise they are assembled lane by lane through
-// the generic load, which applies pad values. Which nodes it takes, MR x NR and when B is packed
-// are rules in cost_model/cpu_microkernel.h, shared with the analytic model that prices them.
-#include "cost_model/cpu_microkernel.h"
+// the generic load, which applies pad values.
 #include "kernels/cpu/emit_scalar.h"
 #include "kernels/cpu/kernel_emitter.h"
 #include "tilegraph/error.h"
@@ -24,14 +22,75 @@ namespace {
 
 using llvm::Value;
 
-using Contraction = CpuContraction;
+struct Contraction {
+  int a = -1, b = -1;   // inputs: A is broadcast along n, B is read along n
+  int n_axis = -1;      // innermost spatial axis
+  int m_axis = -1;      // a spatial axis A reads along and B does not; -1 if none
+  std::optional<double> scale;
+};
+
+bool depends(const Access& access, int axis) {
+  for (const AffineExpr& row : access.map.results())
+    if (row.coeffs[axis] != 0) return true;
+  return false;
+}
+
+std::optional<Contraction> match_contraction(const TeNode& node) {
+  const DType dtype = node.body().dtype();
+  if (node.combiner() != Combiner::sum || node.init() != 0 || node.num_reduction() == 0 || node.num_spatial() == 0) return std::nullopt;
+  if ((dtype != DType::f32 && dtype != DType::f64) || node.output().dtype != dtype) return std::nullopt;
+  Contraction c;
+  Expr product = node.body();
+  if (product.op() == ExprOp::mul) {
+    const Expr& l = product.operands()[0];
+    const Expr& r = product.operands()[1];
+    if (r.op() == ExprOp::constant && l.op() == ExprOp::mul) { c.scale = r.value(); product = l; }
+    else if (l.op() == ExprOp::constant && r.op() == ExprOp::mul) { c.scale = l.value(); product = r; }
+  }
+  if (product.op() != ExprOp::mul) return std::nullopt;
+  const Expr& x = product.operands()[0];
+  const Expr& y = product.operands()[1];
+  if (x.op() != ExprOp::input || y.op() != ExprOp::input || x.index() == y.index()) return std::nullopt;
+  for (int i : {x.index(), y.index()})
+    if (node.inputs()[i].is_gather() || node.inputs()[i].type.dtype != dtype) return std::nullopt;
+  c.n_axis = node.num_spatial() - 1;
+  const bool x_n = depends(node.inputs()[x.index()], c.n_axis), y_n = depends(node.inputs()[y.index()], c.n_axis);
+  if (x_n == y_n) return std::nullopt;
+  c.b = x_n ? x.index() : y.index();
+  c.a = x_n ? y.index() : x.index();
+  for (int ax = node.num_spatial() - 2; ax >= 0 && c.m_axis < 0; --ax)
+    if (depends(node.inputs()[c.a], ax) && !depends(node.inputs()[c.b], ax)) c.m_axis = ax;
+  return c;
+}
+
+struct Blocking {
+  int mr = 1, nr = 1;
+};
+
+// Register blocking from the spec's register count (see the file comment).
+Blocking choose_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
+  Blocking best;
+  double best_ratio = 0;
+  const int64_t max_nr = std::max<int64_t>(1, n_extent / lanes);
+  for (int64_t nr = 1; nr <= max_nr && nr + 2 <= registers; ++nr) {
+    int64_t mr = has_m ? (registers - 1 - nr) / nr : 1;
+    mr = std::min(mr, std::max<int64_t>(1, m_extent));
+    if (mr < 1) break;
+    const double ratio = static_cast<double>(mr * nr) / static_cast<double>(mr + nr);
+    if (ratio > best_ratio) {
+      best_ratio = ratio;
+      best = {static_cast<int>(mr), static_cast<int>(nr)};
+    }
+  }
+  return best;
+}
 
 }  // namespace
 
-bool matches_contraction(const TeNode& node) { return match_cpu_contraction(node).has_value(); }
+bool matches_contraction(const TeNode& node) { return match_contraction(node).has_value(); }
 
 bool KernelEmitter::emit_contraction(NodeState& s) {
-  const std::optional<Contraction> match = match_cpu_contraction(*s.node);
+  const std::optional<Contraction> match = match_contraction(*s.node);
   if (!match) return false;
   const Contraction& c = *match;
   const TeNode& node = *s.node;
@@ -46,7 +105,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   const int64_t n_extent = box_limit(c.n_axis);
   const int64_t m_extent = c.m_axis >= 0 ? box_limit(c.m_axis) : 1;
   if (vw < 2 || n_extent < vw) return false;  // nothing to vectorize: the generic nest does it
-  const CpuBlocking blocking = choose_cpu_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
+  const Blocking blocking = choose_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
   llvm::Type* vec_type = compute_type(ctx_, dtype, vw);
   llvm::Type* vec_storage = llvm::FixedVectorType::get(storage_type(ctx_, dtype), vw);
 
@@ -129,7 +188,8 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   // compute type, into a contiguous per-task buffer in the reduction order the blocks walk.
   int64_t r_total = 1;
   for (int r = ns; r < na; ++r) r_total *= node.axes()[r].extent;
-  const bool pack = cpu_packs_b(c, blocking, m_extent, r_total, vw, compute_bytes(dtype), params_.pack_bytes);
+  const int64_t panel_bytes = r_total * blocking.nr * vw * static_cast<int64_t>(compute_bytes(dtype));
+  const bool pack = c.m_axis >= 0 && m_extent >= 2 * blocking.mr && panel_bytes <= params_.pack_bytes;
   llvm::Type* lane_type = compute_type(ctx_, dtype);
   Value* panel = pack ? static_cast<Value*>(entry_alloca(llvm::ArrayType::get(lane_type, static_cast<uint64_t>(r_total * blocking.nr * vw))))
                       : nullptr;

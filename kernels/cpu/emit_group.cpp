@@ -19,7 +19,6 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
-#include "cost_model/cpu_microkernel.h"
 #include "kernels/cpu/emit_scalar.h"
 #include "kernels/cpu/streaming_stores.h"
 #include "tilegraph/error.h"
@@ -38,8 +37,9 @@ CodegenParams codegen_params(const HwSpec& spec) {
   const int regs = spec.level_index("registers");
   if (regs < 0)
     throw UserError(spec.file, "/memory_levels", cat("spec '", spec.name, "' has no 'registers' level (the micro-kernel is sized from it)"));
-  p.vector_registers = cpu_vector_registers(spec);
-  p.pack_bytes = cpu_pack_budget(spec);
+  p.vector_registers = std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / p.vector_bytes);
+  for (const MemoryLevel& l : spec.memory_levels)
+    if (l.scope == MemoryScope::core && l.cache && !l.cache->shared) p.pack_bytes = std::max(p.pack_bytes, l.capacity_bytes / 2);
   p.reuse_bytes = p.pack_bytes;
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.cache) p.streaming_bytes = std::max(p.streaming_bytes, l.capacity_bytes * std::max<int64_t>(1, l.instances));
