@@ -136,3 +136,12 @@ TEST_CASE("interpreting with inputs of the wrong type names the input") {
   CHECK_THROWS_AS(interpret(g, {f32({3, 2}, {1, 2, 3, 4, 5, 6})}), UserError);
   CHECK_THROWS_AS(interpret(g, {}), UserError);
 }
+
+TEST_CASE("a reduction over a zero-size dimension names the node, the axis and the extent") {
+  // fuzz_onnx found a ConvTranspose with a [1, 1, 0, 2] weight escaping as an InternalError.
+  ModelDef conv = single_op_model("ConvTranspose", {random_f32({1, 1, 3, 3}, 1), random_f32({1, 1, 0, 2}, 2)}, {}, 1, {1});
+  expect_user_error(conv, {"ConvTranspose", "extent 0", "empty reductions are not supported"});
+  // The same check holds whatever the op: a MatMul over K = 0.
+  ModelDef matmul = single_op_model("MatMul", {random_f32({2, 0}, 3), random_f32({0, 4}, 4)}, {}, 1, {});
+  expect_user_error(matmul, {"extent 0", "empty reductions are not supported"});
+}
