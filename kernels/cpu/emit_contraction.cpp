@@ -5,15 +5,19 @@
 // A block of MR rows (m) x NR vectors of VW lanes (n) accumulates in MR*NR vector registers: for
 // every reduction point, NR vectors of B are loaded, and each of the MR scalars of A is broadcast
 // and multiplied into its NR accumulators (fused multiply-add). VW is the spec's SIMD width for the
-// dtype; MR and NR maximize the FMAs per load, MR*NR / (MR + NR), under the register budget
-// MR*NR + NR + 1 <= the spec's vector registers (one register holds the broadcast), and no wider or
-// taller than the node's axes. Borders use narrower blocks (MR = 1 rows, NR = 1 vector) and, for
-// the last columns short of a vector, the generic scalar nest. B vectors are plain vector loads
-// when B is contiguous along n and the read stays in range (checked per vector when the access can
-// leave the tensor, e.g. convolution padding); otherwise they are assembled lane by lane through
-// the generic load, which applies pad values.
+// dtype; MR and NR maximize the FMAs per load over the largest task box of the node (a fused
+// producer's too: the box the sink's tile needs of it), under the register budget
+// MR*NR + NR + 1 <= the spec's vector registers (register_blocking.h). Borders use narrower blocks (MR = 1 rows, NR = 1 vector) and, for
+// the last columns short of a vector, one masked vector (its lanes past the row neither read nor
+// written), so a row of 56 columns at 16 lanes is 3 vectors and a masked one, not 8 scalar
+// columns through the generic nest. B vectors are plain (or masked) vector loads when B is
+// contiguous along n and the read stays in range (checked per vector when the access can leave
+// the tensor, e.g. convolution padding); otherwise they are assembled lane by lane through the
+// generic load, which applies pad values (a masked vector's lanes past the row repeat its last
+// column there, so they never address past it).
 #include "kernels/cpu/emit_scalar.h"
 #include "kernels/cpu/kernel_emitter.h"
+#include "kernels/cpu/register_blocking.h"
 #include "tilegraph/error.h"
 
 namespace tessel::cpu {
@@ -63,29 +67,26 @@ std::optional<Contraction> match_contraction(const TeNode& node) {
   return c;
 }
 
-struct Blocking {
-  int mr = 1, nr = 1;
-};
+}  // namespace
 
-// Register blocking from the spec's register count (see the file comment).
-Blocking choose_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
-  Blocking best;
+RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
+  RegisterBlocking best;
   double best_ratio = 0;
   const int64_t max_nr = std::max<int64_t>(1, n_extent / lanes);
+  const int64_t m = has_m ? std::max<int64_t>(1, m_extent) : 1;
   for (int64_t nr = 1; nr <= max_nr && nr + 2 <= registers; ++nr) {
-    int64_t mr = has_m ? (registers - 1 - nr) / nr : 1;
-    mr = std::min(mr, std::max<int64_t>(1, m_extent));
-    if (mr < 1) break;
-    const double ratio = static_cast<double>(mr * nr) / static_cast<double>(mr + nr);
-    if (ratio > best_ratio) {
-      best_ratio = ratio;
-      best = {static_cast<int>(mr), static_cast<int>(nr)};
+    const int64_t max_mr = std::min(has_m ? (registers - 1 - nr) / nr : 1, m);
+    for (int64_t mr = 1; mr <= max_mr; ++mr) {
+      const int64_t loads = m / mr * (mr + nr) + m % mr * (1 + nr);
+      const double ratio = static_cast<double>(m * nr) / static_cast<double>(loads);
+      if (ratio > best_ratio + 1e-9) {
+        best_ratio = ratio;
+        best = {static_cast<int>(mr), static_cast<int>(nr)};
+      }
     }
   }
   return best;
 }
-
-}  // namespace
 
 bool matches_contraction(const TeNode& node) { return match_contraction(node).has_value(); }
 
@@ -97,15 +98,19 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   const DType dtype = node.body().dtype();
   const int vw = vector_lanes(dtype);
   const int ns = node.num_spatial(), na = node.num_axes();
-  // The largest box along an axis: the sink's outer tile, or (a fused producer) the whole axis.
+  // The largest box along an axis of any task (a fused producer's box is what the sink's tile
+  // needs of it, not the whole axis: blocking a 4-channel box for 64 channels left every row to
+  // the MR = 1 border blocks).
   auto box_limit = [&](int axis) {
-    const int64_t extent = node.axes()[axis].extent;
-    return s.position + 1 == static_cast<int>(plan_.nodes.size()) ? std::min(extent, plan_.sink_tile[axis]) : extent;
+    int64_t largest = 1;
+    for (int64_t t = 0; t < plan_.num_tasks; ++t)
+      largest = std::max(largest, plan_.boxes[static_cast<size_t>(t * plan_.box_stride + plan_.box_offset[s.position] + 2 * axis + 1)]);
+    return std::min(node.axes()[axis].extent, largest);
   };
   const int64_t n_extent = box_limit(c.n_axis);
   const int64_t m_extent = c.m_axis >= 0 ? box_limit(c.m_axis) : 1;
-  if (vw < 2 || n_extent < vw) return false;  // nothing to vectorize: the generic nest does it
-  const Blocking blocking = choose_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
+  if (vw < 2 || n_extent < 2) return false;  // nothing to vectorize: the generic nest does it
+  const RegisterBlocking blocking = choose_register_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
   llvm::Type* vec_type = compute_type(ctx_, dtype, vw);
   llvm::Type* vec_storage = llvm::FixedVectorType::get(storage_type(ctx_, dtype), vw);
 
@@ -122,12 +127,18 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   bool b_checked = false;
   for (bool chk : s.checked[c.b]) b_checked = b_checked || chk;
 
+  // While the masked tail is emitted: its columns (i64, 1..vw-1) and the lanes they take.
+  Value* tail_count = nullptr;
+  Value* tail_mask = nullptr;
+
   // Lane by lane through the generic load (pads, any addressing).
   auto load_lanes = [&](std::vector<Value*> point) {
     Value* v = llvm::PoisonValue::get(vec_type);
     Value* n0 = point[c.n_axis];
+    Value* n_last = tail_count ? b_.CreateAdd(n0, b_.CreateSub(tail_count, i64(1))) : nullptr;
     for (int l = 0; l < vw; ++l) {
       point[c.n_axis] = b_.CreateAdd(n0, i64(l));
+      if (n_last) point[c.n_axis] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, point[c.n_axis], n_last);
       Cache cache;
       v = b_.CreateInsertElement(v, load_input(s, c.b, point, cache), static_cast<uint64_t>(l));
     }
@@ -137,12 +148,18 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     if (b_step != 1) return load_lanes(point);
     Cache cache;
     const std::vector<Value*> index = input_index(s, c.b, point, cache);
-    if (!b_checked) return from_storage(b_, dtype, load_stored(b_view, element_offset(b_view, index), vec_storage));
+    auto load_vector = [&](const std::vector<Value*>& at) {
+      Value* offset = element_offset(b_view, at);
+      return from_storage(b_, dtype, tail_mask ? load_stored_masked(b_view, offset, vec_storage, tail_mask)
+                                               : load_stored(b_view, offset, vec_storage));
+    };
+    if (!b_checked) return load_vector(index);
     // In range for all lanes iff the first and the last lane are (the index is monotone in n).
     Value* inside = b_.getTrue();
     for (int d = 0; d < b_access.map.num_results(); ++d) {
       if (!s.checked[c.b][d]) continue;
-      Value* last = b_.CreateAdd(index[d], i64(b_access.map.result(d).coeffs[c.n_axis] * (vw - 1)));
+      const int64_t coeff = b_access.map.result(d).coeffs[c.n_axis];
+      Value* last = b_.CreateAdd(index[d], tail_count ? b_.CreateMul(b_.CreateSub(tail_count, i64(1)), i64(coeff)) : i64(coeff * (vw - 1)));
       const int64_t size = b_access.type.shape[d];
       inside = b_.CreateAnd(inside, b_.CreateAnd(b_.CreateICmpULT(index[d], i64(size)), b_.CreateICmpULT(last, i64(size))));
     }
@@ -152,7 +169,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     b_.CreateCondBr(inside, fast, slow);
     b_.SetInsertPoint(fast);
     std::vector<Value*> safe = index;  // unclamped: in range on this path
-    Value* vf = from_storage(b_, dtype, load_stored(b_view, element_offset(b_view, safe), vec_storage));
+    Value* vf = load_vector(safe);
     llvm::BasicBlock* fast_end = b_.GetInsertBlock();
     b_.CreateBr(join);
     b_.SetInsertPoint(slow);
@@ -344,7 +361,9 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         Value* v = b_.CreateLoad(total_type, total_ptr(row, nr, j));
         if (c.scale) v = b_.CreateFMul(v, constant_value(b_, DType::f64, *c.scale, vw));
         v = convert_value(b_, v, DType::f64, dtype);
-        store_stored(s.output.tensor, output_offset(s, p), to_storage(b_, dtype, v));  // n is contiguous in the output
+        v = to_storage(b_, dtype, v);  // n is contiguous in the output
+        if (tail_mask) store_stored_masked(s.output.tensor, output_offset(s, p), v, tail_mask);
+        else store_stored(s.output.tensor, output_offset(s, p), v);
       }
     });
   };
@@ -372,7 +391,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     const int nr = blocking.nr;
     Value* nb = s.box_begin[c.n_axis];
     Value* ne = b_.CreateAdd(nb, s.box_extent[c.n_axis]);
-    // Full NR-vector column blocks, then single vectors, then the scalar remainder.
+    // Full NR-vector column blocks, then single vectors, then one masked vector.
     Value* full = b_.CreateSDiv(s.box_extent[c.n_axis], i64(nr * vw));
     emit_for(i64(0), full, 1, [&](Value* jn) {
       point[c.n_axis] = b_.CreateAdd(nb, b_.CreateMul(jn, i64(nr * vw)));
@@ -385,15 +404,16 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         point[c.n_axis] = b_.CreateAdd(vec_begin, b_.CreateMul(jv, i64(vw)));
         rows(point, 1);
       });
-    Value* scalar_begin = nr > 1 ? b_.CreateAdd(vec_begin, b_.CreateMul(vectors, i64(vw))) : vec_begin;
-    emit_for(scalar_begin, ne, 1, [&](Value* n) {
-      point[c.n_axis] = n;
-      auto one = [&] { store_point(s, point, reduce_point(s, point)); };
-      if (c.m_axis < 0) return one();
-      emit_for(s.box_begin[c.m_axis], b_.CreateAdd(s.box_begin[c.m_axis], s.box_extent[c.m_axis]), 1, [&](Value* m) {
-        point[c.m_axis] = m;
-        one();
-      });
+    Value* tail_begin = nr > 1 ? b_.CreateAdd(vec_begin, b_.CreateMul(vectors, i64(vw))) : vec_begin;
+    Value* count = b_.CreateSub(ne, tail_begin);  // 0 .. vw - 1
+    emit_for(i64(0), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, count, i64(1)), 1, [&](Value*) {
+      std::vector<llvm::Constant*> iota;
+      for (int l = 0; l < vw; ++l) iota.push_back(b_.getInt32(static_cast<uint32_t>(l)));
+      tail_count = count;
+      tail_mask = b_.CreateICmpULT(llvm::ConstantVector::get(iota), b_.CreateVectorSplat(vw, b_.CreateTrunc(count, b_.getInt32Ty())));
+      point[c.n_axis] = tail_begin;
+      rows(point, 1);
+      tail_count = tail_mask = nullptr;
     });
   };
   outer(0);

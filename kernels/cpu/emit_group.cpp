@@ -462,6 +462,20 @@ void KernelEmitter::store_stored(const TensorView& v, Value* offset, Value* valu
   st->setMetadata(llvm::LLVMContext::MD_noalias, v.noalias);
 }
 
+Value* KernelEmitter::load_stored_masked(const TensorView& v, Value* offset, llvm::Type* type, Value* mask) {
+  llvm::CallInst* ld = b_.CreateMaskedLoad(type, element_ptr(v, offset), llvm::Align(dtype_bytes(v.dtype)), mask,
+                                           llvm::Constant::getNullValue(type));
+  ld->setMetadata(llvm::LLVMContext::MD_alias_scope, v.scope);
+  ld->setMetadata(llvm::LLVMContext::MD_noalias, v.noalias);
+  return ld;
+}
+
+void KernelEmitter::store_stored_masked(const TensorView& v, Value* offset, Value* value, Value* mask) {
+  llvm::CallInst* st = b_.CreateMaskedStore(value, element_ptr(v, offset), llvm::Align(dtype_bytes(v.dtype)), mask);
+  st->setMetadata(llvm::LLVMContext::MD_alias_scope, v.scope);
+  st->setMetadata(llvm::LLVMContext::MD_noalias, v.noalias);
+}
+
 Value* KernelEmitter::output_offset(const NodeState& s, const std::vector<Value*>& point) {
   Value* off = i64(0);
   for (size_t a = 0; a < s.output.strides.size(); ++a) {

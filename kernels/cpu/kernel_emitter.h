@@ -111,6 +111,10 @@ class KernelEmitter {
   llvm::Value* element_ptr(const TensorView& v, llvm::Value* offset);
   llvm::Value* load_stored(const TensorView& v, llvm::Value* offset, llvm::Type* type);
   void store_stored(const TensorView& v, llvm::Value* offset, llvm::Value* value);
+  /// Vector load/store of the lanes where `mask` (<N x i1>) is set; other lanes are not accessed
+  /// (a load gives 0 there).
+  llvm::Value* load_stored_masked(const TensorView& v, llvm::Value* offset, llvm::Type* type, llvm::Value* mask);
+  void store_stored_masked(const TensorView& v, llvm::Value* offset, llvm::Value* value, llvm::Value* mask);
   llvm::Value* output_offset(const NodeState& s, const std::vector<llvm::Value*>& point);
 
   // --- Scalar evaluation at one point of a node's domain (all axes).

@@ -1,0 +1,62 @@
+// The contraction micro-kernel's register blocking (kernels/cpu/register_blocking.h): FMAs per load
+// over the whole task box, rows left after the full blocks counted as single-row blocks, within
+// the register budget.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "kernels/cpu/register_blocking.h"
+
+using tessel::cpu::choose_register_blocking;
+using tessel::cpu::RegisterBlocking;
+
+namespace {
+
+bool fits(const RegisterBlocking& b, int64_t registers) { return b.mr * b.nr + b.nr + 1 <= registers; }
+
+}  // namespace
+
+TEST_CASE("register blocking: the box's rows decide MR; no block wider than the box") {
+  // AVX-512 (32 registers, 16 f32 lanes), rows of 56 columns: 3 whole vectors.
+  struct Case {
+    int64_t registers, lanes, m, n;
+    bool has_m;
+    int mr, nr;
+  };
+  for (const Case& c : {
+           Case{32, 16, 16, 56, true, 8, 3},   // 2 x 8 rows, not 9 + 7 single rows
+           Case{32, 16, 64, 56, true, 8, 3},   // 8 x 8 (ties 7 x 9 + 1; the smaller MR is kept)
+           Case{32, 16, 4, 56, true, 4, 3},    // a 4-row box: one 4-row block
+           Case{32, 16, 1, 56, false, 1, 3},   // no m axis: one row, as many vectors as the row has
+           Case{32, 16, 8, 7, true, 8, 1},     // fewer columns than lanes: one (masked) vector
+           Case{16, 8, 8, 56, true, 4, 3},     // AVX2 (16 registers, 8 lanes)
+           Case{16, 8, 1000, 1024, true, 4, 3},
+       }) {
+    CAPTURE(c.registers);
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    const RegisterBlocking b = choose_register_blocking(c.registers, c.lanes, c.m, c.n, c.has_m);
+    CHECK(b.mr == c.mr);
+    CHECK(b.nr == c.nr);
+    CHECK(fits(b, c.registers));
+  }
+}
+
+TEST_CASE("register blocking: always within the budget and the box, for every box up to 70 x 70") {
+  for (int64_t registers : {8, 16, 32})
+    for (int64_t lanes : {4, 8, 16})
+      for (int64_t m = 1; m <= 70; ++m)
+        for (int64_t n = 1; n <= 70; ++n) {
+          const RegisterBlocking b = choose_register_blocking(registers, lanes, m, n, true);
+          CAPTURE(registers);
+          CAPTURE(lanes);
+          CAPTURE(m);
+          CAPTURE(n);
+          REQUIRE(fits(b, registers));
+          REQUIRE(b.mr >= 1);
+          REQUIRE(b.mr <= m);
+          REQUIRE(b.nr >= 1);
+          REQUIRE(b.nr <= std::max<int64_t>(1, n / lanes));
+        }
+}
