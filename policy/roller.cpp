@@ -310,6 +310,24 @@ Shape scale_out(const OuterSearch& search, Shape s) {
 
 bool is_contraction(const TeNode& node) { return node.combiner() == Combiner::sum && node.num_reduction() > 0; }
 
+// The axis a CPU register tile of a contraction grows besides the innermost one: the innermost
+// spatial axis that an input read along the innermost axis does not depend on, so the tile's
+// rows share that input's registers (the rows of a matmul, the output channels of an NCHW
+// convolution -- not its image rows, which the input depends on); the next-to-innermost axis when
+// there is none.
+int register_row_axis(const TeNode& node) {
+  const int ns = node.num_spatial();
+  auto depends = [&](const Access& access, int axis) {
+    for (const AffineExpr& row : access.map.results())
+      if (row.coeffs[axis] != 0) return true;
+    return false;
+  };
+  for (int a = ns - 2; a >= 0; --a)
+    for (const Access& in : node.inputs())
+      if (!in.is_gather() && depends(in, ns - 1) && !depends(in, a)) return a;
+  return ns - 2;
+}
+
 // GPU: the thread tile in registers and threads per axis (threads[a] x thread tile[a] = block
 // tile[a]). Returns false when no mapping fits the thread and register limits. The vector width
 // stays 1: the spec has no vector-load width, so code generation chooses it.
@@ -391,11 +409,11 @@ void inner_cpu_tiles(const TeNode& node, const HwSpec& spec, const Target& targe
       std::fill(t.reduction.begin(), t.reduction.end(), 1);
       if (ns > 0) t.spatial[ns - 1] = std::gcd(outer_spatial[ns - 1], spec.compute.simd_width);
       if (ns > 1 && is_contraction(node))
-        for (;;) {
+        for (const int row = register_row_axis(node);;) {
           LevelTile next = t;
-          const int64_t left = outer_spatial[ns - 2] / t.spatial[ns - 2];
+          const int64_t left = outer_spatial[row] / t.spatial[row];
           if (left <= 1) break;
-          next.spatial[ns - 2] *= smallest_prime_factor(left);
+          next.spatial[row] *= smallest_prime_factor(left);
           if (footprint(node, next, 1) > level_budget(spec, level)) break;
           t = next;
         }

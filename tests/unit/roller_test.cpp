@@ -114,6 +114,35 @@ TEST_CASE("roller: candidates are ranked by the cost model, best first") {
   }
 }
 
+TEST_CASE("roller: CPU register tiles of a contraction grow along the rows that share the streamed operand") {
+  // The micro-kernel's rows are the axis that the operand read along the innermost axis does not
+  // depend on: a matmul's rows, an NCHW convolution's output channels (not its image rows).
+  AnalyticCostModel cost;
+  for (const char* name : {"x86-64-avx2-generic", "x86-64-avx512-server"}) {
+    const HwSpec spec = spec_named(name);
+    INFO(name);
+    const OpGraph conv = one_op("Conv", {TensorType{DType::f32, {1, 64, 56, 56}}, TensorType{DType::f32, {64, 64, 3, 3}}},
+                                {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+    const OpGraph matmul = one_op("MatMul", {TensorType{DType::f32, {512, 768}}, TensorType{DType::f32, {768, 768}}});
+    for (auto [g, row] : {std::pair{&conv, 1}, std::pair{&matmul, 0}}) {
+      NodeId n = 0;
+      while (g->node(n).num_reduction() == 0) ++n;
+      const int ns = g->node(n).num_spatial();
+      const std::vector<TileCandidate> c = roller_candidates(*g, n, spec, cost);
+      REQUIRE_FALSE(c.empty());
+      for (const TileCandidate& t : c) {
+        INFO(print_tile_config(t.tiles));
+        const LevelTile& reg = t.tiles.levels.back();
+        const LevelTile& outer = t.tiles.levels[t.tiles.levels.size() - 2];
+        REQUIRE(reg.level == "registers");
+        for (int a = 0; a + 1 < ns; ++a)
+          if (a != row) CHECK(reg.spatial[a] == 1);
+        if (outer.spatial[row] > 1) CHECK(reg.spatial[row] > 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("roller: small operators fill the machine when the domain allows") {
   AnalyticCostModel cost;
   for (const char* name : {"nvidia-h100-sxm", "nvidia-a100-sxm-80g", "x86-64-avx512-server"}) {
