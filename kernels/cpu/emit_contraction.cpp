@@ -7,10 +7,11 @@
 // and multiplied into its NR accumulators (fused multiply-add). VW is the spec's SIMD width for the
 // dtype; MR and NR maximize the FMAs per load over the largest task box of the node (a fused
 // producer's too: the box the sink's tile needs of it), under the register budget
-// MR*NR + NR + 1 <= the spec's vector registers (register_blocking.h). Borders use narrower blocks (MR = 1 rows, NR = 1 vector) and, for
-// the last columns short of a vector, one masked vector (its lanes past the row neither read nor
-// written), so a row of 56 columns at 16 lanes is 3 vectors and a masked one, not 8 scalar
-// columns through the generic nest. B vectors are plain (or masked) vector loads when B is
+// MR*NR + NR + 1 <= the spec's vector registers (register_blocking.h). Rows left after the full MR
+// blocks take MR = 1 blocks; the columns left after the full NR blocks take one block of as many
+// vectors as they need, its last vector masked (lanes past the row neither read nor written): a
+// row of 56 columns at 16 lanes is one block of 3 vectors and a masked one, not 8 columns through
+// the generic scalar nest. B vectors are plain (or masked) vector loads when B is
 // contiguous along n and the read stays in range (checked per vector when the access can leave
 // the tensor, e.g. convolution padding); otherwise they are assembled lane by lane through the
 // generic load, which applies pad values (a masked vector's lanes past the row repeat its last
@@ -72,13 +73,16 @@ std::optional<Contraction> match_contraction(const TeNode& node) {
 RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
   RegisterBlocking best;
   double best_ratio = 0;
-  const int64_t max_nr = std::max<int64_t>(1, n_extent / lanes);
+  const int64_t vectors = std::max<int64_t>(1, (n_extent + lanes - 1) / lanes);  // the last one masked
   const int64_t m = has_m ? std::max<int64_t>(1, m_extent) : 1;
-  for (int64_t nr = 1; nr <= max_nr && nr + 2 <= registers; ++nr) {
+  for (int64_t nr = 1; nr <= vectors && nr + 2 <= registers; ++nr) {
     const int64_t max_mr = std::min(has_m ? (registers - 1 - nr) / nr : 1, m);
     for (int64_t mr = 1; mr <= max_mr; ++mr) {
-      const int64_t loads = m / mr * (mr + nr) + m % mr * (1 + nr);
-      const double ratio = static_cast<double>(m * nr) / static_cast<double>(loads);
+      // Loads (B vectors and A broadcasts) of the box's rows at one reduction point, for a column
+      // block of w vectors: full MR blocks, then single rows.
+      auto loads = [&](int64_t w) { return m / mr * (mr + w) + m % mr * (1 + w); };
+      const int64_t total = vectors / nr * loads(nr) + (vectors % nr > 0 ? loads(vectors % nr) : 0);
+      const double ratio = static_cast<double>(m * vectors) / static_cast<double>(total);
       if (ratio > best_ratio + 1e-9) {
         best_ratio = ratio;
         best = {static_cast<int>(mr), static_cast<int>(nr)};
@@ -127,15 +131,16 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   bool b_checked = false;
   for (bool chk : s.checked[c.b]) b_checked = b_checked || chk;
 
-  // While the masked tail is emitted: its columns (i64, 1..vw-1) and the lanes they take.
+  // While the last column block of a box is emitted: the columns of its last vector (i64,
+  // 1..vw) and the lanes they take; that vector's loads and stores are masked.
   Value* tail_count = nullptr;
   Value* tail_mask = nullptr;
 
   // Lane by lane through the generic load (pads, any addressing).
-  auto load_lanes = [&](std::vector<Value*> point) {
+  auto load_lanes = [&](std::vector<Value*> point, bool masked) {
     Value* v = llvm::PoisonValue::get(vec_type);
     Value* n0 = point[c.n_axis];
-    Value* n_last = tail_count ? b_.CreateAdd(n0, b_.CreateSub(tail_count, i64(1))) : nullptr;
+    Value* n_last = masked ? b_.CreateAdd(n0, b_.CreateSub(tail_count, i64(1))) : nullptr;
     for (int l = 0; l < vw; ++l) {
       point[c.n_axis] = b_.CreateAdd(n0, i64(l));
       if (n_last) point[c.n_axis] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, point[c.n_axis], n_last);
@@ -144,13 +149,13 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     }
     return v;
   };
-  auto load_b = [&](const std::vector<Value*>& point) -> Value* {
-    if (b_step != 1) return load_lanes(point);
+  auto load_b = [&](const std::vector<Value*>& point, bool masked) -> Value* {
+    if (b_step != 1) return load_lanes(point, masked);
     Cache cache;
     const std::vector<Value*> index = input_index(s, c.b, point, cache);
     auto load_vector = [&](const std::vector<Value*>& at) {
       Value* offset = element_offset(b_view, at);
-      return from_storage(b_, dtype, tail_mask ? load_stored_masked(b_view, offset, vec_storage, tail_mask)
+      return from_storage(b_, dtype, masked ? load_stored_masked(b_view, offset, vec_storage, tail_mask)
                                                : load_stored(b_view, offset, vec_storage));
     };
     if (!b_checked) return load_vector(index);
@@ -159,7 +164,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     for (int d = 0; d < b_access.map.num_results(); ++d) {
       if (!s.checked[c.b][d]) continue;
       const int64_t coeff = b_access.map.result(d).coeffs[c.n_axis];
-      Value* last = b_.CreateAdd(index[d], tail_count ? b_.CreateMul(b_.CreateSub(tail_count, i64(1)), i64(coeff)) : i64(coeff * (vw - 1)));
+      Value* last = b_.CreateAdd(index[d], masked ? b_.CreateMul(b_.CreateSub(tail_count, i64(1)), i64(coeff)) : i64(coeff * (vw - 1)));
       const int64_t size = b_access.type.shape[d];
       inside = b_.CreateAnd(inside, b_.CreateAnd(b_.CreateICmpULT(index[d], i64(size)), b_.CreateICmpULT(last, i64(size))));
     }
@@ -173,7 +178,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     llvm::BasicBlock* fast_end = b_.GetInsertBlock();
     b_.CreateBr(join);
     b_.SetInsertPoint(slow);
-    Value* vs = load_lanes(point);
+    Value* vs = load_lanes(point, masked);
     llvm::BasicBlock* slow_end = b_.GetInsertBlock();
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
@@ -229,7 +234,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         for (int j = 0; j < nr; ++j) {
           std::vector<Value*> p = point;
           p[c.n_axis] = b_.CreateAdd(n0, i64(j * vw));
-          b_.CreateAlignedStore(load_b(p), panel_ptr(row, nr, j), llvm::Align(compute_bytes(dtype)));
+          b_.CreateAlignedStore(load_b(p, tail_mask && j == nr - 1), panel_ptr(row, nr, j), llvm::Align(compute_bytes(dtype)));
         }
         return;
       }
@@ -279,7 +284,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         }
         std::vector<Value*> p = point;
         p[c.n_axis] = b_.CreateAdd(n0, i64(j * vw));
-        bv[j] = load_b(p);
+        bv[j] = load_b(p, tail_mask && j == nr - 1);
       }
       for (int i = 0; i < mr; ++i) {
         std::vector<Value*> p = point;
@@ -362,7 +367,7 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         if (c.scale) v = b_.CreateFMul(v, constant_value(b_, DType::f64, *c.scale, vw));
         v = convert_value(b_, v, DType::f64, dtype);
         v = to_storage(b_, dtype, v);  // n is contiguous in the output
-        if (tail_mask) store_stored_masked(s.output.tensor, output_offset(s, p), v, tail_mask);
+        if (tail_mask && j == nr - 1) store_stored_masked(s.output.tensor, output_offset(s, p), v, tail_mask);
         else store_stored(s.output.tensor, output_offset(s, p), v);
       }
     });
@@ -390,31 +395,24 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     }
     const int nr = blocking.nr;
     Value* nb = s.box_begin[c.n_axis];
-    Value* ne = b_.CreateAdd(nb, s.box_extent[c.n_axis]);
-    // Full NR-vector column blocks, then single vectors, then one masked vector.
+    // Full NR-vector column blocks, then one block of the vectors left, its last one masked.
     Value* full = b_.CreateSDiv(s.box_extent[c.n_axis], i64(nr * vw));
     emit_for(i64(0), full, 1, [&](Value* jn) {
       point[c.n_axis] = b_.CreateAdd(nb, b_.CreateMul(jn, i64(nr * vw)));
       rows(point, nr);
     });
-    Value* vec_begin = b_.CreateAdd(nb, b_.CreateMul(full, i64(nr * vw)));
-    Value* vectors = b_.CreateSDiv(b_.CreateSub(ne, vec_begin), i64(vw));
-    if (nr > 1)
-      emit_for(i64(0), vectors, 1, [&](Value* jv) {
-        point[c.n_axis] = b_.CreateAdd(vec_begin, b_.CreateMul(jv, i64(vw)));
-        rows(point, 1);
+    Value* rest = b_.CreateSub(s.box_extent[c.n_axis], b_.CreateMul(full, i64(nr * vw)));  // 0 .. nr * vw - 1
+    Value* rest_vectors = b_.CreateSDiv(b_.CreateAdd(rest, i64(vw - 1)), i64(vw));
+    std::vector<llvm::Constant*> iota;
+    for (int l = 0; l < vw; ++l) iota.push_back(b_.getInt32(static_cast<uint32_t>(l)));
+    for (int r = 1; r <= nr; ++r)
+      emit_for(i64(0), b_.CreateZExt(b_.CreateICmpEQ(rest_vectors, i64(r)), b_.getInt64Ty()), 1, [&](Value*) {
+        tail_count = b_.CreateSub(rest, i64((r - 1) * vw));  // 1 .. vw
+        tail_mask = b_.CreateICmpULT(llvm::ConstantVector::get(iota), b_.CreateVectorSplat(vw, b_.CreateTrunc(tail_count, b_.getInt32Ty())));
+        point[c.n_axis] = b_.CreateAdd(nb, b_.CreateMul(full, i64(nr * vw)));
+        rows(point, r);
+        tail_count = tail_mask = nullptr;
       });
-    Value* tail_begin = nr > 1 ? b_.CreateAdd(vec_begin, b_.CreateMul(vectors, i64(vw))) : vec_begin;
-    Value* count = b_.CreateSub(ne, tail_begin);  // 0 .. vw - 1
-    emit_for(i64(0), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, count, i64(1)), 1, [&](Value*) {
-      std::vector<llvm::Constant*> iota;
-      for (int l = 0; l < vw; ++l) iota.push_back(b_.getInt32(static_cast<uint32_t>(l)));
-      tail_count = count;
-      tail_mask = b_.CreateICmpULT(llvm::ConstantVector::get(iota), b_.CreateVectorSplat(vw, b_.CreateTrunc(count, b_.getInt32Ty())));
-      point[c.n_axis] = tail_begin;
-      rows(point, 1);
-      tail_count = tail_mask = nullptr;
-    });
   };
   outer(0);
   return true;

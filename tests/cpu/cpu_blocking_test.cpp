@@ -1,6 +1,6 @@
 // The contraction micro-kernel's register blocking (kernels/cpu/register_blocking.h): FMAs per load
-// over the whole task box, rows left after the full blocks counted as single-row blocks, within
-// the register budget.
+// over the whole task box (rows left after the full blocks counted as single-row blocks, columns
+// left as one narrower block with its last vector masked), within the register budget.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -25,11 +25,14 @@ TEST_CASE("register blocking: the box's rows decide MR; no block wider than the 
     int mr, nr;
   };
   for (const Case& c : {
-           Case{32, 16, 16, 56, true, 8, 3},   // 2 x 8 rows, not 9 + 7 single rows
-           Case{32, 16, 64, 56, true, 8, 3},   // 8 x 8 (ties 7 x 9 + 1; the smaller MR is kept)
-           Case{32, 16, 4, 56, true, 4, 3},    // a 4-row box: one 4-row block
-           Case{32, 16, 1, 56, false, 1, 3},   // no m axis: one row, as many vectors as the row has
-           Case{32, 16, 8, 7, true, 8, 1},     // fewer columns than lanes: one (masked) vector
+           // 16 rows, 56 columns (3.5 vectors): 4 x 4 vectors, the last masked (2.0 FMAs per
+           // load), not 8 x 3 vectors and then a 1-vector block (1.6), nor 9 + 7 single rows.
+           Case{32, 16, 16, 56, true, 4, 4},
+           Case{32, 16, 64, 56, true, 6, 4},
+           Case{32, 16, 4, 56, true, 4, 4},    // a 4-row box: one 4-row block
+           Case{32, 16, 1, 56, false, 1, 4},   // no m axis: one row, every vector of the row
+           Case{32, 16, 8, 7, true, 8, 1},     // fewer columns than lanes: one masked vector
+           Case{32, 16, 512, 3072, true, 5, 5},
            Case{16, 8, 8, 56, true, 4, 3},     // AVX2 (16 registers, 8 lanes)
            Case{16, 8, 1000, 1024, true, 4, 3},
        }) {
@@ -57,6 +60,6 @@ TEST_CASE("register blocking: always within the budget and the box, for every bo
           REQUIRE(b.mr >= 1);
           REQUIRE(b.mr <= m);
           REQUIRE(b.nr >= 1);
-          REQUIRE(b.nr <= std::max<int64_t>(1, n / lanes));
+          REQUIRE(b.nr <= (n + lanes - 1) / lanes);
         }
 }
