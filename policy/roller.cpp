@@ -396,7 +396,7 @@ bool map_threads(const TeNode& node, const HwSpec& spec, const Target& target, T
 
 // CPU: each inner cache tile shrinks the one outside it (by prime factors, so it divides it)
 // until it fits; the register tile holds simd_width elements of the innermost axis (a divisor of
-// the tile outside it) and, for contractions, as many rows as the registers hold.
+// the tile outside it) and, for contractions, as many rows (register_row_axis) as the registers hold.
 void inner_cpu_tiles(const TeNode& node, const HwSpec& spec, const Target& target, TileConfig& cfg) {
   const int ns = node.num_spatial();
   for (size_t i = 1; i < target.stack.size(); ++i) {
