@@ -317,14 +317,9 @@ bool is_contraction(const TeNode& node) { return node.combiner() == Combiner::su
 // there is none.
 int register_row_axis(const TeNode& node) {
   const int ns = node.num_spatial();
-  auto depends = [&](const Access& access, int axis) {
-    for (const AffineExpr& row : access.map.results())
-      if (row.coeffs[axis] != 0) return true;
-    return false;
-  };
   for (int a = ns - 2; a >= 0; --a)
     for (const Access& in : node.inputs())
-      if (!in.is_gather() && depends(in, ns - 1) && !depends(in, a)) return a;
+      if (!in.is_gather() && in.map.uses_axis(ns - 1) && !in.map.uses_axis(a)) return a;
   return ns - 2;
 }
 

@@ -68,6 +68,12 @@ std::string AffineMap::print(const std::vector<std::string>& axis_names) const {
   return out + "]";
 }
 
+bool AffineMap::uses_axis(int axis) const {
+  for (const AffineExpr& row : results_)
+    if (axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] != 0) return true;
+  return false;
+}
+
 AffineMap compose(const AffineMap& inner, const AffineMap& outer) {
   std::vector<AffineExpr> rows;
   for (const AffineExpr& in : inner.results()) {

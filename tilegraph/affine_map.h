@@ -36,6 +36,8 @@ class AffineMap {
   int num_results() const { return static_cast<int>(results_.size()); }
   const AffineExpr& result(int i) const { return results_[i]; }
   const std::vector<AffineExpr>& results() const { return results_; }
+  /// Whether some result has a nonzero coefficient on domain axis `axis`.
+  bool uses_axis(int axis) const;
 
   /// "[2*oh + kh - 1, c]" with the given axis names.
   std::string print(const std::vector<std::string>& axis_names) const;

@@ -34,12 +34,6 @@ struct Contraction {
   std::optional<double> scale;
 };
 
-bool depends(const Access& access, int axis) {
-  for (const AffineExpr& row : access.map.results())
-    if (row.coeffs[axis] != 0) return true;
-  return false;
-}
-
 std::optional<Contraction> match_contraction(const TeNode& node) {
   const DType dtype = node.body().dtype();
   if (node.combiner() != Combiner::sum || node.init() != 0 || node.num_reduction() == 0 || node.num_spatial() == 0) return std::nullopt;
@@ -59,20 +53,21 @@ std::optional<Contraction> match_contraction(const TeNode& node) {
   for (int i : {x.index(), y.index()})
     if (node.inputs()[i].is_gather() || node.inputs()[i].type.dtype != dtype) return std::nullopt;
   c.n_axis = node.num_spatial() - 1;
-  const bool x_n = depends(node.inputs()[x.index()], c.n_axis), y_n = depends(node.inputs()[y.index()], c.n_axis);
+  const bool x_n = node.inputs()[x.index()].map.uses_axis(c.n_axis), y_n = node.inputs()[y.index()].map.uses_axis(c.n_axis);
   if (x_n == y_n) return std::nullopt;
   c.b = x_n ? x.index() : y.index();
   c.a = x_n ? y.index() : x.index();
   for (int ax = node.num_spatial() - 2; ax >= 0 && c.m_axis < 0; --ax)
-    if (depends(node.inputs()[c.a], ax) && !depends(node.inputs()[c.b], ax)) c.m_axis = ax;
+    if (node.inputs()[c.a].map.uses_axis(ax) && !node.inputs()[c.b].map.uses_axis(ax)) c.m_axis = ax;
   return c;
 }
 
 }  // namespace
 
 RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
+  // The box's FMAs are m x vectors whatever the blocking: the best blocking takes the fewest loads.
   RegisterBlocking best;
-  double best_ratio = 0;
+  int64_t best_loads = -1;
   const int64_t vectors = std::max<int64_t>(1, (n_extent + lanes - 1) / lanes);  // the last one masked
   const int64_t m = has_m ? std::max<int64_t>(1, m_extent) : 1;
   for (int64_t nr = 1; nr <= vectors && nr + 2 <= registers; ++nr) {
@@ -82,9 +77,8 @@ RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int6
       // block of w vectors: full MR blocks, then single rows.
       auto loads = [&](int64_t w) { return m / mr * (mr + w) + m % mr * (1 + w); };
       const int64_t total = vectors / nr * loads(nr) + (vectors % nr > 0 ? loads(vectors % nr) : 0);
-      const double ratio = static_cast<double>(m * vectors) / static_cast<double>(total);
-      if (ratio > best_ratio + 1e-9) {
-        best_ratio = ratio;
+      if (best_loads < 0 || total < best_loads) {
+        best_loads = total;
         best = {static_cast<int>(mr), static_cast<int>(nr)};
       }
     }

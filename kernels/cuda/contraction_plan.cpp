@@ -163,11 +163,7 @@ std::string operand_view(const OpGraph& graph, const TeNode& c, const Traced& t,
              " elements is needed, with k or ", c.axes()[own].name, " contiguous)");
 }
 
-bool reads_axis(const Traced& t, int axis) {
-  for (const AffineExpr& row : t.map.results())
-    if (row.coeffs[axis] != 0) return true;
-  return false;
-}
+bool reads_axis(const Traced& t, int axis) { return t.map.uses_axis(axis); }
 
 /// The operands of a contraction over one reduction axis: batch axes, then m and n, each operand a
 /// 2-D row-major view per batch point. An empty string on success, else the reason.

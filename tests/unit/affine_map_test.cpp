@@ -24,3 +24,15 @@ TEST_CASE("negative coefficients, broadcasting and constant rows") {
   CHECK(sel.print({"a", "b", "c"}) == "[c, 0, a]");
   CHECK_THROWS_AS(AffineMap(2, {AffineExpr{{1}, 0}}), InternalError);
 }
+
+TEST_CASE("uses_axis: a nonzero coefficient in some row, broadcast and constant rows use none") {
+  // Input of a 3x3 conv over (n, co, oh, ow | ci, kh, kw): x[n, ci, oh + kh - 1, ow + kw - 1].
+  const AffineMap x(7, {AffineExpr{{1, 0, 0, 0, 0, 0, 0}, 0}, AffineExpr{{0, 0, 0, 0, 1, 0, 0}, 0},
+                        AffineExpr{{0, 0, 1, 0, 0, 1, 0}, -1}, AffineExpr{{0, 0, 0, 1, 0, 0, 1}, -1}});
+  for (int a : {0, 2, 3, 4, 5, 6}) CHECK(x.uses_axis(a));
+  CHECK_FALSE(x.uses_axis(1));  // the output channel
+  CHECK_FALSE(x.uses_axis(7));  // past the domain
+  const AffineMap broadcast = AffineMap::select_axes(2, {-1, 1});
+  CHECK_FALSE(broadcast.uses_axis(0));
+  CHECK(broadcast.uses_axis(1));
+}
