@@ -125,7 +125,10 @@ Value reduce_values(LowerContext& ctx, const std::vector<Value>& ins, const std:
   const Value& x = ins[0];
   const int rank = x.rank();
   std::vector<bool> reduced(rank, false);
-  for (int a : axes) reduced[a] = true;
+  for (int a : axes) {
+    TESSEL_ASSERT(a >= 0 && a < rank, "reduction axis ", a, " out of range for rank ", rank);
+    reduced[a] = true;
+  }
   std::vector<int64_t> kept_shape, out_shape;
   bool empty = false;
   for (int d = 0; d < rank; ++d) {

@@ -18,9 +18,12 @@ void require_float(LowerContext& ctx, const Value& v) {
     ctx.unsupported(cat("needs a floating-point input, got ", dtype_name(v.dtype())));
 }
 
-void unary_op(LowerContext& ctx, const std::function<Expr(LowerContext&, Expr)>& f, bool float_only = true) {
+// `float_only` false admits integers; bool is still refused (`allow_bool`: only Not takes it).
+void unary_op(LowerContext& ctx, const std::function<Expr(LowerContext&, Expr)>& f, bool float_only = true,
+              bool allow_bool = false) {
   const Value& x = ctx.input(0);
   if (float_only) require_float(ctx, x);
+  if (!allow_bool && x.dtype() == DType::boolean) ctx.unsupported("bool inputs are not supported by this operator");
   ctx.set_output(0, elementwise(ctx, {x}, [&](const std::vector<Expr>& in) { return f(ctx, in[0]); }));
 }
 
@@ -46,6 +49,7 @@ void variadic_op(LowerContext& ctx, ExprOp op, bool mean) {
     if (ctx.has_input(i)) ins.push_back(ctx.input(i));
   if (ins.empty()) ctx.fail("needs at least one input");
   require_same_dtype(ctx, ins);
+  if (ins[0].dtype() == DType::boolean) ctx.unsupported("bool inputs are not supported by this operator");
   ctx.set_output(0, elementwise(ctx, ins, [&](const std::vector<Expr>& in) {
     Expr acc = in[0];
     for (size_t i = 1; i < in.size(); ++i) acc = binary(op, acc, in[i]);
@@ -80,7 +84,7 @@ void lower_reciprocal(LowerContext& ctx) {
 }
 void lower_not(LowerContext& ctx) {
   if (ctx.input(0).dtype() != DType::boolean) ctx.fail("Not needs a bool input");
-  unary_op(ctx, [](LowerContext&, Expr x) { return unary(ExprOp::logical_not, x); }, false);
+  unary_op(ctx, [](LowerContext&, Expr x) { return unary(ExprOp::logical_not, x); }, false, true);
 }
 void lower_isnan(LowerContext& ctx) {
   unary_op(ctx, [](LowerContext&, Expr x) { return unary(ExprOp::isnan, x); });
@@ -115,6 +119,7 @@ void lower_prelu(LowerContext& ctx) {
   const Value& x = ctx.input(0);
   const Value& slope = ctx.input(1);
   require_same_dtype(ctx, {x, slope});
+  if (x.dtype() == DType::boolean) ctx.unsupported("bool inputs are not supported by this operator");
   ctx.set_output(0, elementwise(ctx, {x, slope}, [](const std::vector<Expr>& in) {
     return select(binary(ExprOp::lt, in[0], c(0, in[0])), in[0] * in[1], in[0]);
   }));

@@ -118,6 +118,12 @@ void lower_instance_norm(LowerContext& ctx) {
   require_float(ctx, x);
   if (x.rank() < 3) ctx.fail(cat("input must have rank >= 3, got ", x.type.print()));
   require_same_dtype(ctx, {x, scale, bias});
+  const int64_t C = x.shape()[1];
+  for (int i = 1; i <= 2; ++i) {
+    const Value& v = ctx.input(i);
+    if (v.rank() != 1 || v.shape()[0] != C)
+      ctx.fail(cat("input ", i, " must have shape [", C, "], got ", v.type.print()));
+  }
   const double eps = ctx.attr_float("epsilon", 1e-5);
   auto [mean, var] = moments(ctx, x, axes_from(2, x.rank()));
   NodeSpec spec;

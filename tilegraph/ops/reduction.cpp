@@ -147,6 +147,7 @@ void lower_softmax_kind(LowerContext& ctx, SoftmaxKind kind) {
   Value x = ctx.input(0);
   if (!is_float(x.dtype())) ctx.fail(cat("needs a floating-point input, got ", dtype_name(x.dtype())));
   const bool legacy = ctx.opset() > 0 && ctx.opset() < 13;
+  if (!legacy && x.rank() == 0) ctx.fail("input must have rank >= 1, got a scalar");
   const int axis = normalize_axis(ctx, ctx.attr_int("axis", legacy ? 1 : -1), std::max(x.rank(), 1), "axis");
   const std::vector<int64_t> original = x.shape();
   std::vector<int> axes{axis};
@@ -331,6 +332,7 @@ std::vector<int> spatial_dims(LowerContext& ctx, const Value& x) {
 
 void lower_global_average_pool(LowerContext& ctx) {
   const Value& x = ctx.input(0);
+  if (!is_float(x.dtype())) ctx.fail(cat("needs a floating-point input, got ", dtype_name(x.dtype())));
   const auto axes = spatial_dims(ctx, x);
   const double n = static_cast<double>(count_over(x, axes));
   ctx.set_output(0, reduce_value(ctx, x, axes, true, Combiner::sum, [&](Expr e) { return e * c(1.0 / n, e); }));
@@ -338,11 +340,13 @@ void lower_global_average_pool(LowerContext& ctx) {
 
 void lower_global_max_pool(LowerContext& ctx) {
   const Value& x = ctx.input(0);
+  if (x.dtype() == DType::boolean) ctx.fail("GlobalMaxPool of bool");
   ctx.set_output(0, reduce_value(ctx, x, spatial_dims(ctx, x), true, Combiner::max, [](Expr e) { return e; }));
 }
 
 void lower_global_lp_pool(LowerContext& ctx) {
   const Value& x = ctx.input(0);
+  if (!is_float(x.dtype())) ctx.fail(cat("needs a floating-point input, got ", dtype_name(x.dtype())));
   const double p = static_cast<double>(ctx.attr_int("p", 2));
   Value s = reduce_value(ctx, x, spatial_dims(ctx, x), true, Combiner::sum, [&](Expr e) {
     return binary(ExprOp::pow, unary(ExprOp::abs, e), c(p, e));

@@ -234,15 +234,19 @@ void lower_split(LowerContext& ctx) {
   const int axis = normalize_axis(ctx, ctx.attr_int("axis", 0), x.rank(), "axis");
   const int64_t extent = x.shape()[axis];
   const int outputs = ctx.num_outputs();
+  if (outputs < 1) ctx.fail("needs at least one output");
   std::vector<int64_t> sizes;
   if (auto given = ints_input_or_attr(ctx, 1, "split"); given && !given->empty()) {
     sizes = *given;
     if (static_cast<int>(sizes.size()) != outputs)
       ctx.fail(cat("'split' has ", sizes.size(), " entries for ", outputs, " outputs"));
+    for (int64_t s : sizes)
+      if (s < 0) ctx.fail(cat("'split' has a negative size ", s));
     if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != extent)
       ctx.fail(cat("'split' sizes do not add up to the axis extent ", extent));
   } else {
     const int64_t parts = ctx.attr_int("num_outputs", outputs);
+    if (parts != outputs) ctx.fail(cat("'num_outputs' is ", parts, " but the node has ", outputs, " outputs"));
     const int64_t chunk = (extent + parts - 1) / parts;
     for (int64_t i = 0, left = extent; i < parts; ++i, left -= chunk) sizes.push_back(std::min(chunk, std::max<int64_t>(left, 0)));
   }
