@@ -96,23 +96,28 @@ Value* exp2_int(IRBuilderBase& b, Value* n, Type* float_type) {
 Value* exp_f32(IRBuilderBase& b, Value* x) {
   ContractScope contract(b);
   // exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, so r is exact enough).
-  // Clamped to [-104, 89], where the result is already 0 or infinity in f32 (minnum drops a NaN,
-  // which the final select restores): n lies in [-150, 128], applied as 2^(n/2) 2^(n - n/2) so
-  // results near the overflow and in the subnormal range scale without an out-of-range exponent.
-  Value* xc = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, fp_like(x, 89.0)),
-                                      fp_like(x, -104.0));
-  Value* nf = unary_intrinsic(b, llvm::Intrinsic::floor, b.CreateFAdd(b.CreateFMul(xc, fp_like(x, 1.44269504088896341)), fp_like(x, 0.5)));
+  // Clamped to [-104, 89], where the result is already 0 or infinity in f32; the clamp keeps a NaN,
+  // which then runs through the arithmetic as a NaN. n comes from the 1.5 * 2^23 shifter: adding
+  // it rounds x / ln 2 to an integer held in t's low mantissa bits (|n| <= 150), so n as a float is
+  // t - shifter and as an integer bits(t) - bits(shifter), with no float-to-int conversion (whose
+  // result is poison for a NaN) and no rounding instruction. n lies in [-150, 128], applied as
+  // 2^(n/2) 2^(n - n/2) so results near the overflow and in the subnormal range scale without an
+  // out-of-range exponent.
+  constexpr double kShifter = 12582912.0;  // 1.5 * 2^23
+  constexpr int64_t kShifterBits = 0x4B400000;
+  Value* xc = clamp_keep_nan(b, x, -104.0, 89.0);
+  Value* t = b.CreateFAdd(b.CreateFMul(xc, fp_like(x, 1.44269504088896341)), fp_like(x, kShifter));
+  Value* nf = b.CreateFSub(t, fp_like(x, kShifter));
   Value* r = b.CreateFSub(xc, b.CreateFMul(nf, fp_like(x, 0.693359375)));
   r = b.CreateFSub(r, b.CreateFMul(nf, fp_like(x, -2.12194440e-4)));
   Value* p = horner(b, r, {5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2, 8.3334519073e-3, 1.3981999507e-3, 1.9875691500e-4});
   Value* y = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(b.CreateFMul(p, r), r), r), fp_like(x, 1.0));
   Type* i32 = x->getType()->isVectorTy() ? static_cast<Type*>(llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(x->getType())->getElementCount()))
                                          : b.getInt32Ty();
-  Value* n = b.CreateFPToSI(nf, i32);
+  Value* n = b.CreateSub(b.CreateBitCast(t, i32), llvm::ConstantInt::get(i32, kShifterBits));
   Value* n1 = b.CreateAShr(n, int_like(n, 1));
   Value* n2 = b.CreateSub(n, n1);
-  y = b.CreateFMul(b.CreateFMul(y, exp2_int(b, n1, x->getType())), exp2_int(b, n2, x->getType()));
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+  return b.CreateFMul(b.CreateFMul(y, exp2_int(b, n1, x->getType())), exp2_int(b, n2, x->getType()));
 }
 
 // An odd rational function x P(x^2) / Q(x^2) on x clamped to [-limit, limit].
