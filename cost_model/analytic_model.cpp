@@ -346,6 +346,31 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   }
   bytes[dram.name] += dram_bytes + written;
 
+  // CPU contraction panels (kernels/cpu/README.md, "B is packed"): a task first brings the
+  // panel of the operand read along the output's innermost axis -- the part of it the task's tile
+  // reads over the whole reduction -- from the level the tasks load from (a CPU spec's L3: its
+  // DRAM is host memory) into its private caches (packed,
+  // or read in place by its first row block), before the FMA loop that the levels above price. The
+  // FMAs do not overlap it, so it adds to the latency. A task tile with more rows (an NCHW conv's
+  // more output channels) moves each panel for more of them.
+  double panel_bytes = 0;
+  if (!is_gpu(spec)) {
+    for (NodeId n : group.nodes) {
+      const TeNode& node = graph.node(n);
+      if (!is_contraction(node) || node.num_spatial() == 0) continue;
+      const LevelTile& lt = config(n).levels.front();
+      const DomainTile whole = representative_tile(node, lt, /*whole_reduction=*/true);
+      const double tiles = static_cast<double>(num_spatial_tiles(node, lt));
+      for (size_t k = 0; k < node.inputs().size(); ++k) {
+        const NodeId producer = graph.producer(graph.node_inputs(n)[k]);
+        if ((producer >= 0 && in_group(producer)) || !node.inputs()[k].map.uses_axis(node.num_spatial() - 1)) continue;
+        panel_bytes += tiles * static_cast<double>(num_elements(bounding_box(input_region(node, static_cast<int>(k), whole))) *
+                                                   dtype_bytes(node.inputs()[k].type.dtype));
+      }
+    }
+  }
+  if (panel_bytes > 0) out.panel_s = panel_bytes / (dram.bandwidth_gbps * 1e9 * active);
+
   // Step 4: latency. Levels in the spec's order, registers outward.
   out.bound = "compute";
   double worst = out.compute_s;
@@ -360,7 +385,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     }
   }
   out.launch_s = spec.compute.launch_overhead_us * 1e-6;
-  out.latency_s = out.launch_s + worst;
+  out.latency_s = out.launch_s + worst + out.panel_s;
   return out;
 }
 

@@ -56,6 +56,7 @@ struct CostBreakdown {
   double waves = 0;              // ceil(blocks / (blocks_per_unit x units))
   double occupancy = 0;          // resident threads per SM / the maximum (1 on CPUs)
   double launch_s = 0;
+  double panel_s = 0;            // CPU: contraction panels brought in before each task's FMAs (added)
   std::vector<std::string> notes;  // modelling decisions worth reading (e.g. why not tensor cores)
 };
 

@@ -88,6 +88,7 @@ GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
   if (row.edges.empty()) row.edges = "-";
   row.predicted = ms(g.predicted.latency_s);
   row.bound = g.predicted.bound + (g.predicted.tensor_cores ? " (tensor cores)" : "");
+  if (g.predicted.panel_s > 0) row.bound += cat(", plus ", ms(g.predicted.panel_s), " of contraction panels");
   return row;
 }
 

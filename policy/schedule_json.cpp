@@ -57,6 +57,7 @@ json write_cost(const CostBreakdown& c) {
   j["waves"] = number(c.waves);
   j["occupancy"] = number(c.occupancy);
   j["launch_s"] = number(c.launch_s);
+  if (c.panel_s > 0) j["panel_s"] = number(c.panel_s);
   j["notes"] = c.notes;
   return j;
 }
@@ -201,7 +202,7 @@ class Reader {
 
   CostBreakdown read_cost(const json& j, const std::string& ptr) const {
     check_keys(j, ptr, {"latency_s", "compute_s", "flops", "tensor_cores", "memory", "bound", "blocks",
-                        "blocks_per_unit", "waves", "occupancy", "launch_s", "notes"});
+                        "blocks_per_unit", "waves", "occupancy", "launch_s", "panel_s", "notes"});
     CostBreakdown c;
     auto num = [&](const char* key, double& out) {
       if (j.contains(key)) out = read_double(j[key], ptr + "/" + key);
@@ -228,6 +229,7 @@ class Reader {
     num("waves", c.waves);
     num("occupancy", c.occupancy);
     num("launch_s", c.launch_s);
+    num("panel_s", c.panel_s);
     if (j.contains("notes")) {
       const json& notes = read_array(j["notes"], ptr + "/notes");
       for (size_t i = 0; i < notes.size(); ++i) c.notes.push_back(read_string(notes[i], cat(ptr, "/notes/", i)));

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "../test_util.h"
 #include "cost_model/analytic_model.h"
@@ -299,4 +300,35 @@ TEST_CASE("a tensor-core contraction with too few tiles splits its reduction ove
   bool noted = false;
   for (const std::string& n : split.notes) noted |= n.find("splits its reduction in 2 parts") != std::string::npos;
   CHECK(noted);
+}
+
+TEST_CASE("CPU: a contraction's panels add to the latency, by hand; taller task tiles move fewer") {
+  const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
+  const HwSpec cpu = load_hw_spec(dir + "x86-64-avx2-generic.json");
+  const OpGraph gemm = matmul_graph(DType::f32);  // 1024^3: y[i, j] = sum_k x[i, k] w[k, j]
+  auto tiles = [](int64_t rows, int64_t cols) {
+    TileConfig c;
+    c.levels = {LevelTile{"l2", {rows, cols}, {16}}, LevelTile{"registers", {8, 8}, {1}}};
+    return c;
+  };
+  // w is read along j, the output's innermost axis: each task brings its 1024 x cols panel of w
+  // (4 KiB per column) from the level the tasks load from; x (not read along j) brings none.
+  const MemoryLevel& from = cpu.memory_levels[cpu.memory_levels.size() - 2];  // the L3: DRAM is host memory
+  REQUIRE(from.scope != MemoryScope::host);
+  double previous = std::numeric_limits<double>::infinity();
+  for (int64_t rows : {64, 128, 256, 512}) {
+    CAPTURE(rows);
+    const CostBreakdown c = AnalyticCostModel().estimate(gemm, single(tiles(rows, 128)), cpu);
+    const double tasks = (1024.0 / static_cast<double>(rows)) * (1024.0 / 128);
+    const double active = std::min(1.0, tasks / static_cast<double>(cpu.compute.units));
+    CHECK(c.panel_s == doctest::Approx(tasks * 1024 * 128 * 4 / (from.bandwidth_gbps * 1e9 * active)));
+    double worst = c.compute_s;
+    for (const LevelCost& l : c.memory) worst = std::max(worst, l.seconds);
+    CHECK(c.latency_s == doctest::Approx(c.launch_s + worst + c.panel_s));
+    CHECK(c.panel_s < previous);
+    previous = c.panel_s;
+  }
+  // GPUs stage operands through shared memory in the pipelined loop the levels price: no panels.
+  const CostBreakdown g = AnalyticCostModel().estimate(matmul_graph(DType::f16), single(gemm_tiles()), toy_gpu());
+  CHECK(g.panel_s == 0);
 }
