@@ -130,6 +130,28 @@ TEST_CASE("cpu ops: convolutions") {
            {{"strides", std::vector<int64_t>{2, 2}}}, 1, {1});
 }
 
+TEST_CASE("cpu ops: padded convolutions: border vectors of B, widths around the vector width") {
+  // The micro-kernel loads a vector of B that leaves the input (a padded border) as one masked
+  // load of the lanes in range, the pad value in the others: every lane position of the first and
+  // last vectors of a row, with asymmetric pads and dilation, for widths below, at and past 8 and
+  // 16 lanes (the AVX2 and AVX-512 specs), and rows of the image's top and bottom borders.
+  struct Case {
+    int64_t width, kernel, dilation;
+    std::vector<int64_t> pads;  // top, left, bottom, right
+  };
+  for (const Case& v : std::vector<Case>{{5, 3, 1, {1, 1, 1, 1}},  {8, 3, 1, {1, 1, 1, 1}},  {15, 3, 1, {0, 2, 1, 0}},
+                                         {16, 3, 2, {2, 2, 2, 2}}, {17, 3, 1, {1, 0, 0, 2}}, {33, 5, 1, {2, 3, 1, 1}},
+                                         {56, 3, 1, {1, 1, 1, 1}}, {40, 3, 3, {3, 1, 2, 3}}}) {
+    CAPTURE(v.width);
+    CAPTURE(v.kernel);
+    CAPTURE(v.dilation);
+    const HostTensor x = random_f32({1, 6, 7, v.width}, 1);
+    const HostTensor w = random_f32({12, 6, v.kernel, v.kernel}, 2);
+    check_op("Conv", {x, w},
+             {{"pads", v.pads}, {"dilations", std::vector<int64_t>{v.dilation, v.dilation}}}, 1, {1});
+  }
+}
+
 TEST_CASE("cpu ops: reductions over each axis, pooling, normalization") {
   const HostTensor x = random_f32({3, 7, 13}, 1);
   for (int64_t axis : {0, 1, 2}) {
