@@ -2,11 +2,15 @@
 #include "kernels/cpu/emit_scalar.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include "tilegraph/error.h"
 
@@ -93,7 +97,14 @@ Value* exp2_int(IRBuilderBase& b, Value* n, Type* float_type) {
   return b.CreateBitCast(bits, float_type);
 }
 
-Value* exp_f32(IRBuilderBase& b, Value* x) {
+// exp's argument reduction and polynomial: y = e^r and t = x / ln 2 + shifter (exp_f32's comment).
+struct ExpParts {
+  Value* y;
+  Value* t;
+  Value* nf;  // n as a float
+};
+
+ExpParts exp_parts(IRBuilderBase& b, Value* x) {
   ContractScope contract(b);
   // exp(x) = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, so r is exact enough).
   // Clamped to [-104, 89], where the result is already 0 or infinity in f32; the clamp keeps a NaN,
@@ -104,7 +115,6 @@ Value* exp_f32(IRBuilderBase& b, Value* x) {
   // 2^(n/2) 2^(n - n/2) so results near the overflow and in the subnormal range scale without an
   // out-of-range exponent.
   constexpr double kShifter = 12582912.0;  // 1.5 * 2^23
-  constexpr int64_t kShifterBits = 0x4B400000;
   Value* xc = clamp_keep_nan(b, x, -104.0, 89.0);
   Value* t = b.CreateFAdd(b.CreateFMul(xc, fp_like(x, 1.44269504088896341)), fp_like(x, kShifter));
   Value* nf = b.CreateFSub(t, fp_like(x, kShifter));
@@ -112,6 +122,12 @@ Value* exp_f32(IRBuilderBase& b, Value* x) {
   r = b.CreateFSub(r, b.CreateFMul(nf, fp_like(x, -2.12194440e-4)));
   Value* p = horner(b, r, {5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2, 8.3334519073e-3, 1.3981999507e-3, 1.9875691500e-4});
   Value* y = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(b.CreateFMul(p, r), r), r), fp_like(x, 1.0));
+  return {y, t, nf};
+}
+
+Value* exp_f32(IRBuilderBase& b, Value* x) {
+  constexpr int64_t kShifterBits = 0x4B400000;
+  const auto [y, t, nf] = exp_parts(b, x);
   Type* i32 = x->getType()->isVectorTy() ? static_cast<Type*>(llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(x->getType())->getElementCount()))
                                          : b.getInt32Ty();
   Value* n = b.CreateSub(b.CreateBitCast(t, i32), llvm::ConstantInt::get(i32, kShifterBits));
@@ -145,8 +161,57 @@ Value* erf_f32(IRBuilderBase& b, Value* x) {
                        -1.45660718464996e-05});
 }
 
+// f32 exp is a call of the module's `tessel_expf`, which LLVM's loop vectorizer replaces by a
+// call of its vector variant of the loop's width (`vector-function-abi-variant`, VFABI names),
+// and which inline_math_functions inlines after the vectorizer. The variants are exp_f32 on
+// vectors, except where the target can do better (specialize_math_functions). Both are noinline
+// until then: inlined before the vectorizer, the scalar body is what it would widen.
+constexpr const char* kExpName = "tessel_expf";
+constexpr int kExpVariantLanes[] = {2, 4, 8, 16, 32};
+
+std::string exp_variant_name(int lanes) { return cat(kExpName, "_v", lanes); }
+
+void define_body(llvm::Function* fn, const std::function<Value*(IRBuilderBase&, Value*)>& body) {
+  llvm::IRBuilder<> fb(llvm::BasicBlock::Create(fn->getContext(), "entry", fn));
+  fb.CreateRet(body(fb, fn->getArg(0)));
+}
+
+llvm::Function* math_function(llvm::Module& m, const std::string& name, Type* type) {
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, {type}, false), llvm::GlobalValue::InternalLinkage, name, m);
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->setWillReturn();
+  fn->addFnAttr(llvm::Attribute::NoSync);
+  fn->addFnAttr(llvm::Attribute::NoInline);
+  return fn;
+}
+
+llvm::Function* exp_function(llvm::Module& m) {
+  if (llvm::Function* fn = m.getFunction(kExpName)) return fn;
+  Type* f32 = Type::getFloatTy(m.getContext());
+  std::string mappings;
+  std::vector<llvm::GlobalValue*> variants;
+  for (int lanes : kExpVariantLanes) {
+    llvm::Function* v = math_function(m, exp_variant_name(lanes), llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes)));
+    define_body(v, exp_f32);
+    variants.push_back(v);
+    mappings += cat(mappings.empty() ? "" : ",", "_ZGV_LLVM_N", lanes, "v_", kExpName, "(", exp_variant_name(lanes), ")");
+  }
+  llvm::appendToCompilerUsed(m, variants);  // kept until the vectorizer has had its say
+  llvm::Function* fn = math_function(m, kExpName, f32);
+  define_body(fn, exp_f32);
+  fn->addFnAttr("vector-function-abi-variant", mappings);
+  return fn;
+}
+
 Value* exp_of(IRBuilderBase& b, Value* a) {
-  return scalar_of(a)->isFloatTy() ? exp_f32(b, a) : unary_intrinsic(b, llvm::Intrinsic::exp, a);
+  if (!scalar_of(a)->isFloatTy()) return unary_intrinsic(b, llvm::Intrinsic::exp, a);
+  llvm::Module& m = *b.GetInsertBlock()->getModule();
+  llvm::Function* scalar = exp_function(m);
+  if (!a->getType()->isVectorTy()) return b.CreateCall(scalar, {a});
+  const auto lanes = static_cast<int>(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
+  llvm::Function* variant = m.getFunction(exp_variant_name(lanes));
+  return variant ? static_cast<Value*>(b.CreateCall(variant, {a})) : exp_f32(b, a);
 }
 
 // Float -> integer of `bits` (< 64): truncate, then wrap modulo 2^bits. Done in double, where
@@ -471,6 +536,46 @@ llvm::Value* emit_combine(IRBuilderBase& b, Combiner c, DType dtype, Value* acc,
   Value* r = c == Combiner::sum ? b.CreateFAdd(acc, v) : b.CreateFMul(acc, v);
   if (auto* inst = llvm::dyn_cast<llvm::Instruction>(r)) inst->setFastMathFlags(reassoc);
   return r;
+}
+
+bool is_math_function(const llvm::Function& fn) { return fn.getName().startswith(kExpName); }
+
+void specialize_math_functions(llvm::Module& m, bool avx512f, bool avx512vl) {
+  // AVX-512's vscalefps multiplies by 2^n in one instruction, rounding once, into the subnormals
+  // and to infinity as the portable two-factor scale does (the same bits; NaN stays NaN): 1
+  // instruction after the polynomial instead of 9.
+  struct Scalef {
+    int lanes;
+    bool available;
+    llvm::Intrinsic::ID id;
+  };
+  for (const Scalef& v : {Scalef{16, avx512f, llvm::Intrinsic::x86_avx512_mask_scalef_ps_512},
+                          Scalef{8, avx512f && avx512vl, llvm::Intrinsic::x86_avx512_mask_scalef_ps_256}}) {
+    llvm::Function* fn = m.getFunction(exp_variant_name(v.lanes));
+    if (!fn || !v.available) continue;
+    fn->deleteBody();
+    fn->setLinkage(llvm::GlobalValue::InternalLinkage);
+    define_body(fn, [&](IRBuilderBase& b, Value* x) -> Value* {
+      const ExpParts e = exp_parts(b, x);
+      llvm::Function* scalef = llvm::Intrinsic::getDeclaration(&m, v.id);
+      std::vector<Value*> args{e.y, e.nf, llvm::Constant::getNullValue(x->getType()),
+                               b.getIntN(static_cast<unsigned>(v.lanes), static_cast<uint64_t>(-1))};
+      if (v.lanes == 16) args.push_back(b.getInt32(4));  // _MM_FROUND_CUR_DIRECTION
+      return b.CreateCall(scalef, args);
+    });
+  }
+}
+
+void prepare_math_inlining(llvm::Module& m) {
+  llvm::removeFromUsedLists(m, [](llvm::Constant* c) {
+    auto* fn = llvm::dyn_cast<llvm::Function>(c);
+    return fn && is_math_function(*fn);
+  });
+  for (llvm::Function& fn : m) {
+    if (!is_math_function(fn) || fn.isDeclaration()) continue;
+    fn.removeFnAttr(llvm::Attribute::NoInline);
+    fn.addFnAttr(llvm::Attribute::AlwaysInline);
+  }
 }
 
 }  // namespace tessel::cpu

@@ -17,6 +17,7 @@
 namespace llvm {
 class IRBuilderBase;
 class LLVMContext;
+class Module;
 class Type;
 class Value;
 }  // namespace llvm
@@ -62,5 +63,14 @@ llvm::Value* emit_div_by_invariant(llvm::IRBuilderBase& b, llvm::Value* a, llvm:
 /// The combiner step acc <- combine(acc, v) of the interpreter, on values of dtype `dtype`. Sum and
 /// product of floats are marked reassociable so that reductions vectorize.
 llvm::Value* emit_combine(llvm::IRBuilderBase& b, Combiner c, DType dtype, llvm::Value* acc, llvm::Value* v);
+
+/// f32 exp (and sigmoid through it) is a call of the module's internal `tessel_expf`, with vector
+/// variants the loop vectorizer calls in its place (VFABI); kept out of line until the vectorizer
+/// has run. Before the optimizer: where the target has AVX-512 (and VL for 8 lanes), the 16- and
+/// 8-lane variants scale by 2^n with vscalefps instead of building the exponent.
+void specialize_math_functions(llvm::Module& m, bool avx512f, bool avx512vl);
+/// After the vectorizer: makes those functions always-inline and lets them be removed (the caller
+/// then runs the always-inliner and global DCE).
+void prepare_math_inlining(llvm::Module& m);
 
 }  // namespace tessel::cpu

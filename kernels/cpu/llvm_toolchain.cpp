@@ -16,14 +16,18 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
+#include <llvm/Transforms/IPO/AlwaysInliner.h>
+#include <llvm/Transforms/IPO/GlobalDCE.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "kernels/cpu/emit_scalar.h"
 #include "kernels/cpu/streaming_stores.h"
 #include "tilegraph/error.h"
 
@@ -165,9 +169,17 @@ int optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   static const llvm::OptimizationLevel levels[] = {llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
                                                    llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
+  const llvm::MCSubtargetInfo& target = *tm.getMCSubtargetInfo();
+  specialize_math_functions(module, target.checkFeatures("+avx512f"), target.checkFeatures("+avx512vl"));
   llvm::ModulePassManager mpm = opt_level == 0 ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
                                                : pb.buildPerModuleDefaultPipeline(levels[opt_level]);
   mpm.run(module, mam);
+  // The vectorizer has replaced the math functions' calls by their vector variants: inline them.
+  prepare_math_inlining(module);
+  llvm::ModulePassManager inline_math;
+  inline_math.addPass(llvm::AlwaysInlinerPass());
+  inline_math.addPass(llvm::GlobalDCEPass());
+  inline_math.run(module, mam);
   // After the vectorizer and the alignment it inferred: only wide, provably aligned stores qualify.
   return mark_streaming_stores(module);
 }

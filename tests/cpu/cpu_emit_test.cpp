@@ -56,3 +56,27 @@ TEST_CASE("cpu emit: bad requests are user errors") {
   CHECK_FALSE(find_backend("cpu")->supports(gpu));
   CHECK_THROWS_AS(find_backend("cpu")->compile(g, schedule_with(g, gpu, "welder"), gpu, CompileOptions{}), UserError);
 }
+
+TEST_CASE("cpu emit: f32 exp's vector variant is inlined, and scales with vscalefps on AVX-512") {
+  // The loop vectorizer calls tessel_expf's vector variant of the loop's width; after it, the
+  // variants are inlined and removed (no call, no symbol left). On a target with AVX-512 the
+  // 16-lane variant scales by 2^n with vscalefps (emit_scalar.cpp); on AVX2 it builds the exponent.
+  if (std::system("command -v objdump > /dev/null 2>&1") != 0) {
+    MESSAGE("SKIP: no objdump to disassemble the object file");
+    return;
+  }
+  const OpGraph g = lower_model(single_op_model("Exp", {random_f32({64, 256}, 1)}, {}, 1, {}));
+  for (const std::string spec_name : {"x86-64-avx2-generic", "x86-64-avx512-server"}) {
+    CAPTURE(spec_name);
+    const HwSpec& spec = cpu_spec(spec_name);
+    TempDir dir;
+    find_backend("cpu")->emit(g, schedule_with(g, spec, "welder"), spec, "obj", dir.path.string());
+    const std::string object = dir.file("tessel_group_0.o"), listing = dir.file("listing.txt");
+    REQUIRE(std::system(("objdump -d -t " + object + " > " + listing).c_str()) == 0);
+    std::ifstream in(listing);
+    std::stringstream text;
+    text << in.rdbuf();
+    CHECK(text.str().find("tessel_expf") == std::string::npos);
+    CHECK((text.str().find("vscalefps") != std::string::npos) == (spec.compute.simd_width == 16));
+  }
+}

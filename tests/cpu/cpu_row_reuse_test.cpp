@@ -40,14 +40,14 @@ void check_with(const OpGraph& g, const Schedule& schedule, const HwSpec& spec) 
   CHECK_MESSAGE(c.ok, c.message);
 }
 
-/// Lines of `path` that add the 1.5 * 2^23 shifter (0x4168000000000000 as LLVM prints the f32
-/// constant): the f32 exp's range reduction does so once per evaluation (emit_scalar.cpp), and
-/// nothing else in a softmax does.
+/// Calls of the f32 exp in `path` (the IR as emitted, before the optimizer): the kernel evaluates
+/// exp through the module's `tessel_expf` (emit_scalar.cpp), once per call site, and nothing else
+/// in a softmax calls it.
 int exp_evaluations(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   int n = 0;
-  while (std::getline(in, line)) n += line.find("fadd") != std::string::npos && line.find("0x4168000000000000") != std::string::npos;
+  while (std::getline(in, line)) n += line.find("call ") != std::string::npos && line.find("@tessel_expf(") != std::string::npos;
   return n;
 }
 
