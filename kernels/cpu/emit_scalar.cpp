@@ -162,10 +162,10 @@ Value* erf_f32(IRBuilderBase& b, Value* x) {
 }
 
 // f32 exp is a call of the module's `tessel_expf`, which LLVM's loop vectorizer replaces by a
-// call of its vector variant of the loop's width (`vector-function-abi-variant`, VFABI names),
-// and which inline_math_functions inlines after the vectorizer. The variants are exp_f32 on
-// vectors, except where the target can do better (specialize_math_functions). Both are noinline
-// until then: inlined before the vectorizer, the scalar body is what it would widen.
+// call of its vector variant of the loop's width (`vector-function-abi-variant`, VFABI names);
+// optimize_module inlines both after the vectorizer (prepare_math_inlining). The variants are
+// exp_f32 on vectors, except where the target can do better (specialize_math_functions). Both
+// are noinline until then: inlined before the vectorizer, the scalar body is what it would widen.
 constexpr const char* kExpName = "tessel_expf";
 constexpr int kExpVariantLanes[] = {2, 4, 8, 16, 32};
 
