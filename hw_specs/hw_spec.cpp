@@ -604,6 +604,13 @@ int HwSpec::level_index(std::string_view level_name) const {
   return -1;
 }
 
+int64_t HwSpec::last_level_cache_bytes() const {
+  int64_t bytes = 0;
+  for (const MemoryLevel& l : memory_levels)
+    if (l.cache) bytes = l.chip_capacity_bytes();  // levels run registers outward: the last one wins
+  return bytes;
+}
+
 double HwSpec::peak_flops(DType dtype, bool tensor_cores) const {
   const auto& peaks = tensor_cores ? compute.tensor_peak_tflops : compute.simt_peak_tflops;
   auto it = peaks.find(dtype);

@@ -137,6 +137,9 @@ struct HwSpec {
   /// Peak FLOP/s (not TFLOP/s) for `dtype` on tensor cores or on the SIMT/SIMD units; 0 if the
   /// spec gives none.
   double peak_flops(DType dtype, bool tensor_cores) const;
+  /// Bytes of the outermost hardware-managed cache, over the whole chip (an H100's 50 MB L2, a
+  /// CPU's L3): what a cold-cache measurement must overwrite. 0 if the spec lists no cache.
+  int64_t last_level_cache_bytes() const;
 
   bool operator==(const HwSpec&) const = default;
 };

@@ -43,6 +43,24 @@ struct CompileStats {
   double codegen_s = 0;       // emitting source / IR
   double compile_s = 0;       // NVRTC or LLVM, including cache lookups
   int cache_hits = 0;         // kernels loaded from the cache instead of compiled
+  /// Per kernel, the code template its group was emitted with (CUDA: "generic", "vector", "row",
+  /// "mma", "wgmma", "flash", ...); empty where a backend does not name them.
+  std::vector<std::string> kernel_templates;
+};
+
+/// How Executable::time measures: the one timing method of every suite (BENCHMARKS.md, "How GPU
+/// time is measured"; experiments/timing/README.md), the same as the PyTorch side's.
+struct TimingOptions {
+  int warmup = 10;   // untimed runs first (module load, first-touch, clocks)
+  int repeats = 30;  // timed runs; the caller reports their median
+  /// GPU: capture one run as a CUDA graph and time each replay between device events (the
+  /// default: GPU time, no host launch cost in the window). false: the launches one by one
+  /// between the events, host launch cost included. CPU backends ignore it.
+  bool graph = true;
+  /// Overwrite a buffer of twice the spec's last-level cache (HwSpec::last_level_cache_bytes)
+  /// before every timed run, outside the timed window; false (the default) times with the cache
+  /// warm from the previous run.
+  bool cold_cache = false;
 };
 
 class Executable {
@@ -50,9 +68,10 @@ class Executable {
   virtual ~Executable() = default;
   /// Runs the model on `inputs` (one per graph input, in order) and returns the graph outputs.
   virtual std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) = 0;
-  /// Uploads `inputs` once, runs `warmup` times, then returns the wall time of each of `repeats`
-  /// runs in seconds (device-synchronized; inputs and weights already resident).
-  virtual std::vector<double> time(const std::vector<HostTensor>& inputs, int warmup, int repeats) = 0;
+  /// Uploads `inputs` once, runs `options.warmup` times, then returns the time of each of
+  /// `options.repeats` runs in seconds (GPU: device time between events; CPU: wall time; inputs
+  /// and weights already resident), measured as `options` says.
+  virtual std::vector<double> time(const std::vector<HostTensor>& inputs, const TimingOptions& options) = 0;
   virtual const CompileStats& compile_stats() const = 0;
   /// Peak bytes of the buffer plan (arena + inputs + weights + outputs).
   virtual int64_t peak_memory_bytes() const = 0;

@@ -455,32 +455,36 @@ void choose_lanes(NodeRun& run) {
     if (ax != run.lane_axis) run.inner_axes.push_back(ax);
 }
 
-// The instrumented path: every point of the (possibly restricted) domain, one lane at a time,
-// reporting each in-range read. Independent of the lane machinery above except for the program.
+// The point-by-point path: every point of a box of the domain (`begin`, `extent` over all axes),
+// one lane at a time, reporting each in-range read to `observer` when set. Input i is read through
+// a window: `inputs[i]` holds the box of the tensor that starts at `origins[i]` (nullptr: the whole
+// tensor). The output is the whole tensor (elements outside the box stay 0) or, with
+// `window_output`, only the box's spatial part. Independent of the lane machinery above except for
+// the program.
 HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTensor*>& inputs,
-                           const InterpretOptions& options) {
-  HostTensor out(node.output());
+                           const std::vector<const int64_t*>& origins, const std::vector<int64_t>& begin,
+                           const std::vector<int64_t>& extent, bool window_output,
+                           const std::function<void(int input, const int64_t* index)>& observer) {
   const std::vector<int64_t> extents = node.extents();
-  const int na = node.num_axes();
-  std::vector<int64_t> begin(na, 0), extent = extents;
-  if (options.domain_tile) {
-    TESSEL_ASSERT(static_cast<int>(options.domain_tile->begin.size()) == na &&
-                  static_cast<int>(options.domain_tile->extent.size()) == na,
-                  "domain tile of node '", node.name(), "' must have ", na, " axes");
-    for (int a = 0; a < na; ++a) {
-      begin[a] = options.domain_tile->begin[a];
-      extent[a] = options.domain_tile->extent[a];
-      TESSEL_ASSERT(begin[a] >= 0 && extent[a] >= 0 && begin[a] + extent[a] <= extents[a],
-                    "domain tile outside the domain of node '", node.name(), "'");
-    }
+  const int na = node.num_axes(), ns = node.num_spatial();
+  for (int a = 0; a < na; ++a)
+    TESSEL_ASSERT(begin[a] >= 0 && extent[a] >= 0 && begin[a] + extent[a] <= extents[a],
+                  "domain tile outside the domain of node '", node.name(), "'");
+  TensorType out_type = node.output();
+  std::vector<int64_t> out_begin(ns, 0), out_extent(extents.begin(), extents.begin() + ns);
+  if (window_output) {
+    out_type.shape.assign(extent.begin(), extent.begin() + ns);
+    out_begin.assign(begin.begin(), begin.begin() + ns);
+    out_extent = out_type.shape;
   }
+  HostTensor out(out_type);
   for (int a = 0; a < na; ++a)
     if (extent[a] == 0) return out;
   const Program program = compile_body(node);
   std::vector<double> regs(static_cast<size_t>(program.num_regs) * kLanes);
   for (auto [reg, value] : program.constants) regs[static_cast<size_t>(reg) * kLanes] = value;
-  std::vector<int64_t> out_strides(node.num_spatial(), 1);
-  for (int a = node.num_spatial() - 2; a >= 0; --a) out_strides[a] = out_strides[a + 1] * extents[a + 1];
+  std::vector<int64_t> out_strides(ns, 1);
+  for (int a = ns - 2; a >= 0; --a) out_strides[a] = out_strides[a + 1] * out_extent[a + 1];
   std::vector<bool> touched(static_cast<size_t>(out.size()), false);
   std::vector<int64_t> point = begin, index;
   std::vector<int> order;  // gather index inputs first
@@ -492,6 +496,7 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
     for (int i : order) {
       const Access& acc = node.inputs()[i];
       const HostTensor& t = *inputs[i];
+      const int64_t* origin = origins[i];
       index.assign(acc.type.rank(), 0);
       bool inside = true;
       int64_t off = 0;
@@ -506,16 +511,19 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
         }
         index[r] = v;
         inside &= v >= 0 && v < acc.type.shape[r];
-        off = off * acc.type.shape[r] + v;
+        const int64_t w = origin ? v - origin[r] : v;  // the index inside the window
+        TESSEL_ASSERT(!inside || (w >= 0 && w < t.shape()[r]), "node '", node.name(), "' reads index ", v,
+                      " of input ", i, " outside its window");
+        off = off * t.shape()[r] + w;
       }
-      if (inside && options.read_observer) options.read_observer(i, index.data());
+      if (inside && observer) observer(i, index.data());
       regs[static_cast<size_t>(i) * kLanes] = inside ? t[off] : acc.pad_value;
     }
     for (auto [reg, axis] : program.axis_regs) regs[static_cast<size_t>(reg) * kLanes] = static_cast<double>(point[axis]);
     for (const Instr& in : program.code) run_instr(in, regs.data(), 1);
     const double v = regs[static_cast<size_t>(program.result) * kLanes];
     int64_t o = 0;
-    for (int a = 0; a < node.num_spatial(); ++a) o += point[a] * out_strides[a];
+    for (int a = 0; a < ns; ++a) o += (point[a] - out_begin[a]) * out_strides[a];
     if (!touched[o]) {
       touched[o] = true;
       out.data()[o] = node.num_reduction() > 0 ? combine(node.combiner(), node.init(), v) : v;
@@ -544,7 +552,16 @@ HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*
     for (size_t i = 0; i < inputs.size(); ++i)
       TESSEL_ASSERT(inputs[i]->type() == node.inputs()[i].type, "node '", node.name(), "' input ", i,
                     " is ", inputs[i]->type().print(), ", expected ", node.inputs()[i].type.print());
-    return evaluate_points(node, inputs, options);
+    std::vector<int64_t> begin(node.num_axes(), 0), extent = node.extents();
+    if (options.domain_tile) {
+      TESSEL_ASSERT(static_cast<int>(options.domain_tile->begin.size()) == node.num_axes() &&
+                        static_cast<int>(options.domain_tile->extent.size()) == node.num_axes(),
+                    "domain tile of node '", node.name(), "' must have ", node.num_axes(), " axes");
+      begin = options.domain_tile->begin;
+      extent = options.domain_tile->extent;
+    }
+    return evaluate_points(node, inputs, std::vector<const int64_t*>(inputs.size(), nullptr), begin, extent, false,
+                           options.read_observer);
   }
   HostTensor out(node.output());
   if (out.size() == 0) return out;
@@ -611,6 +628,25 @@ HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   return out;
+}
+
+HostTensor evaluate_window(const TeNode& node, const std::vector<TensorWindow>& inputs, const DomainBox& box) {
+  TESSEL_ASSERT(inputs.size() == node.inputs().size(), "node '", node.name(), "' given ", inputs.size(), " inputs");
+  TESSEL_ASSERT(static_cast<int>(box.begin.size()) == node.num_axes() &&
+                    static_cast<int>(box.extent.size()) == node.num_axes(),
+                "box of node '", node.name(), "' must have ", node.num_axes(), " axes");
+  std::vector<const HostTensor*> values;
+  std::vector<const int64_t*> origins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorWindow& w = inputs[i];
+    TESSEL_ASSERT(w.values && w.values->dtype() == node.inputs()[i].type.dtype &&
+                      w.values->shape().size() == node.inputs()[i].type.shape.size() &&
+                      (w.origin.empty() || w.origin.size() == w.values->shape().size()),
+                  "node '", node.name(), "' input ", i, ": a window that does not fit ", node.inputs()[i].type.print());
+    values.push_back(w.values);
+    origins.push_back(w.origin.empty() ? nullptr : w.origin.data());
+  }
+  return evaluate_points(node, values, origins, box.begin, box.extent, true, nullptr);
 }
 
 std::vector<HostTensor> interpret(const OpGraph& graph, const std::vector<HostTensor>& inputs,

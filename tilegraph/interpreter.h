@@ -39,6 +39,20 @@ struct InterpretOptions {
 std::vector<HostTensor> interpret(const OpGraph& graph, const std::vector<HostTensor>& inputs,
                                   const InterpretOptions& options = {});
 
+/// A box of a tensor: `values` holds the elements from `origin` (one entry per dimension; empty
+/// means all zeros) over values->shape() of the tensor's dimensions.
+struct TensorWindow {
+  const HostTensor* values = nullptr;
+  std::vector<int64_t> origin;
+};
+
+/// Evaluates `node` on the points of `box` (all its axes; a reduction covers the box's reduction
+/// range), reading input i through the window `inputs[i]`, which must hold every in-range element
+/// the box reads (tile_propagation.h's input_region); returns only the box's spatial part of the
+/// output (shape: the box's spatial extents, in the node's spatial coordinates). Point by point,
+/// single-threaded: for samples (sampled_reference.h), not whole graphs.
+HostTensor evaluate_window(const TeNode& node, const std::vector<TensorWindow>& inputs, const DomainBox& box);
+
 /// Evaluates one node on host tensors (used for constant folding and by tests).
 HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*>& inputs,
                          const InterpretOptions& options = {});

@@ -181,7 +181,8 @@ class CpuBackend : public Backend {
       const int64_t host = std::max(1u, std::thread::hardware_concurrency());
       threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(spec.compute.units, host)));
     }
-    return std::make_unique<cpu::CpuExecutable>(graph, std::move(buffers), std::move(groups), std::move(jit), threads, stats);
+    return std::make_unique<cpu::CpuExecutable>(graph, std::move(buffers), std::move(groups), std::move(jit), threads, stats,
+                                                 spec.last_level_cache_bytes());
   }
 };
 

@@ -23,9 +23,10 @@ CpuExecutable::Buffer CpuExecutable::allocate(int64_t bytes) const {
 }
 
 CpuExecutable::CpuExecutable(const OpGraph& graph, BufferPlan buffers, std::vector<CompiledGroup> groups,
-                             std::unique_ptr<HostJit> jit, int threads, CompileStats stats)
+                             std::unique_ptr<HostJit> jit, int threads, CompileStats stats,
+                             int64_t last_level_cache_bytes)
     : graph_(graph), buffers_(std::move(buffers)), groups_(std::move(groups)), jit_(std::move(jit)),
-      pool_(std::make_unique<ThreadPool>(threads)), stats_(stats) {
+      pool_(std::make_unique<ThreadPool>(threads)), stats_(stats), last_level_cache_bytes_(last_level_cache_bytes) {
   tensor_ptrs_.assign(graph_.num_tensors(), nullptr);
   arena_ = allocate(buffers_.arena_bytes);
   for (const BufferSlot& s : buffers_.slots) tensor_ptrs_[s.tensor] = arena_.get() + s.offset;
@@ -93,11 +94,17 @@ std::vector<HostTensor> CpuExecutable::run(const std::vector<HostTensor>& inputs
   return out;
 }
 
-std::vector<double> CpuExecutable::time(const std::vector<HostTensor>& inputs, int warmup, int repeats) {
+std::vector<double> CpuExecutable::time(const std::vector<HostTensor>& inputs, const TimingOptions& options) {
   upload(inputs);
-  for (int i = 0; i < warmup; ++i) execute();
+  for (int i = 0; i < options.warmup; ++i) execute();
+  // A cold cache: twice the last-level cache overwritten before each timed run (outside it).
+  std::vector<uint8_t> flush(options.cold_cache ? static_cast<size_t>(2 * last_level_cache_bytes_) : 0);
   std::vector<double> seconds;
-  for (int i = 0; i < repeats; ++i) {
+  for (int i = 0; i < options.repeats; ++i) {
+    if (!flush.empty()) {
+      std::memset(flush.data(), i & 0xff, flush.size());
+      asm volatile("" : : "r"(flush.data()) : "memory");  // the stores must happen
+    }
     const auto start = std::chrono::steady_clock::now();
     execute();
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -30,11 +30,11 @@ struct CompiledGroup {
 class CpuExecutable : public Executable {
  public:
   CpuExecutable(const OpGraph& graph, BufferPlan buffers, std::vector<CompiledGroup> groups, std::unique_ptr<HostJit> jit,
-                int threads, CompileStats stats);
+                int threads, CompileStats stats, int64_t last_level_cache_bytes);
   ~CpuExecutable() override;
 
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) override;
-  std::vector<double> time(const std::vector<HostTensor>& inputs, int warmup, int repeats) override;
+  std::vector<double> time(const std::vector<HostTensor>& inputs, const TimingOptions& options) override;
   const CompileStats& compile_stats() const override { return stats_; }
   int64_t peak_memory_bytes() const override;
   int launches_per_run() const override { return static_cast<int>(groups_.size()); }
@@ -55,6 +55,7 @@ class CpuExecutable : public Executable {
   std::unique_ptr<HostJit> jit_;  // owns the kernels' code
   std::unique_ptr<ThreadPool> pool_;
   CompileStats stats_;
+  int64_t last_level_cache_bytes_ = 0;  // the spec's; what TimingOptions::cold_cache overwrites
   Buffer arena_;
   std::vector<Buffer> owned_;        // inputs and weights
   std::vector<Buffer> scratch_;      // one per worker

@@ -9,8 +9,9 @@
 // run(): upload the inputs, poison the arena (0xFF bytes: NaN for every float dtype, -1 for
 // integers), launch the kernels in group order, synchronizing and checking after each so that a
 // fault names its kernel, check the status word (gather indices out of range), download outputs.
-// time(): the same launches with inputs resident, between device events; with TESSEL_CUDA_GRAPH=1
-// one run is captured as a CUDA graph and the graph is replayed instead.
+// time(): inputs resident, one run captured as a CUDA graph and each replay timed between device
+// events (TimingOptions::graph = false: the launches one by one instead); with a cold cache a
+// buffer of twice the L2 is overwritten before every timed run, outside the events.
 #include "kernels/cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -70,6 +71,7 @@ class CudaExecutable : public Executable {
  private:
   void init(const Schedule& schedule, const HwSpec& spec, const CompileOptions& options) {
     const OpGraph& graph = graph_;
+    cold_cache_bytes_ = spec.last_level_cache_bytes();
     // 1-2. Generate and compile.
     auto start = Clock::now();
     std::vector<GeneratedKernel> kernels;
@@ -77,6 +79,7 @@ class CudaExecutable : public Executable {
       kernels.push_back(emit_group_kernel(graph, schedule, i, spec));
     stats_.codegen_s = seconds_since(start);
     stats_.kernels = static_cast<int>(kernels.size());
+    for (const GeneratedKernel& k : kernels) stats_.kernel_templates.push_back(k.path);
     start = Clock::now();
     const std::string arch = cuda_arch(spec);
     // Identical groups (a transformer's layers) have one kernel name: compile and load it once.
@@ -224,22 +227,27 @@ class CudaExecutable : public Executable {
     return outputs;
   }
 
-  std::vector<double> time(const std::vector<HostTensor>& inputs, int warmup, int repeats) override {
+  std::vector<double> time(const std::vector<HostTensor>& inputs, const TimingOptions& options) override {
     d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
     upload_inputs(inputs);
-    const char* graph_env = std::getenv("TESSEL_CUDA_GRAPH");
-    const bool use_graph = graph_env && std::string(graph_env) == "1";
-    for (int i = 0; i < warmup; ++i) launch_all();
+    for (int i = 0; i < options.warmup; ++i) launch_all();
     d_.check(d_.cuStreamSynchronize(stream_), "warm-up runs");
-    if (use_graph && !graph_exec_) capture();
+    if (options.graph && !graph_exec_) capture();
+    // A cold L2: a buffer of twice the spec's last-level cache, overwritten before each timed run
+    // (outside the events), evicts the inputs, weights and intermediates of the previous run.
+    CUdeviceptr flush = 0;
+    const size_t flush_bytes = static_cast<size_t>(2 * cold_cache_bytes_);
+    if (options.cold_cache && flush_bytes > 0)
+      d_.check(d_.cuMemAlloc(&flush, flush_bytes), cat("cuMemAlloc (", flush_bytes, " bytes to flush the L2)").c_str());
     CUevent start = nullptr, stop = nullptr;
-    d_.check(d_.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-    d_.check(d_.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
     std::vector<double> out;
     try {
-      for (int i = 0; i < repeats; ++i) {
+      d_.check(d_.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+      d_.check(d_.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+      for (int i = 0; i < options.repeats; ++i) {
+        if (flush) d_.check(d_.cuMemsetD8Async(flush, static_cast<unsigned char>(i), flush_bytes, stream_), "cuMemsetD8 (flush the L2)");
         d_.check(d_.cuEventRecord(start, stream_), "cuEventRecord");
-        if (graph_exec_) d_.check(d_.cuGraphLaunch(graph_exec_, stream_), "cuGraphLaunch");
+        if (options.graph) d_.check(d_.cuGraphLaunch(graph_exec_, stream_), "cuGraphLaunch");
         else launch_all();
         d_.check(d_.cuEventRecord(stop, stream_), "cuEventRecord");
         d_.check(d_.cuEventSynchronize(stop), "timed run");
@@ -248,12 +256,14 @@ class CudaExecutable : public Executable {
         out.push_back(ms * 1e-3);
       }
     } catch (...) {
-      d_.cuEventDestroy(start);
-      d_.cuEventDestroy(stop);
+      if (start) d_.cuEventDestroy(start);
+      if (stop) d_.cuEventDestroy(stop);
+      if (flush) d_.cuMemFree(flush);
       throw;
     }
     d_.cuEventDestroy(start);
     d_.cuEventDestroy(stop);
+    if (flush) d_.cuMemFree(flush);
     check_status();
     return out;
   }
@@ -278,6 +288,7 @@ class CudaExecutable : public Executable {
   BufferPlan plan_;
   CUdeviceptr arena_ = 0, scratch_ = 0, status_ = 0;
   int64_t peak_bytes_ = 0;
+  int64_t cold_cache_bytes_ = 0;  // the spec's last-level cache (TimingOptions::cold_cache)
 
   int64_t bytes_of(TensorId t) const {
     const TensorType& type = graph_.tensor(t).type;

@@ -44,14 +44,20 @@ const char* kRunHelp =
     "usage: tessel run MODEL (--interp | --device cpu|cuda) [--check] [--time N] [--hw SPEC]\n"
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
     "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
-    "                  [--report FILE]\n"
+    "                  [--check-whole] [--report FILE] [--no-graph] [--cold-l2]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
     "  --device   compile for a backend (cpu: LLVM; cuda: NVRTC) and run there\n"
     "  --check    compare every compiled output with the interpreter (relative L2 error by dtype,\n"
-    "             tilegraph/compare.h); exit 1 on a mismatch\n"
-    "  --time N   time N compiled runs after warm-up; print the median\n"
+    "             tilegraph/compare.h); exit 1 on a mismatch. Graphs over 20 GFLOP are checked on\n"
+    "             a sample of at least 4096 elements of each output (tilegraph/sampled_reference.h)\n"
+    "  --check-whole  interpret the whole graph for --check, however large\n"
+    "  --time N   time N compiled runs after warm-up; print the median. GPU time: one run is\n"
+    "             captured as a CUDA graph and each replay is timed between device events, as\n"
+    "             the suites time PyTorch (experiments/timing/README.md)\n"
+    "  --no-graph time the kernel launches one by one instead (host launch cost included)\n"
+    "  --cold-l2  overwrite twice the last-level cache before every timed run (default: warm)\n"
     "  --hw       hardware spec to schedule for (default: probe this machine, as `tessel hw probe`)\n"
     "  --policy   scheduling policy (default welder); --schedule replays a saved schedule\n"
     "  --inputs   directory with input_N.pb (ONNX TensorProto) or input_N.npy files; default:\n"
@@ -93,7 +99,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
 }
 
 int cmd_run(const std::vector<std::string>& argv) {
-  Args args("run", argv, {"interp", "check", "no-cache", "help"},
+  Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
              "cost-model", "time", "cache", "report"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
@@ -118,7 +124,11 @@ int cmd_run(const std::vector<std::string>& argv) {
     request.schedule_s = seconds_since(scheduled);
     request.report_path = args.option_or("report", "");
     request.check = args.flag("check");
+    request.check_whole = args.flag("check-whole");
+    request.sample_seed = static_cast<uint64_t>(args.int_option("seed", 0));
     request.time_repeats = static_cast<int>(args.int_option("time", 0, 0, 1000000));
+    request.timing.graph = !args.flag("no-graph");
+    request.timing.cold_cache = args.flag("cold-l2");
     request.interpreter_threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
     int mismatches = 0;
     outputs = run_compiled(*backend, spec, g, schedule, compile_options(args), inputs, request, &mismatches);

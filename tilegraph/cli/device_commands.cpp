@@ -22,6 +22,7 @@
 #include "tilegraph/error.h"
 #include "tilegraph/import/load_model.h"
 #include "tilegraph/interpreter.h"
+#include "tilegraph/sampled_reference.h"
 
 namespace tessel {
 
@@ -38,6 +39,14 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// How the times were taken, in words (the report's "timing"/"method").
+std::string timing_method(const Backend& backend, const TimingOptions& timing) {
+  std::string method = backend.name() == "cuda"
+                           ? (timing.graph ? "CUDA-graph replays between events" : "launches between events")
+                           : "wall time";
+  return method + (timing.cold_cache ? ", cache flushed before each" : ", cache warm");
 }
 
 }  // namespace
@@ -86,6 +95,7 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
 
   *mismatches = 0;
   std::vector<std::tuple<std::string, bool, double>> checks;  // per output: name, ok, relative L2 error
+  std::string check_mode;  // "whole" or "sampled: N elements per output ..."
   if (request.check) {
     InterpretOptions io;
     io.threads = request.interpreter_threads;
@@ -93,10 +103,31 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     std::vector<HostTensor> computed;
     std::vector<HostTensor>& expected = request.reference ? *request.reference : computed;
     const bool reused = !expected.empty();
-    if (!reused) expected = interpret(graph, inputs, io);
+    // Large graphs are checked on a sample of every output (sampled_reference.h); the rest whole.
+    std::vector<std::vector<int64_t>> sample_index(outputs.size());
+    const double flops = graph_flops(graph);
+    check_mode = "whole";
+    if (!reused && !request.reference && !request.check_whole && flops > kWholeCheckMaxFlops) {
+      SampleOptions so;
+      so.seed = request.sample_seed;
+      SampledReference sampled = interpret_sample(graph, inputs, so);
+      if (sampled.ok) {
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          sample_index[i] = std::move(sampled.outputs[i].flat_index);
+          expected.push_back(std::move(sampled.outputs[i].expected));
+        }
+        check_mode = cat("sampled: ", sample_index.front().size(), " elements of each output in ", so.boxes,
+                         " boxes (", flops / 1e9, " GFLOP is over the whole check's ", kWholeCheckMaxFlops / 1e9, ")");
+      } else {
+        std::cout << "check: the whole graph (" << flops / 1e9 << " GFLOP) is interpreted, since it cannot be sampled: "
+                  << sampled.reason << "\n";
+      }
+    }
+    if (!reused && expected.empty()) expected = interpret(graph, inputs, io);
     const double interp_s = seconds_since(start);
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const CompareResult r = compare_compiled(outputs[i], expected[i], computed_precision(graph, graph.outputs()[i]));
+      const HostTensor actual = sample_index[i].empty() ? outputs[i] : gather_elements(outputs[i], sample_index[i]);
+      const CompareResult r = compare_compiled(actual, expected[i], computed_precision(graph, graph.outputs()[i]));
       const std::string name = graph.tensor(graph.outputs()[i]).name;
       checks.emplace_back(name, r.ok, r.rel_l2_error);
       if (!r.ok) {
@@ -107,17 +138,21 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
                   << r.rel_l2_error << ", max abs error " << r.max_abs_error << ")\n";
       }
     }
-    if (!reused) std::cout << "  (interpreter: " << format_ms(interp_s) << ")\n";
+    if (!reused) std::cout << "  (interpreter: " << format_ms(interp_s) << ", " << check_mode << ")\n";
   }
 
   // Timed only after the check (when asked for): numbers of wrong code are not reported.
   std::vector<double> times;
   if (const int repeats = request.time_repeats; repeats > 0 && *mismatches == 0) {
-    times = exe->time(inputs, std::min(repeats, 10), repeats);
+    TimingOptions timing = request.timing;
+    timing.warmup = std::min(repeats, 10);
+    timing.repeats = repeats;
+    times = exe->time(inputs, timing);
     if (request.median_s) *request.median_s = median(times);
-    std::cout << "timed " << repeats << " runs: median " << format_ms(median(times)) << ", min "
-              << format_ms(*std::min_element(times.begin(), times.end())) << " (" << exe->launches_per_run()
-              << " launches per run; predicted " << format_ms(schedule.predicted_latency_s) << ")\n";
+    std::cout << "timed " << repeats << " runs (" << timing_method(backend, timing) << "): median "
+              << format_ms(median(times)) << ", min " << format_ms(*std::min_element(times.begin(), times.end())) << " ("
+              << exe->launches_per_run() << " launches per run; predicted " << format_ms(schedule.predicted_latency_s)
+              << ")\n";
   }
 
   if (!request.report_path.empty()) {
@@ -127,6 +162,7 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     r["policy"] = schedule.policy;
     r["kernels"] = cs.kernels;
     r["launches_per_run"] = exe->launches_per_run();
+    r["kernel_templates"] = cs.kernel_templates;
     r["schedule_s"] = request.schedule_s;
     r["compile_s"] = compile_s;
     r["codegen_s"] = cs.codegen_s;
@@ -136,7 +172,11 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     r["predicted_s"] = schedule.predicted_latency_s;
     r["times_s"] = times;
     r["median_s"] = times.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(times));
+    r["timing"] = {{"method", timing_method(backend, request.timing)},
+                   {"graph", backend.name() == "cuda" && request.timing.graph},
+                   {"cache", request.timing.cold_cache ? "cold" : "warm"}};
     r["checked"] = request.check;
+    if (request.check) r["check_mode"] = check_mode;
     r["outputs"] = nlohmann::ordered_json::array();
     for (const auto& [name, ok, rel_l2] : checks) r["outputs"].push_back({{"name", name}, {"ok", ok}, {"rel_l2_error", rel_l2}});
     std::ofstream out(request.report_path);

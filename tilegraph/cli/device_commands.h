@@ -22,7 +22,12 @@ CompileOptions compile_options(const Args& args);
 /// What run_compiled does after the first run.
 struct CompiledRunRequest {
   bool check = false;     // compare every output with the interpreter (compare_compiled)
+  /// Interpret the whole graph even above kWholeCheckMaxFlops (sampled_reference.h), where the
+  /// check otherwise compares a sample of every output.
+  bool check_whole = false;
+  uint64_t sample_seed = 0;
   int time_repeats = 0;   // time this many runs after warm-up
+  TimingOptions timing;   // how (its warmup and repeats are set from time_repeats)
   int interpreter_threads = 0;
   double schedule_s = 0;       // how long scheduling took (for the report)
   std::string report_path;     // if set, write a JSON report there (compile stats, times, checks)

@@ -1,0 +1,59 @@
+// The interpreter's values of a sample of a graph's output elements, for checking compiled code
+// on graphs too large to interpret whole (an LLM projection of a few TFLOP, long attention).
+//
+// A sample is a few boxes of each output (the first corner, the last corner -- where tiles are
+// partial -- and boxes at seeded random positions). Each box is propagated backwards through
+// the graph (tile_propagation.h's propagate_group): every producer is evaluated only on the
+// domain box its consumers read, through TensorWindow, so the work is about the box's share of
+// the graph plus the reductions that feed it (an attention row needs its whole score row).
+//
+// Example: a 16384 x 8192 x 28672 GEMM (7.7 TFLOP) sampled with 4 boxes of 1024 elements
+// evaluates 4 x 1024 x 8192 multiply-adds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilegraph/host_tensor.h"
+#include "tilegraph/op_graph.h"
+
+namespace tessel {
+
+/// Graphs up to this many FLOPs (the sum of TeNode::flops, as `tessel inspect` counts them) are
+/// checked whole by `tessel run --check`; larger ones on a sample.
+inline constexpr double kWholeCheckMaxFlops = 20e9;
+
+struct SampleOptions {
+  int64_t min_elements = 4096;  // per output, over all boxes (fewer if the output is smaller)
+  int boxes = 4;                // first corner, last corner, then seeded random positions
+  uint64_t seed = 0;
+};
+
+/// One output's sample: the row-major flat indices of the sampled elements and their values.
+struct SampledOutput {
+  std::vector<int64_t> flat_index;
+  HostTensor expected;  // 1-D, the output's dtype, one value per flat_index entry
+};
+
+/// On success one SampledOutput per graph output; otherwise `reason` says why the graph cannot be
+/// sampled (an output that is an input or weight, a node whose output reinterprets its domain
+/// such as a Reshape, ...), and the caller interprets the whole graph.
+struct SampledReference {
+  bool ok = false;
+  std::string reason;
+  std::vector<SampledOutput> outputs;
+};
+
+/// The interpreter's values (fp64 accumulation, as interpret()) of a sample of every output of
+/// `graph` on `inputs`; boxes run on parallel threads.
+SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTensor>& inputs,
+                                  const SampleOptions& options = {});
+
+/// The elements of `tensor` at `flat_index`, as a 1-D tensor of its dtype.
+HostTensor gather_elements(const HostTensor& tensor, const std::vector<int64_t>& flat_index);
+
+/// Sum of TeNode::flops over the graph.
+double graph_flops(const OpGraph& graph);
+
+}  // namespace tessel
