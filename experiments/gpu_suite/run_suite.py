@@ -11,7 +11,12 @@ For every workload of experiments/workloads (fp16 data, fp32 accumulation), side
     and cuDNN's attention, which may be faster);
   * the roofline floor: max(FLOPs / tensor-core peak, minimum bytes / DRAM bandwidth), with the
     ceilings measured on this device in this run (`tessel hw probe --device cuda`).
-Times are medians of CUDA-event timings after warm-up, on fresh random inputs.
+Both sides are GPU time, measured the one way ../timing/README.md describes: Tessel's `--time`
+replays a CUDA graph of the whole compiled model between events, and every PyTorch callable is
+captured in a CUDA graph whose replays are timed the same way (gpu_timing.GpuTimer; a callable that
+cannot be captured is timed as a back-to-back loop and marked). Medians after warm-up, on fresh
+random inputs, L2 warm unless --cold-l2 (then a buffer of twice the L2 is overwritten before every
+timed run, on both sides).
 
 Writes OUT/suite.json (everything), OUT/suite.csv (one row per workload), OUT/speedup.png (speedup
 over torch.compile per workload, the floor marked) when matplotlib is present, and prints a table.
@@ -36,27 +41,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "experiments", "workloads"))
+sys.path.insert(0, os.path.join(ROOT, "experiments", "timing"))
 import workloads  # noqa: E402
+from gpu_timing import GpuTimer  # noqa: E402
 
 
 def log(*args):
     print(*args, file=sys.stderr, flush=True)
-
-
-def cuda_time(torch, fn, warmup, repeats):
-    """Median milliseconds of fn() over `repeats` CUDA-event timings after `warmup` calls."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def torch_baselines(w, args):
@@ -64,38 +55,45 @@ def torch_baselines(w, args):
     import torch
     fn, tensors = workloads.torch_case(w, torch, "cuda", "f16")
     out = {}
+    timer = GpuTimer(torch, cold_l2=args.cold_l2, warmup=5, repeats=args.repeats)
+
+    def cuda_time(torch, call, warmup, repeats, key):
+        r = timer.time(call)
+        if r["method"] != "graph":  # not capturable: timed as a loop, and the table says so
+            out[key + "_method"] = r["method"]
+        return r["ms"]
     with torch.no_grad():
-        out["eager_ms"] = cuda_time(torch, lambda: fn(tensors), 5, args.repeats)
+        out["eager_ms"] = cuda_time(torch, lambda: fn(tensors), 5, args.repeats, "eager")
         if not args.no_compile:
             torch._dynamo.reset()
             t0 = time.time()
             compiled = torch.compile(fn)
             compiled(tensors)
             out["torch_compile_s"] = time.time() - t0
-            out["compile_ms"] = cuda_time(torch, lambda: compiled(tensors), 5, args.repeats)
-            if "max_autotune" in w.baselines:
+            out["compile_ms"] = cuda_time(torch, lambda: compiled(tensors), 5, args.repeats, "compile")
+            if "max_autotune" in w.baselines and not args.no_autotune:
                 torch._dynamo.reset()
                 tuned = torch.compile(fn, mode="max-autotune-no-cudagraphs")
                 tuned(tensors)
-                out["max_autotune_ms"] = cuda_time(torch, lambda: tuned(tensors), 5, args.repeats)
+                out["max_autotune_ms"] = cuda_time(torch, lambda: tuned(tensors), 5, args.repeats, "max_autotune")
         if "cublas" in w.baselines:
             out["vendor"] = "cuBLAS"
-            out["vendor_ms"] = cuda_time(torch, lambda: torch.matmul(tensors["x"], tensors["w"]), 5, args.repeats)
+            out["vendor_ms"] = cuda_time(torch, lambda: torch.matmul(tensors["x"], tensors["w"]), 5, args.repeats, "vendor")
         if "sdpa" in w.baselines:
             from torch.nn.attention import SDPBackend, sdpa_kernel
             q, k, v = tensors["q"], tensors["k"], tensors["v"]
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                 out["vendor"] = "SDPA (flash)"
                 out["vendor_ms"] = cuda_time(
-                    torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats)
+                    torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats, "vendor")
             # BENCHMARKS.md names SDPA's flash kernel; PyTorch's own dispatch may pick a faster one
             # (cuDNN's fused attention on Hopper), so that is timed too, and cuDNN's by name.
             out["sdpa_default_ms"] = cuda_time(
-                torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats)
+                torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats, "sdpa_default")
             try:
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     out["sdpa_cudnn_ms"] = cuda_time(
-                        torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats)
+                        torch, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), 5, args.repeats, "sdpa_cudnn")
             except RuntimeError as e:  # no cuDNN attention for this build, shape or device
                 out["sdpa_cudnn_error"] = str(e)[:300]
     del tensors
@@ -107,6 +105,8 @@ def tessel_run(w, path, args, cache, report, check):
     cmd = [args.tessel, "run", path, "--device", "cuda", "--hw", args.hw, "--cache", cache, "--report", report]
     if check:
         cmd += ["--check", "--time", str(args.repeats)]
+        if args.cold_l2:
+            cmd.append("--cold-l2")
     t0 = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
@@ -126,6 +126,9 @@ def main():
     p.add_argument("--only", nargs="+")
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile (quick runs)")
+    p.add_argument("--no-autotune", action="store_true", help="skip torch.compile max-autotune")
+    p.add_argument("--cold-l2", action="store_true",
+                   help="flush the L2 (twice its size overwritten) before every timed run, on both sides")
     p.add_argument("--no-torch", action="store_true", help="Tessel only")
     p.add_argument("--work", default="/tmp/tessel-gpu-suite", help="models, cache and per-workload reports")
     p.add_argument("--render", nargs="+", metavar="SUITE_JSON",
@@ -147,6 +150,7 @@ def main():
         order = {w.id: i for i, w in enumerate(workloads.gpu_suite())}
         rows = sorted(latest.values(), key=lambda r: order.get(r["id"], len(order)))
         first = runs[0]
+        args.cold_l2 = first.get("l2") == "cold"
         report(args, rows, first["gpu"], first["date"], first["dram_gbps"] * 1e9, first["tensor_peak_tflops_f16"] * 1e12)
         return
     models = os.path.join(args.work, "models")
@@ -179,6 +183,9 @@ def main():
         row["tessel_status"] = cold["status"]
         row["tessel_correct"] = cold["status"] == 0 and bool(cold.get("outputs")) and all(o["ok"] for o in cold["outputs"])
         row["tessel_ms"] = 1e3 * cold["median_s"] if cold.get("median_s") else None
+        row["tessel_timing"] = cold.get("timing", {}).get("method")
+        row["check_mode"] = cold.get("check_mode")
+        row["kernel_templates"] = cold.get("kernel_templates")
         row["tessel_predicted_ms"] = 1e3 * cold["predicted_s"] if "predicted_s" in cold else None
         row["kernels"] = cold.get("kernels")
         # Compile time = schedule + code generation + NVRTC (or cache lookups); building the
@@ -216,7 +223,8 @@ def main():
 def report(args, rows, gpu_name, date, dram, tensor_peak, quiet=False):
     """suite.json, suite.csv, speedup.png in args.out and the table on stdout."""
     speedups = [r["speedup_vs_compile"] for r in rows if r.get("speedup_vs_compile") and r["tessel_correct"]]
-    summary = {"gpu": gpu_name, "date": date, "dram_gbps": dram / 1e9,
+    summary = {"gpu": gpu_name, "date": date, "dram_gbps": dram / 1e9, "l2": "cold" if args.cold_l2 else "warm",
+               "timing": "GPU time on both sides: CUDA-graph replays between events, median of %d (experiments/timing)" % args.repeats,
                "tensor_peak_tflops_f16": tensor_peak / 1e12, "workloads": rows,
                "correct": sum(1 for r in rows if r["tessel_correct"]), "total": len(rows),
                "geomean_speedup_vs_compile": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None}
@@ -234,7 +242,7 @@ def report(args, rows, gpu_name, date, dram, tensor_peak, quiet=False):
 
     def fmt(v, spec="%.3f"):
         return "-" if v is None else (spec % v if isinstance(v, float) else str(v))
-    print("%s, %s" % (gpu_name, summary["date"]))
+    print("%s, %s; %s; L2 %s" % (gpu_name, summary["date"], summary["timing"], summary["l2"]))
     print("%-14s %7s %9s %9s %9s %9s %9s %8s %7s %9s %9s" % ("workload", "correct", "tessel", "eager", "compile", "vendor",
                                                              "floor", "speedup", "floor x", "cold s", "cached s"))
     for r in rows:
