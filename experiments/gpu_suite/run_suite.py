@@ -151,6 +151,7 @@ def main():
         rows = sorted(latest.values(), key=lambda r: order.get(r["id"], len(order)))
         first = runs[0]
         args.cold_l2 = first.get("l2") == "cold"
+        args.repeats = first.get("repeats", args.repeats)
         report(args, rows, first["gpu"], first["date"], first["dram_gbps"] * 1e9, first["tensor_peak_tflops_f16"] * 1e12)
         return
     models = os.path.join(args.work, "models")
@@ -224,6 +225,7 @@ def report(args, rows, gpu_name, date, dram, tensor_peak, quiet=False):
     """suite.json, suite.csv, speedup.png in args.out and the table on stdout."""
     speedups = [r["speedup_vs_compile"] for r in rows if r.get("speedup_vs_compile") and r["tessel_correct"]]
     summary = {"gpu": gpu_name, "date": date, "dram_gbps": dram / 1e9, "l2": "cold" if args.cold_l2 else "warm",
+               "repeats": args.repeats,
                "timing": "GPU time on both sides: CUDA-graph replays between events, median of %d (experiments/timing)" % args.repeats,
                "tensor_peak_tflops_f16": tensor_peak / 1e12, "workloads": rows,
                "correct": sum(1 for r in rows if r["tessel_correct"]), "total": len(rows),

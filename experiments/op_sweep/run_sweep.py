@@ -1,0 +1,498 @@
+#!/usr/bin/env python3
+"""The GPU operator sweep (../../../shared/BENCHMARKS.md, "Operator sweep"; issue 21): every
+instance of instances.py, side by side in one run on one GPU, timed with the one method of
+../timing/ (GPU time on both sides: CUDA-graph replays between events, L2 warm unless --cold-l2).
+
+Per instance:
+  * Tessel: cold compile (schedule + codegen + NVRTC, empty kernel cache), every output checked
+    against the reference interpreter (fp64 accumulation; graphs over 20 GFLOP on a sample of at
+    least 4096 output elements, tilegraph/sampled_reference.h), then timed from the kernel cache
+    (`tessel run --time N`: a CUDA graph of the whole model replayed between events); the
+    predicted time and the code template (kernel family) each kernel was emitted with;
+  * PyTorch eager (cuBLAS / cuDNN for contractions: the vendor call), torch.compile (default),
+    SDPA for attention, optionally torch.compile(mode="max-autotune-no-cudagraphs") for the GEMM
+    and conv classes (--max-autotune);
+  * the roofline floor, max(FLOPs / tensor-core peak, minimum bytes / DRAM bandwidth), with both
+    ceilings measured on this GPU in this run (`tessel hw probe --device cuda`).
+
+Two phases keep the GPU to one timed thing at a time while the CPU-heavy work runs in parallel:
+  A. (parallel, --jobs) Tessel compiles and checks every instance (no timing); worker processes
+     run torch.compile once per instance to fill Inductor's on-disk caches (with its autotune
+     cache off, so no kernel configuration is chosen under contention);
+  B. (serial) per instance: Tessel timed from its kernel cache, then eager, torch.compile (from
+     Inductor's cache; its autotuning, if any, runs here, alone), the vendor call.
+Code that failed its check is not timed.
+
+  run_sweep.py [--tessel dist/tessel/bin/tessel] [--out DIR] [--shard I/N] [--only ID ...] [--classes C ...]
+  run_sweep.py --render A/sweep.json B/sweep.json ... --out DIR    (merge shards; report and plots)
+Writes sweep.json (everything), sweep.csv, and with --render also report.md (headlines, worst
+instances), cdf.png (Tessel time / best baseline, per class) and predicted.png (predicted vs
+measured, log-log, per class).
+"""
+
+import argparse
+import concurrent.futures
+import csv
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "experiments", "timing"))
+import instances as catalog  # noqa: E402
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def select(args):
+    chosen = [i for i in catalog.instances()
+              if (not args.only or i.id in args.only) and (not args.classes or i.cls in args.classes)]
+    if args.shard:
+        k, n = (int(v) for v in args.shard.split("/"))
+        chosen = [inst for j, inst in enumerate(chosen) if j % n == k]
+    return chosen
+
+
+def tessel_cmd(args, inst, model, cache, report):
+    cmd = [args.tessel, "run", model, "--device", args.device, "--cache", cache, "--report", report]
+    return cmd + (["--hw", args.hw] if args.hw else [])
+
+
+def read_report(path):
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return {}
+
+
+def phase_a_tessel(args, inst, work):
+    """Cold compile + check, no timing. Returns the row's Tessel fields."""
+    model = os.path.join(work, "models", inst.id + ".json")
+    cache = os.path.join(work, "cache", inst.id)
+    shutil.rmtree(cache, ignore_errors=True)
+    report = os.path.join(work, "reports", inst.id + ".check.json")
+    cmd = tessel_cmd(args, inst, model, cache, report) + ["--check", "--threads", str(args.interp_threads)]
+    t0 = time.time()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tessel_timeout)
+        status, text = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired:
+        status, text = "timeout", "timed out after %d s" % args.tessel_timeout
+    rep = read_report(report)
+    row = {"tessel_status": status, "tessel_check_wall_s": time.time() - t0}
+    outs = rep.get("outputs", [])
+    row["tessel_correct"] = status == 0 and bool(outs) and all(o.get("ok") for o in outs)
+    row["rel_l2_error"] = max((o.get("rel_l2_error", 0) for o in outs), default=None)
+    row["check_mode"] = rep.get("check_mode")
+    row["kernels"] = rep.get("kernels")
+    row["tessel_predicted_ms"] = 1e3 * rep["predicted_s"] if rep.get("predicted_s") is not None else None
+    if "schedule_s" in rep:
+        row["compile_cold_s"] = rep.get("schedule_s", 0) + rep.get("codegen_s", 0) + rep.get("toolchain_s", 0)
+        row["schedule_s"] = rep.get("schedule_s")
+    row["families"] = rep.get("kernel_templates")
+    m = re.search(r"ran in ([0-9.]+) ms \(first run", text)
+    if m:
+        row["tessel_first_run_ms"] = float(m.group(1))
+    if status != 0:
+        row["tessel_log"] = text[-1500:]
+    return row
+
+
+def phase_a_torch(args, ids):
+    """Worker process: torch.compile each instance once (fills Inductor's caches)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--warm-compile"] + ids
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "2")  # several workers share the cores
+    if args.max_autotune:
+        cmd.append("--max-autotune")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.warm_timeout)
+        return proc.stdout + proc.stderr[-2000:]
+    except subprocess.TimeoutExpired:
+        return "warm-compile worker timed out"
+
+
+def warm_compile(ids, max_autotune):
+    import torch
+    import torch._inductor.config as inductor_config
+    inductor_config.autotune_local_cache = False  # no configuration chosen while the GPU is shared
+    by_id = {i.id: i for i in catalog.instances()}
+    for iid in ids:
+        inst = by_id[iid]
+        try:
+            with torch.no_grad():
+                fn, tensors = inst.torch_case(torch, "cuda")
+                torch._dynamo.reset()
+                torch.compile(fn)(tensors)
+                if max_autotune and inst.cls in ("gemm", "conv"):
+                    torch._dynamo.reset()
+                    torch.compile(fn, mode="max-autotune-no-cudagraphs")(tensors)
+            print("warm", iid, flush=True)
+        except Exception as e:  # reported by phase B, which compiles again
+            print("warm-failed", iid, repr(e)[:200], flush=True)
+        torch.cuda.empty_cache()
+
+
+def phase_b(args, inst, row, work, timer, torch):
+    """Serial: Tessel from its cache, then the PyTorch baselines; fills row."""
+    if row.get("tessel_correct"):
+        model = os.path.join(work, "models", inst.id + ".json")
+        cache = os.path.join(work, "cache", inst.id)
+        report = os.path.join(work, "reports", inst.id + ".time.json")
+        # Fewer replays for slow code (a generic kernel at hundreds of ms): about --time-per-instance
+        # seconds of timed runs, at least 3 (the first run, with its transfers, over-estimates).
+        first_s = row.get("tessel_first_run_ms", 0) / 1e3
+        repeats = args.repeats if first_s <= 0 else max(3, min(args.repeats, int(args.time_per_instance / first_s)))
+        row["tessel_repeats"] = repeats
+        cmd = tessel_cmd(args, inst, model, cache, report) + ["--time", str(repeats)]
+        if args.cold_l2:
+            cmd.append("--cold-l2")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tessel_timeout)
+            rep = read_report(report)
+            if proc.returncode == 0 and rep.get("median_s"):
+                row["tessel_ms"] = 1e3 * rep["median_s"]
+                row["tessel_timing"] = rep.get("timing", {}).get("method")
+                row["compile_cached_s"] = rep.get("schedule_s", 0) + rep.get("codegen_s", 0) + rep.get("toolchain_s", 0)
+            else:
+                row["tessel_time_log"] = (proc.stdout + proc.stderr)[-1000:]
+        except subprocess.TimeoutExpired:
+            row["tessel_time_log"] = "timed out"
+    if args.no_torch:
+        return
+    try:
+        with torch.no_grad():
+            fn, tensors = inst.torch_case(torch, "cuda")
+            r = timer.time(lambda: fn(tensors))
+            row["eager_ms"], row["eager_method"] = r["ms"], r["method"]
+            if inst.vendor in ("cublas", "cudnn"):
+                row["vendor"], row["vendor_ms"] = inst.vendor, r["ms"]
+            if not args.no_compile:
+                torch._dynamo.reset()
+                t0 = time.time()
+                compiled = torch.compile(fn)
+                compiled(tensors)
+                row["torch_compile_s"] = time.time() - t0
+                r = timer.time(lambda: compiled(tensors))
+                row["compile_ms"], row["compile_method"] = r["ms"], r["method"]
+                if args.max_autotune and inst.cls in ("gemm", "conv"):
+                    torch._dynamo.reset()
+                    tuned = torch.compile(fn, mode="max-autotune-no-cudagraphs")
+                    tuned(tensors)
+                    r = timer.time(lambda: tuned(tensors))
+                    row["autotune_ms"], row["autotune_method"] = r["ms"], r["method"]
+            if inst.vendor == "sdpa":
+                case = inst.sdpa_case(torch, "cuda")
+                if case:
+                    sfn, stensors = case
+                    r = timer.time(lambda: sfn(stensors))
+                    row["vendor"], row["vendor_ms"], row["vendor_method"] = "sdpa", r["ms"], r["method"]
+        del tensors
+    except Exception as e:  # a baseline that fails is reported, not fatal
+        row["torch_error"] = repr(e)[:400]
+        log("  torch baseline failed:", repr(e)[:200])
+    torch._dynamo.reset()
+    torch.cuda.empty_cache()
+
+
+def finish_row(row):
+    base = [row.get(k) for k in ("eager_ms", "compile_ms", "vendor_ms", "autotune_ms") if row.get(k)]
+    if base:
+        row["best_baseline_ms"] = min(base)
+    if row.get("tessel_ms"):
+        row["vs_floor"] = row["tessel_ms"] / row["floor_ms"]
+        if row.get("best_baseline_ms"):
+            row["speedup_vs_best"] = row["best_baseline_ms"] / row["tessel_ms"]
+        if row.get("compile_ms"):
+            row["speedup_vs_compile"] = row["compile_ms"] / row["tessel_ms"]
+        if row.get("tessel_predicted_ms"):
+            row["predicted_over_measured"] = row["tessel_predicted_ms"] / row["tessel_ms"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tessel", default=os.path.join(ROOT, "dist", "tessel", "bin", "tessel"))
+    p.add_argument("--hw", help="spec to schedule for (default: the shipped H100 SXM spec for cuda, the probe for cpu)")
+    p.add_argument("--device", default="cuda", help="cuda (the sweep); cpu for a dry run of the pipeline with --no-torch")
+    p.add_argument("--out", default=os.environ.get("OUT", "op-sweep-out"))
+    p.add_argument("--work", default="/tmp/tessel-op-sweep")
+    p.add_argument("--shard", help="I/N: every N-th instance from the I-th (0-based)")
+    p.add_argument("--only", nargs="+")
+    p.add_argument("--classes", nargs="+")
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--time-per-instance", type=float, default=0.5,
+                   help="seconds of Tessel's timed runs to aim for (fewer replays of slow code)")
+    p.add_argument("--jobs", type=int, default=max(2, (os.cpu_count() or 4) // 2))
+    p.add_argument("--interp-threads", type=int, default=2, help="interpreter threads per Tessel check")
+    p.add_argument("--torch-workers", type=int, default=6, help="torch.compile warm-up processes in phase A")
+    p.add_argument("--tessel-timeout", type=int, default=300)
+    p.add_argument("--warm-timeout", type=int, default=400)
+    p.add_argument("--time-budget", type=float, default=1e9, help="seconds: start no instance's phase B after this")
+    p.add_argument("--cold-l2", action="store_true")
+    p.add_argument("--max-autotune", action="store_true", help="also torch.compile max-autotune-no-cudagraphs (gemm, conv)")
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--render", nargs="+", metavar="SWEEP_JSON")
+    p.add_argument("--warm-compile", nargs="+", metavar="ID", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.warm_compile:
+        warm_compile(args.warm_compile, args.max_autotune)
+        return
+    if args.hw is None and args.device == "cuda":
+        args.hw = os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm.json")
+    os.makedirs(args.out, exist_ok=True)
+    if args.render:
+        render(args)
+        return
+    start = time.time()
+    work = args.work
+    for d in ("models", "cache", "reports"):
+        os.makedirs(os.path.join(work, d), exist_ok=True)
+    chosen = select(args)
+    log("op sweep: %d instances" % len(chosen))
+    probe = os.path.join(args.out, "gpu-probe.json")
+    subprocess.run([args.tessel, "hw", "probe", "--device", args.device, "-o", probe], check=True, stdout=subprocess.DEVNULL)
+    with open(probe) as f:
+        spec = json.load(f)
+    dram = next(l for l in spec["memory_levels"] if l["name"] == "dram")["bandwidth_gbps"] * 1e9
+    peaks = spec["compute"].get("tensor_peak_tflops") or spec["compute"]["simt_peak_tflops"]
+    rows = {}
+    for inst in chosen:
+        with open(os.path.join(work, "models", inst.id + ".json"), "w") as f:
+            f.write(catalog.gm.render(inst.build().document()) + "\n")
+        peak = (peaks.get(inst.dtype) or max(peaks.values())) * 1e12
+        rows[inst.id] = {"id": inst.id, "class": inst.cls, "family": inst.family, "dtype": inst.dtype,
+                         "description": inst.description, "flops": inst.flops, "min_bytes": inst.min_bytes,
+                         "floor_ms": 1e3 * max(inst.flops / peak, inst.min_bytes / dram)}
+
+    # Phase A: Tessel compiles and checks, torch.compile warms its caches, in parallel.
+    env_cache = os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(work, "inductor"))
+    log("phase A: %d Tessel jobs, %d torch.compile workers (Inductor cache %s)" % (args.jobs, args.torch_workers, env_cache))
+    with concurrent.futures.ThreadPoolExecutor(args.jobs + args.torch_workers) as pool:
+        # The largest first (weights to materialize, graphs to interpret), so they do not trail.
+        biggest_first = sorted(chosen, key=lambda i: -(i.min_bytes + i.flops / 100))
+        tessel_jobs = {pool.submit(phase_a_tessel, args, inst, work): inst for inst in biggest_first}
+        torch_jobs = []
+        if not (args.no_torch or args.no_compile):
+            ids = [inst.id for inst in chosen]
+            for w in range(args.torch_workers):
+                part = ids[w::args.torch_workers]
+                if part:
+                    torch_jobs.append(pool.submit(phase_a_torch, args, part))
+        done = 0
+        for fut in concurrent.futures.as_completed(tessel_jobs):
+            inst = tessel_jobs[fut]
+            rows[inst.id].update(fut.result())
+            done += 1
+            if done % 20 == 0 or done == len(chosen):
+                log("  checked %d/%d (%.0f s)" % (done, len(chosen), time.time() - start))
+        for fut in torch_jobs:
+            out = fut.result()
+            failed = [l for l in out.splitlines() if l.startswith("warm-failed")]
+            for l in failed[:5]:
+                log("  " + l)
+    log("phase A done in %.0f s: %d of %d correct" % (time.time() - start, sum(1 for r in rows.values() if r.get("tessel_correct")), len(rows)))
+
+    # Phase B: timings, one thing on the GPU at a time.
+    torch = None
+    if not args.no_torch:
+        import torch as torch_module
+        torch = torch_module
+        from gpu_timing import GpuTimer
+        timer = GpuTimer(torch, cold_l2=args.cold_l2, warmup=5, repeats=args.repeats)
+        gpu_name = torch.cuda.get_device_name(0)
+    else:
+        timer, gpu_name = None, spec.get("description") or spec["name"]
+    meta = {"gpu": gpu_name, "date": time.strftime("%Y-%m-%d", time.gmtime()), "dram_gbps": dram / 1e9,
+            "tensor_peak_tflops": peaks, "l2": "cold" if args.cold_l2 else "warm",
+            "timing": "GPU time: CUDA-graph replays between events, median of %d (experiments/timing)" % args.repeats,
+            "torch": getattr(torch, "__version__", None), "shard": args.shard, "argv": sys.argv[1:]}
+    # A seeded shuffle: a run cut off by its time budget leaves a random subset, not whole families.
+    import random
+    order = list(chosen)
+    random.Random(0).shuffle(order)
+    measured = []
+    for n, inst in enumerate(order):
+        if time.time() - start > args.time_budget:
+            log("time budget reached: %d of %d instances timed" % (n, len(chosen)))
+            meta["cut_off_after"] = n
+            break
+        row = rows[inst.id]
+        phase_b(args, inst, row, work, timer, torch)
+        finish_row(row)
+        measured.append(row)
+        log("[%d/%d] %-48s tessel %s compile %s best %s %s" % (
+            n + 1, len(chosen), inst.id, fmt(row.get("tessel_ms")), fmt(row.get("compile_ms")),
+            fmt(row.get("best_baseline_ms")), "" if row.get("tessel_correct") else "NOT CORRECT"))
+        row["timed"] = True
+        if n % 10 == 0:
+            write(args.out, meta, list(rows.values()))
+    # Every instance: the untimed ones (cut off by the budget) keep their compile and check.
+    write(args.out, meta, list(rows.values()))
+    log("done in %.0f s" % (time.time() - start))
+
+
+def fmt(v, spec="%.4f"):
+    return "-" if v is None else (spec % v if isinstance(v, float) else str(v))
+
+
+COLUMNS = ["id", "class", "family", "dtype", "tessel_correct", "check_mode", "tessel_ms", "eager_ms", "compile_ms",
+           "autotune_ms", "vendor", "vendor_ms", "best_baseline_ms", "floor_ms", "speedup_vs_best",
+           "speedup_vs_compile", "vs_floor", "tessel_predicted_ms", "predicted_over_measured", "kernels", "families",
+           "compile_cold_s", "compile_cached_s", "schedule_s", "rel_l2_error", "torch_compile_s", "eager_method",
+           "compile_method", "flops", "min_bytes", "description"]
+
+
+def write(out, meta, rows):
+    with open(os.path.join(out, "sweep.json"), "w") as f:
+        json.dump(dict(meta, instances=rows), f, indent=1)
+    with open(os.path.join(out, "sweep.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(dict(r, families=" ".join(r.get("families") or [])))
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def spearman(xs, ys):
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2.0
+            i = j + 1
+        return r
+    if len(xs) < 3:
+        return None
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx = math.sqrt(sum((a - mx) ** 2 for a in rx))
+    vy = math.sqrt(sum((b - my) ** 2 for b in ry))
+    return cov / (vx * vy) if vx and vy else None
+
+
+def render(args):
+    """Merges runs (a later run's row replaces an earlier one's), writes the tables and plots."""
+    latest, meta = {}, None
+    for path in args.render:
+        with open(path) as f:
+            run = json.load(f)
+        meta = meta or {k: v for k, v in run.items() if k != "instances"}
+        for r in run["instances"]:
+            latest.pop(r["id"], None)
+            latest[r["id"]] = r
+    order = {inst.id: n for n, inst in enumerate(catalog.instances())}
+    rows = sorted(latest.values(), key=lambda r: order.get(r["id"], len(order)))
+    meta["merged_from"] = args.render
+    write(args.out, meta, rows)
+    classes = sorted({r["class"] for r in rows})
+    lines = ["# Op sweep: %s, %s, L2 %s" % (meta["gpu"], meta["date"], meta["l2"]), "",
+             "Timing: %s. Ratios are baseline time / Tessel time (> 1: Tessel faster)." % meta["timing"], ""]
+    correct = [r for r in rows if r.get("tessel_correct")]
+    timed = [r for r in correct if r.get("speedup_vs_best")]
+    lines.append("%d instances; %d correct against the interpreter; %d timed against a baseline (the others were "
+                 "compiled and checked, then cut off by the run's time budget)." % (len(rows), len(correct), len(timed)))
+    lines.append("")
+    lines.append("| class | n | correct | geomean vs torch.compile | geomean vs best | within 10% of best or faster | Spearman rho (predicted, measured) |")
+    lines.append("|---|---|---|---|---|---|---|")
+
+    def summary(name, rs):
+        ok = [r for r in rs if r.get("tessel_correct")]
+        t = [r for r in ok if r.get("speedup_vs_best")]
+        within = sum(1 for r in t if r["speedup_vs_best"] >= 1 / 1.1)
+        pm = [r for r in ok if r.get("tessel_ms") and r.get("tessel_predicted_ms")]
+        rho = spearman([r["tessel_predicted_ms"] for r in pm], [r["tessel_ms"] for r in pm])
+        return "| %s | %d | %d | %s | %s | %s | %s |" % (
+            name, len(rs), len(ok), fmt(geomean([r.get("speedup_vs_compile") for r in t]), "%.2f"),
+            fmt(geomean([r["speedup_vs_best"] for r in t]), "%.2f"),
+            "%d/%d (%.0f%%)" % (within, len(t), 100.0 * within / len(t)) if t else "-", fmt(rho, "%.2f"))
+    for c in classes:
+        lines.append(summary(c, [r for r in rows if r["class"] == c]))
+    for dt in sorted({r["dtype"] for r in rows}):
+        lines.append(summary("all %s" % dt, [r for r in rows if r["dtype"] == dt]))
+    lines.append(summary("**all**", rows))
+    lines += ["", "## The 20 worst instances (Tessel time / best baseline)", "",
+              "| instance | Tessel ms | best ms (which) | Tessel / best | x floor | kernels (templates) |", "|---|---|---|---|---|---|"]
+    for r in sorted(timed, key=lambda r: r["speedup_vs_best"])[:20]:
+        which = min((k for k in ("eager_ms", "compile_ms", "vendor_ms", "autotune_ms") if r.get(k)), key=lambda k: r[k])
+        lines.append("| %s | %.4f | %.4f (%s) | %.2f | %.2f | %s |" % (
+            r["id"], r["tessel_ms"], r["best_baseline_ms"], which[:-3], 1 / r["speedup_vs_best"], r["vs_floor"],
+            " ".join(r.get("families") or [])))
+    bad = [r for r in rows if not r.get("tessel_correct")]
+    if bad:
+        lines += ["", "## Not correct or not compiled (%d)" % len(bad), ""]
+        for r in bad:
+            lines.append("- %s: status %s %s" % (r["id"], r.get("tessel_status"), (r.get("tessel_log") or "").strip().splitlines()[-1:] ))
+    fam = {}
+    for r in correct:
+        for t in r.get("families") or []:
+            fam[t] = fam.get(t, 0) + 1
+    lines += ["", "Kernel templates over correct instances: " + ", ".join("%s %d" % kv for kv in sorted(fam.items(), key=lambda kv: -kv[1]))]
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    plots(args.out, rows, classes, meta)
+
+
+def plots(out, rows, classes, meta):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib not available: no plots (sweep.csv has the numbers)")
+        return
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for c in classes:
+        v = sorted(1 / r["speedup_vs_best"] for r in rows if r["class"] == c and r.get("speedup_vs_best"))
+        if v:
+            ax.step([v[0]] + v, [0] + [(i + 1) / len(v) for i in range(len(v))], where="post",
+                    label="%s (%d)" % (c, len(v)))
+    ax.axvline(1.0, color="gray", lw=0.8)
+    ax.axvline(1.1, color="gray", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("Tessel time / best baseline time (eager, torch.compile, vendor)")
+    ax.set_ylabel("fraction of instances")
+    ax.set_title("Op sweep CDF, %s, %s, L2 %s" % (meta["gpu"], meta["date"], meta["l2"]))
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "cdf.png"), dpi=110)
+    fig, ax = plt.subplots(figsize=(7, 6))
+    for c in classes:
+        pts = [(r["tessel_ms"], r["tessel_predicted_ms"]) for r in rows
+               if r["class"] == c and r.get("tessel_ms") and r.get("tessel_predicted_ms")]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, label=c)
+    lo = min([r["tessel_ms"] for r in rows if r.get("tessel_ms")] + [1e-3])
+    hi = max([r["tessel_ms"] for r in rows if r.get("tessel_ms")] + [1.0])
+    ax.plot([lo, hi], [lo, hi], color="gray", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured ms")
+    ax.set_ylabel("predicted ms")
+    ax.set_title("Cost model: predicted vs measured (%s)" % meta["gpu"])
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "predicted.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()
