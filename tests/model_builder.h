@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ class ModelBuilder {
   std::string weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
     const TensorType type{dt_, std::move(shape)};
     m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, -1.0, 1.0, seed}});
+    return name;
+  }
+  /// A 1-D i64 weight with these values (shapes, axes).
+  std::string weight_i64(const std::string& name, const std::vector<int64_t>& values) {
+    const TensorType type{DType::i64, {static_cast<int64_t>(values.size())}};
+    m_.weights.push_back({name, type, std::make_shared<const HostTensor>(type, std::vector<double>(values.begin(), values.end()))});
     return name;
   }
   std::string op(const std::string& type, std::vector<std::string> inputs, std::map<std::string, AttrValue> attrs = {}) {

@@ -2,6 +2,7 @@
 #include "tilegraph/sampled_reference.h"
 
 #include <algorithm>
+#include <climits>
 #include <exception>
 #include <map>
 #include <random>
@@ -46,14 +47,74 @@ std::vector<int64_t> box_extents(const std::vector<int64_t>& extents, int64_t ta
   return box;
 }
 
-// Evaluates the group of `sink` on the sink box (begin, extent over its spatial axes); returns
-// the sink's values over the box, row-major.
-HostTensor evaluate_box(const OpGraph& graph, const std::vector<NodeId>& group, NodeId sink,
-                        const std::vector<int64_t>& begin, const std::vector<int64_t>& extent,
+int64_t volume(const std::vector<int64_t>& extent) {
+  int64_t v = 1;
+  for (int64_t e : extent) v *= e;
+  return v;
+}
+
+bool reinterprets(const TeNode& node) {
+  const std::vector<int64_t> e = node.extents();
+  return node.output().shape != std::vector<int64_t>(e.begin(), e.begin() + node.num_spatial());
+}
+
+// The values a node computed over the spatial part of its domain box, laid out in its output
+// tensor's coordinates for consumers: for a node that reinterprets its domain (a Reshape), the
+// bounding box in output coordinates of the elements computed (the ones consumers read are all
+// among them; the rest of the box stays 0 and is never read).
+std::pair<HostTensor, std::vector<int64_t>> as_output_window(const TeNode& node, HostTensor values,
+                                                             const std::vector<int64_t>& begin) {
+  const int ns = node.num_spatial();
+  if (!reinterprets(node)) return {std::move(values), begin};
+  const std::vector<int64_t> all = node.extents();
+  const std::vector<int64_t> dom(all.begin(), all.begin() + ns);
+  const std::vector<int64_t>& shape = node.output().shape;
+  const std::vector<int64_t> box = values.shape();
+  // Each computed point's output index, through the row-major linear index.
+  auto output_index = [&](const std::vector<int64_t>& p, std::vector<int64_t>& out) {
+    int64_t linear = 0;
+    for (int a = 0; a < ns; ++a) linear = linear * dom[a] + begin[a] + p[a];
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      out[d] = linear % shape[d];
+      linear /= shape[d];
+    }
+  };
+  auto for_each_point = [&](auto&& f) {
+    std::vector<int64_t> p(ns, 0);
+    for (int64_t i = 0; i < values.size(); ++i) {
+      f(i, p);
+      for (int a = ns - 1; a >= 0; --a) {
+        if (++p[a] < box[a]) break;
+        p[a] = 0;
+      }
+    }
+  };
+  std::vector<int64_t> lo(shape.size(), INT64_MAX), hi(shape.size(), -1), idx(shape.size());
+  for_each_point([&](int64_t, const std::vector<int64_t>& p) {
+    output_index(p, idx);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      lo[d] = std::min(lo[d], idx[d]);
+      hi[d] = std::max(hi[d], idx[d]);
+    }
+  });
+  std::vector<int64_t> extent(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) extent[d] = hi[d] - lo[d] + 1;
+  HostTensor window(TensorType{node.output().dtype, extent});
+  for_each_point([&](int64_t i, const std::vector<int64_t>& p) {
+    output_index(p, idx);
+    int64_t off = 0;
+    for (size_t d = 0; d < shape.size(); ++d) off = off * extent[d] + idx[d] - lo[d];
+    window.data()[off] = values[i];
+  });
+  return {std::move(window), lo};
+}
+
+// Evaluates the propagated boxes node by node; returns the sink's values over its domain box,
+// row-major.
+HostTensor evaluate_box(const OpGraph& graph, const GroupPropagation& prop, NodeId sink,
                         const std::map<TensorId, const HostTensor*>& sources) {
-  const GroupPropagation prop = propagate_group(graph, group, sink, tile_for_output(graph.node(sink), begin, extent));
-  TESSEL_ASSERT(prop.ok, "sampling: propagation through the graph failed: ", prop.reason);
   std::map<NodeId, std::pair<HostTensor, std::vector<int64_t>>> computed;  // values, origin
+  HostTensor result;
   for (const NodeTile& nt : prop.nodes) {
     const TeNode& node = graph.node(nt.node);
     std::vector<TensorWindow> windows;
@@ -67,10 +128,14 @@ HostTensor evaluate_box(const OpGraph& graph, const std::vector<NodeId>& group, 
       }
     }
     HostTensor values = evaluate_window(node, windows, DomainBox{nt.tile.begin, nt.tile.extent});
-    std::vector<int64_t> origin(nt.tile.begin.begin(), nt.tile.begin.begin() + node.num_spatial());
-    computed.emplace(nt.node, std::make_pair(std::move(values), std::move(origin)));
+    if (nt.node == sink) {
+      result = std::move(values);
+      continue;
+    }
+    const std::vector<int64_t> begin(nt.tile.begin.begin(), nt.tile.begin.begin() + node.num_spatial());
+    computed.emplace(nt.node, as_output_window(node, std::move(values), begin));
   }
-  return std::move(computed.at(sink).first);
+  return result;
 }
 
 }  // namespace
@@ -97,20 +162,12 @@ SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTe
   SampledReference result;
   if (inputs.size() != graph.inputs().size())
     throw UserError("", "", cat("the model has ", graph.inputs().size(), " inputs, ", inputs.size(), " were given"));
-  // 1. Preconditions: every output computed by a node, no node reinterpreting its domain.
+  // 1. Preconditions: every output computed by a node.
   for (TensorId t : graph.outputs())
     if (graph.producer(t) < 0) {
       result.reason = cat("output '", graph.tensor(t).name, "' is an input or a weight");
       return result;
     }
-  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
-    const TeNode& node = graph.node(n);
-    const std::vector<int64_t> e = node.extents();
-    if (node.output().shape != std::vector<int64_t>(e.begin(), e.begin() + node.num_spatial())) {
-      result.reason = cat("node '", node.name(), "' reinterprets its domain as ", node.output().print());
-      return result;
-    }
-  }
   // 2. Every graph input and weight the sample may read, materialized once and shared.
   std::vector<HostTensor> weights;
   weights.reserve(graph.num_tensors());
@@ -130,6 +187,7 @@ SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTe
   struct Box {
     size_t output;
     std::vector<int64_t> begin, extent;
+    GroupPropagation prop;
   };
   std::vector<Box> boxes;
   std::mt19937_64 rng(options.seed);
@@ -145,10 +203,29 @@ SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTe
         const int64_t room = extents[a] - box[a];
         begin[a] = b == 0 ? 0 : b == 1 ? room : std::uniform_int_distribution<int64_t>(0, room)(rng);
       }
-      boxes.push_back({o, begin, box});
+      boxes.push_back({o, begin, box, {}});
     }
   }
-  // 4. Evaluate the boxes on parallel threads.
+  // 4. Propagate every box backwards through the graph; a sample that would evaluate more than
+  //    options.max_share of the whole graph's points is not worth it (the sample is evaluated point
+  //    by point, the whole graph on the interpreter's vectorized, threaded path).
+  int64_t whole_points = 0, sample_points = 0;
+  for (NodeId n = 0; n < graph.num_nodes(); ++n) whole_points += volume(graph.node(n).extents());
+  for (Box& b : boxes) {
+    const NodeId sink = graph.producer(graph.outputs()[b.output]);
+    b.prop = propagate_group(graph, ancestors(graph, sink), sink, tile_for_output(graph.node(sink), b.begin, b.extent));
+    if (!b.prop.ok) {
+      result.reason = cat("propagating a sample box failed: ", b.prop.reason);
+      return result;
+    }
+    for (const NodeTile& nt : b.prop.nodes) sample_points += volume(nt.tile.extent);
+  }
+  if (options.max_share > 0 && static_cast<double>(sample_points) > options.max_share * static_cast<double>(whole_points)) {
+    result.reason = cat("a sample would evaluate ", sample_points, " of the graph's ", whole_points,
+                        " domain points, more than ", options.max_share * 100, "%");
+    return result;
+  }
+  // 5. Evaluate the boxes on parallel threads.
   std::vector<HostTensor> values(boxes.size());
   std::vector<std::exception_ptr> errors(boxes.size());
   {
@@ -156,8 +233,7 @@ SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTe
     for (size_t b = 0; b < boxes.size(); ++b)
       pool.emplace_back([&, b] {
         try {
-          const NodeId sink = graph.producer(graph.outputs()[boxes[b].output]);
-          values[b] = evaluate_box(graph, ancestors(graph, sink), sink, boxes[b].begin, boxes[b].extent, sources);
+          values[b] = evaluate_box(graph, boxes[b].prop, graph.producer(graph.outputs()[boxes[b].output]), sources);
         } catch (...) {
           errors[b] = std::current_exception();
         }
@@ -166,11 +242,14 @@ SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTe
   }
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  // 5. Flat indices of the boxes' elements (row-major over the output) and their values.
+  // 6. Flat indices of the boxes' elements and their values. The output's row-major flat index is
+  //    the sink domain's row-major linear index, also when the sink reinterprets its domain.
   result.outputs.resize(graph.outputs().size());
   for (size_t b = 0; b < boxes.size(); ++b) {
     const Box& box = boxes[b];
-    const std::vector<int64_t>& shape = graph.tensor(graph.outputs()[box.output]).type.shape;
+    const TeNode& sink = graph.node(graph.producer(graph.outputs()[box.output]));
+    const std::vector<int64_t> all = sink.extents();
+    const std::vector<int64_t> shape(all.begin(), all.begin() + sink.num_spatial());
     SampledOutput& out = result.outputs[box.output];
     std::vector<double> expected(out.expected.values());
     std::vector<int64_t> point(box.extent.size(), 0);

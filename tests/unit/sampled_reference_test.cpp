@@ -34,6 +34,7 @@ SampledOutput check_against_whole(const OpGraph& g, int64_t min_elements) {
   SampleOptions options;
   options.min_elements = min_elements;
   options.seed = 7;
+  options.max_share = 0;  // these graphs are small: sample them however much of them it takes
   const SampledReference s = interpret_sample(g, inputs, options);
   REQUIRE_MESSAGE(s.ok, s.reason);
   REQUIRE(s.outputs.size() == 1);
@@ -92,18 +93,36 @@ TEST_CASE("sampled reference: an output smaller than the sample is sampled whole
   CHECK(idx.size() == 15);
 }
 
-TEST_CASE("sampled reference: a reshape is not sampled, and says so") {
+TEST_CASE("sampled reference: through reshapes (heads split and merged) and a transpose") {
+  // [2, 6, 32] -> heads [2, 6, 4, 8] -> [2, 4, 6, 8] -> x 2 -> back to [2, 6, 32] -> a projection.
   ModelBuilder m(DType::f32);
-  const std::string x = m.input("x", {4, 6});
-  const std::string shape = m.op("Constant", {}, {{"value_ints", std::vector<int64_t>{3, 8}}});
-  const OpGraph g = m.graph(m.op("Exp", {m.op("Reshape", {x, shape})}));
-  const SampledReference s = interpret_sample(g, random_inputs(g, 1));
-  if (!s.ok) {
-    CHECK(s.reason.find("reinterprets") != std::string::npos);
-  } else {
-    // A reshape lowered without reinterpretation (a plain copy node) samples like any node.
-    const std::vector<HostTensor> whole = interpret(g, random_inputs(g, 1));
-    const HostTensor picked = gather_elements(whole[0], s.outputs[0].flat_index);
-    for (int64_t i = 0; i < picked.size(); ++i) CHECK(s.outputs[0].expected[i] == doctest::Approx(picked[i]));
+  const std::string x = m.input("x", {2, 6, 32});
+  const std::string split = m.op("Reshape", {x, m.weight_i64("s1", {2, 6, 4, 8})});
+  const std::string heads = m.op("Transpose", {split}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  const std::string back = m.op("Transpose", {m.op("Exp", {heads})}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  const std::string merged = m.op("Reshape", {back, m.weight_i64("s2", {2, 6, 32})});
+  const OpGraph g = m.graph(m.op("MatMul", {merged, m.weight("w", {32, 24}, 5)}));
+  int reinterpreting = 0;  // the reshapes lower to nodes whose output reinterprets their domain
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    const std::vector<int64_t> e = g.node(n).extents();
+    reinterpreting += g.node(n).output().shape != std::vector<int64_t>(e.begin(), e.begin() + g.node(n).num_spatial());
   }
+  CHECK(reinterpreting >= 1);
+  check_against_whole(g, 64);
+  // A reshape as the last node: the sample's flat indices are the output's.
+  ModelBuilder r(DType::f32);
+  const std::string y = r.input("y", {6, 10});
+  const OpGraph h = r.graph(r.op("Reshape", {r.op("Sigmoid", {y}), r.weight_i64("s", {3, 20})}));
+  check_against_whole(h, 16);
+}
+
+TEST_CASE("sampled reference: a sample that would cost most of the graph is refused") {
+  // Every element of a row sum needs its whole row: four boxes of a [4, 4096] -> [4] graph are the
+  // whole graph four times over.
+  ModelBuilder m(DType::f32);
+  const std::string x = m.input("x", {4, 4096});
+  const OpGraph g = m.graph(m.op("ReduceSum", {x, m.weight_i64("axes", {1})}, {{"keepdims", int64_t{0}}}));
+  const SampledReference s = interpret_sample(g, random_inputs(g, 1));
+  CHECK_FALSE(s.ok);
+  CHECK(s.reason.find("domain points, more than") != std::string::npos);
 }
