@@ -59,6 +59,12 @@ def select(args):
     if args.shard:
         k, n = (int(v) for v in args.shard.split("/"))
         chosen = [inst for j, inst in enumerate(chosen) if j % n == k]
+    if args.skip_timed:  # instances an earlier run already timed (merge the runs with --render)
+        done = set()
+        for path in args.skip_timed:
+            with open(path) as f:
+                done |= {r["id"] for r in json.load(f)["instances"] if r.get("tessel_ms") or r.get("timed")}
+        chosen = [inst for inst in chosen if inst.id not in done]
     return chosen
 
 
@@ -227,6 +233,7 @@ def main():
     p.add_argument("--shard", help="I/N: every N-th instance from the I-th (0-based)")
     p.add_argument("--only", nargs="+")
     p.add_argument("--classes", nargs="+")
+    p.add_argument("--skip-timed", nargs="+", metavar="SWEEP_JSON", help="leave out instances these runs timed")
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--time-per-instance", type=float, default=0.5,
                    help="seconds of Tessel's timed runs to aim for (fewer replays of slow code)")
