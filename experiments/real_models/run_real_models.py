@@ -3,9 +3,11 @@
 transformers, exported to ONNX on the GPU machine with random weights from their constructors (no
 downloads), each at two batch sizes (or sequence lengths), fp16 on the GPU, side by side:
 
-  * Tessel: `tessel run MODEL.onnx --device cuda --hw HW --check --time N --report R.json` with an
-    empty compile cache: every output compared with the reference interpreter (fp64) before the
-    compiled model is timed as CUDA-graph replays, each between two CUDA events (median);
+  * Tessel: `tessel run MODEL.onnx --device cuda --hw HW --check ...` with an empty compile cache:
+    every output compared with the reference interpreter (fp64) before the compiled model is timed as
+    CUDA-graph replays, each between two CUDA events (median). With the warm phase (below) this is two
+    runs: the cold compile + check in the parallel phase, the timing alone in the serial loop, from
+    the case's compile cache; otherwise one `tessel run ... --check --time N --report R.json`;
   * PyTorch eager and torch.compile (default mode) of the same module, timed the same way by
     experiments/timing/gpu_timing.py (captured in a CUDA graph, replays timed with events; a callable
     that cannot be captured is timed as a loop and the row says so); for transformers models also the
@@ -16,31 +18,60 @@ downloads), each at two batch sizes (or sequence lengths), fp16 on the GPU, side
 Warm phase first (--warm-jobs N, default 6; 0 turns it off): the selected cases are split over N
 worker processes (this script with a hidden --warm-compile), started together; each builds its models
 (same seeds and code path as below), exports each case's ONNX file to the path the serial loop uses
-(with a sidecar WORK/onnx/ID.warm.json naming the exporter and this run's token) and runs
-torch.compile(model)(*inputs) once (and the SDPA variant's, unless --no-sdpa) to fill Inductor's
-on-disk caches, in TORCHINDUCTOR_CACHE_DIR (default WORK/inductor, set before anything starts, shared
-by both phases). Why: whole-model torch.compile is 20-60 s of CPU time per case, done in parallel
-here while nothing is timed; the timings stay alone on the GPU. torch._inductor.config.
-autotune_local_cache is False in the workers, so no kernel configuration chosen while the GPU is
-shared is stored; it is False in the serial phase of such a run too, since Inductor's config is part
-of its FX graph cache key (the serial phase still autotunes, alone, at each first call). The phase
-ends when every worker has, or after --warm-timeout s (default 300, cut to what is left of
---time-budget), when the stragglers' process groups are killed. Worker failures are never fatal: the
-serial loop does everything again for a case whose warm-up failed. Each row says `warm_phase` ("ok",
-"failed: ...", "off"); the json's `warm_phase` and `warm_phase_s` give the phase's workers and seconds.
-The serial loop takes a case's ONNX file when the warm phase of this run wrote it (exporter
-"cached (warm phase: torchscript)", say) and exports it itself otherwise.
+(with a sidecar WORK/onnx/ID.warm.json naming the exporter and this run's token), then runs Tessel's
+cold compile + check of it (below), then torch.compile(model)(*inputs) once (and the SDPA variant's,
+unless --no-sdpa) to fill Inductor's on-disk caches, in TORCHINDUCTOR_CACHE_DIR (default WORK/inductor,
+set before anything starts, shared by both phases). Why: whole-model torch.compile is 20-60 s of CPU
+time per case, Tessel's NVRTC compiles and fp64 reference check 10-35 s, done in parallel here while
+nothing is timed; the timings stay alone on the GPU. torch._inductor.config.autotune_local_cache is
+False in the workers, so no kernel configuration chosen while the GPU is shared is stored; it is False
+in the serial phase of such a run too, since Inductor's config is part of its FX graph cache key (the
+serial phase still autotunes, alone, at each first call). The phase ends when every worker has, or
+after --warm-timeout s (default 300, cut to what is left of --time-budget), when the stragglers'
+process groups are killed (and the Tessel run each was in, its own process group). Worker failures are
+never fatal: the serial loop does everything again for a case whose warm-up failed. Each row says
+`warm_phase` ("ok", "failed: ...", "off"); the json's `warm_phase` and `warm_phase_s` give the phase's
+workers and seconds. The serial loop takes a case's ONNX file when the warm phase of this run wrote it
+(exporter "cached (warm phase: torchscript)", say) and exports it itself otherwise.
+
+Tessel in the warm phase (unless --no-warm-check or the binary is missing): right after the export,
+before torch.compile (so a check finished is kept when the worker is killed during its compile), the
+worker runs `tessel run MODEL.onnx --device cuda --hw HW --check --cache WORK/cache/ID --report
+WORK/reports/ID.check.json --threads T` (no --time; T = max(1, cores // workers), the cores shared out
+as Inductor's compile threads are), the cache emptied first, with the serial loop's timeout (cut to
+end 5 s before the phase's deadline; not started with under 20 s left). The bundled models are
+checked the same way by the workers (no torch needed). The serial loop then, per case:
+  * check passed (exit 0, every output ok) in this run's warm phase, on the ONNX file the serial loop
+    uses: `tessel run ... --cache WORK/cache/ID --time N --report R.json` WITHOUT --check, every kernel
+    from the compile cache; tessel_ms and the timing from it, its compile seconds as
+    `tessel_compile_cached_s` (and its cache hits as `tessel_time_cache_hits`); correctness,
+    check_mode, rel_l2_error, kernels, predicted time and the cold compile (schedule_s, codegen_s,
+    toolchain_s, tessel_compile_cold_s) from the check's report. tessel_correct is the check's verdict:
+    a row can be correct with no time when only the timing run failed (its tessel_status says so).
+    A timing run that wrote a new .cubin into the cache (or had no hit) timed code not all checked:
+    its time is discarded (tessel_warm_timing_discarded) and the case falls back to the serial run;
+  * check failed (exit 1: a mismatch): no run; code that failed its check is never timed; the row is
+    the check's (tessel_status 1, tessel_mismatch, tessel_log);
+  * no check (phase off, --no-warm-check, worker killed or dead, check skipped, timed out, crashed,
+    another exit status, a re-exported file): today's single cold `tessel run --check --time N`.
+Each Tessel row says `tessel_check_phase` ("warm" or "serial") and, when the warm phase had Tessel
+checks on, `tessel_warm_check` (its verdict in words); warm rows keep `tessel_check_wall_s`,
+`tessel_check_threads`, `tessel_check_report` and `tessel_check_cmd`. Tessel's cold compile time of a
+"warm" row was measured beside other CPU work (several workers compiling at once, T threads each), so
+it is an upper bound of the cold compile alone; the serial run's compile from the cache is
+`tessel_compile_cached_s`.
 
 Then, per model: export and PyTorch timings of every case, the PyTorch model freed, then one Tessel
-subprocess per case, so the GPU never runs two timed things at once. --time-budget counts from the
-script's start (the warm phase included): no new model is started after it.
+subprocess per case (timing only when the warm phase checked it), so the GPU never runs two timed
+things at once. --time-budget counts from the script's start (the warm phase included): no new model
+is started after it.
 
 Writes OUT/real_models.json (rows and the environment), OUT/real_models.csv, OUT/real_models.png
 (speedup over torch.compile, log scale) when matplotlib imports, and prints a table last. json and
 csv are rewritten after every case, so a run cut off keeps what it measured.
 
   experiments/real_models/run_real_models.py [--tessel dist/tessel/bin/tessel] [--out DIR] [--only NAME ...]
-      [--warm-jobs 6] [--warm-timeout 300]
+      [--warm-jobs 6] [--warm-timeout 300] [--no-warm-check]
   experiments/real_models/run_real_models.py --render A/real_models.json B/real_models.json --out DIR
 """
 
@@ -560,11 +591,14 @@ def torch_part_isolated(model, cases, args, timeout):
 # ---- Warm phase ------------------------------------------------------------------------------------
 #
 # Before the serial loop, --warm-jobs worker processes (this script with --warm-compile) export every
-# selected case's ONNX file and run torch.compile once per case (and its SDPA variant), in parallel,
-# so that the CPU work (tracing, Inductor lowering, Triton compiles) fills the on-disk caches
-# (TORCHINDUCTOR_CACHE_DIR, shared by both phases) while nothing is timed. The serial loop then does
-# everything again per case, alone on the GPU: it takes the ONNX file when the warm phase wrote it in
-# this run (sidecar json with this run's token), and its torch.compile finds Inductor's caches full.
+# selected case's ONNX file, run Tessel's cold compile + check of it (into the case's Tessel compile
+# cache) and torch.compile once per case (and its SDPA variant), in parallel, so that the CPU work
+# (NVRTC, the fp64 reference check, tracing, Inductor lowering, Triton compiles) fills the on-disk
+# caches (TORCHINDUCTOR_CACHE_DIR, shared by both phases; WORK/cache/ID) while nothing is timed; the
+# bundled models get their Tessel check there too. The serial loop then, alone on the GPU, takes the
+# ONNX file when the warm phase wrote it in this run (sidecar json with this run's token), times Tessel
+# from its compile cache without --check when the check passed (and not at all when it failed), and
+# its torch.compile finds Inductor's caches full.
 # autotune_local_cache is off in both phases: no kernel configuration chosen while the GPU is shared
 # is stored, and the FX graph cache key (which includes Inductor's config) is the same in both.
 
@@ -617,10 +651,49 @@ def warm_compile_once(torch, module, inputs):
         free_cuda(torch)
 
 
+def bundled_models(args):
+    """The selected bundled models: [(row id "bundled/STEM", path)]."""
+    out = []
+    if args.skip_bundled:
+        return out
+    for path in sorted(glob.glob(os.path.join(ROOT, "experiments", "models", "*.json"))):
+        stem = os.path.splitext(os.path.basename(path))[0]
+        rid = "bundled/" + stem
+        # A bundled file's own name selects it unless a real model has that name (resnet50).
+        if selected(args.only, "bundled", rid, None if stem in {m["name"] for m in MODELS} else stem):
+            out.append((rid, path))
+    return out
+
+
+def warm_tessel_check(args, rid, model_path, shape_args=()):
+    """A warm worker's Tessel check of one case (tessel_check), with the serial loop's timeout cut to
+    end 5 s before the warm phase's deadline (so no check outlives its worker); skipped when less than
+    20 s would be left."""
+    timeout = tessel_timeout(args)
+    if args.warm_deadline:
+        left = args.warm_deadline - time.time() - 5
+        if left < 20:
+            log("warm %s: no Tessel check (%.0f s left of the warm phase)" % (rid, left + 5))
+            return {"token": args.warm_token, "status": "skipped",
+                    "why": "%.0f s left of the warm phase" % (left + 5)}
+        timeout = min(timeout, left)
+    try:
+        return tessel_check(args, rid, model_path, timeout, shape_args, threads=args.tessel_threads,
+                            pgid_file=args.warm_out + ".tessel-pgid")
+    except Exception as e:
+        return {"token": args.warm_token, "status": "error", "why": short_error(e, 300)}
+
+
 def warm_main(args):
-    """Worker: export and torch.compile each case in args.warm_compile (same seeds and code path as
-    torch_part); results in args.warm_out, rewritten after every case. Never raises."""
+    """Worker: export, Tessel check (with --warm-check) and torch.compile each case in args.warm_compile
+    (same seeds and code path as torch_part), then the Tessel check of the bundled ids in it; results
+    in args.warm_out, rewritten after every step. Never raises."""
     wanted = set(args.warm_compile)
+    bundled = {}
+    for rid in wanted:
+        path = os.path.join(ROOT, "experiments", "models", rid[len("bundled/"):] + ".json")
+        if args.warm_check and rid.startswith("bundled/") and os.path.isfile(path):
+            bundled[rid] = path
     results = {}
 
     def flush():
@@ -629,17 +702,19 @@ def warm_main(args):
             json.dump(results, f, default=str)
         os.replace(tmp, args.warm_out)
 
+    real = {case_id(m, c) for m in MODELS for c in m["cases"]} & wanted
     try:
-        import torch
-        warm_inductor_config()
+        if real:
+            import torch
+            warm_inductor_config()
     except Exception as e:
-        for rid in wanted:
+        for rid in real:
             results[rid] = {"warm_phase": "failed: torch not importable: " + short_error(e, 200)}
         flush()
-        return 0
+        real = set()
     do_compile = not (args.no_compile or args.no_torch_timing)
-    for model in MODELS:
-        cases = [c for c in model["cases"] if case_id(model, c) in wanted]
+    for model in MODELS if real else []:
+        cases = [c for c in model["cases"] if case_id(model, c) in real]
         if not cases:
             continue
         module = sdpa_module = None
@@ -654,6 +729,7 @@ def warm_main(args):
             module = None
             free_cuda(torch)
             continue
+        poisoned = False
         for case in cases:
             rid = case_id(model, case)
             res, errors = {}, []
@@ -673,6 +749,14 @@ def warm_main(args):
                 os.replace(tmp, sidecar_path(args, rid))
                 if not exp.get("exporter"):
                     errors.append("export: " + json.dumps(exp.get("export_errors"))[:200])
+                elif args.warm_check:
+                    # Before torch.compile: kept (flushed) even when the worker is killed during the compile.
+                    info = describe_onnx(path)
+                    info["input_shapes"] = {n: list(t.shape) for n, t in zip(model["input_names"], inputs)}
+                    res["tessel_check"] = warm_tessel_check(args, rid, path, shape_args_for(info))
+                    res["warm_phase"] = "failed: worker stopped after the Tessel check, before torch.compile ended"
+                    results[rid] = res
+                    flush()
                 if do_compile:
                     try:
                         log("warm %s: torch.compile" % rid)
@@ -704,21 +788,41 @@ def warm_main(args):
             flush()
             log("warm %s: %s (%.0f s)" % (rid, res["warm_phase"][:200], res["warm_s"]))
             if not cuda_healthy(torch):
-                for other in wanted:
+                for other in real:
                     results.setdefault(other, {"warm_phase": "failed: CUDA context unusable after an earlier "
                                                              "case of this worker"})
                 flush()
-                return 0
+                poisoned = True
+                break
         del module, sdpa_module
         free_cuda(torch)
+        if poisoned:
+            break
+    # Bundled models: the Tessel check only (a subprocess: this worker's CUDA context plays no part).
+    for rid in sorted(wanted - real):
+        if rid in results:
+            continue
+        t_case = time.time()
+        if rid not in bundled:
+            results[rid] = {"warm_phase": "failed: not a case of this script"}
+        else:
+            chk = warm_tessel_check(args, rid, bundled[rid])
+            results[rid] = {"tessel_check": chk, "warm_s": time.time() - t_case,
+                            "warm_phase": "ok" if chk.get("status") not in ("error", "skipped")
+                            else "failed: Tessel check %s: %s" % (chk.get("status"), chk.get("why"))}
+        flush()
     return 0
 
 
 def run_warm_phase(args, ids, timeout):
     """Starts min(--warm-jobs, len(ids)) workers at once, waits for them (killing the process groups of
-    those still running after timeout s). Returns ({case id: row fields}, metadata)."""
+    those still running after timeout s, and of the Tessel check each was running). Returns ({case id:
+    row fields, with the warm Tessel check under "tessel_check"}, metadata)."""
     t0 = time.time()
     n = max(1, min(args.warm_jobs, len(ids)))
+    deadline = t0 + timeout
+    # Tessel's NVRTC compiles and reference interpreter: the cores shared out as Inductor's are.
+    tessel_threads = max(1, (os.cpu_count() or 16) // n)
     parts = [ids[w::n] for w in range(n)]
     wdir = os.path.join(args.work, "warm")
     os.makedirs(wdir, exist_ok=True)
@@ -730,11 +834,15 @@ def run_warm_phase(args, ids, timeout):
     for w, part in enumerate(parts):
         out = os.path.join(wdir, "worker-%d.json" % w)
         logf = os.path.join(wdir, "worker-%d.log" % w)
-        for f in (out, logf):
+        for f in (out, logf, out + ".tessel-pgid"):
             if os.path.exists(f):
                 os.remove(f)
         cmd = [sys.executable, os.path.abspath(__file__), "--warm-compile"] + part + [
             "--warm-out", out, "--warm-token", args.warm_token, "--work", args.work]
+        if args.warm_check:
+            cmd += ["--warm-check", "--tessel", args.tessel, "--hw", args.hw, "--tessel-threads", str(tessel_threads),
+                    "--tessel-timeout", repr(args.tessel_timeout), "--call-limit", repr(args.call_limit),
+                    "--t-start", repr(T_START), "--warm-deadline", repr(deadline)]
         for flag in ("no_compile", "no_sdpa", "no_torch_timing"):
             if getattr(args, flag):
                 cmd.append("--" + flag.replace("_", "-"))
@@ -746,9 +854,9 @@ def run_warm_phase(args, ids, timeout):
         except OSError as e:
             wk["status"] = "error: " + short_error(e, 200)
         workers.append(wk)
-    log("warm phase: %d workers for %d cases (timeout %.0f s, Inductor cache %s, %s compile threads each)"
-        % (n, len(ids), timeout, os.environ.get("TORCHINDUCTOR_CACHE_DIR"), env["TORCHINDUCTOR_COMPILE_THREADS"]))
-    deadline = t0 + timeout
+    log("warm phase: %d workers for %d cases (timeout %.0f s, Inductor cache %s, %s compile threads each; %s)"
+        % (n, len(ids), timeout, os.environ.get("TORCHINDUCTOR_CACHE_DIR"), env["TORCHINDUCTOR_COMPILE_THREADS"],
+           "Tessel checks with %d threads each" % tessel_threads if args.warm_check else "no Tessel check"))
     while True:
         running = [wk for wk in workers if wk.get("proc") and wk["status"] is None]
         for wk in running:
@@ -768,6 +876,18 @@ def run_warm_phase(args, ids, timeout):
                 try:
                     wk["proc"].wait(timeout=30)
                 except Exception:
+                    pass
+                # The Tessel check it was running (its own process group), if any.
+                try:
+                    with open(wk["out"] + ".tessel-pgid") as f:
+                        pgid = int(f.read().strip())
+                    os.killpg(pgid, signal.SIGKILL)
+                    log("  warm worker %d: its tessel run (process group %d) killed" % (workers.index(wk), pgid))
+                except (OSError, ValueError):
+                    pass
+                try:
+                    os.remove(wk["out"] + ".tessel-pgid")
+                except OSError:
                     pass
                 wk["status"], wk["wall_s"] = "timeout", time.time() - t0
                 log("  warm worker %d killed after %.0f s" % (workers.index(wk), wk["wall_s"]))
@@ -794,6 +914,7 @@ def run_warm_phase(args, ids, timeout):
                     why = "worker ended (status %s) without a result for this case: %s" % (
                         wk["status"], (tail(text, 200).strip().splitlines() or [""])[-1])
                 r = {"warm_phase": "failed: " + why}
+            r.setdefault("warm_phase", "failed: no status in the worker's result")
             fields[rid] = r
         mw = {"cases": wk["cases"], "status": wk["status"], "wall_s": wk.get("wall_s"), "log": wk["log"]}
         if wk["status"] != 0:
@@ -806,16 +927,24 @@ def run_warm_phase(args, ids, timeout):
             "ok": sum(1 for r in fields.values() if r.get("warm_phase") == "ok"),
             "inductor_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
             "compile_threads_per_worker": env.get("TORCHINDUCTOR_COMPILE_THREADS"),
-            "autotune_local_cache": False, "workers": meta_workers}
-    log("warm phase done in %.0f s: %d of %d cases ok" % (meta["seconds"], meta["ok"], len(ids)))
+            "autotune_local_cache": False, "workers": meta_workers,
+            "tessel_check": bool(args.warm_check),
+            "tessel_threads_per_worker": tessel_threads if args.warm_check else None}
+    if args.warm_check:
+        verdicts = [warm_check_verdict(args, r.get("tessel_check"))[0] for r in fields.values()]
+        meta["tessel_checked"] = {"passed": verdicts.count("passed"), "failed": verdicts.count("failed"),
+                                  "not_checked": verdicts.count(None)}
+    log("warm phase done in %.0f s: %d of %d cases ok%s" % (
+        meta["seconds"], meta["ok"], len(ids), "; Tessel checks %s" % meta["tessel_checked"] if args.warm_check else ""))
     return fields, meta
 
 
 # ---- Tessel side -----------------------------------------------------------------------------------
 
-def run_group(cmd, timeout, stream_stderr=False):
+def run_group(cmd, timeout, stream_stderr=False, pgid_file=None):
     """Runs cmd in its own process group with a timeout (the whole group is killed on expiry).
-    Returns (status or "timeout" or "error", stdout + stderr, wall seconds)."""
+    Returns (status or "timeout" or "error", stdout + stderr, wall seconds). pgid_file: a file that
+    holds the child's process group id while it runs (a warm worker's, for the phase's killer)."""
     t0 = time.time()
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
@@ -823,6 +952,12 @@ def run_group(cmd, timeout, stream_stderr=False):
                                 text=True, start_new_session=True)
     except OSError as e:
         return "error", short_error(e), time.time() - t0
+    if pgid_file:
+        try:
+            with open(pgid_file, "w") as f:
+                f.write(str(proc.pid))
+        except OSError:
+            pass
     try:
         out, _ = proc.communicate(timeout=max(1.0, timeout))
         return proc.returncode, out or "", time.time() - t0
@@ -836,33 +971,52 @@ def run_group(cmd, timeout, stream_stderr=False):
         except Exception:
             out = ""
         return "timeout", out or "", time.time() - t0
+    finally:
+        if pgid_file:
+            try:
+                os.remove(pgid_file)
+            except OSError:
+                pass
 
 
-def tessel_part(args, rid, model_path, timeout, shape_args=()):
-    """One cold `tessel run --check --time N`; the report's numbers in row fields."""
-    cache = os.path.join(args.work, "cache", rid)
-    shutil.rmtree(cache, ignore_errors=True)
+def tessel_timeout(args):
+    """--tessel-timeout, cut to what is left of --call-limit (counted from the main script's start,
+    which a warm worker is given as --t-start), never under 20 s."""
+    start = args.t_start if getattr(args, "t_start", None) else T_START
+    left = args.call_limit - (time.time() - start) - 10
+    return min(args.tessel_timeout, max(20.0, left))
+
+
+def tessel_cache_dir(args, rid):
+    """The per-case compile cache: the warm check fills it, the serial run reads it."""
+    return os.path.join(args.work, "cache", rid.replace("/", "_"))
+
+
+def tessel_report_path(args, rid, kind):
+    """WORK/reports/ID.tessel.json (the serial run) or WORK/reports/ID.check.json (the warm check)."""
     reports = os.path.join(args.work, "reports")
     os.makedirs(reports, exist_ok=True)
-    report = os.path.join(reports, rid + ".tessel.json")
-    if os.path.exists(report):
-        os.remove(report)
-    cmd = [args.tessel, "run", model_path, "--device", "cuda", "--hw", args.hw, "--cache", cache,
-           "--check", "--time", str(args.repeats), "--report", report]
-    if args.cold_l2:
-        cmd.append("--cold-l2")
-    cmd += list(shape_args)
-    log("  %s: tessel run (timeout %.0f s)" % (rid, timeout))
-    status, text, wall = run_group(cmd, timeout)
-    row = {"tessel_status": status, "tessel_wall_s": wall, "tessel_timeout_s": timeout,
-           "tessel_cmd": " ".join(cmd)}
-    rep = {}
-    if os.path.exists(report):
-        try:
-            with open(report) as f:
-                rep = json.load(f) or {}
-        except Exception as e:
-            row["tessel_report_error"] = short_error(e, 200)
+    return os.path.join(reports, "%s.%s.json" % (rid.replace("/", "_"), kind))
+
+
+def read_report(path, row):
+    """The report json ({} when missing or unreadable; the reason in row["tessel_report_error"])."""
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            rep = json.load(f) or {}
+        return rep if isinstance(rep, dict) else {}
+    except Exception as e:
+        row["tessel_report_error"] = short_error(e, 200)
+        return {}
+
+
+def report_fields(status, rep, text, timed):
+    """Row fields of one `tessel run` from its exit status, report and output. Correct: status 0 and
+    every output of the report ok. The output's tail is kept when not correct (or, when timed, when
+    there is no time)."""
+    row = {}
     outputs = rep.get("outputs") or []
     row["tessel_correct"] = (status == 0 and bool(outputs) and
                              all(isinstance(o, dict) and o.get("ok") is True for o in outputs))
@@ -879,11 +1033,158 @@ def tessel_part(args, rid, model_path, timeout, shape_args=()):
     errs = [o.get("rel_l2_error") for o in outputs if isinstance(o, dict) and isinstance(o.get("rel_l2_error"), (int, float))]
     row["rel_l2_error"] = max(errs) if errs else None
     row["tessel_outputs"] = outputs
-    if not row["tessel_correct"] or row["tessel_ms"] is None:
+    if not row["tessel_correct"] or (timed and row["tessel_ms"] is None):
         row["tessel_log"] = tail(text, 4000)
-        mismatch = [l for l in text.splitlines() if l.startswith("MISMATCH")]
+        mismatch = [l for l in (text or "").splitlines() if l.startswith("MISMATCH")]
         if mismatch:
             row["tessel_mismatch"] = mismatch[:5]
+    return row
+
+
+def tessel_check(args, rid, model_path, timeout, shape_args=(), threads=None, pgid_file=None):
+    """Warm phase: one cold `tessel run --check` (no --time) into the case's cache, which the serial
+    run then reads. Returns {token, status, wall_s, report, cmd, fields: row fields of the check}."""
+    cache = tessel_cache_dir(args, rid)
+    shutil.rmtree(cache, ignore_errors=True)
+    report = tessel_report_path(args, rid, "check")
+    if os.path.exists(report):
+        os.remove(report)
+    cmd = [args.tessel, "run", model_path, "--device", "cuda", "--hw", args.hw, "--cache", cache,
+           "--check", "--report", report]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    cmd += list(shape_args)
+    log("warm %s: tessel run --check (timeout %.0f s, %s threads)" % (rid, timeout, threads or "all"))
+    status, text, wall = run_group(cmd, timeout, pgid_file=pgid_file)
+    res = {"token": args.warm_token, "status": status, "wall_s": wall, "timeout_s": timeout, "threads": threads,
+           "report": report, "cmd": " ".join(cmd)}
+    problems = {}
+    res["fields"] = f = report_fields(status, read_report(report, problems), text, timed=False)
+    f.update(problems)
+    f.pop("tessel_ms", None)
+    res["correct"] = f["tessel_correct"]
+    log("warm %s: tessel check status %s, %s (%.0f s)" % (
+        rid, status, "correct" if res["correct"] else "NOT correct", wall))
+    return res
+
+
+def warm_check_verdict(args, chk):
+    """("passed" | "failed" | None, words): what the warm phase's Tessel check of this run says.
+    passed: exit 0 and every output ok; failed: exit 1 (a mismatch) with the outputs in the report;
+    None (not checked there: the serial loop checks): no check, another run's, a skip, a timeout, a
+    crash, another exit status."""
+    if not isinstance(chk, dict):
+        return None, "not checked in the warm phase"
+    if chk.get("unused"):
+        return None, chk["unused"]
+    if chk.get("token") != args.warm_token or not args.warm_token:
+        return None, "warm check of another run"
+    status, fields = chk.get("status"), chk.get("fields") or {}
+    if status == 0 and fields.get("tessel_correct"):
+        return "passed", "passed"
+    if status == 1 and fields.get("tessel_outputs") and not fields.get("tessel_correct"):
+        return "failed", "failed (exit 1: mismatch)"
+    if status == "skipped":
+        return None, "skipped: %s" % chk.get("why")
+    return None, "no verdict (status %s after %.0f s%s)" % (
+        status, chk.get("wall_s") or 0, ": " + str(chk["why"]) if chk.get("why") else "")
+
+
+def cubin_files(cache):
+    """The kernel cache's entries (NAME.cubin files)."""
+    try:
+        return {f for f in os.listdir(cache) if f.endswith(".cubin")}
+    except OSError:
+        return set()
+
+
+def tessel_part(args, rid, model_path, timeout, shape_args=(), warm_check=None):
+    """The serial Tessel part of one case; its row fields. When the warm phase of this run checked the
+    case (warm_check, its ONNX file being the one the serial loop uses): passed, `tessel run --time N`
+    without --check from the case's cache, correctness and the cold compile from the check; failed, no
+    run (code that failed its check is not timed). Otherwise, or when the timing run compiled a kernel
+    anew (not the checked code), one cold `tessel run --check --time N`."""
+    verdict, words = warm_check_verdict(args, warm_check)
+    cache = tessel_cache_dir(args, rid)
+    report = tessel_report_path(args, rid, "tessel")
+    if os.path.exists(report):
+        os.remove(report)
+    if warm_check is not None:
+        log("  %s: warm Tessel check: %s" % (rid, words))
+    if verdict is not None:
+        row = dict(warm_check.get("fields") or {})
+        row.update({"tessel_check_phase": "warm", "tessel_warm_check": words,
+                    "tessel_check_status": warm_check.get("status"), "tessel_check_wall_s": warm_check.get("wall_s"),
+                    "tessel_check_threads": warm_check.get("threads"), "tessel_check_report": warm_check.get("report"),
+                    "tessel_check_cmd": warm_check.get("cmd"), "tessel_check_timeout_s": warm_check.get("timeout_s")})
+        row["tessel_ms"] = None
+        if verdict == "failed":
+            row["tessel_status"] = warm_check.get("status")
+            log("  %s: failed its warm check: not timed%s" % (
+                rid, ":\n" + "\n".join(row.get("tessel_mismatch") or [])))
+            return row
+        cmd = [args.tessel, "run", model_path, "--device", "cuda", "--hw", args.hw, "--cache", cache,
+               "--time", str(args.repeats), "--report", report]
+        if args.cold_l2:
+            cmd.append("--cold-l2")
+        cmd += list(shape_args)
+        log("  %s: tessel run --time %d from the compile cache (timeout %.0f s)" % (rid, args.repeats, timeout))
+        before = cubin_files(cache)
+        status, text, wall = run_group(cmd, timeout)
+        new_cubins = len(cubin_files(cache) - before)
+        row.update({"tessel_status": status, "tessel_wall_s": wall, "tessel_timeout_s": timeout,
+                    "tessel_cmd": " ".join(cmd), "tessel_time_report": report})
+        rep = read_report(report, row)
+        median_s = rep.get("median_s")
+        if status == 0 and isinstance(median_s, (int, float)) and median_s > 0:
+            row["tessel_ms"] = 1e3 * median_s
+        if "timing" in rep:
+            row["tessel_timing"] = rep.get("timing")
+        if any(k in rep for k in ("schedule_s", "codegen_s", "toolchain_s")):
+            row["tessel_compile_cached_s"] = sum(rep.get(k) or 0 for k in ("schedule_s", "codegen_s", "toolchain_s"))
+        if "cache_hits" in rep:
+            row["tessel_time_cache_hits"] = rep.get("cache_hits")
+        if rep.get("kernels") is not None and rep.get("kernels") != row.get("kernels"):
+            row["tessel_time_kernels"] = rep.get("kernels")
+        # Every kernel must come from the cache the check filled (an entry's key hashes the kernel's
+        # source): a kernel compiled anew means code that was not checked; then check and time here.
+        missed = new_cubins > 0 or (status == 0 and rep.get("cache_hits") == 0 and (rep.get("kernels") or 0) > 0)
+        if missed:
+            words = ("passed, but the timing run compiled kernels anew (%d new cubins, %s cache hits): "
+                     "its time discarded, checked again here" % (new_cubins, rep.get("cache_hits")))
+            discarded = {k: row.get(k) for k in ("tessel_ms", "tessel_status", "tessel_wall_s", "tessel_cmd",
+                                                 "tessel_time_cache_hits", "tessel_check_wall_s", "tessel_check_report")}
+            discarded["new_cubins"] = new_cubins
+            log("  %s: %s" % (rid, words))
+            timeout = max(20.0, timeout - wall)
+        elif row["tessel_ms"] is None:
+            row["tessel_time_log"] = tail(text, 4000)
+            log("  %s: tessel timing status %s%s" % (rid, status, "" if status == "timeout" else ":\n" + tail(text, 800)))
+        else:
+            hits, kernels = rep.get("cache_hits"), rep.get("kernels")
+            log("  %s: tessel %.4f ms, %s kernels (%s from the cache), correct (warm check)" % (
+                rid, row["tessel_ms"], kernels, hits))
+        if not missed:
+            return row
+
+    shutil.rmtree(cache, ignore_errors=True)
+    if os.path.exists(report):
+        os.remove(report)
+    cmd = [args.tessel, "run", model_path, "--device", "cuda", "--hw", args.hw, "--cache", cache,
+           "--check", "--time", str(args.repeats), "--report", report]
+    if args.cold_l2:
+        cmd.append("--cold-l2")
+    cmd += list(shape_args)
+    log("  %s: tessel run --check --time %d (timeout %.0f s)" % (rid, args.repeats, timeout))
+    status, text, wall = run_group(cmd, timeout)
+    row = {"tessel_status": status, "tessel_wall_s": wall, "tessel_timeout_s": timeout,
+           "tessel_cmd": " ".join(cmd), "tessel_check_phase": "serial"}
+    if warm_check is not None or (getattr(args, "warm_check", False) and args.warm_token):
+        row["tessel_warm_check"] = words
+    if verdict == "passed":  # only here after a timing run that missed the cache
+        row["tessel_warm_timing_discarded"] = discarded
+    row.update(report_fields(status, read_report(report, row), text, timed=True))
+    if not row["tessel_correct"] or row["tessel_ms"] is None:
         log("  %s: tessel status %s%s" % (rid, status, "" if status == "timeout" else ":\n" + tail(text, 800)))
     else:
         log("  %s: tessel %.4f ms, %s kernels, correct" % (rid, row["tessel_ms"], row.get("kernels")))
@@ -929,7 +1230,8 @@ CSV_COLUMNS = ["id", "model", "family", "kind", "batch", "seq", "dtype", "export
                "kernels", "launches_per_run", "tessel_predicted_ms", "predicted_over_measured", "rel_l2_error",
                "tessel_compile_cold_s", "schedule_s", "toolchain_s", "tessel_wall_s", "torch_compile_s",
                "sdpa_torch_compile_s", "export_s", "eager_method", "compile_method", "sdpa_eager_method",
-               "sdpa_compile_method", "attn_implementation", "check_mode", "warm_phase", "warm_compile_s",
+               "sdpa_compile_method", "attn_implementation", "check_mode", "tessel_check_phase", "tessel_warm_check",
+               "tessel_check_wall_s", "tessel_compile_cached_s", "warm_phase", "warm_compile_s",
                "warm_sdpa_compile_s", "note", "error"]
 
 
@@ -989,8 +1291,14 @@ def print_table(doc, rows):
           "(PyTorch rows timed as a loop are marked *); fp16 (bundled: f32)" % (doc.get("repeats"), doc.get("l2")))
     w = doc.get("warm_phase")
     if isinstance(w, dict):
-        print("warm phase: %d workers, %.0f s, %d of %d cases warmed (export and torch.compile, untimed, before "
-              "the serial timed loop)" % (w.get("jobs", 0), w.get("seconds") or 0, w.get("ok", 0), w.get("cases", 0)))
+        checked = w.get("tessel_checked")
+        print("warm phase: %d workers, %.0f s, %d of %d cases warmed (export%s and torch.compile, untimed, before "
+              "the serial timed loop)%s" % (
+                  w.get("jobs", 0), w.get("seconds") or 0, w.get("ok", 0), w.get("cases", 0),
+                  ", Tessel compile + check" if w.get("tessel_check") else "",
+                  "; Tessel checks there: %d passed, %d failed, %d not checked (checked in the serial loop)" % (
+                      checked.get("passed", 0), checked.get("failed", 0), checked.get("not_checked", 0))
+                  if isinstance(checked, dict) else ""))
     head = "%-24s %5s %-11s %7s %9s %9s %9s %8s %8s %7s %9s %6s" % (
         "model", "batch", "exporter", "correct", "tessel", "eager", "compile", "comp/T", "best/T", "kernels",
         "pred ms", "p/m")
@@ -1152,6 +1460,9 @@ def main():
                         "parallel, before the serial timed loop); 0: no warm phase (default 6)")
     p.add_argument("--warm-timeout", type=float, default=300,
                    help="limit of the whole warm phase (s; default 300, cut to what is left of --time-budget)")
+    p.add_argument("--no-warm-check", action="store_true",
+                   help="no Tessel compile + check in the warm phase: each case's `tessel run --check --time N` "
+                        "runs whole in the serial loop, as without the warm phase")
     p.add_argument("--render", nargs="+", metavar="REAL_MODELS_JSON",
                    help="only merge these runs' rows (a later run's row replaces an earlier one's) and write outputs")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -1160,6 +1471,10 @@ def main():
     p.add_argument("--warm-compile", nargs="+", metavar="ID", help=argparse.SUPPRESS)
     p.add_argument("--warm-out", help=argparse.SUPPRESS)
     p.add_argument("--warm-token", help=argparse.SUPPRESS)
+    p.add_argument("--warm-check", action="store_true", help=argparse.SUPPRESS)  # a worker: Tessel checks too
+    p.add_argument("--tessel-threads", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--t-start", type=float, help=argparse.SUPPRESS)  # the main script's start (epoch s)
+    p.add_argument("--warm-deadline", type=float, help=argparse.SUPPRESS)  # the warm phase's end (epoch s)
     args = p.parse_args()
     args.work = os.path.abspath(args.work)
     args.out = os.path.abspath(args.out)
@@ -1201,10 +1516,6 @@ def main():
     def over_budget():
         return time.time() - T_START > args.time_budget
 
-    def tessel_timeout():
-        left = args.call_limit - (time.time() - T_START) - 10
-        return min(args.tessel_timeout, max(20.0, left))
-
     have_timm = True
     try:
         import timm  # noqa: F401
@@ -1224,10 +1535,15 @@ def main():
     def selected_cases(model):
         return [c for c in model["cases"] if selected(args.only, model["name"], model["family"], case_id(model, c))]
 
-    # Warm phase: exports and torch.compile of every case the loop below will run, in parallel, untimed.
-    warm = {}
-    if args.warm_jobs > 0 and not torch_problem:
-        warm_ids = [case_id(m, c) for m in MODELS if m["family"] != "timm" or have_timm for c in selected_cases(m)]
+    # Warm phase: exports, Tessel compile + check and torch.compile of every case the loops below will run,
+    # in parallel, untimed (the bundled models: their Tessel check).
+    warm, warm_checks = {}, {}
+    args.warm_check = args.warm_jobs > 0 and not args.no_warm_check and os.path.exists(args.tessel)
+    if args.warm_jobs > 0:
+        warm_ids = [] if torch_problem else [
+            case_id(m, c) for m in MODELS if m["family"] != "timm" or have_timm for c in selected_cases(m)]
+        if args.warm_check:
+            warm_ids += [rid for rid, _ in bundled_models(args)]
         timeout = min(args.warm_timeout, args.time_budget - (time.time() - T_START))
         if warm_ids and timeout > 0:
             args.warm_token = "%d-%d" % (os.getpid(), int(time.time() * 1e6))
@@ -1278,7 +1594,9 @@ def main():
                        "batch": c["batch"], "seq": c.get("seq"), "dtype": "f16"}
                 if model.get("description"):
                     row["description"] = model["description"]
-                row.update(warm.get(rid) or {"warm_phase": "off"})
+                wf = dict(warm.get(rid) or {"warm_phase": "off"})
+                warm_checks[rid] = wf.pop("tessel_check", None)
+                row.update(wf)
                 row.update(results.get(rid, {}))
                 doc["rows"].append(row)
                 new_rows.append(row)
@@ -1289,8 +1607,12 @@ def main():
                     continue
                 if not os.path.exists(args.tessel):
                     continue
+                chk = warm_checks.get(row["id"])
+                if chk is not None and not str(row.get("exporter") or "").startswith("cached (warm phase"):
+                    chk = {"unused": "warm check not used: the serial loop exported the model again"}
                 try:
-                    row.update(tessel_part(args, row["id"], row["onnx"], tessel_timeout(), shape_args_for(row)))
+                    row.update(tessel_part(args, row["id"], row["onnx"], tessel_timeout(args), shape_args_for(row),
+                                           warm_check=chk))
                 except Exception as e:
                     row["tessel_error"] = short_error(e)
                     log("  %s: tessel part failed: %s" % (row["id"], short_error(e)))
@@ -1303,23 +1625,22 @@ def main():
             save()
 
     if not args.skip_bundled:
-        for path in sorted(glob.glob(os.path.join(ROOT, "experiments", "models", "*.json"))):
-            stem = os.path.splitext(os.path.basename(path))[0]
-            rid = "bundled/" + stem
-            # A bundled file's own name selects it unless a real model has that name (resnet50).
-            if not selected(args.only, "bundled", rid, None if stem in {m["name"] for m in MODELS} else stem):
-                continue
+        for rid, path in bundled_models(args):
+            stem = rid[len("bundled/"):]
             if over_budget():
                 doc["not_run"].append({"id": rid, "reason": "time budget (%.0f s) spent" % args.time_budget})
                 continue
             row = {"id": rid, "model": stem, "family": "bundled", "kind": "bundled JSON model", "batch": 1,
                    "dtype": "f32", "exporter": None, "note": BUNDLED_NOTE, "model_file": os.path.relpath(path, ROOT)}
+            wf = dict(warm.get(rid) or {"warm_phase": "off"})
+            chk = wf.pop("tessel_check", None)
+            row.update(wf)
             if not os.path.exists(args.tessel):
                 row["tessel_error"] = "tessel binary not found"
             else:
                 log("== %s" % rid)
                 try:
-                    row.update(tessel_part(args, rid.replace("/", "_"), path, tessel_timeout()))
+                    row.update(tessel_part(args, rid, path, tessel_timeout(args), warm_check=chk))
                 except Exception as e:
                     row["tessel_error"] = short_error(e)
             doc["rows"].append(row)
