@@ -163,11 +163,20 @@ SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTe
   if (inputs.size() != graph.inputs().size())
     throw UserError("", "", cat("the model has ", graph.inputs().size(), " inputs, ", inputs.size(), " were given"));
   // 1. Preconditions: every output computed by a node.
-  for (TensorId t : graph.outputs())
+  for (TensorId t : graph.outputs()) {
     if (graph.producer(t) < 0) {
       result.reason = cat("output '", graph.tensor(t).name, "' is an input or a weight");
       return result;
     }
+    if (graph.tensor(t).type.num_elements() == 0) {
+      result.reason = cat("output '", graph.tensor(t).name, "' has no elements");
+      return result;
+    }
+  }
+  if (graph.outputs().empty()) {
+    result.reason = "the graph has no outputs";
+    return result;
+  }
   // 2. Every graph input and weight the sample may read, materialized once and shared.
   std::vector<HostTensor> weights;
   weights.reserve(graph.num_tensors());
