@@ -76,12 +76,12 @@ std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const 
 
 std::optional<std::string> streamed_attention_unsupported(const OpGraph& graph, const AttentionPattern& p, const HwSpec& spec) {
   // Facts of the instructions the streamed kernel uses (device/flash.cuh), not of a chip.
-  constexpr int kMinSm = 80, kLanes = 32;
+  constexpr int kLanes = 32;
   constexpr MmaShape kShape{16, 8, 16};
   if (spec.kind != "gpu" || spec.target.backend != "cuda") return cat(spec.name, " is not a CUDA GPU");
-  const std::string& arch = spec.target.arch;
-  const int sm = arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
-  if (sm < kMinSm) return cat("target '", arch, "' has no cp.async / ldmatrix / m16n8k16 mma.sync (needs sm_", kMinSm, "+)");
+  for (const char* feature : {"mma_sync", "cp_async", "ldmatrix"})
+    if (!spec.target.has_gpu_feature(feature))
+      return cat("spec '", spec.name, "' lists no ", feature, " (target.gpu_features): the streamed kernel needs mma_sync, cp_async and ldmatrix");
   if (spec.compute.simd_width != kLanes) return cat("warp width ", spec.compute.simd_width, " is not mma.sync's ", kLanes);
   const TeNode& s = graph.node(p.scores);
   const TeNode& o = graph.node(p.out);

@@ -34,6 +34,13 @@ using ordered_json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 constexpr size_t kLineWidth = 100;
+
+// "a, b, c".
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 constexpr std::string_view kScopeNames[] = {"thread", "warp", "block",  "cluster",
                                             "sm",     "core", "device", "host"};
 
@@ -368,7 +375,7 @@ InterconnectSpec SpecReader::interconnect_at(const json& j, const std::string& p
 }
 
 TargetSpec SpecReader::target_at(const json& j, const std::string& ptr, const std::string& kind) const {
-  check_keys(j, ptr, {"backend", "arch", "triple"}, {"cpu_features"});
+  check_keys(j, ptr, {"backend", "arch", "triple"}, {"cpu_features", "gpu_features"});
   TargetSpec t;
   t.backend = string_at(j["backend"], child(ptr, "backend"));
   if (t.backend != "cuda" && t.backend != "llvm")
@@ -384,6 +391,25 @@ TargetSpec SpecReader::target_at(const json& j, const std::string& ptr, const st
     if (!j["cpu_features"].is_array()) expected(fptr, "a list of strings", j["cpu_features"]);
     for (size_t i = 0; i < j["cpu_features"].size(); ++i)
       t.cpu_features.push_back(name_at(j["cpu_features"][i], child(fptr, i)));
+  }
+  // GPUs list their instruction features (hw_spec.h); the code generators ask for them, so a spec
+  // without the list would silently lose the tensor-core paths: it is required.
+  const std::string gptr = child(ptr, "gpu_features");
+  if (kind == "gpu" && !j.contains("gpu_features"))
+    fail(gptr, cat("a GPU target lists its instruction features, e.g. [\"mma_sync\", \"cp_async\", \"ldmatrix\"] (known: ",
+                   join_names(known_gpu_features()), ")"));
+  if (j.contains("gpu_features")) {
+    if (kind != "gpu") fail(gptr, cat("only GPU specs list gpu_features (this one is kind ", quoted(kind), ")"));
+    if (!j["gpu_features"].is_array()) expected(gptr, "a list of strings", j["gpu_features"]);
+    for (size_t i = 0; i < j["gpu_features"].size(); ++i) {
+      const std::string f = name_at(j["gpu_features"][i], child(gptr, i));
+      const auto& known = known_gpu_features();
+      if (std::find(known.begin(), known.end(), f) == known.end())
+        fail(child(gptr, i), cat("unknown GPU feature ", quoted(f), " (known: ", join_names(known), ")"));
+      if (std::find(t.gpu_features.begin(), t.gpu_features.end(), f) != t.gpu_features.end())
+        fail(child(gptr, i), cat("GPU feature ", quoted(f), " is listed twice"));
+      t.gpu_features.push_back(f);
+    }
   }
   return t;
 }
@@ -528,6 +554,7 @@ ordered_json spec_json(const HwSpec& s) {
   t["arch"] = s.target.arch;
   t["triple"] = s.target.triple;
   t["cpu_features"] = s.target.cpu_features;
+  if (s.kind == "gpu") t["gpu_features"] = s.target.gpu_features;
   doc["target"] = std::move(t);
   return doc;
 }
@@ -604,6 +631,15 @@ int HwSpec::level_index(std::string_view level_name) const {
   return -1;
 }
 
+const std::vector<std::string>& known_gpu_features() {
+  static const std::vector<std::string> known{"mma_sync", "cp_async", "ldmatrix", "wgmma", "tma"};
+  return known;
+}
+
+bool TargetSpec::has_gpu_feature(std::string_view feature) const {
+  return std::find(gpu_features.begin(), gpu_features.end(), feature) != gpu_features.end();
+}
+
 int64_t HwSpec::last_level_cache_bytes() const {
   int64_t bytes = 0;
   for (const MemoryLevel& l : memory_levels)
@@ -654,6 +690,11 @@ std::string format_hw_spec_table(const HwSpec& s) {
   if (!s.target.cpu_features.empty()) {
     os << ", features";
     for (const std::string& f : s.target.cpu_features) os << " " << f;
+  }
+  if (s.kind == "gpu") {
+    os << ", features";
+    for (const std::string& f : s.target.gpu_features) os << " " << f;
+    if (s.target.gpu_features.empty()) os << " (none)";
   }
   os << "\n  compute: " << s.compute.units << (s.kind == "gpu" ? " SMs" : " cores") << " x "
      << s.compute.simd_width << (s.kind == "gpu" ? " threads/warp" : " fp32 lanes") << " at "

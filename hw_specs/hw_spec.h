@@ -111,11 +111,24 @@ struct InterconnectSpec {
   bool operator==(const InterconnectSpec&) const = default;
 };
 
+/// The instruction features a GPU target may list (`target.gpu_features`), which code generators
+/// ask for instead of comparing architecture names:
+///   "mma_sync"  warp-level m16n8k16 tensor-core products of f16 and bf16 (mma.sync; sm_80 on)
+///   "cp_async"  asynchronous global-to-shared copies (cp.async; sm_80 on)
+///   "ldmatrix"  shared-to-register matrix fragment loads (ldmatrix; sm_75 on)
+///   "wgmma"     warpgroup tensor-core products from shared memory (wgmma.mma_async; sm_90a)
+///   "tma"       the tensor memory accelerator's bulk tensor copies (cp.async.bulk.tensor; sm_90)
+const std::vector<std::string>& known_gpu_features();
+
 struct TargetSpec {
   std::string backend;  // "cuda" | "llvm"
   std::string arch;     // "sm_90a"; an LLVM CPU name ("x86-64-v3", "sapphirerapids")
   std::string triple;   // "nvptx64-nvidia-cuda", "x86_64-unknown-linux-gnu"
   std::vector<std::string> cpu_features;  // "avx2", "fma", ... (CPUs)
+  std::vector<std::string> gpu_features;  // known_gpu_features() the chip has (GPUs; required there)
+
+  /// True if the GPU target lists `feature` (one of known_gpu_features()).
+  bool has_gpu_feature(std::string_view feature) const;
   bool operator==(const TargetSpec&) const = default;
 };
 

@@ -25,7 +25,8 @@ constexpr int kTensorMapDims = 5;  // the copy engine's largest tensor rank
 /// problem allow it (attention_plan.h); returns why not, or "" when it did.
 std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   const StreamedAttention& sh = p.shape;
-  if (spec.target.arch != "sm_90a") return cat("wgmma needs an sm_90a target, not ", spec.target.arch);
+  if (!spec.target.has_gpu_feature("wgmma") || !spec.target.has_gpu_feature("tma"))
+    return cat("spec '", spec.name, "' lists no wgmma and TMA (target.gpu_features)");
   for (int n : {kWgChunk, static_cast<int>(sh.dv)})
     if (!wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
   if (sh.d % kWgRowElems != 0) return cat("d ", sh.d, " is not a multiple of ", kWgRowElems);

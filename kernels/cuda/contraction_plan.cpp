@@ -25,7 +25,6 @@ namespace {
 constexpr int kMmaLanes = 32;          // mma.sync / ldmatrix fragments are defined over 32 lanes
 constexpr MmaShape kMmaShape{16, 8, 16};
 constexpr int kPadElems = 8;           // shared-memory row padding (device/mma.cuh)
-constexpr int kMinSmArch = 80;         // cp.async, ldmatrix and bf16 mma.sync need sm_80
 
 // Software choices of the mma path (documented in kernels/cuda/README.md).
 // Measured on an H100 (4096^3 f16): 128x256 and 256x128 blocks of 8 warps of 64x64 ran in 0.35 and
@@ -64,12 +63,6 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
 
 bool in_group(const ScheduledGroup& group, NodeId n) {
   return n >= 0 && std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end();
-}
-
-/// The SM version of an arch name like "sm_90a", or 0.
-int sm_version(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return 0;
-  return std::atoi(arch.c_str() + 3);
 }
 
 bool is_plain_input(const Expr& e, int slot) { return e.op() == ExprOp::input && e.index() == slot; }
@@ -380,7 +373,8 @@ namespace {
 /// Moves plan `p` (planned for mma.sync) to the wgmma kernel when the target and the problem
 /// allow it (contraction_plan.h's file comment); returns why not, or "" when it did.
 std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_raster) {
-  if (spec.target.arch != "sm_90a") return cat("wgmma needs an sm_90a target, not ", spec.target.arch);
+  if (!spec.target.has_gpu_feature("wgmma") || !spec.target.has_gpu_feature("tma"))
+    return cat("spec '", spec.name, "' lists no wgmma and TMA (target.gpu_features)");
   if (!wgmma_listed(spec, p.dtype, kWgBlockNWide) || !wgmma_listed(spec, p.dtype, kWgBlockN))
     return cat("the spec lists no wgmma shapes m64n", kWgBlockNWide, "k16 and m64n", kWgBlockN, "k16 for ", dtype_name(p.dtype));
   if (p.implicit) return "an implicit GEMM gathers A (the copy engine reads boxes)";
@@ -492,8 +486,9 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     if (c.axes()[a].extent == 0) return fail("the output is empty");
 
   // 1. The target.
-  if (sm_version(spec.target.arch) < kMinSmArch)
-    return fail(cat("target '", spec.target.arch, "' has no cp.async / ldmatrix / m16n8k16 mma.sync (needs sm_", kMinSmArch, "+)"));
+  for (const char* feature : {"mma_sync", "cp_async", "ldmatrix"})
+    if (!spec.target.has_gpu_feature(feature))
+      return fail(cat("spec '", spec.name, "' lists no ", feature, " (target.gpu_features): the mma kernel needs mma_sync, cp_async and ldmatrix"));
   if (spec.compute.simd_width != kMmaLanes) return fail(cat("warp width ", spec.compute.simd_width, " is not mma.sync's ", kMmaLanes));
   auto shapes = spec.compute.tensor_core_shapes.find(dt);
   if (shapes == spec.compute.tensor_core_shapes.end() ||

@@ -241,6 +241,28 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   CHECK(cuda::emit_group_kernel(cbr, scbr, 0, gpu_spec()).path == "mma");
 }
 
+TEST_CASE("cuda mma: kernel families follow the spec's gpu_features, never the arch name") {
+  const OpGraph g = matmul(DType::f16, 256, 72, 264);
+  // A hypothetical next generation with the H100's features keeps wgmma and TMA.
+  HwSpec next = gpu_spec();
+  next.name = "hypothetical-sm100";
+  next.target.arch = "sm_100a";
+  CHECK(cuda::emit_group_kernel(g, schedule_with(g, next, "roller"), 0, next).path == "wgmma");
+  // The H100 with wgmma left out of its features: the mma.sync kernel, saying why.
+  HwSpec no_wgmma = gpu_spec();
+  no_wgmma.target.gpu_features = {"mma_sync", "cp_async", "ldmatrix", "tma"};
+  const cuda::GeneratedKernel kept = cuda::emit_group_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma);
+  CHECK(kept.path == "mma");
+  REQUIRE(kept.contraction);
+  CHECK(kept.contraction->warpgroup_reason.find("lists no wgmma and TMA") != std::string::npos);
+  // Without mma_sync no tensor-core kernel at all: the generic one.
+  HwSpec no_mma = gpu_spec();
+  no_mma.target.gpu_features = {"cp_async", "ldmatrix"};
+  const std::string path = cuda::emit_group_kernel(g, schedule_with(g, no_mma, "roller"), 0, no_mma).path;
+  CHECK(path != "mma");
+  CHECK(path != "wgmma");
+}
+
 TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wgmma kernel with TMA tensor maps") {
   // A 256 x 72 (k contiguous), B 72 x 264 (n contiguous): 2 x 3 tiles of 128 x 128 do not fill
   // the H100's 132 SMs, so n is 128.
@@ -297,7 +319,7 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   const OpGraph g = matmul(DType::f16, 256, 64, 256);
   const HwSpec& a100 = gpu_spec("nvidia-a100-sxm-80g");
   const Schedule s = schedule_with(g, a100, "roller");
-  CHECK(kept(cuda::emit_group_kernel(g, s, 0, a100)).find("sm_90a") != std::string::npos);
+  CHECK(kept(cuda::emit_group_kernel(g, s, 0, a100)).find("lists no wgmma and TMA") != std::string::npos);
   // Without the wgmma shapes in the spec the H100 keeps mma.sync too.
   HwSpec no_wgmma = gpu_spec();
   auto& shapes = no_wgmma.compute.tensor_core_shapes.at(DType::f16);

@@ -38,7 +38,7 @@ const std::string kValid = R"({
              "registers_per_sm": 65536, "max_registers_per_thread": 255, "smem_per_block_bytes": 65536,
              "smem_per_sm_bytes": 65536},
   "interconnect": {"devices": 2, "links": [{"from": 0, "to": 1, "bandwidth_gbps": 50, "latency_us": 5, "kind": "pcie4"}]},
-  "target": {"backend": "cuda", "arch": "sm_80", "triple": "nvptx64-nvidia-cuda"}})";
+  "target": {"backend": "cuda", "arch": "sm_80", "triple": "nvptx64-nvidia-cuda", "gpu_features": ["mma_sync"]}})";
 
 /// `base` with the first occurrence of `from` replaced by `to`.
 std::string edit(const std::string& from, const std::string& to, const std::string& base = kValid) {
@@ -101,10 +101,22 @@ TEST_CASE("bad hw spec: wrong types") {
   expect_user_error(edit("\"capacity_bytes\": 65536", "\"capacity_bytes\": 65536.5"), "/memory_levels/1/capacity_bytes", "65536.5");
   expect_user_error(edit("\"bandwidth_gbps\": 300", "\"bandwidth_gbps\": \"fast\""), "/memory_levels/3/bandwidth_gbps", "\"fast\"");
   expect_user_error(edit("\"software_managed\": true}", "\"software_managed\": 1}"), "/memory_levels/0/software_managed", "1");
-  expect_user_error(edit("{\"backend\": \"cuda\", \"arch\": \"sm_80\", \"triple\": \"nvptx64-nvidia-cuda\"}", "\"sm_80\""),
+  expect_user_error(edit("{\"backend\": \"cuda\", \"arch\": \"sm_80\", \"triple\": \"nvptx64-nvidia-cuda\", \"gpu_features\": [\"mma_sync\"]}", "\"sm_80\""),
                     "/target", "\"sm_80\"");
+  expect_user_error(edit("\"gpu_features\": [\"mma_sync\"]", "\"gpu_features\": \"mma_sync\""), "/target/gpu_features", "\"mma_sync\"");
   expect_user_error(edit("\"devices\": 2", "\"devices\": [2]"), "/interconnect/devices", "[2]");
   expect_user_error(edit("\"name\": \"toy-gpu\"", "\"name\": 7"), "/name", "7");
+}
+
+TEST_CASE("bad hw spec: GPU features missing, unknown, repeated, or on a CPU") {
+  expect_user_error(edit(", \"gpu_features\": [\"mma_sync\"]", ""), "/target/gpu_features", "mma_sync");
+  expect_user_error(edit("[\"mma_sync\"]", "[\"mma_sync\", \"tensor_cores\"]"), "/target/gpu_features/1", "\"tensor_cores\"");
+  expect_user_error(edit("[\"mma_sync\"]", "[\"mma_sync\", \"mma_sync\"]"), "/target/gpu_features/1", "\"mma_sync\"");
+  expect_user_error(edit("[\"mma_sync\"]", "[\"sm_90a\"]"), "/target/gpu_features/0", "\"sm_90a\"");
+  std::string cpu = edit("\"kind\": \"gpu\"", "\"kind\": \"cpu\"");
+  cpu = edit("\"backend\": \"cuda\"", "\"backend\": \"llvm\"", cpu);
+  cpu = edit("\"smem_per_sm_bytes\": 65536}", "\"smem_per_sm_bytes\": 65536, \"hardware_threads\": 8}", cpu);
+  expect_user_error(cpu, "/target/gpu_features", "\"cpu\"");
 }
 
 TEST_CASE("bad hw spec: missing required fields") {

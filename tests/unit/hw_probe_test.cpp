@@ -64,6 +64,9 @@ TEST_CASE("probe_cuda_gpu returns a valid spec, or [SKIP] without a GPU") {
   CHECK(spec.kind == "gpu");
   CHECK(spec.target.backend == "cuda");
   CHECK(spec.target.arch.rfind("sm_", 0) == 0);
+  // The probe maps the compute capability to features (Tessel's GPU machines have sm_80 and on).
+  CHECK(spec.target.has_gpu_feature("mma_sync"));
+  CHECK(spec.target.has_gpu_feature("ldmatrix"));
   CHECK(spec.compute.units > 0);
   CHECK(spec.limits.smem_per_block_bytes > 0);
   CHECK(spec.level("l2").capacity_bytes > 0);
