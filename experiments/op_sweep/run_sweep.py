@@ -19,9 +19,15 @@ Two phases keep the GPU to one timed thing at a time while the CPU-heavy work ru
   A. (parallel, --jobs) Tessel compiles and checks every instance (no timing); worker processes
      run torch.compile once per instance to fill Inductor's on-disk caches (with its autotune
      cache off, so no kernel configuration is chosen under contention);
-  B. (serial) per instance: Tessel timed from its kernel cache, then eager, torch.compile (from
-     Inductor's cache; its autotuning, if any, runs here, alone), the vendor call.
-Code that failed its check is not timed.
+  B. (parallel preparation, serialized timing) Tessel processes (--jobs) load each instance from
+     its kernel cache and torch worker processes (--torch-workers) compile it again from
+     Inductor's cache, all at once; every timed section -- Tessel's `--time` (`--time-lock`), the
+     eager, torch.compile, max-autotune and SDPA timings, and Inductor's benchmarking of kernel
+     configurations -- holds one file lock, so the GPU times one thing at a time. What runs
+     outside the lock on the GPU is brief: making input tensors, uploading Tessel's weights, the
+     first call of a compiled function; a replay it overlaps moves no median of 30.
+Code that failed its check is not timed. The order is a seeded shuffle, so a run cut off by
+--time-budget leaves a random subset untimed, not whole families.
 
   run_sweep.py [--tessel dist/tessel/bin/tessel] [--out DIR] [--shard I/N] [--only ID ...] [--classes C ...]
   run_sweep.py --render A/sweep.json B/sweep.json ... --out DIR    (merge shards; report and plots)
@@ -40,6 +46,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -147,66 +154,127 @@ def warm_compile(ids, max_autotune):
         torch.cuda.empty_cache()
 
 
-def phase_b(args, inst, row, work, timer, torch):
-    """Serial: Tessel from its cache, then the PyTorch baselines; fills row."""
-    if row.get("tessel_correct"):
-        model = os.path.join(work, "models", inst.id + ".json")
-        cache = os.path.join(work, "cache", inst.id)
-        report = os.path.join(work, "reports", inst.id + ".time.json")
-        # Fewer replays for slow code (a generic kernel at hundreds of ms): about --time-per-instance
-        # seconds of timed runs, at least 3 (the first run, with its transfers, over-estimates).
-        first_s = row.get("tessel_first_run_ms", 0) / 1e3
-        repeats = args.repeats if first_s <= 0 else max(3, min(args.repeats, int(args.time_per_instance / first_s)))
-        row["tessel_repeats"] = repeats
-        cmd = tessel_cmd(args, inst, model, cache, report) + ["--time", str(repeats)]
-        if args.cold_l2:
-            cmd.append("--cold-l2")
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tessel_timeout)
-            rep = read_report(report)
-            if proc.returncode == 0 and rep.get("median_s"):
-                row["tessel_ms"] = 1e3 * rep["median_s"]
-                row["tessel_timing"] = rep.get("timing", {}).get("method")
-                row["compile_cached_s"] = rep.get("schedule_s", 0) + rep.get("codegen_s", 0) + rep.get("toolchain_s", 0)
-            else:
-                row["tessel_time_log"] = (proc.stdout + proc.stderr)[-1000:]
-        except subprocess.TimeoutExpired:
-            row["tessel_time_log"] = "timed out"
-    if args.no_torch:
+def tessel_time(args, inst, row, work, lock, deadline):
+    """Thread: Tessel timed from its kernel cache (its timed section holds `lock`); fills row."""
+    if not row.get("tessel_correct") or time.time() > deadline:
         return
+    model = os.path.join(work, "models", inst.id + ".json")
+    cache = os.path.join(work, "cache", inst.id)
+    report = os.path.join(work, "reports", inst.id + ".time.json")
+    # Fewer replays for slow code (a generic kernel at hundreds of ms): about --time-per-instance
+    # seconds of timed runs, at least 3 (the first run, with its transfers, over-estimates).
+    first_s = row.get("tessel_first_run_ms", 0) / 1e3
+    repeats = args.repeats if first_s <= 0 else max(3, min(args.repeats, int(args.time_per_instance / first_s)))
+    row["tessel_repeats"] = repeats
+    cmd = tessel_cmd(args, inst, model, cache, report) + ["--time", str(repeats), "--time-lock", lock]
+    if args.cold_l2:
+        cmd.append("--cold-l2")
     try:
-        with torch.no_grad():
-            fn, tensors = inst.torch_case(torch, "cuda")
-            r = timer.time(lambda: fn(tensors))
-            row["eager_ms"], row["eager_method"] = r["ms"], r["method"]
-            if inst.vendor in ("cublas", "cudnn"):
-                row["vendor"], row["vendor_ms"] = inst.vendor, r["ms"]
-            if not args.no_compile:
-                torch._dynamo.reset()
-                t0 = time.time()
-                compiled = torch.compile(fn)
-                compiled(tensors)
-                row["torch_compile_s"] = time.time() - t0
-                r = timer.time(lambda: compiled(tensors))
-                row["compile_ms"], row["compile_method"] = r["ms"], r["method"]
-                if args.max_autotune and inst.cls in ("gemm", "conv"):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tessel_timeout)
+        rep = read_report(report)
+        if proc.returncode == 0 and rep.get("median_s"):
+            row["tessel_ms"] = 1e3 * rep["median_s"]
+            row["tessel_timing"] = rep.get("timing", {}).get("method")
+            row["compile_cached_s"] = rep.get("schedule_s", 0) + rep.get("codegen_s", 0) + rep.get("toolchain_s", 0)
+        else:
+            row["tessel_time_log"] = (proc.stdout + proc.stderr)[-1000:]
+    except subprocess.TimeoutExpired:
+        row["tessel_time_log"] = "timed out"
+
+
+class GpuLock:
+    """The sweep's one GPU lock (fcntl.flock on a file shared with `tessel run --time-lock`);
+    re-entrant within a process."""
+
+    def __init__(self, path):
+        import fcntl
+        self.fcntl, self.path, self.fd, self.depth = fcntl, path, None, 0
+
+    def __enter__(self):
+        if self.depth == 0:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            self.fcntl.flock(self.fd, self.fcntl.LOCK_EX)
+        self.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+        if self.depth == 0:
+            os.close(self.fd)  # releases the lock
+
+
+def lock_inductor_benchmarks(lock):
+    """Inductor picks among a kernel's configurations by timing them on the GPU at its first call;
+    those timings hold the GPU lock too. Returns False when this PyTorch has no such hook (the
+    worker then holds the lock for the whole first call)."""
+    try:
+        from torch._inductor.runtime import triton_heuristics as th
+    except ImportError:
+        return False
+    cls = getattr(th, "CachingAutotuner", None)
+    if cls is None or not hasattr(cls, "benchmark_all_configs"):
+        return False
+    original = cls.benchmark_all_configs
+
+    def locked(self, *a, **k):
+        with lock:
+            return original(self, *a, **k)
+    cls.benchmark_all_configs = locked
+    return True
+
+
+def torch_time_worker(ids, lock_path, deadline, cold_l2, repeats, max_autotune, no_compile):
+    """Worker process (--time-torch): the PyTorch baselines of `ids`, one JSON line per instance."""
+    import torch
+    from gpu_timing import GpuTimer
+    lock = GpuLock(lock_path)
+    hooked = lock_inductor_benchmarks(lock)
+    timer = GpuTimer(torch, cold_l2=cold_l2, warmup=5, repeats=repeats)
+    by_id = {i.id: i for i in catalog.instances()}
+    for iid in ids:
+        if time.time() > deadline:
+            print("skipped " + iid, flush=True)
+            continue
+        inst, row = by_id[iid], {"id": iid}
+        try:
+            with torch.no_grad():
+                fn, tensors = inst.torch_case(torch, "cuda")
+                compiled = None
+                if not no_compile:
                     torch._dynamo.reset()
-                    tuned = torch.compile(fn, mode="max-autotune-no-cudagraphs")
-                    tuned(tensors)
-                    r = timer.time(lambda: tuned(tensors))
-                    row["autotune_ms"], row["autotune_method"] = r["ms"], r["method"]
-            if inst.vendor == "sdpa":
-                case = inst.sdpa_case(torch, "cuda")
-                if case:
-                    sfn, stensors = case
-                    r = timer.time(lambda: sfn(stensors))
-                    row["vendor"], row["vendor_ms"], row["vendor_method"] = "sdpa", r["ms"], r["method"]
-        del tensors
-    except Exception as e:  # a baseline that fails is reported, not fatal
-        row["torch_error"] = repr(e)[:400]
-        log("  torch baseline failed:", repr(e)[:200])
-    torch._dynamo.reset()
-    torch.cuda.empty_cache()
+                    t0 = time.time()
+                    compiled = torch.compile(fn)
+                    if hooked:
+                        compiled(tensors)
+                    else:
+                        with lock:
+                            compiled(tensors)
+                    row["torch_compile_s"] = time.time() - t0
+                case = inst.sdpa_case(torch, "cuda") if inst.vendor == "sdpa" else None
+                with lock:
+                    r = timer.time(lambda: fn(tensors))
+                    row["eager_ms"], row["eager_method"] = r["ms"], r["method"]
+                    if inst.vendor in ("cublas", "cudnn"):
+                        row["vendor"], row["vendor_ms"] = inst.vendor, r["ms"]
+                    if compiled is not None:
+                        r = timer.time(lambda: compiled(tensors))
+                        row["compile_ms"], row["compile_method"] = r["ms"], r["method"]
+                    if max_autotune and inst.cls in ("gemm", "conv"):
+                        torch._dynamo.reset()
+                        tuned = torch.compile(fn, mode="max-autotune-no-cudagraphs")
+                        tuned(tensors)
+                        r = timer.time(lambda: tuned(tensors))
+                        row["autotune_ms"], row["autotune_method"] = r["ms"], r["method"]
+                    if case:
+                        sfn, stensors = case
+                        r = timer.time(lambda: sfn(stensors))
+                        row["vendor"], row["vendor_ms"], row["vendor_method"] = "sdpa", r["ms"], r["method"]
+            del tensors
+        except Exception as e:  # a baseline that fails is reported, not fatal
+            row["torch_error"] = repr(e)[:400]
+        torch._dynamo.reset()
+        torch.cuda.empty_cache()
+        print("result " + json.dumps(row), flush=True)
 
 
 def finish_row(row):
@@ -249,9 +317,16 @@ def main():
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--render", nargs="+", metavar="SWEEP_JSON")
     p.add_argument("--warm-compile", nargs="+", metavar="ID", help=argparse.SUPPRESS)
+    p.add_argument("--time-torch", nargs="+", metavar="ID", help=argparse.SUPPRESS)
+    p.add_argument("--lock", help=argparse.SUPPRESS)
+    p.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.warm_compile:
         warm_compile(args.warm_compile, args.max_autotune)
+        return
+    if args.time_torch:
+        torch_time_worker(args.time_torch, args.lock, args.deadline, args.cold_l2, args.repeats,
+                          args.max_autotune, args.no_compile)
         return
     if args.hw is None and args.device == "cuda":
         args.hw = os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm.json")
@@ -308,43 +383,95 @@ def main():
                 log("  " + l)
     log("phase A done in %.0f s: %d of %d correct" % (time.time() - start, sum(1 for r in rows.values() if r.get("tessel_correct")), len(rows)))
 
-    # Phase B: timings, one thing on the GPU at a time.
-    torch = None
-    if not args.no_torch:
-        import torch as torch_module
-        torch = torch_module
-        from gpu_timing import GpuTimer
-        timer = GpuTimer(torch, cold_l2=args.cold_l2, warmup=5, repeats=args.repeats)
-        gpu_name = torch.cuda.get_device_name(0)
+    # Phase B: parallel preparation, timings one at a time under the GPU lock.
+    if args.no_torch:
+        gpu_name = spec.get("description") or spec["name"]
     else:
-        timer, gpu_name = None, spec.get("description") or spec["name"]
+        gpu_name = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name(0))"],
+                                  capture_output=True, text=True).stdout.strip()
     meta = {"gpu": gpu_name, "date": time.strftime("%Y-%m-%d", time.gmtime()), "dram_gbps": dram / 1e9,
             "tensor_peak_tflops": peaks, "l2": "cold" if args.cold_l2 else "warm",
-            "timing": "GPU time: CUDA-graph replays between events, median of %d (experiments/timing)" % args.repeats,
-            "torch": getattr(torch, "__version__", None), "shard": args.shard, "argv": sys.argv[1:]}
-    # A seeded shuffle: a run cut off by its time budget leaves a random subset, not whole families.
+            "timing": "GPU time: CUDA-graph replays between events, queued behind a spin, median of %d "
+                      "(experiments/timing); timed sections serialized by one lock" % args.repeats,
+            "torch": torch_version(args), "shard": args.shard, "argv": sys.argv[1:]}
     import random
     order = list(chosen)
     random.Random(0).shuffle(order)
-    measured = []
-    for n, inst in enumerate(order):
-        if time.time() - start > args.time_budget:
-            log("time budget reached: %d of %d instances timed" % (n, len(chosen)))
-            meta["cut_off_after"] = n
-            break
-        row = rows[inst.id]
-        phase_b(args, inst, row, work, timer, torch)
+    lock = os.path.join(work, "gpu.lock")
+    deadline = start + args.time_budget
+    sides = {inst.id: 0 for inst in order}  # sides reported (Tessel, PyTorch)
+    need = 1 if args.no_torch else 2
+    progress = {"timed": 0}
+    mutex = threading.Lock()
+
+    def side_done(iid):
+        with mutex:
+            sides[iid] += 1
+            if sides[iid] < need:
+                return
+            done_row(iid)
+
+    def done_row(iid):
+        row = rows[iid]
         finish_row(row)
-        measured.append(row)
-        log("[%d/%d] %-48s tessel %s compile %s best %s %s" % (
-            n + 1, len(chosen), inst.id, fmt(row.get("tessel_ms")), fmt(row.get("compile_ms")),
-            fmt(row.get("best_baseline_ms")), "" if row.get("tessel_correct") else "NOT CORRECT"))
-        row["timed"] = True
-        if n % 10 == 0:
-            write(args.out, meta, list(rows.values()))
-    # Every instance: the untimed ones (cut off by the budget) keep their compile and check.
+        if row.get("tessel_ms") or row.get("eager_ms") or row.get("torch_error"):
+            row["timed"] = True
+            progress["timed"] += 1
+            log("[%d/%d] %-48s tessel %s compile %s best %s %s" % (
+                progress["timed"], len(chosen), iid, fmt(row.get("tessel_ms")), fmt(row.get("compile_ms")),
+                fmt(row.get("best_baseline_ms")), "" if row.get("tessel_correct") else "NOT CORRECT"))
+            if progress["timed"] % 20 == 0:
+                write(args.out, meta, list(rows.values()))
+
+    def tessel_side(inst):
+        tessel_time(args, inst, rows[inst.id], work, lock, deadline)
+        side_done(inst.id)
+
+    def torch_side(part):
+        cmd = [sys.executable, os.path.abspath(__file__), "--time-torch"] + [i.id for i in part] + [
+            "--lock", lock, "--deadline", repr(deadline), "--repeats", str(args.repeats)]
+        cmd += [f for f, on in (("--cold-l2", args.cold_l2), ("--max-autotune", args.max_autotune),
+                                ("--no-compile", args.no_compile)) if on]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = set()
+        for line in proc.stdout:
+            if line.startswith("result "):
+                r = json.loads(line[len("result "):])
+                iid = r.pop("id")
+                rows[iid].update(r)
+                if r.get("torch_error"):
+                    log("  torch baseline failed:", iid, r["torch_error"][:200])
+                seen.add(iid)
+                side_done(iid)
+            elif line.startswith("skipped "):
+                seen.add(line.split()[1])
+                side_done(line.split()[1])
+        err = proc.stderr.read()
+        proc.wait()
+        for inst in part:  # a worker that died: its remaining instances say so
+            if inst.id not in seen:
+                rows[inst.id]["torch_error"] = "time worker exited %s: %s" % (proc.returncode, err[-300:])
+                side_done(inst.id)
+
+    workers = 0 if args.no_torch else max(1, args.torch_workers)
+    with concurrent.futures.ThreadPoolExecutor(args.jobs + workers) as pool:
+        futures = [pool.submit(torch_side, order[w::workers]) for w in range(workers)]
+        futures += [pool.submit(tessel_side, inst) for inst in order]
+        for fut in futures:
+            fut.result()
+    untimed = sum(1 for r in rows.values() if not r.get("timed"))
+    if untimed:
+        meta["untimed"] = untimed
+        log("time budget reached: %d of %d instances timed" % (len(chosen) - untimed, len(chosen)))
     write(args.out, meta, list(rows.values()))
     log("done in %.0f s" % (time.time() - start))
+
+
+def torch_version(args):
+    if args.no_torch:
+        return None
+    return subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
+                          capture_output=True, text=True).stdout.strip()
 
 
 def fmt(v, spec="%.4f"):

@@ -11,6 +11,10 @@ C++ (kernels/cuda/cuda_backend.cpp: one run captured as a CUDA graph, its replay
   median of `repeats` replays after `warmup` replays is the result. No Python dispatch, no
   torch.compile guard and no host launch overhead sits inside the timed window, exactly as on
   Tessel's side.
+* Replays are queued behind a spin (torch.cuda._sleep, 1 ms plus 50 us a replay), so the GPU runs
+  them back to back: without it a replay of a few microseconds would be timed at the pace of
+  Python queueing it (an event recorded on an idle GPU fires at once; the replay arrives later).
+  Tessel's side queues its replays behind a spin kernel the same way.
 * A callable that cannot be captured (it copies host tensors, synchronizes, ...) is timed as a
   back-to-back loop of `repeats` calls between two events, divided by `repeats`: method "loop".
   Tables mark such rows.
@@ -28,6 +32,7 @@ class GpuTimer:
     def __init__(self, torch, cold_l2=False, warmup=5, repeats=30):
         self.torch, self.cold_l2, self.warmup, self.repeats = torch, cold_l2, warmup, repeats
         self._flush = None
+        self._cycles_per_us = None
         if cold_l2:
             l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or (64 << 20)
             self._flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
@@ -39,6 +44,20 @@ class GpuTimer:
     def flush(self):
         if self._flush is not None:
             self._flush.fill_(1)
+
+    def spin(self, n):
+        """Hold the current stream for 1 ms + 50 us per replay that will be queued behind."""
+        torch = self.torch
+        if self._cycles_per_us is None:  # calibrate torch.cuda._sleep's cycles once
+            torch.cuda.synchronize()
+            start, end = self._events(1)[0]
+            cycles = 1 << 20
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            torch.cuda.synchronize()
+            self._cycles_per_us = cycles / max(start.elapsed_time(end) * 1e3, 1.0)
+        torch.cuda._sleep(int(self._cycles_per_us * (1000 + 50 * n)))
 
     def _events(self, n):
         ev = self.torch.cuda.Event
@@ -61,6 +80,7 @@ class GpuTimer:
         for _ in range(self.warmup):
             graph.replay()
         pairs = self._events(self.repeats)
+        self.spin(self.repeats)
         for start, end in pairs:
             self.flush()
             start.record()
@@ -102,6 +122,7 @@ class GpuTimer:
                 end.record()
             return {"ms": self._median_ms(pairs), "method": "loop-per-call", "l2": "cold"}
         rounds = []
+        self.spin(5 * self.repeats)
         for start, end in self._events(5):
             start.record()
             for _ in range(self.repeats):

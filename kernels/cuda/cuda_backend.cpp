@@ -10,8 +10,9 @@
 // integers), launch the kernels in group order, synchronizing and checking after each so that a
 // fault names its kernel, check the status word (gather indices out of range), download outputs.
 // time(): inputs resident, one run captured as a CUDA graph and each replay timed between device
-// events (TimingOptions::graph = false: the launches one by one instead); with a cold cache a
-// buffer of twice the L2 is overwritten before every timed run, outside the events.
+// events, all replays queued behind a spin kernel so that the GPU runs them back to back
+// (TimingOptions::graph = false: the launches one by one, synchronized after each, instead); with
+// a cold cache a buffer of twice the L2 is overwritten before every timed run, outside the events.
 #include "kernels/cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -72,6 +73,7 @@ class CudaExecutable : public Executable {
   void init(const Schedule& schedule, const HwSpec& spec, const CompileOptions& options) {
     const OpGraph& graph = graph_;
     cold_cache_bytes_ = spec.last_level_cache_bytes();
+    options_ = options;
     // 1-2. Generate and compile.
     auto start = Clock::now();
     std::vector<GeneratedKernel> kernels;
@@ -82,6 +84,7 @@ class CudaExecutable : public Executable {
     for (const GeneratedKernel& k : kernels) stats_.kernel_templates.push_back(k.path);
     start = Clock::now();
     const std::string arch = cuda_arch(spec);
+    arch_ = arch;
     // Identical groups (a transformer's layers) have one kernel name: compile and load it once.
     std::map<std::string, std::string> cubins;
     for (const GeneratedKernel& k : kernels) {
@@ -239,31 +242,39 @@ class CudaExecutable : public Executable {
     const size_t flush_bytes = static_cast<size_t>(2 * cold_cache_bytes_);
     if (options.cold_cache && flush_bytes > 0)
       d_.check(d_.cuMemAlloc(&flush, flush_bytes), cat("cuMemAlloc (", flush_bytes, " bytes to flush the L2)").c_str());
-    CUevent start = nullptr, stop = nullptr;
+    std::vector<CUevent> events;
+    const auto release_events = [&] {
+      for (CUevent e : events) d_.cuEventDestroy(e);
+      if (flush) d_.cuMemFree(flush);
+    };
     std::vector<double> out;
     try {
-      d_.check(d_.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-      d_.check(d_.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+      for (int i = 0; i < 2 * options.repeats; ++i)
+        d_.check(d_.cuEventCreate(&events.emplace_back(), CU_EVENT_DEFAULT), "cuEventCreate");
+      // Graph replays are queued behind a spin kernel, so the GPU runs them back to back and no
+      // host time falls between an event and its replay (a replay of a few microseconds is
+      // otherwise timed at the host's pace). Launches one by one synchronize after each run:
+      // their time includes the host's launch cost, as TimingOptions::graph says.
+      if (options.graph) spin(options.repeats);
       for (int i = 0; i < options.repeats; ++i) {
         if (flush) d_.check(d_.cuMemsetD8Async(flush, static_cast<unsigned char>(i), flush_bytes, stream_), "cuMemsetD8 (flush the L2)");
-        d_.check(d_.cuEventRecord(start, stream_), "cuEventRecord");
+        d_.check(d_.cuEventRecord(events[2 * i], stream_), "cuEventRecord");
         if (options.graph) d_.check(d_.cuGraphLaunch(graph_exec_, stream_), "cuGraphLaunch");
         else launch_all();
-        d_.check(d_.cuEventRecord(stop, stream_), "cuEventRecord");
-        d_.check(d_.cuEventSynchronize(stop), "timed run");
+        d_.check(d_.cuEventRecord(events[2 * i + 1], stream_), "cuEventRecord");
+        if (!options.graph) d_.check(d_.cuEventSynchronize(events[2 * i + 1]), "timed run");
+      }
+      d_.check(d_.cuStreamSynchronize(stream_), "timed runs");
+      for (int i = 0; i < options.repeats; ++i) {
         float ms = 0;
-        d_.check(d_.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+        d_.check(d_.cuEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]), "cuEventElapsedTime");
         out.push_back(ms * 1e-3);
       }
     } catch (...) {
-      if (start) d_.cuEventDestroy(start);
-      if (stop) d_.cuEventDestroy(stop);
-      if (flush) d_.cuMemFree(flush);
+      release_events();
       throw;
     }
-    d_.cuEventDestroy(start);
-    d_.cuEventDestroy(stop);
-    if (flush) d_.cuMemFree(flush);
+    release_events();
     check_status();
     return out;
   }
@@ -289,6 +300,31 @@ class CudaExecutable : public Executable {
   CUdeviceptr arena_ = 0, scratch_ = 0, status_ = 0;
   int64_t peak_bytes_ = 0;
   int64_t cold_cache_bytes_ = 0;  // the spec's last-level cache (TimingOptions::cold_cache)
+  std::string arch_;               // "sm_90a": for the spin kernel, compiled when first timed
+  CompileOptions options_;
+  CUfunction spin_ = nullptr;
+
+  /// Holds the stream for long enough that the host queues `replays` timed replays before the GPU
+  /// reaches them: a one-thread kernel that waits on the global timer, 1 ms plus 50 us a replay
+  /// (the host queues one in a few microseconds).
+  void spin(int replays) {
+    if (!spin_) {
+      static const char* kSource =
+          "extern \"C\" __global__ void tessel_spin(unsigned long long ns) {\n"
+          "  unsigned long long t0, t;\n"
+          "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+          "  do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < ns);\n"
+          "}\n";
+      const CompiledKernel c = compile_kernel(kSource, "tessel_spin", arch_, options_);
+      CUmodule m = nullptr;
+      d_.check(d_.cuModuleLoadData(&m, c.cubin.data()), "cuModuleLoadData (tessel_spin)");
+      modules_.push_back(m);
+      d_.check(d_.cuModuleGetFunction(&spin_, m, "tessel_spin"), "cuModuleGetFunction (tessel_spin)");
+    }
+    unsigned long long ns = 1000000ull + 50000ull * static_cast<unsigned long long>(std::max(replays, 0));
+    void* args[] = {&ns};
+    d_.check(d_.cuLaunchKernel(spin_, 1, 1, 1, 1, 1, 1, 0, stream_, args, nullptr), "cuLaunchKernel (tessel_spin)");
+  }
 
   int64_t bytes_of(TensorId t) const {
     const TensorType& type = graph_.tensor(t).type;

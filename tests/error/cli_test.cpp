@@ -6,9 +6,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -190,4 +196,34 @@ TEST_CASE("cli: compile --run checks the compiled CPU code, times it, and compar
   const Result quiet = tessel("compile " + kModels + "resnet50_bottleneck.json --hw " + spec + " --run --time 2 --no-baseline");
   CHECK(quiet.status == 0);
   CHECK(quiet.output.find("vs unfused") == std::string::npos);
+}
+
+TEST_CASE("cli: run --time-lock times only while holding the lock; a lock file it cannot open exits 2") {
+  const fs::path dir = temp_dir("lock");
+  std::ofstream(dir / "relu.json")
+      << R"({"format": "tessel-model", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [64]}],)"
+      << R"( "outputs": ["y"], "ops": [{"name": "r", "op": "Relu", "inputs": ["x"], "outputs": ["y"], "attrs": {}}]})";
+  const std::string spec = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx2-generic.json";
+  const std::string run = "run " + (dir / "relu.json").string() + " --device cpu --hw " + spec + " --no-cache --time 3";
+  const fs::path lock_file = dir / "gpu.lock";
+  const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  std::atomic<bool> finished{false};
+  Result r;
+  std::thread runner([&] {
+    r = tessel(run + " --time-lock " + lock_file.string());
+    finished = true;
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  CHECK_FALSE(finished.load());  // waiting for the lock this test holds
+  ::close(fd);                   // releases it
+  runner.join();
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("timed 3 runs") != std::string::npos);
+  const Result bad = tessel(run + " --time-lock " + (dir / "no" / "such" / "dir" / "lock").string());
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("cannot open the lock file") != std::string::npos);
+  fs::remove_all(dir);
 }

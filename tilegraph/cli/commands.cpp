@@ -45,6 +45,7 @@ const char* kRunHelp =
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
     "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
     "                  [--check-whole] [--report FILE] [--no-graph] [--cold-l2]\n"
+    "                  [--time-lock FILE]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
@@ -58,6 +59,8 @@ const char* kRunHelp =
     "             the suites time PyTorch (experiments/timing/README.md)\n"
     "  --no-graph time the kernel launches one by one instead (host launch cost included)\n"
     "  --cold-l2  overwrite twice the last-level cache before every timed run (default: warm)\n"
+    "  --time-lock FILE  hold an exclusive lock on FILE while timing, so that runs prepared in\n"
+    "             parallel time one at a time\n"
     "  --hw       hardware spec to schedule for (default: probe this machine, as `tessel hw probe`)\n"
     "  --policy   scheduling policy (default welder); --schedule replays a saved schedule\n"
     "  --inputs   directory with input_N.pb (ONNX TensorProto) or input_N.npy files; default:\n"
@@ -101,7 +104,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
-             "cost-model", "time", "cache", "report"});
+             "cost-model", "time", "cache", "report", "time-lock"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
   const auto device = args.option("device");
   if (args.flag("interp") == device.has_value())
@@ -129,6 +132,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     request.time_repeats = static_cast<int>(args.int_option("time", 0, 0, 1000000));
     request.timing.graph = !args.flag("no-graph");
     request.timing.cold_cache = args.flag("cold-l2");
+    request.time_lock = args.option_or("time-lock", "");
     request.interpreter_threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
     int mismatches = 0;
     outputs = run_compiled(*backend, spec, g, schedule, compile_options(args), inputs, request, &mismatches);

@@ -6,13 +6,18 @@
 #include "tilegraph/cli/device_commands.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
 
-#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "hw_specs/probe.h"
@@ -27,6 +32,30 @@
 namespace tessel {
 
 namespace {
+
+/// An exclusive flock on `path` for the object's lifetime; none when `path` is empty.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    if (path.empty()) return;
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw UserError(path, "", "--time-lock: cannot open the lock file");
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        ::close(fd_);
+        throw UserError(path, "", "--time-lock: cannot lock the file");
+      }
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 std::string format_ms(double seconds) {
   char buf[32];
@@ -147,7 +176,10 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     TimingOptions timing = request.timing;
     timing.warmup = std::min(repeats, 10);
     timing.repeats = repeats;
-    times = exe->time(inputs, timing);
+    {
+      const FileLock lock(request.time_lock);
+      times = exe->time(inputs, timing);
+    }
     if (request.median_s) *request.median_s = median(times);
     std::cout << "timed " << repeats << " runs (" << timing_method(backend, timing) << "): median "
               << format_ms(median(times)) << ", min " << format_ms(*std::min_element(times.begin(), times.end())) << " ("

@@ -28,6 +28,9 @@ struct CompiledRunRequest {
   uint64_t sample_seed = 0;
   int time_repeats = 0;   // time this many runs after warm-up
   TimingOptions timing;   // how (its warmup and repeats are set from time_repeats)
+  /// If set, an exclusive lock (flock) on this file is held while timing, so that processes that
+  /// prepare in parallel time one at a time (the op sweep's timing phase).
+  std::string time_lock;
   int interpreter_threads = 0;
   double schedule_s = 0;       // how long scheduling took (for the report)
   std::string report_path;     // if set, write a JSON report there (compile stats, times, checks)
