@@ -205,11 +205,17 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     return edge == group.edge_levels.end() ? spec.memory_levels.front().name : edge->second;
   };
 
-  // Step 1: compute.
+  // Step 1: compute. The group's kernel family, when recorded (KernelChoice), says which code
+  // runs: only the tensor-core families use tensor cores, and the generic family (one thread
+  // per output element) issues the instructions its backend counts per point of each node's
+  // iteration domain, at the SIMT units' instruction rate (the f32 FMA peak over 2).
+  const std::string& family = group.kernel.family;
+  const bool tc_family = family.empty() || family == "mma" || family == "wgmma";
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
     std::string why;
-    const bool tc = uses_tensor_cores(node, config(n).levels.front(), spec, &why);
+    const bool tc = tc_family && uses_tensor_cores(node, config(n).levels.front(), spec, &why);
+    if (!tc_family) why = cat("the group's kernel family '", family, "' has no tensor-core path");
     if (is_contraction(node) && !tc && !spec.compute.tensor_peak_tflops.empty())
       out.notes.push_back(cat("node '", node.name(), "' on SIMT units: ", why));
     out.tensor_cores |= tc;
@@ -221,8 +227,20 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
     const double flops = static_cast<double>(node.flops());
     out.flops += flops;
-    out.compute_s += flops / peak;
+    const auto per_point = group.kernel.params.find("instructions_per_point");
+    if (family == "generic" && per_point != group.kernel.params.end()) {
+      double points = 1;
+      for (const auto& axis : node.axes()) points *= static_cast<double>(axis.extent);
+      const double instructions_per_s = spec.peak_flops(DType::f32, false) / 2;
+      TESSEL_ASSERT(instructions_per_s > 0, "hardware spec '", spec.name, "' has no f32 peak");
+      out.compute_s += points * static_cast<double>(per_point->second) / instructions_per_s;
+    } else {
+      out.compute_s += flops / peak;
+    }
   }
+  if (family == "generic")
+    out.notes.push_back(cat("generic kernel: ", group.kernel.params.count("instructions_per_point") ? group.kernel.params.at("instructions_per_point") : 0,
+                            " instructions per domain point at the SIMT instruction rate"));
 
   // Step 2: parallelism. Footprints per block at block/SM-scoped levels and per thread at
   // thread-scoped levels.
@@ -234,7 +252,8 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
     const LevelTile& lt = config(n).levels.front();
-    if (node.num_reduction() != 1 || lt.reduction.size() != 1 || lt.reduction[0] <= 0 || !uses_tensor_cores(node, lt, spec, nullptr))
+    if (!tc_family || node.num_reduction() != 1 || lt.reduction.size() != 1 || lt.reduction[0] <= 0 ||
+        !uses_tensor_cores(node, lt, spec, nullptr))
       continue;
     const int64_t extent = node.axes()[node.num_spatial()].extent;
     split = reduction_split(out.blocks, (extent + lt.reduction[0] - 1) / lt.reduction[0], config(n).pipeline_stages, spec);

@@ -22,6 +22,16 @@
 
 namespace tessel {
 
+/// The kernel family a backend emits a group with, and its parameters: chosen while the policy
+/// schedules, by the backend's KernelFamilies (policy/kernel_families.h), recorded in the
+/// Schedule, priced by the cost model and emitted as recorded. Empty `family`: none chosen yet
+/// (a schedule made without a backend, or saved before families were recorded).
+struct KernelChoice {
+  std::string family;                     // the backend's name for it: "wgmma", "row", "generic", ...
+  std::map<std::string, int64_t> params;  // the family's parameters by name (tile shape, stages, split-K, ...)
+  std::vector<std::string> rejected;      // the families preferred to it, each "name: why not"
+};
+
 /// One fused group, as a policy proposes it.
 struct ScheduledGroup {
   std::vector<NodeId> nodes;             // topological order; the last one is the sink
@@ -35,6 +45,7 @@ struct ScheduledGroup {
   /// exist one chunk at a time in registers. The per-node tiles then describe one chunk; the cost
   /// model, the footprint and check_schedule price and check the streamed kernel, not the tiles.
   int64_t stream_chunk = 0;
+  KernelChoice kernel;  // the family that emits this group (empty until a backend chooses)
 };
 
 /// Time spent moving bytes out of one memory level (to the level inward).

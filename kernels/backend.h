@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hw_specs/hw_spec.h"
+#include "policy/kernel_families.h"
 #include "policy/schedule.h"
 #include "tilegraph/host_tensor.h"
 
@@ -95,6 +96,11 @@ class Backend {
   /// files written. Needs no device.
   virtual std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
                                         const std::string& format, const std::string& dir) const = 0;
+  /// The kernel families this backend emits (policy/kernel_families.h), for the policy to choose
+  /// among and record in the schedule; nullptr when it has none to choose among. emit() and
+  /// compile() emit each group's recorded family; a group that records none gets this backend's
+  /// choice recorded first.
+  virtual std::unique_ptr<KernelFamilies> kernel_families() const { return nullptr; }
   /// Generates, compiles and loads every kernel of `schedule`. Needs the device (unavailable()).
   virtual std::unique_ptr<Executable> compile(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
                                               const CompileOptions& options) const = 0;

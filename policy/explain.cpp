@@ -67,7 +67,7 @@ const char* level_color(const std::string& level) {
 }
 
 struct GroupRow {
-  std::string nodes, tiles, edges, predicted, bound;
+  std::string nodes, tiles, edges, predicted, bound, family, rejected;
 };
 
 GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
@@ -86,6 +86,10 @@ GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
     row.edges += graph.tensor(tensor).name + " @ " + level;
   }
   if (row.edges.empty()) row.edges = "-";
+  const KernelChoice& k = g.group.kernel;
+  row.family = k.family.empty() ? "(not chosen: no backend)" : k.family;
+  for (const auto& [name, value] : k.params) row.family += cat(" ", name, "=", value);
+  for (const std::string& r : k.rejected) row.rejected += (row.rejected.empty() ? "" : "; ") + r;
   row.predicted = ms(g.predicted.latency_s);
   row.bound = g.predicted.bound + (g.predicted.tensor_cores ? " (tensor cores)" : "");
   if (g.predicted.panel_s > 0) row.bound += cat(", plus ", ms(g.predicted.panel_s), " of contraction panels");
@@ -127,6 +131,8 @@ std::string explain_text(const OpGraph& graph, const Schedule& schedule, const E
     const GroupRow row = group_row(graph, schedule.groups[i]);
     out += cat("kernel ", i, ": ", row.nodes, "\n");
     out += cat("  predicted ", row.predicted, ", bound ", row.bound, "\n");
+    out += cat("  family    ", row.family, "\n");
+    if (!row.rejected.empty()) out += cat("  not       ", row.rejected, "\n");
     out += cat("  tiles     ", row.tiles, "\n");
     out += cat("  in group  ", row.edges, "\n");
   }
@@ -149,7 +155,8 @@ std::string explain_dot(const OpGraph& graph, const Schedule& schedule) {
                     "  edge [fontname=\"Helvetica\", fontsize=9];\n";
   for (size_t g = 0; g < schedule.groups.size(); ++g) {
     const ScheduleGroup& sg = schedule.groups[g];
-    out += cat("  subgraph cluster_", g, " {\n    label=\"kernel ", g, ": ", dot_escape(ms(sg.predicted.latency_s)),
+    out += cat("  subgraph cluster_", g, " {\n    label=\"kernel ", g, ": ",
+               sg.group.kernel.family.empty() ? "" : dot_escape(sg.group.kernel.family) + ", ", dot_escape(ms(sg.predicted.latency_s)),
                " (", dot_escape(sg.predicted.bound), ")\";\n    style=\"rounded,filled\"; fillcolor=\"#f4f4f4\"; color=\"#bbbbbb\";\n");
     for (NodeId n : sg.group.nodes)
       out += cat("    n", n, " [label=\"", dot_escape(graph.node(n).name()), "\\n",
@@ -213,11 +220,12 @@ std::string explain_html(const OpGraph& graph, const Schedule& schedule, const E
     out += start == std::string::npos ? svg : svg.substr(start);
     out += "</div>\n";
   }
-  out += "<h2>Kernels</h2>\n<table><tr><th>#</th><th>nodes</th><th>tiles per level</th><th>intermediates</th>"
+  out += "<h2>Kernels</h2>\n<table><tr><th>#</th><th>nodes</th><th>kernel family</th><th>tiles per level</th><th>intermediates</th>"
          "<th>predicted</th><th>bound</th></tr>\n";
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
     const GroupRow row = group_row(graph, schedule.groups[i]);
-    out += cat("<tr><td class=\"num\">", i, "</td><td>", html_escape(row.nodes), "</td><td><code>", html_escape(row.tiles),
+    out += cat("<tr><td class=\"num\">", i, "</td><td>", html_escape(row.nodes), "</td><td title=\"", html_escape(row.rejected),
+               "\">", html_escape(row.family), "</td><td><code>", html_escape(row.tiles),
                "</code></td><td>", html_escape(row.edges), "</td><td class=\"num\">", row.predicted, "</td><td>",
                html_escape(row.bound), "</td></tr>\n");
   }

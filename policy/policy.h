@@ -19,10 +19,14 @@
 
 namespace tessel {
 
+class KernelFamilies;  // policy/kernel_families.h
+
 struct PolicyContext {
   const OpGraph& graph;
   const HwSpec& spec;
-  const CostModel& cost;
+  const CostModel& cost;  // run through schedule_with_families, it prices each group's kernel family
+  /// The backend's kernel families, when scheduling for one (schedule_with_families sets it).
+  const KernelFamilies* families = nullptr;
 };
 
 class Policy {

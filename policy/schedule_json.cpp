@@ -167,7 +167,7 @@ class Reader {
   }
 
   ScheduleGroup read_group(const json& j, const std::string& ptr) const {
-    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "stream_chunk", "predicted"});
+    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "stream_chunk", "kernel", "predicted"});
     ScheduleGroup sg;
     if (!j.contains("nodes")) fail(ptr, "missing key \"nodes\"");
     const json& nodes = read_array(j["nodes"], ptr + "/nodes");
@@ -196,8 +196,29 @@ class Reader {
       sg.group.stream_chunk = read_int64(j["stream_chunk"], ptr + "/stream_chunk");
       if (sg.group.stream_chunk < 0) fail(ptr + "/stream_chunk", cat("expected a chunk of keys >= 0, got ", sg.group.stream_chunk));
     }
+    if (j.contains("kernel")) sg.group.kernel = read_kernel(j["kernel"], ptr + "/kernel");
     if (j.contains("predicted")) sg.predicted = read_cost(j["predicted"], ptr + "/predicted");
     return sg;
+  }
+
+  KernelChoice read_kernel(const json& j, const std::string& ptr) const {
+    if (!j.is_object()) fail(ptr, "expected an object {family, params, rejected}, got " + describe(j));
+    check_keys(j, ptr, {"family", "params", "rejected"});
+    KernelChoice k;
+    if (!j.contains("family")) fail(ptr, "missing key \"family\"");
+    k.family = read_string(j["family"], ptr + "/family");
+    if (k.family.empty()) fail(ptr + "/family", "expected a kernel family name, got \"\"");
+    if (j.contains("params")) {
+      const json& params = j["params"];
+      if (!params.is_object()) fail(ptr + "/params", "expected an object of integers by name, got " + describe(params));
+      for (auto it = params.begin(); it != params.end(); ++it)
+        k.params[it.key()] = read_int64(it.value(), ptr + "/params/" + token(it.key()));
+    }
+    if (j.contains("rejected")) {
+      const json& rejected = read_array(j["rejected"], ptr + "/rejected");
+      for (size_t i = 0; i < rejected.size(); ++i) k.rejected.push_back(read_string(rejected[i], cat(ptr, "/rejected/", i)));
+    }
+    return k;
   }
 
   CostBreakdown read_cost(const json& j, const std::string& ptr) const {
@@ -292,6 +313,12 @@ std::string schedule_to_json(const Schedule& s, const OpGraph& graph) {
     g["edge_levels"] = json::object();
     for (const auto& [t, level] : sg.group.edge_levels) g["edge_levels"][tensor_name(t)] = level;
     if (sg.group.stream_chunk > 0) g["stream_chunk"] = sg.group.stream_chunk;
+    if (!sg.group.kernel.family.empty()) {
+      json k{{"family", sg.group.kernel.family}, {"params", json::object()}};
+      for (const auto& [name, value] : sg.group.kernel.params) k["params"][name] = value;
+      if (!sg.group.kernel.rejected.empty()) k["rejected"] = sg.group.kernel.rejected;
+      g["kernel"] = std::move(k);
+    }
     g["predicted"] = write_cost(sg.predicted);
     doc["groups"].push_back(std::move(g));
   }

@@ -394,6 +394,13 @@ class CudaExecutable : public Executable {
   }
 };
 
+/// `schedule` with every group's kernel family recorded (those it records are kept).
+Schedule with_families(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec) {
+  Schedule out = schedule;
+  record_missing_kernel_families(graph, spec, CudaKernelFamilies(), out);
+  return out;
+}
+
 class CudaBackend : public Backend {
  public:
   std::string_view name() const override { return "cuda"; }
@@ -403,9 +410,11 @@ class CudaBackend : public Backend {
   bool supports(const HwSpec& spec) const override { return spec.kind == "gpu" && spec.target.backend == "cuda"; }
   std::optional<std::string> unavailable() const override { return CudaDriver::unavailable(); }
   std::vector<std::string> emit_formats() const override { return {"cuda"}; }
+  std::unique_ptr<KernelFamilies> kernel_families() const override { return std::make_unique<CudaKernelFamilies>(); }
 
-  std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
+  std::vector<std::string> emit(const OpGraph& graph, const Schedule& given, const HwSpec& spec,
                                 const std::string& format, const std::string& dir) const override {
+    const Schedule schedule = with_families(graph, given, spec);
     if (format != "cuda") throw UserError("command line", "--emit", cat("backend 'cuda' writes 'cuda', not '", format, "'"));
     check_spec(spec);
     std::error_code ec;
@@ -481,7 +490,7 @@ class CudaBackend : public Backend {
                                       const CompileOptions& options) const override {
     check_spec(spec);
     if (auto why = unavailable()) throw UnsupportedError("cuda", "", *why);
-    return std::make_unique<CudaExecutable>(graph, schedule, spec, options);
+    return std::make_unique<CudaExecutable>(graph, with_families(graph, schedule, spec), spec, options);
   }
 
  private:

@@ -1558,54 +1558,104 @@ void finish_kernel(GeneratedKernel& k, std::string source, const OpGraph& graph,
                  source);
 }
 
+namespace {
+
+/// The recorded reason a family was declined ("mma: ..."), or "".
+std::string declined(const KernelChoice& k, std::string_view family) {
+  const std::string prefix = cat(family, ": ");
+  for (const std::string& r : k.rejected)
+    if (r.rfind(prefix, 0) == 0) return r.substr(prefix.size());
+  return "";
+}
+
+/// The comments naming why the families before the recorded one were not taken.
+std::string declined_comments(const KernelChoice& k) {
+  std::string out;
+  const std::pair<const char*, const char*> labels[] = {{"flash", "streamed attention kernel not used: "},
+                                                        {"wgmma", "warpgroup MMA not used: "},
+                                                        {"mma", "tensor cores not used: "},
+                                                        {"row", "row kernel not used: "},
+                                                        {"vector", "vector kernel not used: "}};
+  for (const auto& [family, label] : labels)
+    if (const std::string why = declined(k, family); !why.empty()) out += cat("// ", label, why, "\n");
+  return out;
+}
+
+}  // namespace
+
 GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule, int index, const HwSpec& spec) {
   TESSEL_ASSERT(index >= 0 && index < static_cast<int>(schedule.groups.size()), "group ", index);
   const ScheduledGroup& group = schedule.groups[index].group;
+  const KernelChoice& choice = group.kernel;
+  TESSEL_ASSERT(!choice.family.empty(), "group ", index, " of the schedule records no kernel family (record_kernel_families)");
+  const std::string where = cat("/groups/", index, "/kernel");
   GeneratedKernel k;
+  k.path = choice.family;
+  k.attention_reason = declined(choice, "flash");
+  k.mma_reason = declined(choice, "mma");
+  k.row_reason = declined(choice, "row");
+  k.vector_reason = declined(choice, "vector");
   const GroupPlan generic = plan_group(graph, group, spec);
-  // A streamed attention group gets the flash kernel when it can run it.
-  if (group.stream_chunk > 0) {
+  // The recorded family's plan, derived from the group; its parameters must be the recorded ones.
+  auto illegal = [&](const std::string& why) {
+    return UserError("schedule", where, cat("kernel family '", choice.family, "' cannot emit this group: ", why));
+  };
+  auto check_params = [&](const std::map<std::string, int64_t>& derived) {
+    if (choice.params.empty() || choice.params == derived) return;
+    std::string want, got;
+    for (const auto& [name, value] : choice.params) want += cat(" ", name, "=", value);
+    for (const auto& [name, value] : derived) got += cat(" ", name, "=", value);
+    throw UserError("schedule", where + "/params",
+                    cat("recorded parameters", want, " differ from the ones family '", choice.family,
+                        "' derives from the group's tiles (", got, " ); parameters are recorded, not yet taken as input"));
+  };
+  std::string source;
+  if (choice.family == "flash") {
+    if (group.stream_chunk <= 0) throw illegal("the group does not stream attention (stream_chunk 0)");
     AttentionMatch attention = plan_attention(graph, group, generic, spec);
-    if (attention.plan) {
-      k.attention = attention.plan;
-      k.path = "flash";
-      k.plan = attention_group_plan(generic, *attention.plan);
-      Emitter e(graph, k.plan, spec);
-      finish_kernel(k, e.flash_kernel(kPlaceholder, *attention.plan), graph, schedule, index);
-      return k;
-    }
-    k.attention_reason = attention.reason;
+    if (!attention.plan) throw illegal(attention.reason);
+    check_params(family_params(*attention.plan));
+    k.attention = attention.plan;
+    k.plan = attention_group_plan(generic, *attention.plan);
+    Emitter e(graph, k.plan, spec);
+    source = e.flash_kernel(kPlaceholder, *attention.plan);
+  } else if (choice.family == "wgmma" || choice.family == "mma") {
+    ContractionMatch match = plan_contraction(graph, group, generic, spec);
+    if (!match.plan) throw illegal(match.reason);
+    if (match.plan->warpgroup != (choice.family == "wgmma"))
+      throw illegal(match.plan->warpgroup ? "the spec and tiles select warpgroup MMA (wgmma)"
+                                          : cat("no warpgroup MMA: ", match.plan->warpgroup_reason));
+    check_params(family_params(*match.plan));
+    k.contraction = match.plan;
+    k.plan = mma_group_plan(generic, *match.plan);
+    Emitter e(graph, k.plan, spec);
+    source = e.mma_kernel(kPlaceholder, *match.plan);
+  } else if (choice.family == "row") {
+    RowMatch rows = plan_rows(graph, group, generic, spec);
+    if (!rows.plan) throw illegal(rows.reason);
+    check_params(family_params(*rows.plan));
+    k.rows = rows.plan;
+    k.plan = row_group_plan(generic, *rows.plan);
+    Emitter e(graph, k.plan, spec);
+    source = e.row_kernel(kPlaceholder, *rows.plan);
+  } else if (choice.family == "vector") {
+    VectorMatch vectors = plan_vector(graph, group, generic, spec);
+    if (!vectors.plan) throw illegal(vectors.reason);
+    check_params(family_params(*vectors.plan));
+    k.vector = vectors.plan;
+    k.plan = vector_group_plan(generic, *vectors.plan);
+    Emitter e(graph, k.plan, spec);
+    source = e.vector_kernel(kPlaceholder, *vectors.plan);
+  } else if (choice.family == "generic") {
+    check_params(family_params(graph, group, generic));
+    k.plan = generic;
+    Emitter e(graph, k.plan, spec);
+    source = e.kernel(kPlaceholder);
+  } else {
+    throw UserError("schedule", where + "/family",
+                    cat("unknown CUDA kernel family '", choice.family, "' (flash, wgmma, mma, row, vector, generic)"));
   }
-  // The tensor-core path when the group is a contraction with an elementwise epilogue whose
-  // operands it can stream from device memory; every other group gets the generic kernel.
-  ContractionMatch match = plan_contraction(graph, group, generic, spec);
-  k.contraction = match.plan;
-  k.mma_reason = match.reason;
-  // Else the row kernel when the group normalizes or reduces rows (softmax, layer norm).
-  RowMatch rows;
-  if (!match.plan) rows = plan_rows(graph, group, generic, spec);
-  k.rows = rows.plan;
-  k.row_reason = rows.reason;
-  // Else the vector kernel when every node is elementwise over the sink's domain.
-  VectorMatch vectors;
-  if (!match.plan && !rows.plan) vectors = plan_vector(graph, group, generic, spec);
-  k.vector = vectors.plan;
-  k.vector_reason = vectors.reason;
-  k.path = match.plan ? (match.plan->warpgroup ? "wgmma" : "mma") : rows.plan ? "row" : vectors.plan ? "vector" : "generic";
-  k.plan = match.plan       ? mma_group_plan(generic, *match.plan)
-           : rows.plan      ? row_group_plan(generic, *rows.plan)
-           : vectors.plan   ? vector_group_plan(generic, *vectors.plan)
-                            : generic;
-  Emitter e(graph, k.plan, spec);
-  const std::string not_mma = cat("// tensor cores not used: ", match.reason, "\n");
-  const std::string not_row = cat("// row kernel not used: ", rows.reason, "\n");
-  std::string source = match.plan     ? e.mma_kernel(kPlaceholder, *match.plan)
-                       : rows.plan    ? cat(not_mma, e.row_kernel(kPlaceholder, *rows.plan))
-                       : vectors.plan ? cat(not_mma, not_row, e.vector_kernel(kPlaceholder, *vectors.plan))
-                                      : cat(not_mma, not_row, "// vector kernel not used: ", vectors.reason, "\n",
-                                            e.kernel(kPlaceholder));
-  if (!k.attention_reason.empty()) source = cat("// streamed attention kernel not used: ", k.attention_reason, "\n", source);
-  finish_kernel(k, std::move(source), graph, schedule, index);
+  finish_kernel(k, cat(declined_comments(choice), source), graph, schedule, index);
   return k;
 }
 

@@ -1,9 +1,9 @@
-// CUDA C++ for one fused group (DESIGN.md, "emit"): the streamed attention kernel for streamed
-// groups (attention_plan.h), else the tensor-core kernel for f16/bf16
-// contraction groups with an elementwise epilogue and channels-last convolutions
-// (contraction_plan.h), else the row kernel for groups that reduce and normalize rows
-// (row_plan.h), else the vector kernel for elementwise groups (vector_plan.h), else the generic
-// kernel built from the group's GroupPlan (group_plan.h). The source is self-contained: the device
+// CUDA C++ for one fused group (DESIGN.md, "emit"), of the kernel family the schedule records for
+// it (kernel_families.h): the streamed attention kernel (attention_plan.h), the tensor-core kernel
+// for f16/bf16 contractions with an elementwise epilogue and channels-last convolutions
+// (contraction_plan.h, mma.sync or wgmma), the row kernel for groups that reduce and normalize
+// rows (row_plan.h), the vector kernel for elementwise groups (vector_plan.h), or the generic
+// kernel built from the group's GroupPlan (group_plan.h). The emitter chooses nothing. The source is self-contained: the device
 // library (kernels/cuda/device/*.cuh, embedded into the binary) is pasted in front of the kernel,
 // so NVRTC needs no include path.
 #pragma once
@@ -17,6 +17,7 @@
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/group_plan.h"
 #include "kernels/cuda/row_plan.h"
+#include "kernels/cuda/kernel_families.h"
 #include "kernels/cuda/vector_plan.h"
 #include "policy/schedule.h"
 
@@ -38,7 +39,10 @@ struct GeneratedKernel {
   std::string vector_reason;                   // generic path: why the vector path was not taken
 };
 
-/// Generates the kernel of group `index` of `schedule`.
+/// Generates the kernel of group `index` of `schedule`, of the kernel family the group records
+/// (KernelChoice, chosen by CudaKernelFamilies while scheduling): an InternalError when it records
+/// none (record_kernel_families first), a UserError when the recorded family cannot emit the group
+/// or its recorded parameters differ from the ones the family derives from the group's tiles.
 GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule, int index, const HwSpec& spec);
 
 /// The device library: every kernels/cuda/device/*.cuh, in dependency order, as one string.

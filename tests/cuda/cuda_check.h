@@ -29,13 +29,21 @@ namespace tessel::testing {
 
 inline const HwSpec& gpu_spec(const std::string& name = "nvidia-h100-sxm") { return shipped_spec(name); }
 
+/// The kernel of group `i`, as the backend emits it: a group that records no kernel family (the
+/// tests schedule with the policies alone, and edit tiles) gets CudaKernelFamilies' choice first.
+inline cuda::GeneratedKernel emit_kernel(const OpGraph& g, const Schedule& schedule, int i, const HwSpec& spec) {
+  Schedule recorded = schedule;
+  record_missing_kernel_families(g, spec, cuda::CudaKernelFamilies(), recorded);
+  return cuda::emit_group_kernel(g, recorded, i, spec);
+}
+
 /// Emits every group kernel of `schedule` and compiles each distinct one with NVRTC; returns the
 /// number compiled. Every rejection fails the test with NVRTC's log.
 inline int nvrtc_compile_all(const OpGraph& g, const Schedule& schedule, const HwSpec& spec) {
   const std::vector<std::string> options = cuda::nvrtc_options(cuda::cuda_arch(spec));
   std::set<std::string> done;
   for (int i = 0; i < static_cast<int>(schedule.groups.size()); ++i) {
-    const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, schedule, i, spec);
+    const cuda::GeneratedKernel k = emit_kernel(g, schedule, i, spec);
     if (!done.insert(k.name).second) continue;
     const cuda::NvrtcResult r = cuda::nvrtc_compile(k.source, k.name, options);
     INFO("group ", i, " (", g.node(schedule.groups[i].group.nodes.back()).name(), "), kernel ", k.name, ":\n", r.log);
@@ -49,7 +57,7 @@ inline int nvrtc_compile_all(const OpGraph& g, const Schedule& schedule, const H
 inline cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy) {
   const Schedule s = schedule_with(g, gpu_spec(), policy);
   REQUIRE(!s.groups.empty());
-  return cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
+  return emit_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
 }
 
 /// Why GPU tests cannot run here, or nullopt. Prints "[SKIP] no CUDA device" once per test case.

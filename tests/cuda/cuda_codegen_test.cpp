@@ -101,7 +101,7 @@ TEST_CASE("cuda codegen: identical layers share one kernel") {
   const HwSpec& spec = gpu_spec();
   const Schedule s = schedule_with(g, spec, "welder");
   std::set<std::string> names;
-  for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) names.insert(cuda::emit_group_kernel(g, s, i, spec).name);
+  for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) names.insert(emit_kernel(g, s, i, spec).name);
   CHECK(names.size() * 6 <= s.groups.size());
 }
 

@@ -138,7 +138,7 @@ TEST_CASE("cuda flash: welder forms one legal streamed group, priced, saved and 
     // The kernel: the streamed path for every case.
     for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
       if (s.groups[i].group.stream_chunk > 0) {
-        const cuda::GeneratedKernel k = cuda::emit_group_kernel(c.graph, s, i, spec);
+        const cuda::GeneratedKernel k = emit_kernel(c.graph, s, i, spec);
         CHECK(k.path == "flash");
         CHECK(k.source.find("streamed attention (flash") != std::string::npos);
         // The scale is one element: loaded once, not per score.
@@ -186,7 +186,7 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
       const Schedule s = schedule_with(g, *spec, "welder");
       for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
         if (s.groups[i].group.stream_chunk == 0) continue;
-        const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, s, i, *spec);
+        const cuda::GeneratedKernel k = emit_kernel(g, s, i, *spec);
         CHECK(k.path == "flash");
         const bool hopper = spec == &gpu_spec() && hopper_kernel(a);
         CHECK((k.source.find("WarpgroupAttention<") != std::string::npos) == hopper);
@@ -204,7 +204,7 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
   for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
     if (s.groups[i].group.stream_chunk > 0) {
       seen = true;
-      CHECK(cuda::emit_group_kernel(few, s, i, gpu_spec()).source.find("40 queries fill less than one 64-row wgmma tile") !=
+      CHECK(emit_kernel(few, s, i, gpu_spec()).source.find("40 queries fill less than one 64-row wgmma tile") !=
             std::string::npos);
     }
   CHECK(seen);
@@ -231,7 +231,7 @@ TEST_CASE("cuda flash: score steps of scalar products and sums run two scores at
       for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
         if (s.groups[i].group.stream_chunk == 0) continue;
         ++seen;
-        const std::string src = cuda::emit_group_kernel(g, s, i, *spec).source;
+        const std::string src = emit_kernel(g, s, i, *spec).source;
         INFO(e.packed, src.substr(src.find("auto tsl_score = ")));
         CHECK(src.find(e.packed) != std::string::npos);
         const bool packed = e.packed.find("packed") != std::string::npos;

@@ -149,7 +149,7 @@ std::vector<MmaCase> mma_cases() {
 int mma_kernels(const OpGraph& g, const Schedule& s, const HwSpec& spec) {
   int n = 0;
   for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
-    const std::string path = cuda::emit_group_kernel(g, s, i, spec).path;
+    const std::string path = emit_kernel(g, s, i, spec).path;
     n += path == "mma" || path == "wgmma";
   }
   return n;
@@ -193,7 +193,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   const OpGraph ffn = bias_gelu(DType::f16, 256, 64, 256);
   const Schedule s = schedule_with(ffn, gpu_spec(), "welder");
   REQUIRE(s.groups.size() == 1);
-  const cuda::GeneratedKernel k = cuda::emit_group_kernel(ffn, s, 0, gpu_spec());
+  const cuda::GeneratedKernel k = emit_kernel(ffn, s, 0, gpu_spec());
   CHECK(k.path == "wgmma");  // 256 x 256 on the H100: the Hopper kernel
   CHECK(k.plan.outputs.size() == 1);
 
@@ -203,7 +203,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   const Schedule sa = schedule_with(att, gpu_spec(), "welder");
   bool folded = false;
   for (int i = 0; i < static_cast<int>(sa.groups.size()); ++i) {
-    const cuda::GeneratedKernel g = cuda::emit_group_kernel(att, sa, i, gpu_spec());
+    const cuda::GeneratedKernel g = emit_kernel(att, sa, i, gpu_spec());
     if (g.contraction && !g.contraction->operand_nodes.empty()) {
       folded = true;
       CHECK(g.contraction->b.k_contiguous);
@@ -238,7 +238,7 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   const OpGraph cbr = conv_nhwc(DType::f16, {2, 14, 14, 64}, 64, 3, 1, 1, 1);
   const Schedule scbr = schedule_with(cbr, gpu_spec(), "welder");
   REQUIRE(scbr.groups.size() == 1);
-  CHECK(cuda::emit_group_kernel(cbr, scbr, 0, gpu_spec()).path == "mma");
+  CHECK(emit_kernel(cbr, scbr, 0, gpu_spec()).path == "mma");
 }
 
 TEST_CASE("cuda mma: kernel families follow the spec's gpu_features, never the arch name") {
@@ -247,18 +247,18 @@ TEST_CASE("cuda mma: kernel families follow the spec's gpu_features, never the a
   HwSpec next = gpu_spec();
   next.name = "hypothetical-sm100";
   next.target.arch = "sm_100a";
-  CHECK(cuda::emit_group_kernel(g, schedule_with(g, next, "roller"), 0, next).path == "wgmma");
+  CHECK(emit_kernel(g, schedule_with(g, next, "roller"), 0, next).path == "wgmma");
   // The H100 with wgmma left out of its features: the mma.sync kernel, saying why.
   HwSpec no_wgmma = gpu_spec();
   no_wgmma.target.gpu_features = {"mma_sync", "cp_async", "ldmatrix", "tma"};
-  const cuda::GeneratedKernel kept = cuda::emit_group_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma);
+  const cuda::GeneratedKernel kept = emit_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma);
   CHECK(kept.path == "mma");
   REQUIRE(kept.contraction);
   CHECK(kept.contraction->warpgroup_reason.find("lists no wgmma and TMA") != std::string::npos);
   // Without mma_sync no tensor-core kernel at all: the generic one.
   HwSpec no_mma = gpu_spec();
   no_mma.target.gpu_features = {"cp_async", "ldmatrix"};
-  const std::string path = cuda::emit_group_kernel(g, schedule_with(g, no_mma, "roller"), 0, no_mma).path;
+  const std::string path = emit_kernel(g, schedule_with(g, no_mma, "roller"), 0, no_mma).path;
   CHECK(path != "mma");
   CHECK(path != "wgmma");
 }
@@ -319,12 +319,12 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   const OpGraph g = matmul(DType::f16, 256, 64, 256);
   const HwSpec& a100 = gpu_spec("nvidia-a100-sxm-80g");
   const Schedule s = schedule_with(g, a100, "roller");
-  CHECK(kept(cuda::emit_group_kernel(g, s, 0, a100)).find("lists no wgmma and TMA") != std::string::npos);
+  CHECK(kept(emit_kernel(g, s, 0, a100)).find("lists no wgmma and TMA") != std::string::npos);
   // Without the wgmma shapes in the spec the H100 keeps mma.sync too.
   HwSpec no_wgmma = gpu_spec();
   auto& shapes = no_wgmma.compute.tensor_core_shapes.at(DType::f16);
   shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const MmaShape& m) { return m.m == 64; }), shapes.end());
-  CHECK(kept(cuda::emit_group_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma)).find("m64n256k16") != std::string::npos);
+  CHECK(kept(emit_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma)).find("m64n256k16") != std::string::npos);
 }
 
 TEST_CASE("cuda mma: K is split over a thread-block cluster when the tiles leave SMs idle") {
@@ -375,7 +375,7 @@ TEST_CASE("cuda mma: K is split over a thread-block cluster when the tiles leave
   CHECK(wide.contraction->split_reason.empty());
   const OpGraph g = gemm(DType::f16, 16, 4096, 4096, false, false);
   const HwSpec& a100 = gpu_spec("nvidia-a100-sxm-80g");
-  const cuda::GeneratedKernel old = cuda::emit_group_kernel(g, schedule_with(g, a100, "roller"), 0, a100);
+  const cuda::GeneratedKernel old = emit_kernel(g, schedule_with(g, a100, "roller"), 0, a100);
   CHECK(old.contraction->split_k == 1);
   CHECK(old.contraction->split_reason.find("no thread-block clusters") != std::string::npos);
   CHECK(old.plan.cluster_blocks == 1);
@@ -413,7 +413,7 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
   old.compute.tensor_core_shapes.erase(DType::f16);
   const OpGraph g = matmul(DType::f16, 64, 64, 64);
   const Schedule s = schedule_with(g, old, "roller");
-  CHECK(cuda::emit_group_kernel(g, s, 0, old).path == "generic");
+  CHECK(emit_kernel(g, s, 0, old).path == "generic");
 }
 
 TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder and roller)") {
@@ -426,7 +426,7 @@ TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder
       CHECK(nvrtc_compile_all(c.graph, s, spec) >= 1);
       if (c.name.rfind("split K", 0) == 0) {  // these cases are there to split
         bool split = false;
-        for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) split |= cuda::emit_group_kernel(c.graph, s, i, spec).plan.cluster_blocks > 1;
+        for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) split |= emit_kernel(c.graph, s, i, spec).plan.cluster_blocks > 1;
         CHECK(split);
       }
     }

@@ -19,7 +19,7 @@ HostTensor random_of(DType dt, std::vector<int64_t> shape, uint64_t seed) { retu
 cuda::GeneratedKernel welder_kernel(const OpGraph& g) {
   const Schedule s = schedule_with(g, gpu_spec(), "welder");
   REQUIRE(s.groups.size() == 1);
-  return cuda::emit_group_kernel(g, s, 0, gpu_spec());
+  return emit_kernel(g, s, 0, gpu_spec());
 }
 
 OpGraph softmax(DType dt, std::vector<int64_t> shape) {
@@ -50,7 +50,7 @@ TEST_CASE("cuda row: attention scores fused with their softmax: copies folded, Q
   const OpGraph g = scores_softmax(DType::f16, 2, 3, 40, 64);
   const Schedule s = schedule_with(g, gpu_spec(), "welder");
   REQUIRE(s.groups.size() == 1);
-  const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, s, 0, gpu_spec());
+  const cuda::GeneratedKernel k = emit_kernel(g, s, 0, gpu_spec());
   REQUIRE(k.path == "row");
   int copies = 0, rows = 0;
   for (const cuda::RowNode& rn : k.rows->nodes) {
@@ -107,7 +107,7 @@ TEST_CASE("cuda row: softmax and layer norm groups take the row path, one row in
 TEST_CASE("cuda row: groups outside the row path say why") {
   auto reason = [](const OpGraph& g, const std::string& policy = "welder") {
     const Schedule s = schedule_with(g, gpu_spec(), policy);
-    const cuda::GeneratedKernel k = cuda::emit_group_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
+    const cuda::GeneratedKernel k = emit_kernel(g, s, static_cast<int>(s.groups.size()) - 1, gpu_spec());
     CHECK(k.path != "row");  // elementwise groups take the vector path (cuda_vector_test.cpp)
     CHECK(k.source.find("row kernel not used: " + k.row_reason) != std::string::npos);
     return k.row_reason;

@@ -134,3 +134,18 @@ TEST_CASE("bad schedule JSON: missing required keys") {
   expect_user_error(g, R"({"groups": [{"tiles": {}}]})", "/groups/0", "\"nodes\"");
   expect_user_error(g, R"({"groups": [{"nodes": []}]})", "/groups/0", "\"tiles\"");
 }
+
+TEST_CASE("bad schedule JSON: a kernel family record that is not one") {
+  const OpGraph g = chain();
+  const std::string base = valid(g);
+  const std::string at = "\"edge_levels\": {},";
+  auto with = [&](const std::string& kernel) { return edit(base, at, at + " \"kernel\": " + kernel + ","); };
+  schedule_from_json(with(R"({"family": "generic", "params": {"threads": 128}, "rejected": ["mma: f32"]})"), "ok.json", g);
+  expect_user_error(g, with("\"wgmma\""), "/groups/0/kernel", "\"wgmma\"");
+  expect_user_error(g, with(R"({"params": {}})"), "/groups/0/kernel", "missing key \"family\"");
+  expect_user_error(g, with(R"({"family": ""})"), "/groups/0/kernel/family", "\"\"");
+  expect_user_error(g, with(R"({"family": "mma", "params": {"stages": 2.5}})"), "/groups/0/kernel/params/stages", "2.5");
+  expect_user_error(g, with(R"({"family": "mma", "params": [1]})"), "/groups/0/kernel/params", "[1]");
+  expect_user_error(g, with(R"({"family": "mma", "rejected": [7]})"), "/groups/0/kernel/rejected/0", "7");
+  expect_user_error(g, with(R"({"family": "mma", "tile": 1})"), "/groups/0/kernel/tile", "tile");
+}

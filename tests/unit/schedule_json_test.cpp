@@ -41,6 +41,7 @@ Schedule sample(const OpGraph& g) {
   sg.group.tiles[0] = c;
   sg.group.tiles[1] = c;
   sg.group.edge_levels[g.node_output(0)] = "registers";
+  sg.group.kernel = KernelChoice{"mma", {{"block_m", 64}, {"stages", 3}}, {"flash: not streamed", "wgmma: \"no\""}};
   sg.predicted.latency_s = 1.0 / 3.0 * 1e-5;
   sg.predicted.compute_s = 0.1 + 0.2;
   sg.predicted.flops = 16384;
@@ -71,6 +72,9 @@ void check_equal(const Schedule& a, const Schedule& b) {
     CHECK(x.group.nodes == y.group.nodes);
     CHECK(x.group.tiles == y.group.tiles);
     CHECK(x.group.edge_levels == y.group.edge_levels);
+    CHECK(x.group.kernel.family == y.group.kernel.family);
+    CHECK(x.group.kernel.params == y.group.kernel.params);
+    CHECK(x.group.kernel.rejected == y.group.kernel.rejected);
     CHECK(x.predicted.latency_s == y.predicted.latency_s);
     CHECK(x.predicted.compute_s == y.predicted.compute_s);
     CHECK(x.predicted.flops == y.predicted.flops);

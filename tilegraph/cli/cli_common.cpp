@@ -10,7 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "kernels/backend.h"
 #include "policy/check_schedule.h"
+#include "policy/kernel_families.h"
 #include "policy/schedule_json.h"
 #include "tilegraph/error.h"
 #include "tilegraph/import/tensor_files.h"
@@ -231,7 +233,14 @@ std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
   throw UserError("command line", "--cost-model", cat("unknown cost model \"", name, "\" (known: ", known, ")"));
 }
 
+std::unique_ptr<KernelFamilies> families_for(const HwSpec& spec) {
+  for (const auto& b : backends())
+    if (b->supports(spec)) return b->kernel_families();
+  return nullptr;
+}
+
 Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec, const CostModel& cost) {
+  const std::unique_ptr<KernelFamilies> families = families_for(spec);
   if (auto file = args.option("schedule")) {
     std::ifstream in(*file);
     if (!in) throw UserError(*file, "", "cannot read the schedule file");
@@ -244,6 +253,8 @@ Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec
     if (!problems.empty())
       throw UserError(*file, "", cat("the schedule is not legal for '", spec.name, "': ", problems.front(),
                                      problems.size() > 1 ? cat(" (and ", problems.size() - 1, " more)") : std::string()));
+    // Groups saved without a kernel family get the backend's choice, as a new schedule would.
+    if (families) record_missing_kernel_families(graph, spec, *families, s);
     s.cost_model = std::string(cost.name());
     s.predicted_latency_s = 0;
     for (ScheduleGroup& group : s.groups) {
@@ -253,7 +264,7 @@ Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec
     return s;
   }
   const auto policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
-  return policy->schedule(PolicyContext{graph, spec, cost});
+  return schedule_with_families(*policy, PolicyContext{graph, spec, cost}, families.get());
 }
 
 }  // namespace tessel

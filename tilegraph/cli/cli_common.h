@@ -19,6 +19,8 @@
 
 namespace tessel {
 
+class KernelFamilies;
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start);
@@ -50,5 +52,8 @@ std::unique_ptr<CostModel> find_cost_model(const std::string& name);
 /// The schedule of `graph` for `spec`: replayed from --schedule FILE (checked against the spec and
 /// re-priced with `cost`), else made by --policy (default: the first of policies()).
 Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec, const CostModel& cost);
+
+/// The kernel families of the backend that generates code for `spec` (nullptr: none has any).
+std::unique_ptr<KernelFamilies> families_for(const HwSpec& spec);
 
 }  // namespace tessel

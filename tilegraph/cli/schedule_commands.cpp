@@ -10,6 +10,7 @@
 
 #include "cost_model/cost_model.h"
 #include "policy/check_schedule.h"
+#include "policy/kernel_families.h"
 #include "policy/explain.h"
 #include "policy/policy.h"
 #include "policy/schedule_json.h"
@@ -113,7 +114,12 @@ int cmd_explain(const std::vector<std::string>& argv) {
   if (format != "text" && format != "dot" && format != "html")
     throw UserError("command line", "--format", cat("unknown format \"", format, "\" (text, dot or html)"));
   Scheduled s = make_schedule(args);
-  const Explanation totals = explain_totals(s.graph, s.schedule, s.spec, *s.cost);
+  // The unfused comparison prices each node alone as the family its backend would emit, as the
+  // schedule's own groups are priced.
+  const std::unique_ptr<KernelFamilies> families = families_for(s.spec);
+  const std::unique_ptr<CostModel> priced =
+      families ? std::unique_ptr<CostModel>(new FamilyPricedCost(*s.cost, *families)) : nullptr;
+  const Explanation totals = explain_totals(s.graph, s.schedule, s.spec, priced ? *priced : *s.cost);
   if (format == "text") write_output(args, explain_text(s.graph, s.schedule, totals));
   else if (format == "dot") write_output(args, explain_dot(s.graph, s.schedule));
   else write_output(args, explain_html(s.graph, s.schedule, totals, render_svg(explain_dot(s.graph, s.schedule))));

@@ -1,0 +1,104 @@
+// The CUDA backend's kernel families (see kernel_families.h).
+#include "kernels/cuda/kernel_families.h"
+
+#include <algorithm>
+
+#include "tilegraph/error.h"
+
+namespace tessel::cuda {
+
+std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
+  return {
+      {"flash", "a streamed attention group as one flash-style kernel (online softmax over key chunks)",
+       {"rows", "chunk", "stages", "threads", "warpgroup"}},
+      {"wgmma", "contraction + elementwise epilogue on warpgroup MMA with TMA loads",
+       {"block_m", "block_n", "block_k", "warpgroups", "stages", "split_k", "raster_group", "implicit"}},
+      {"mma", "contraction + elementwise epilogue on mma.sync tensor-core instructions",
+       {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit"}},
+      {"row", "rows reduced and normalized in registers (softmax, layer norm)",
+       {"vec", "lanes", "chunks", "rows_per_block", "threads"}},
+      {"vector", "an elementwise group, vector loads and stores over the sink's domain", {"vec", "threads", "blocks"}},
+      {"generic", "any group: one thread per output element, reductions in a loop",
+       {"threads", "blocks", "instructions_per_point"}},
+  };
+}
+
+std::map<std::string, int64_t> family_params(const AttentionPlan& p) {
+  return {{"rows", p.rows}, {"chunk", p.chunk}, {"stages", p.stages}, {"threads", p.threads}, {"warpgroup", p.warpgroup}};
+}
+
+std::map<std::string, int64_t> family_params(const ContractionPlan& p) {
+  std::map<std::string, int64_t> out{{"block_m", p.block_m}, {"block_n", p.block_n}, {"block_k", p.block_k},
+                                     {"stages", p.stages}, {"split_k", p.split_k}, {"raster_group", p.raster_group},
+                                     {"implicit", p.implicit}};
+  if (p.warpgroup) {
+    out["warpgroups"] = p.warpgroups;
+  } else {
+    out["warps_m"] = p.warps_m;
+    out["warps_n"] = p.warps_n;
+  }
+  return out;
+}
+
+std::map<std::string, int64_t> family_params(const RowPlan& p) {
+  return {{"vec", p.vec}, {"lanes", p.lanes}, {"chunks", p.chunks}, {"rows_per_block", p.rows_per_block}, {"threads", p.threads}};
+}
+
+std::map<std::string, int64_t> family_params(const VectorPlan& p) {
+  return {{"vec", p.vec}, {"threads", p.threads}, {"blocks", p.blocks}};
+}
+
+int64_t generic_instructions_per_point(const TeNode& node) {
+  int64_t n = 3;  // the accumulating multiply-add, the loop's increment and its compare-and-branch
+  for (const Access& in : node.inputs()) n += 1 + in.map.num_results();
+  return n;
+}
+
+std::map<std::string, int64_t> family_params(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& plan) {
+  NodeId largest = group.nodes.back();
+  for (NodeId n : group.nodes)
+    if (graph.node(n).flops() > graph.node(largest).flops()) largest = n;
+  return {{"threads", plan.threads}, {"blocks", plan.blocks},
+          {"instructions_per_point", generic_instructions_per_point(graph.node(largest))}};
+}
+
+KernelChoice CudaKernelFamilies::choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
+  KernelChoice k;
+  const GroupPlan generic = plan_group(graph, group, spec);
+  if (group.stream_chunk > 0) {
+    const AttentionMatch a = plan_attention(graph, group, generic, spec);
+    if (a.plan) {
+      k.family = "flash";
+      k.params = family_params(*a.plan);
+      return k;
+    }
+    k.rejected.push_back("flash: " + a.reason);
+  }
+  const ContractionMatch m = plan_contraction(graph, group, generic, spec);
+  if (m.plan) {
+    if (!m.plan->warpgroup && !m.plan->warpgroup_reason.empty()) k.rejected.push_back("wgmma: " + m.plan->warpgroup_reason);
+    k.family = m.plan->warpgroup ? "wgmma" : "mma";
+    k.params = family_params(*m.plan);
+    return k;
+  }
+  k.rejected.push_back("mma: " + m.reason);
+  const RowMatch r = plan_rows(graph, group, generic, spec);
+  if (r.plan) {
+    k.family = "row";
+    k.params = family_params(*r.plan);
+    return k;
+  }
+  k.rejected.push_back("row: " + r.reason);
+  const VectorMatch v = plan_vector(graph, group, generic, spec);
+  if (v.plan) {
+    k.family = "vector";
+    k.params = family_params(*v.plan);
+    return k;
+  }
+  k.rejected.push_back("vector: " + v.reason);
+  k.family = "generic";
+  k.params = family_params(graph, group, generic);
+  return k;
+}
+
+}  // namespace tessel::cuda

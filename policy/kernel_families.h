@@ -1,0 +1,70 @@
+// Kernel families as schedule data (DESIGN.md, "Schedule"): a backend describes the kernels it
+// can emit -- CUDA: flash, wgmma, mma, row, vector, generic -- and chooses, for one fused group,
+// the family and the parameters it will emit it with. The policy prices every candidate group as
+// the family its backend would emit (FamilyPricedCost), every group of the finished schedule
+// records its choice (KernelChoice in cost_model.h), saved schedules carry it in their JSON, and
+// the backend emits the recorded family without choosing again.
+//
+// The layers: this interface lives here, below the backends; a backend implements it
+// (Backend::kernel_families(), kernels/backend.h) and whoever runs the pipeline hands it to the
+// policy (schedule_with_families), as a Measurer is handed in.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.h"
+
+namespace tessel {
+
+class KernelFamilies {
+ public:
+  virtual ~KernelFamilies() = default;
+  struct Family {
+    std::string name;                 // as recorded in KernelChoice::family
+    std::string description;          // one line
+    std::vector<std::string> params;  // the names of its parameters
+  };
+  /// The backend these families belong to ("cuda").
+  virtual std::string_view backend() const = 0;
+  /// Every family, in the order choose() prefers them.
+  virtual std::vector<Family> families() const = 0;
+  /// The family and parameters the backend emits `group` with: the first legal family in its
+  /// order of preference, with the reasons each one before it was not legal. Deterministic; needs
+  /// no device.
+  virtual KernelChoice choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const = 0;
+};
+
+/// `inner`, with a group that records no family priced as the family `families` chooses for it:
+/// what the policy compares is what the backend will emit.
+class FamilyPricedCost : public CostModel {
+ public:
+  FamilyPricedCost(const CostModel& inner, const KernelFamilies& families) : inner_(inner), families_(families) {}
+  std::string_view name() const override { return inner_.name(); }
+  std::string_view description() const override { return inner_.description(); }
+  CostBreakdown estimate(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
+
+ private:
+  const CostModel& inner_;
+  const KernelFamilies& families_;
+};
+
+/// Records the family of every group of `schedule` that has none (`families`' choice), without
+/// pricing it again; returns how many it recorded. For a backend handed a schedule made without
+/// its families (a saved schedule from before they were recorded, a caller that bypassed
+/// schedule_with_families): what it emits is then still what the schedule says.
+int record_missing_kernel_families(const OpGraph& graph, const HwSpec& spec, const KernelFamilies& families,
+                                   Schedule& schedule);
+
+/// Records the family of every group of `schedule` that has none (`families`' choice) and prices
+/// those groups again with `cost`; the schedule's predicted latency is summed again.
+void record_kernel_families(const OpGraph& graph, const HwSpec& spec, const CostModel& cost,
+                            const KernelFamilies& families, Schedule& schedule);
+
+/// Runs `policy` with every candidate priced as the family `families` would emit (when given),
+/// then records each group's family. Without families: policy.schedule(ctx).
+Schedule schedule_with_families(const Policy& policy, const PolicyContext& ctx, const KernelFamilies* families);
+
+}  // namespace tessel

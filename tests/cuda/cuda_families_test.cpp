@@ -1,0 +1,136 @@
+// Kernel families as schedule data (policy/kernel_families.h, kernels/cuda/kernel_families.h):
+// the policy records each group's family, JSON carries it, the emitter emits exactly it (a saved
+// schedule replays to byte-identical kernel sources), a forced family is obeyed or refused with
+// the reason, and the policy prices the family it records. No GPU needed.
+#include <doctest/doctest.h>
+
+#include "../model_builder.h"
+#include "cuda_check.h"
+#include "kernels/cuda/kernel_families.h"
+#include "policy/kernel_families.h"
+#include "policy/schedule_json.h"
+
+namespace tessel::testing {
+namespace {
+
+Schedule with_families(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  for (const auto& p : policies())
+    if (p->name() == policy) return schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  FAIL("no policy ", policy);
+  return {};
+}
+
+/// f16 x[m,k] @ w[k,n] + bias, GELU: the tensor-core family on an H100.
+OpGraph gemm_gelu(int64_t m, int64_t k, int64_t n) {
+  ModelBuilder b(DType::f16);
+  const std::string y = b.op("MatMul", {b.input("x", {m, k}), b.weight("w", {k, n}, 3)});
+  return b.graph(b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})}));
+}
+
+/// LLaMA's SwiGLU: silu(x Wg) * (x Wu).
+OpGraph swiglu(int64_t m, int64_t k, int64_t n) {
+  ModelBuilder b(DType::f16);
+  const std::string x = b.input("x", {m, k});
+  const std::string gate = b.op("MatMul", {x, b.weight("wg", {k, n}, 5)});
+  const std::string up = b.op("MatMul", {x, b.weight("wu", {k, n}, 6)});
+  return b.graph(b.op("Mul", {b.op("Silu", {gate}), up}));
+}
+
+std::vector<std::pair<std::string, OpGraph>> graphs() {
+  std::vector<std::pair<std::string, OpGraph>> out;
+  for (const char* name : {"bert_base_layer", "llama_decoder_block", "resnet50_bottleneck", "vit_b_block"})
+    out.emplace_back(name, lower_model(load_model(source_path(std::string("experiments/models/") + name + ".json"))));
+  out.emplace_back("gemm_gelu f16", gemm_gelu(512, 768, 3072));
+  out.emplace_back("swiglu f16", swiglu(512, 1024, 2816));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuda families: every group records a family, JSON carries it, replay emits byte-identical kernels") {
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  std::set<std::string> names;
+  for (const auto& f : families.families()) names.insert(f.name);
+  for (const auto& [name, g] : graphs()) {
+    for (const char* policy : {"welder", "roller"}) {
+      CAPTURE(name);
+      CAPTURE(policy);
+      const Schedule s = with_families(g, spec, policy);
+      const Schedule replay = schedule_from_json(schedule_to_json(s, g), "replay.json", g);
+      REQUIRE(replay.groups.size() == s.groups.size());
+      for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+        const KernelChoice& k = s.groups[i].group.kernel;
+        CHECK(names.count(k.family) == 1);
+        CHECK(replay.groups[i].group.kernel.family == k.family);
+        CHECK(replay.groups[i].group.kernel.params == k.params);
+        CHECK(replay.groups[i].group.kernel.rejected == k.rejected);
+        const cuda::GeneratedKernel a = cuda::emit_group_kernel(g, s, i, spec);
+        const cuda::GeneratedKernel b = cuda::emit_group_kernel(g, replay, i, spec);
+        CHECK(a.path == k.family);  // what runs is what the schedule says
+        CHECK(a.source == b.source);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda families: a forced family is emitted as recorded, or refused with the reason") {
+  const HwSpec& spec = gpu_spec();
+  const OpGraph g = gemm_gelu(256, 512, 1024);
+  Schedule s = with_families(g, spec, "welder");
+  REQUIRE(s.groups.size() == 1);
+  CHECK(s.groups[0].group.kernel.family == "wgmma");
+  // The generic kernel can emit any group: forced, it is what the emitter writes.
+  Schedule generic = s;
+  generic.groups[0].group.kernel = KernelChoice{"generic", {}, {}};
+  CHECK(cuda::emit_group_kernel(g, generic, 0, spec).path == "generic");
+  // mma.sync instead of wgmma: the H100 spec and these tiles select wgmma, so it is refused.
+  Schedule mma = s;
+  mma.groups[0].group.kernel.family = "mma";
+  CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, mma, 0, spec), doctest::Contains("cannot emit this group"), UserError);
+  // A family that cannot run a contraction, and parameters that differ from the derived ones.
+  Schedule row = s;
+  row.groups[0].group.kernel = KernelChoice{"row", {}, {}};
+  CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, row, 0, spec), doctest::Contains("'row' cannot emit"), UserError);
+  Schedule params = s;
+  params.groups[0].group.kernel.params["stages"] += 1;
+  CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, params, 0, spec), doctest::Contains("differ"), UserError);
+  Schedule unknown = s;
+  unknown.groups[0].group.kernel.family = "tpu";
+  CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, unknown, 0, spec), doctest::Contains("unknown CUDA kernel family"), UserError);
+}
+
+TEST_CASE("cuda families: the cost model prices the recorded family") {
+  const HwSpec& spec = gpu_spec();
+  const AnalyticCostModel cost;
+  const OpGraph g = gemm_gelu(256, 512, 1024);
+  Schedule s = with_families(g, spec, "welder");
+  REQUIRE(s.groups.size() == 1);
+  ScheduledGroup generic = s.groups[0].group;
+  generic.kernel = cuda::CudaKernelFamilies().choose(g, generic, spec);
+  CHECK(generic.kernel.family == "wgmma");
+  const CostBreakdown tc = cost.estimate(g, generic, spec);
+  generic.kernel = KernelChoice{"generic", {{"instructions_per_point", 10}}, {}};
+  const CostBreakdown simt = cost.estimate(g, generic, spec);
+  CHECK(tc.tensor_cores);
+  CHECK_FALSE(simt.tensor_cores);
+  // One thread per output, ten instructions a domain point at the f32 SIMT rate: far slower.
+  CHECK(simt.latency_s > 20 * tc.latency_s);
+}
+
+TEST_CASE("cuda families: priced by family, welder keeps the SwiGLU GEMMs on tensor cores") {
+  const HwSpec& spec = gpu_spec();
+  const OpGraph g = swiglu(512, 1024, 2816);
+  const Schedule s = with_families(g, spec, "welder");
+  int tensor_core_groups = 0;
+  for (const ScheduleGroup& sg : s.groups) {
+    INFO("group ", g.node(sg.group.nodes.back()).name(), ": ", sg.group.kernel.family);
+    CHECK(sg.group.kernel.family != "generic");
+    tensor_core_groups += sg.group.kernel.family == "wgmma" || sg.group.kernel.family == "mma";
+  }
+  CHECK(tensor_core_groups == 2);
+}
+
+}  // namespace tessel::testing
