@@ -20,6 +20,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/cpu/kernel_families.h"
 #include "kernels/cpu/cpu_executable.h"
 #include "kernels/cpu/emit_group.h"
 #include "tilegraph/error.h"
@@ -66,6 +67,7 @@ class CpuBackend : public Backend {
   bool supports(const HwSpec& spec) const override { return spec.kind == "cpu"; }
   std::optional<std::string> unavailable() const override { return std::nullopt; }
   std::vector<std::string> emit_formats() const override { return {"llvm", "obj"}; }
+  std::unique_ptr<KernelFamilies> kernel_families() const override { return std::make_unique<cpu::CpuKernelFamilies>(); }
 
   std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec, const std::string& format,
                                 const std::string& dir) const override {

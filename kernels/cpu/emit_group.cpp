@@ -200,7 +200,8 @@ void KernelEmitter::emit_task(Value* task) {
   // A row-reuse source stores its value from the generic nest's innermost point (reduce_point).
   for (size_t k = 0; k < plan_.nodes.size(); ++k) {
     if (plan_.buffers[k].inlined) continue;
-    if (plan_.reuse_stored_by(static_cast<int>(k)) || !emit_contraction(states_[k])) emit_generic(states_[k]);
+    if (plan_.reuse_stored_by(static_cast<int>(k)) || !plan_.microkernel || !emit_contraction(states_[k]))
+      emit_generic(states_[k]);
   }
 }
 
@@ -253,7 +254,7 @@ void KernelEmitter::plan_prefetches(Value* task) {
   for (int k = 1; k < count; ++k) {
     // The fetching node must run the generic nest (its loops get the prefetches).
     const TeNode& node = graph_.node(plan_.nodes[k]);
-    if (plan_.buffers[k].inlined || (!plan_.reuse_stored_by(k) && matches_contraction(node))) continue;
+    if (plan_.buffers[k].inlined || (!plan_.reuse_stored_by(k) && plan_.microkernel && matches_contraction(node))) continue;
     for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
       const TensorId t = memory_read(k, i);
       if (t < 0 || std::find(fetched.begin(), fetched.end(), t) != fetched.end()) continue;

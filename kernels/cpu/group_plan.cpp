@@ -1,6 +1,8 @@
 // Group planning for the CPU backend (group_plan.h).
 #include "kernels/cpu/group_plan.h"
 
+#include "kernels/cpu/kernel_families.h"
+
 #include <algorithm>
 
 #include "kernels/cpu/emit_scalar.h"
@@ -29,6 +31,16 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
   CpuGroupPlan plan;
   plan.group = group;
   plan.nodes = sg.nodes;
+  const std::string& family = sg.kernel.family;
+  const std::string where = cat("/groups/", group, "/kernel/family");
+  if (family == "loops") {
+    plan.microkernel = false;
+  } else if (family == "microkernel") {
+    if (cpu::microkernel_nodes(graph, sg) == 0)
+      throw UserError("schedule", where, "kernel family 'microkernel' cannot emit this group: no node is a contraction it takes");
+  } else if (!family.empty()) {
+    throw UserError("schedule", where, cat("unknown CPU kernel family '", family, "' (microkernel, loops)"));
+  }
   const NodeId sink = sg.nodes.back();
   const TeNode& sink_node = graph.node(sink);
   const int ns = sink_node.num_spatial();

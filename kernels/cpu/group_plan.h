@@ -79,6 +79,9 @@ struct CpuGroupPlan {
   int64_t box_stride = 0;
   int64_t scratch_bytes = 0;           // per thread
   std::vector<CpuRowReuse> reuses;     // at most one per source node
+  /// The group's recorded kernel family is `microkernel` (kernel_families.h): contractions the
+  /// micro-kernel takes run on it; false (`loops`): every node runs as loop nests.
+  bool microkernel = true;
 
   /// Position of `node` in `nodes`, or -1.
   int position(NodeId node) const;
@@ -86,7 +89,8 @@ struct CpuGroupPlan {
   const CpuRowReuse* reuse_stored_by(int position) const;
 };
 
-/// Plans group `group` of `schedule`; scratch arrays start at multiples of `alignment` bytes (the
+/// Plans group `group` of `schedule`, of the kernel family it records (UserError for a family the
+/// CPU backend does not have, or `microkernel` on a group without a contraction it takes); scratch arrays start at multiples of `alignment` bytes (the
 /// caller passes the spec's cache-line size). A row-reuse buffer may take up to
 /// `reuse_budget_bytes` of scratch per thread (the caller derives it from the spec's private
 /// caches, CodegenParams::reuse_bytes; 0 turns row reuse off). Arena outputs stream

@@ -1,0 +1,196 @@
+// The streamed attention kernel (attention_plan.h; see emitter.h).
+#include "kernels/cuda/emitter.h"
+
+#include <algorithm>
+
+namespace tessel::cuda::emitter {
+
+// ---- the streamed attention kernel (attention_plan.h) ---------------------------------------------
+
+// Layout: the parameters; the block's batch point and query rows; the score function (S's value is
+// the dot product the kernel passes, rounded to S's dtype; the score steps' value functions are
+// the generic ones, reading their side inputs from device memory); device/flash.cuh's main loop;
+// the store of O (divided by the row sums, rounded to O's dtype).
+std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& a) {
+  const StreamedAttention& sh = a.shape;
+  const TeNode& o = g_.node(a.pattern.out);
+  const int ns = o.num_spatial();
+  const int spos = plan_.position(a.pattern.scores);
+  const int xpos = plan_.position(a.pattern.logits());
+  const DType odt = o.output().dtype;
+  os_ << "// Tessel generated kernel for " << spec_.name << " (" << spec_.target.arch << ").\n";
+  std::istringstream plan_text(print_group_plan(g_, plan_));
+  for (std::string line; std::getline(plan_text, line);) os_ << "//   " << line << "\n";
+  os_ << "//   " << print_attention_plan(g_, a) << "\n";
+  os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
+      << "u\n";
+  os_ << device_library_source() << "\n";
+  const char* bf16 = a.dtype == DType::bf16 ? "true" : "false";
+  if (a.warpgroup)
+    os_ << "typedef tsl::flash::WarpgroupAttention<" << sh.d << ", " << sh.dv << ", " << a.stages << ", " << bf16 << ", "
+        << sh.queries << ", " << sh.keys << ", " << a.q_batch.size() << ", " << a.k_batch.size() << ", " << a.v_batch.size()
+        << "> TslAttn;\n";
+  else
+    os_ << "typedef tsl::flash::StreamedAttention<" << a.rows << ", " << a.chunk << ", " << sh.d << ", " << sh.dv << ", " << a.stages
+        << ", " << bf16 << ", " << sh.queries << ", " << sh.keys << ", " << a.q.ld << "LL, " << a.k.ld << "LL, " << a.v.ld
+        << "LL> TslAttn;\n";
+  // The host planned the launch (and the tensor maps' boxes) with these (attention_plan.cpp).
+  os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes;
+  if (a.warpgroup) os_ << " && TslAttn::BR == " << a.rows << " && TslAttn::BC == " << a.chunk;
+  os_ << ", \"the streamed attention plan and device/flash.cuh disagree\");\n";
+  emit_signature(name, 1);
+  os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
+  os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
+  os_ << "  long long tsl_batch = blockIdx.x / " << a.tiles_m << "LL;\n";
+  os_ << "  const long long tsl_batch_index = tsl_batch;\n";
+  os_ << "  const int tsl_m0 = static_cast<int>((blockIdx.x % " << a.tiles_m << "LL) * " << a.rows << "LL);\n";
+  emit_batch_point(a.batch_axes, a.batch_extents);
+  auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(a.batch_axes, strides); };
+  if (a.warpgroup) {
+    // The block's coordinates in the tensor maps' batch dimensions.
+    for (const auto& [var, dims] : {std::pair<const char*, const std::vector<int>*>{"tsl_qb", &a.q_batch}, {"tsl_kb", &a.k_batch},
+                                    {"tsl_vb", &a.v_batch}}) {
+      os_ << "  const int " << var << "[4] = {";
+      for (int b : *dims) os_ << "static_cast<int>(tsl_x" << a.batch_axes[b] << "), ";
+      os_ << "0};\n";
+    }
+  } else {
+    for (const auto& [var, op] : {std::pair<const char*, const MmaOperand*>{"tsl_q", &a.q}, {"tsl_k", &a.k}, {"tsl_v", &a.v}})
+      os_ << "  const unsigned short* const " << var << " = g_in" << input_param(op->tensor) << " + ("
+          << batch_offset(op->batch_strides) << ");  // " << g_.tensor(op->tensor).name << "\n";
+  }
+  // The score function: S's value function returns the dot product being scored.
+  std::string params;
+  for (int q = 0; q < ns; ++q) params += cat(q ? ", " : "", "long long x", q);
+  const TeNode& sn = node(spos);
+  os_ << "  float tsl_acc = 0.0f;  // the dot product of the score being computed\n";
+  os_ << "    // " << sn.name() << ": " << print_expr(sn.body(), sn.axis_names()) << ", summed on the tensor cores\n";
+  // On the Hopper kernel the dot product goes through an add before its rounding: a conversion
+  // reading wgmma accumulator registers directly makes ptxas serialize the kernel's wgmmas (its
+  // warning C7514). x + 0 is x, except that -0 becomes +0.
+  os_ << "    auto val" << spos << " = [&](" << params << ") -> float { return "
+      << round_to_dtype(sn.output().dtype, a.warpgroup ? "tsl_acc + 0.0f" : "tsl_acc") << "; };\n";
+  for (NodeId n : a.pattern.score_epilogue) {
+    hoist_invariant_reads(plan_.position(n));
+    emit_value_function(plan_.position(n));
+  }
+  std::string args;
+  for (int q = 0; q < ns - 2; ++q) args += cat("tsl_x", q, ", ");
+  os_ << "  auto tsl_score = [&](float tsl_dot, int tsl_dm, int tsl_n) -> float {\n";
+  // A row past the end (its block is the last, and not full) is scored as the last row, without a
+  // branch per score; it is not stored.
+  if (sh.queries % a.rows == 0) os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm;\n";
+  else
+    os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm < " << sh.queries << "LL ? tsl_m0 + tsl_dm : " << sh.queries - 1
+        << "LL;  // a row past the end (not stored) as the last one\n";
+  os_ << "    tsl_acc = tsl_dot;\n";
+  os_ << "    return val" << xpos << "(" << args << "tsl_xm, static_cast<long long>(tsl_n));\n  };\n";
+  // The kernel scores two adjacent keys at a time (tsl_score2): packed when the score steps allow
+  // it, else tsl_score twice.
+  if (const std::string why = packed_score_pair(a, spos); !why.empty()) {
+    os_ << "  // scores one at a time: " << why << "\n";
+    os_ << "  auto tsl_score2 = [&](float tsl_d0, float tsl_d1, int tsl_dm, int tsl_n, float& tsl_s0, float& tsl_s1) {\n";
+    os_ << "    tsl_s0 = tsl_score(tsl_d0, tsl_dm, tsl_n);\n";
+    os_ << "    tsl_s1 = tsl_score(tsl_d1, tsl_dm, tsl_n + 1);\n  };\n";
+  }
+  // O's domain is row-major (batch.., m, dv): the batch point's rows are contiguous.
+  os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << sh.queries << "LL + tsl_m0) * " << sh.dv << "LL;\n";
+  os_ << "  auto tsl_store = [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  os_ << "    if (tsl_m0 + tsl_dm >= " << sh.queries << ") return;\n";
+  os_ << "    const unsigned tsl_s0 = " << to_storage(odt, round_to_dtype(odt, "tsl_v0")) << ";\n";
+  os_ << "    const unsigned tsl_s1 = " << to_storage(odt, round_to_dtype(odt, "tsl_v1")) << ";\n";
+  os_ << "    *reinterpret_cast<unsigned*>(tsl_o + static_cast<long long>(tsl_dm) * " << sh.dv
+      << "LL + tsl_dn) = tsl_s0 | (tsl_s1 << 16);\n";
+  os_ << "  };\n";
+  os_ << "  TslAttn tsl_attn;\n";
+  if (a.warpgroup) {
+    os_ << "  tsl_attn.run(tsl_smem, &tsl_map0, &tsl_map1, &tsl_map2, tsl_m0, tsl_qb, tsl_kb, tsl_vb, tsl_score, tsl_score2, tsl_store);\n";
+  } else {
+    os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_score, tsl_score2);\n";
+    os_ << "  tsl_attn.for_each_pair(tsl_store);\n";
+  }
+  os_ << "}\n";
+  return os_.str();
+}
+
+// The score function of two horizontally adjacent scores (keys n and n + 1 of one row) in packed
+// f16x2 (bf16x2) registers: S's two dot products rounded to S's dtype by one conversion, then each
+// score step as one packed instruction. Exact: a step qualifies when its body is one product, sum
+// or difference of the previous step's value at the same point and a scalar of the same 16-bit
+// dtype (a read whose index does not depend on the point, hoisted; or a constant the dtype
+// represents), so its value -- the exact f32 result of the two 16-bit operands (sums: at least as
+// close), rounded once to the dtype -- is what the packed instruction rounds to nearest even.
+// Per pair of scores: one conversion, one instruction per step and two widenings, where the
+// scalar function rounds and widens each score once per step. Emits tsl_score2 and returns "",
+// or returns why not (a mask read per point, a division, an f32 step, ...) and emits nothing.
+std::string Emitter::packed_score_pair(const AttentionPlan& a, int spos) {
+  const DType dt = node(spos).output().dtype;
+  if (dt != DType::f16 && dt != DType::bf16) return cat("S is ", dtype_name(dt));
+  const char* bf16 = dt == DType::bf16 ? "true" : "false";
+  std::ostringstream decls, steps;
+  int prev = spos;
+  for (NodeId n : a.pattern.score_epilogue) {
+    const int i = plan_.position(n);
+    const TeNode& nd = node(i);
+    if (nd.output().dtype != dt) return cat("score step '", nd.name(), "' is ", dtype_name(nd.output().dtype));
+    const Expr& body = nd.body();
+    const ExprOp op = body.op();
+    if (op != ExprOp::mul && op != ExprOp::add && op != ExprOp::sub)
+      return cat("score step '", nd.name(), "' is not one product, sum or difference: ", print_expr(body, nd.axis_names()));
+    std::string operands[2];
+    bool chained = false;
+    for (int side = 0; side < 2; ++side) {
+      const Expr& e = body.operands()[side];
+      if (e.dtype() != dt) return cat("an operand of score step '", nd.name(), "' is ", dtype_name(e.dtype()));
+      if (e.op() == ExprOp::constant) {
+        if (round_to(dt, e.value()) != e.value())
+          return cat("the constant ", e.value(), " of score step '", nd.name(), "' is not a ", dtype_name(dt));
+        operands[side] = fresh("tsl_pk");
+        const std::string v = float_literal(e.value(), "float");
+        decls << "  const unsigned " << operands[side] << " = tsl::flash::pack2<" << bf16 << ">(" << v << ", " << v << ");\n";
+        continue;
+      }
+      if (e.op() != ExprOp::input) return cat("an operand of score step '", nd.name(), "' is not a read or a constant");
+      const int k = e.index();
+      const Access& acc = nd.inputs()[k];
+      const NodeId producer = g_.producer(g_.node_inputs(n)[k]);
+      if (producer == plan_.nodes[prev].node) {
+        bool identity = !acc.is_gather() && acc.map.num_results() == nd.num_spatial() && nd.num_reduction() == 0;
+        for (int r = 0; identity && r < nd.num_spatial(); ++r) {
+          const AffineExpr& row = acc.map.result(r);
+          identity = row.offset == 0;
+          for (int x = 0; identity && x < nd.num_axes(); ++x) identity = row.coeffs[x] == (x == r ? 1 : 0);
+        }
+        if (!identity) return cat("score step '", nd.name(), "' reads the previous step at another point");
+        if (chained) return cat("score step '", nd.name(), "' reads the previous step twice");
+        operands[side] = "tsl_h";
+        chained = true;
+        continue;
+      }
+      auto h = hoisted_.find({i, k});
+      if (h == hoisted_.end() || acc.type.dtype != dt)
+        return cat("score step '", nd.name(), "' reads '", g_.tensor(g_.node_inputs(n)[k]).name, "' per point");
+      operands[side] = fresh("tsl_pk");
+      decls << "  const unsigned " << operands[side] << " = tsl::flash::pack2<" << bf16 << ">(" << h->second << ", " << h->second
+            << ");\n";
+    }
+    if (!chained) return cat("score step '", nd.name(), "' does not read the previous step");
+    const char* fn = op == ExprOp::mul ? "mul2" : op == ExprOp::add ? "add2" : "sub2";
+    steps << "    tsl_h = tsl::flash::" << fn << "<" << bf16 << ">(" << operands[0] << ", " << operands[1] << ");  // " << nd.name()
+          << ": " << print_expr(body, nd.axis_names()) << "\n";
+    prev = i;
+  }
+  os_ << "  // scores two at a time, in packed " << dtype_name(dt) << "x2 registers (each step rounds once, as its node)\n";
+  os_ << decls.str();
+  os_ << "  auto tsl_score2 = [&](float tsl_d0, float tsl_d1, int tsl_dm, int tsl_n, float& tsl_s0, float& tsl_s1) {\n";
+  os_ << "    (void)tsl_dm; (void)tsl_n;\n";
+  // (The add keeps ptxas from serializing the wgmmas, as in val<S> above.)
+  const std::string d0 = a.warpgroup ? "tsl_d0 + 0.0f" : "tsl_d0", d1 = a.warpgroup ? "tsl_d1 + 0.0f" : "tsl_d1";
+  os_ << "    unsigned tsl_h = tsl::flash::pack2<" << bf16 << ">(" << d0 << ", " << d1 << ");  // " << node(spos).name() << "\n";
+  os_ << steps.str();
+  os_ << "    tsl::flash::unpack2<" << bf16 << ">(tsl_h, tsl_s0, tsl_s1);\n  };\n";
+  return "";
+}
+
+
+}  // namespace tessel::cuda::emitter

@@ -1,0 +1,210 @@
+// The tensor-core kernel of contraction groups (contraction_plan.h; see emitter.h).
+//
+// Layout of the tensor-core kernel (mma_kernel):
+//   1. the same parameters;
+//   2. the block's tile: a batch point and a block_m x block_n tile of the contraction's (m, n),
+//      in rasterized order (groups of raster_group block rows share their B panels in L2);
+//   3. the main loop (device/mma.cuh's BlockGemm: cp.async pipeline, ldmatrix, mma.sync) into
+//      f32 accumulator fragments; with K split over a cluster, over the block's part of K, then
+//      the parts' sums meet in rank 0 (the others return);
+//   4. the epilogue: the contraction's value function returns the accumulator of the point
+//      being stored (rounded to its dtype), the other nodes' value functions are the generic
+//      ones, and the sink's value is stored for every accumulator inside the output.
+#include "kernels/cuda/emitter.h"
+
+#include <algorithm>
+
+namespace tessel::cuda::emitter {
+
+void Emitter::emit_gather_copy(const ContractionPlan& c) {
+  std::vector<int> checked;
+  for (int d = 0; d < static_cast<int>(c.a_gather.size()); ++d)
+    if (c.a_gather[d].check) checked.push_back(d);
+  auto axis = [](int a) { return cat("x", a); };
+  os_ << "// A of the implicit GEMM: '" << g_.tensor(c.a.tensor).name << "' gathered, 16-byte chunks of the innermost k axis.\n";
+  os_ << "struct TslGatherA {\n";
+  os_ << "  static constexpr int kRows = " << c.block_m << ", kCols = " << c.block_k << ", kThreads = TslGemm::kThreads;\n";
+  os_ << "  static constexpr int kChunksPerRow = kCols / tsl::mma::kChunkElems, kRowStep = kThreads / kChunksPerRow;\n";
+  os_ << "  static constexpr int kChunks = kRows * kChunksPerRow, kIters = (kChunks + kThreads - 1) / kThreads;\n";
+  os_ << "  static_assert(kThreads % kChunksPerRow == 0, \"a thread's chunks share one column\");\n";
+  os_ << "  const unsigned short* base;\n  long long off[kIters];  // the row's part of the offset\n";
+  for (int d : checked) os_ << "  long long idx" << d << "[kIters];  // the row's part of index " << d << "\n";
+  os_ << "  bool ok[kIters];\n  int k;  // this thread's column of the next tile\n  unsigned dst;\n";
+  os_ << "  __device__ __forceinline__ TslGatherA(const unsigned short* g, int m0) : base(g) {\n";
+  os_ << "    const int t = static_cast<int>(threadIdx.x);\n";
+  os_ << "    k = (t % kChunksPerRow) * tsl::mma::kChunkElems;\n";
+  os_ << "    dst = static_cast<unsigned>(((t / kChunksPerRow) * (kCols + tsl::mma::kPadElems) + k) * 2);\n";
+  os_ << "#pragma unroll\n    for (int i = 0; i < kIters; ++i) {\n";
+  os_ << "      const long long m = m0 + t / kChunksPerRow + i * kRowStep;\n";
+  os_ << "      ok[i] = (kChunks % kThreads == 0 || t + i * kThreads < kChunks) && m < " << c.m << "LL;\n";
+  os_ << "      long long q = m;\n";
+  emit_unflatten("      ", "long long", "q", c.m_axes, c.m_extents, "x");
+  auto m_part = [&](const GatherDim& g) {
+    std::string e = g.m_axis >= 0 ? cat(g.m_coeff, "LL * ", axis(g.m_axis)) : std::string();
+    if (g.offset != 0 || e.empty()) e += cat(e.empty() ? "" : " + ", "(", g.offset, "LL)");
+    return e;
+  };
+  std::string off = "0LL";
+  for (const GatherDim& g : c.a_gather)
+    if ((g.m_axis >= 0 || g.offset != 0) && g.stride != 0) off += cat(" + (", m_part(g), ") * ", g.stride, "LL");
+  os_ << "      off[i] = " << off << ";\n";
+  for (int d : checked) os_ << "      idx" << d << "[i] = " << m_part(c.a_gather[d]) << ";\n";
+  os_ << "    }\n  }\n";
+  os_ << "  __device__ __forceinline__ void copy(unsigned stage) const {\n";
+  os_ << "    int q = k;\n";
+  emit_unflatten("    ", "int", "q", c.k_axes, c.k_extents, "x");
+  std::string koff = "0LL";
+  for (const GatherDim& g : c.a_gather)
+    if (g.k_axis >= 0) koff += cat(" + ", g.k_coeff * g.stride, "LL * ", axis(g.k_axis));
+  os_ << "    const long long koff = " << koff << ";\n";
+  os_ << "    const bool kok = " << (c.k % c.block_k == 0 ? std::string("true") : cat("k < ", c.k)) << ";\n";
+  os_ << "#pragma unroll\n    for (int i = 0; i < kIters; ++i) {\n";
+  os_ << "      bool v = ok[i] && kok;\n";
+  for (int d : checked) {
+    const GatherDim& g = c.a_gather[d];
+    const std::string idx = g.k_axis >= 0 ? cat("idx", d, "[i] + ", g.k_coeff, "LL * ", axis(g.k_axis)) : cat("idx", d, "[i]");
+    os_ << "      v = v && static_cast<unsigned long long>(" << idx << ") < " << g.extent << "ULL;\n";
+  }
+  os_ << "      tsl::mma::cp_async_16(stage + dst + static_cast<unsigned>(i * kRowStep * (kCols + tsl::mma::kPadElems) * 2), "
+         "v ? base + off[i] + koff : base, v ? 16 : 0);\n";
+  os_ << "    }\n  }\n";
+  os_ << "  __device__ __forceinline__ void advance() { k += kCols; }\n};\n";
+}
+
+std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& c) {
+  const int n = static_cast<int>(plan_.nodes.size());
+  const int s = n - 1;
+  const int cpos = plan_.position(c.node);
+  const TeNode& sink = node(s);
+  const int d = ns(s);
+  const DType sdt = sink.output().dtype;
+  auto is_operand = [&](int i) {
+    return std::find(c.operand_nodes.begin(), c.operand_nodes.end(), plan_.nodes[i].node) != c.operand_nodes.end();
+  };
+  os_ << "// Tessel generated kernel for " << spec_.name << " (" << spec_.target.arch << ").\n";
+  std::istringstream plan_text(print_group_plan(g_, plan_));
+  for (std::string line; std::getline(plan_text, line);) os_ << "//   " << line << "\n";
+  os_ << "//   " << print_contraction_plan(g_, c) << "\n";
+  os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
+      << "u\n";
+  os_ << device_library_source() << "\n";
+  const char* bf16 = c.dtype == DType::bf16 ? "true" : "false";
+  const std::string gemm_type =
+      c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
+                        ", ", c.k, ">")
+                  : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
+                        c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
+                        ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
+  os_ << "typedef " << gemm_type << " TslGemm;\n";
+  if (c.warpgroup) {
+    // The host planned the launch and the tensor maps' boxes with these (contraction_plan.cpp).
+    os_ << "static_assert(TslGemm::kThreads == " << plan_.threads << " && TslGemm::BM == " << c.block_m
+        << " && TslGemm::BK == " << c.block_k << " && TslGemm::kSmemBytes == " << c.smem_bytes
+        << ", \"the wgmma plan and device/wgmma.cuh disagree\");\n";
+  }
+  if (c.split_k > 1)
+    os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
+        << ", \"the partial sums of a split K must fit the kernel's shared memory\");\n";
+  if (c.implicit) emit_gather_copy(c);
+  // One block per SM is enough to hold the pipeline; the register budget is the compiler's.
+  emit_signature(name, 1);
+  os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
+  os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
+
+  // 2. The block's tile.
+  const int64_t tiles = c.tiles_m * c.tiles_n, width = c.raster_group * c.tiles_n;
+  os_ << "  // the block's tile: a batch point, then groups of " << c.raster_group << " block rows, column by column\n";
+  if (c.split_k > 1) {
+    // Split K: the cluster's blocks share the tile; rank r sums K tiles [r T / split, (r + 1) T / split).
+    const int64_t ktiles = (c.k + c.block_k - 1) / c.block_k;
+    os_ << "  // K split over the cluster: " << c.split_k << " blocks per tile, " << ktiles << " K tiles\n";
+    os_ << "  long long tsl_t = blockIdx.x / " << c.split_k << ";\n";
+    os_ << "  const int tsl_part = static_cast<int>(TslGemm::cluster_rank());\n";
+    os_ << "  const int tsl_kt0 = tsl_part * " << ktiles << " / " << c.split_k << ", tsl_kt1 = (tsl_part + 1) * " << ktiles
+        << " / " << c.split_k << ";\n";
+  } else {
+    os_ << "  long long tsl_t = blockIdx.x;\n";
+  }
+  if (!c.batch_axes.empty()) os_ << "  long long tsl_batch = tsl_t / " << tiles << "LL; tsl_t %= " << tiles << "LL;\n";
+  os_ << "  const long long tsl_first = (tsl_t / " << width << "LL) * " << c.raster_group << "LL;\n";
+  os_ << "  const long long tsl_rows = tsl::imin(" << c.tiles_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
+  os_ << "  const int tsl_m0 = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
+  os_ << "  const int tsl_n0 = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
+  emit_batch_point(c.batch_axes, c.batch_extents);
+  auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(c.batch_axes, strides); };
+  const char* elem = "unsigned short";
+  if (!c.warpgroup) {
+    os_ << "  const " << elem << "* const tsl_a = g_in" << input_param(c.a.tensor) << " + (" << batch_offset(c.a.batch_strides)
+        << ");  // A: " << g_.tensor(c.a.tensor).name << "\n";
+    os_ << "  const " << elem << "* const tsl_b = g_in" << input_param(c.b.tensor) << " + (" << batch_offset(c.b.batch_strides)
+        << ");  // B: " << g_.tensor(c.b.tensor).name << "\n";
+  }
+
+  // 3. The main loop (the wgmma kernel runs it with the epilogue, below).
+  os_ << "  TslGemm tsl_gemm;\n";
+  if (c.warpgroup) {
+    // A and B come through tsl_map0 and tsl_map1.
+  } else if (c.implicit) {
+    os_ << "  TslGatherA tsl_copy_a(tsl_a, tsl_m0);\n";
+    os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";
+    os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b);\n";
+  } else if (c.split_k > 1) {
+    os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_b, tsl_m0, tsl_n0, tsl_kt0, tsl_kt1 - tsl_kt0);\n";
+    os_ << "  if (!tsl_gemm.reduce_cluster<" << c.split_k << ">(tsl_smem)) return;  // rank 0 holds the sums\n";
+  } else {
+    os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_b, tsl_m0, tsl_n0);\n";
+  }
+
+  // 4. The epilogue.
+  std::string params;
+  for (int a = 0; a < d; ++a) params += cat(a ? ", " : "", "long long x", a);
+  const TeNode& cn = node(cpos);
+  os_ << "  float tsl_acc = 0.0f;  // the accumulator of the point being stored\n";
+  os_ << "    // " << cn.name() << ": " << print_expr(cn.body(), cn.axis_names()) << ", summed on the tensor cores\n";
+  os_ << "    auto val" << cpos << " = [&](" << params << ") -> float { return " << round_to_dtype(cn.output().dtype, "tsl_acc")
+      << "; };\n";
+  for (int i = 0; i < n; ++i)
+    if (i != cpos && !is_operand(i)) emit_value_function(i);
+  std::vector<int64_t> ext;
+  for (int a = 0; a < d; ++a) ext.push_back(sink.axes()[a].extent);
+  const std::vector<int64_t> strides = row_major_strides(ext);
+  std::string off = "0LL", args;
+  for (int a = 0; a < d; ++a) {
+    const std::string x = a == c.m_axis && !c.flat_m() ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
+    if (a != c.n_axis) off += cat(" + ", x, " * ", strides[a], "LL");
+    args += cat(a ? ", " : "", x);
+  }
+  // A flattened m (an implicit GEMM's, or batch axes folded into m) is its m axes row-major,
+  // which is also the row-major order of the sink's domain (n last): the offset is m * n + n.
+  if (c.flat_m()) off = cat("tsl_xm * ", c.n, "LL");
+  const std::string args1 = args.substr(0, args.rfind("tsl_xn")) + "tsl_xn + 1";
+  if (c.warpgroup)
+    os_ << "  tsl_gemm.run(tsl_smem, &tsl_map0, &tsl_map1, tsl_m0, tsl_n0, [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  else
+    os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm, tsl_xn = tsl_n0 + tsl_dn;\n";
+  os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
+  if (c.flat_m()) {
+    os_ << "    long long tsl_q = tsl_xm;\n";
+    emit_unflatten("    ", "long long", "tsl_q", c.m_axes, c.m_extents, "tsl_x");
+  }
+  os_ << "    const long long tsl_off = " << off << " + tsl_xn;\n";
+  const bool packed = dtype_bytes(sdt) == 2 && c.n % 2 == 0;
+  if (packed) {
+    // n is even and so is every row's length: the pair is one aligned 32-bit store.
+    os_ << "    if (tsl_xn < " << c.n << "LL) {\n";
+    os_ << "      tsl_acc = tsl_v0;\n      const unsigned tsl_s0 = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n";
+    os_ << "      tsl_acc = tsl_v1;\n      const unsigned tsl_s1 = " << to_storage(sdt, cat("val", s, "(", args1, ")")) << ";\n";
+    os_ << "      *reinterpret_cast<unsigned*>(g_out0 + tsl_off) = tsl_s0 | (tsl_s1 << 16);\n    }\n";
+  } else {
+    os_ << "    if (tsl_xn < " << c.n << "LL) { tsl_acc = tsl_v0; g_out0[tsl_off] = " << to_storage(sdt, cat("val", s, "(", args, ")"))
+        << "; }\n";
+    os_ << "    if (tsl_xn + 1 < " << c.n << "LL) { tsl_acc = tsl_v1; g_out0[tsl_off + 1] = "
+        << to_storage(sdt, cat("val", s, "(", args1, ")")) << "; }\n";
+  }
+  os_ << "  });\n}\n";
+  return os_.str();
+}
+
+
+}  // namespace tessel::cuda::emitter

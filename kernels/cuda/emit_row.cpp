@@ -1,0 +1,285 @@
+// The row kernel of groups that reduce and normalize rows (row_plan.h; see emitter.h).
+#include "kernels/cuda/emitter.h"
+
+#include <algorithm>
+
+namespace tessel::cuda::emitter {
+
+// ---- the row kernel (row_plan.h) ------------------------------------------------------------------
+//
+// Per block: rows_per_block rows of `lanes` threads each, looping over the rows with a grid
+// stride. Per row, in group order: a row node fills an array of its values in registers (chunk c,
+// element e of thread `lane` is column (c lanes + lane) vec + e), a per-row reduction folds the
+// same columns and combines over the row's lanes (shuffles, plus shared memory across warps), a
+// per-row elementwise node is one value. Row nodes that leave the group are stored a vector at a
+// time; per-row ones by the row's first lane.
+std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
+  const int n = static_cast<int>(r.nodes.size());
+  const int d = static_cast<int>(r.row_extents.size()) + 1;
+  const int vec = r.vec, lanes = r.lanes, chunks = r.chunks, elems = r.elements_per_thread();
+  const bool tail = static_cast<int64_t>(chunks) * lanes * vec != r.n;
+  os_ << "// Tessel generated kernel for " << spec_.name << " (" << spec_.target.arch << ").\n";
+  os_ << "//   " << print_row_plan(r) << "\n";
+  os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
+      << "u\n";
+  os_ << device_library_source() << "\n";
+  emit_signature(name, 0);
+  if (lanes > plan_.warp) os_ << "  __shared__ unsigned long long tsl_red[" << r.threads / plan_.warp << "];\n";
+  os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
+  os_ << "  const unsigned tsl_lane = threadIdx.x % " << lanes << "u;\n";
+  os_ << "  for (long long tsl_base = static_cast<long long>(blockIdx.x) * " << r.rows_per_block << "LL; tsl_base < " << r.rows
+      << "LL; tsl_base += static_cast<long long>(gridDim.x) * " << r.rows_per_block << "LL) {\n";
+  os_ << "    const long long tsl_row = tsl_base + threadIdx.x / " << lanes << "u;\n";
+  os_ << "    const bool tsl_active = tsl_row < " << r.rows << "LL;\n";
+  std::vector<std::string> rows;  // the row's coordinates b_0 .. b_{d-2}
+  os_ << "    long long tsl_rr = tsl_row;\n";
+  for (int a = d - 2; a >= 0; --a) {
+    rows.insert(rows.begin(), cat("tsl_b", a));
+    os_ << "    const long long tsl_b" << a << " = tsl_rr % " << r.row_extents[a] << "LL; tsl_rr /= " << r.row_extents[a] << "LL;\n";
+  }
+  os_ << "    (void)tsl_rr;\n";
+  // Vector reads of device memory, by parameter and offset text: a row read by several nodes
+  // (softmax's max, sum and output) is loaded once into registers.
+  std::map<std::string, std::string> row_arrays;
+  for (int i = 0; i < n; ++i) {
+    const RowNode& rn = r.nodes[i];
+    if (rn.kind == RowKind::copy) continue;  // folded into its readers' reads
+    const TeNode& nd = g_.node(rn.node);
+    const DType dt = nd.output().dtype;
+    const std::string ct = compute_type(dt);
+    const int col = row_column_axis(nd, rn.kind);
+    // The node's axis variables.
+    std::vector<std::string> x = rows;
+    if (nd.num_spatial() == d) x.push_back(rn.kind == RowKind::row ? "tsl_col" : "0LL");
+    if (rn.kind == RowKind::per_row && nd.num_reduction() == 1) x.push_back("tsl_col");
+    if (rn.kind == RowKind::row)
+      for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) x.push_back(cat("tsl_k", a));
+    const std::vector<RowRead>& ins = rn.reads;
+    os_ << "    // " << nd.name() << " (" << (rn.kind == RowKind::row ? "row" : "per row") << "): "
+        << print_expr(nd.body(), nd.axis_names()) << "\n";
+    std::vector<bool> vector_read(ins.size(), false);
+    std::vector<std::string> array(ins.size()), offset(ins.size());
+    std::vector<bool> first_use(ins.size(), false);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      // Loaded per chunk, before a row node's serial reduction: only reads that stay put along it.
+      vector_read[k] = ins[k].producer < 0 && row_vector_access(nd, ins[k].map, ins[k].type, col, vec) &&
+                       (rn.kind != RowKind::row || !reads_along_reduction(nd, ins[k].map));
+      if (!vector_read[k]) continue;
+      const std::vector<int64_t> strides = row_major_strides(ins[k].type.shape);
+      std::vector<std::string> xc = x;
+      xc[col] = "tsl_col0";
+      offset[k] = "0LL";
+      for (int q = 0; q < ins[k].type.rank(); ++q)
+        offset[k] += cat(" + (", affine_text(ins[k].map.result(q), xc), ") * ", strides[q], "LL");
+      const std::string key = cat(input_param(ins[k].tensor), "|", offset[k]);
+      auto it = row_arrays.find(key);
+      if (it != row_arrays.end()) {
+        array[k] = it->second;
+        continue;
+      }
+      array[k] = row_arrays[key] = cat("tsl_g", row_arrays.size());
+      first_use[k] = true;
+      os_ << "    " << storage_type(ins[k].type.dtype) << " " << array[k] << "[" << elems << "];  // "
+          << g_.tensor(ins[k].tensor).name << "'s row\n";
+    }
+    // The inputs' values at the current point (inside the element loop when there is a column).
+    // `inner`: vector reads along the serial reduction's last axis (row nodes with reductions),
+    // by input, the array and index holding the current element.
+    auto inputs = [&](const std::string& ind, const std::vector<std::string>& xs, const std::vector<std::string>& inner) {
+      std::vector<std::string> values(ins.size());
+      for (size_t k = 0; k < ins.size(); ++k) {
+        const DType idt = ins[k].type.dtype;
+        const int j = ins[k].producer;
+        if (j >= 0) {
+          values[k] = r.nodes[j].kind == RowKind::row ? cat("tsl_v", j, "[tsl_c * ", vec, " + tsl_e]") : cat("tsl_s", j);
+          continue;
+        }
+        if (vector_read[k] || !inner[k].empty()) {
+          values[k] = fresh("in");
+          const std::string at = vector_read[k] ? cat(array[k], "[tsl_c * ", vec, " + tsl_e]") : inner[k];
+          os_ << ind << "const " << compute_type(idt) << " " << values[k] << " = " << from_storage(idt, at) << ";\n";
+          continue;
+        }
+        values[k] = emit_row_global_read(nd, ins[k], xs, ind);
+      }
+      return values;
+    };
+    const std::vector<std::string> no_inner(ins.size());
+    // The chunk loop's head: the column of the chunk, its guard, and the vector reads.
+    auto open_chunks = [&](const std::string& guard_extra) {
+      os_ << "    #pragma unroll\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
+      os_ << "      const long long tsl_col0 = (static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane) * " << vec
+          << "LL;\n";
+      os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << guard_extra << ";\n";
+      for (size_t k = 0; k < ins.size(); ++k) {
+        if (!first_use[k]) continue;
+        const std::string st = storage_type(ins[k].type.dtype);
+        const std::string dst = cat(array[k], " + tsl_c * ", vec);
+        os_ << "      if (tsl_ok) tsl::row_load<" << st << ", " << vec << ">(" << dst << ", g_in" << input_param(ins[k].tensor)
+            << " + (" << offset[k] << "));\n";
+        os_ << "      else for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << array[k] << "[tsl_c * " << vec
+            << " + tsl_e] = 0;\n";
+      }
+      os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+      os_ << "        const long long tsl_col = tsl_col0 + tsl_e; (void)tsl_col;\n";
+    };
+    if (rn.kind == RowKind::row) {
+      os_ << "    " << ct << " tsl_v" << i << "[" << elems << "] = {};\n";
+      const bool store = rn.writes_global;
+      const std::string st = storage_type(dt);
+      open_chunks("");
+      os_ << "        if (tsl_ok) {\n";
+      if (nd.num_reduction() == 0) {
+        const std::vector<std::string> values = inputs("          ", x, no_inner);
+        std::map<const ExprNode*, std::string> memo;
+        const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
+        os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, v) << ";\n";
+      } else {
+        emit_row_reduction(nd, ins, x, inputs);
+        os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, "tsl_r") << ";\n";
+      }
+      os_ << "        }\n      }\n";
+      if (store) {
+        os_ << "      if (tsl_ok) {\n        " << st << " tsl_out[" << vec << "];\n";
+        os_ << "        #pragma unroll\n        for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) tsl_out[tsl_e] = "
+            << to_storage(dt, cat("tsl_v", i, "[tsl_c * ", vec, " + tsl_e]")) << ";\n";
+        const std::string dst = cat("g_out", output_param(g_.node_output(rn.node)), " + (tsl_row * ", r.n, "LL + tsl_col0)");
+        if (vec > 1) os_ << "        tsl::row_store<" << st << ", " << vec << ">(" << dst << ", tsl_out);\n";
+        else os_ << "        *(" << dst << ") = tsl_out[0];\n";
+        os_ << "      }\n";
+      }
+      os_ << "    }\n";
+    } else if (nd.num_reduction() == 1) {
+      const Wide wide(*this);
+      const std::string at = acc_type(dt);
+      const std::string comb = combiner_fn(nd.combiner());
+      os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
+      open_chunks("");
+      os_ << "        if (tsl_ok) {\n";
+      const std::vector<std::string> values = inputs("          ", x, no_inner);
+      std::map<const ExprNode*, std::string> memo;
+      const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
+      os_ << "          tsl_acc" << i << " = " << comb << "(tsl_acc" << i << ", static_cast<" << at << ">(" << v << "));\n";
+      os_ << "        }\n      }\n    }\n";
+      const std::string f = cat("[](", at, " a, ", at, " b) { return ", comb, "(a, b); }");
+      os_ << "    tsl_acc" << i << " = tsl::segment_combine(tsl_acc" << i << ", " << std::min(lanes, plan_.warp)
+          << "u, TSL_WARP_MASK, " << f << ");\n";
+      if (lanes > plan_.warp) {
+        const int warps = lanes / plan_.warp;
+        os_ << "    {\n      " << at << "* tsl_red_v = reinterpret_cast<" << at << "*>(tsl_red);\n";
+        os_ << "      if (threadIdx.x % " << plan_.warp << "u == 0) tsl_red_v[threadIdx.x / " << plan_.warp << "u] = tsl_acc" << i
+            << ";\n      __syncthreads();\n";
+        os_ << "      const unsigned first = (threadIdx.x / " << lanes << "u) * " << warps << "u;\n";
+        os_ << "      tsl_acc" << i << " = tsl_red_v[first];\n";
+        os_ << "      for (unsigned w = 1; w < " << warps << "u; ++w) tsl_acc" << i << " = " << comb << "(tsl_acc" << i
+            << ", tsl_red_v[first + w]);\n      __syncthreads();\n    }\n";
+      }
+      os_ << "    const " << ct << " tsl_s" << i << " = " << round_to_dtype(dt, cat("tsl_acc", i)) << ";\n";
+    } else {
+      os_ << "    " << ct << " tsl_s" << i << " = " << literal(dt, 0) << ";\n    if (tsl_active) {\n";
+      const std::vector<std::string> values = inputs("      ", x, no_inner);
+      std::map<const ExprNode*, std::string> memo;
+      const std::string v = emit_expr(nd.body(), values, x, memo, "      ");
+      os_ << "      tsl_s" << i << " = " << round_to_dtype(dt, v) << ";\n    }\n";
+    }
+    if (rn.kind == RowKind::per_row && rn.writes_global)
+      os_ << "    if (tsl_active && tsl_lane == 0) g_out" << output_param(g_.node_output(rn.node)) << "[tsl_row] = "
+          << to_storage(dt, cat("tsl_s", i)) << ";\n";
+  }
+  os_ << "  }\n}\n";
+  return os_.str();
+}
+
+// The serial reduction of a row node with reduction axes (attention's scores as a row of Q K^T),
+// into `tsl_r` (accumulator type): nested loops over the reduction axes; the last one steps by
+// vectors when some read of device memory walks it contiguously (16 bytes of the narrowest such
+// dtype, halved until it divides the extent), those reads loaded a vector at a time.
+template <class Inputs>
+void Emitter::emit_row_reduction(const TeNode& nd, const std::vector<RowRead>& reads, const std::vector<std::string>& x,
+                                 const Inputs& inputs) {
+  const Wide wide(*this);
+  const DType dt = nd.output().dtype;
+  const std::string at = acc_type(dt), comb = combiner_fn(nd.combiner());
+  const int ns = nd.num_spatial(), na = nd.num_axes(), last = na - 1;
+  const int64_t extent = nd.axes()[last].extent;
+  int min_bytes = kRowVectorBytes;
+  for (const RowRead& rd : reads)
+    if (rd.producer < 0 && row_vector_access(nd, rd.map, rd.type, last, 1)) min_bytes = std::min(min_bytes, dtype_bytes(rd.type.dtype));
+  int v = std::max(1, kRowVectorBytes / min_bytes);
+  while (v > 1 && extent % v != 0) v /= 2;
+  std::vector<std::string> inner(reads.size());
+  std::vector<bool> vectored(reads.size(), false);
+  for (size_t k = 0; k < reads.size(); ++k)
+    vectored[k] = v > 1 && reads[k].producer < 0 && row_vector_access(nd, reads[k].map, reads[k].type, last, v);
+  std::string ind = "          ";
+  os_ << ind << at << " tsl_r = " << literal(dt, nd.init(), true) << ";\n";
+  for (int a = ns; a < last; ++a) {
+    os_ << ind << "for (long long tsl_k" << a << " = 0; tsl_k" << a << " < " << nd.axes()[a].extent << "LL; ++tsl_k" << a << ") {\n";
+    ind += "  ";
+  }
+  const bool vectorize = std::find(vectored.begin(), vectored.end(), true) != vectored.end();
+  std::vector<std::string> xs = x;
+  if (!vectorize) {
+    os_ << ind << "for (long long tsl_k" << last << " = 0; tsl_k" << last << " < " << extent << "LL; ++tsl_k" << last << ") {\n";
+    ind += "  ";
+  } else {
+    os_ << ind << "for (long long tsl_k" << last << " = 0; tsl_k" << last << " < " << extent << "LL; tsl_k" << last << " += " << v
+        << "LL) {\n";
+    ind += "  ";
+    for (size_t k = 0; k < reads.size(); ++k) {
+      if (!vectored[k]) continue;
+      const std::vector<int64_t> strides = row_major_strides(reads[k].type.shape);
+      std::string off = "0LL";
+      for (int q = 0; q < reads[k].type.rank(); ++q) off += cat(" + (", affine_text(reads[k].map.result(q), x), ") * ", strides[q], "LL");
+      const std::string st = storage_type(reads[k].type.dtype);
+      const std::string arr = fresh("tsl_w");
+      os_ << ind << st << " " << arr << "[" << v << "];\n";
+      os_ << ind << "tsl::row_load<" << st << ", " << v << ">(" << arr << ", g_in" << input_param(reads[k].tensor) << " + (" << off << "));\n";
+      inner[k] = cat(arr, "[tsl_f]");
+    }
+    os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_f = 0; tsl_f < " << v << "; ++tsl_f) {\n";
+    ind += "  ";
+    os_ << ind << "const long long tsl_kf = tsl_k" << last << " + tsl_f;\n";
+    xs[last] = "tsl_kf";
+  }
+  const std::vector<std::string> values = inputs(ind, xs, inner);
+  std::map<const ExprNode*, std::string> memo;
+  const std::string val = emit_expr(nd.body(), values, xs, memo, ind);
+  os_ << ind << "tsl_r = " << comb << "(tsl_r, static_cast<" << at << ">(" << val << "));\n";
+  for (int a = ns; a <= last + (vectorize ? 1 : 0); ++a) {
+    ind.resize(ind.size() - 2);
+    os_ << ind << "}\n";
+  }
+}
+
+// A read of device memory at the node's point x (any affine map, pad value out of bounds).
+std::string Emitter::emit_row_global_read(const TeNode& nd, const RowRead& rd, const std::vector<std::string>& x,
+                                          const std::string& ind) {
+  const DType dt = rd.type.dtype;
+  const TensorId t = rd.tensor;
+  const int rank = rd.type.rank();
+  const std::vector<int64_t> extents = nd.extents();
+  const std::vector<int64_t> strides = row_major_strides(rd.type.shape);
+  std::string off = "0LL", inside;
+  for (int q = 0; q < rank; ++q) {
+    const AffineExpr& row = rd.map.result(q);
+    const std::string idx = fresh("i");
+    os_ << ind << "const long long " << idx << " = " << affine_text(row, x) << ";\n";
+    off += cat(" + ", idx, " * ", strides[q], "LL");
+    if (row.min_over(extents) < 0 || row.max_over(extents) >= rd.type.shape[q])
+      inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", rd.type.shape[q], "LL");
+  }
+  if (g_.tensor(t).type.num_elements() == 0) inside = "false";
+  const std::string v = fresh("in");
+  if (inside.empty()) {
+    os_ << ind << "const " << compute_type(dt) << " " << v << " = " << from_storage(dt, cat("g_in", input_param(t), "[", off, "]"))
+        << ";\n";
+  } else {
+    os_ << ind << compute_type(dt) << " " << v << " = " << literal(dt, rd.pad) << ";\n";
+    os_ << ind << "if (" << inside << ") " << v << " = " << from_storage(dt, cat("g_in", input_param(t), "[", off, "]")) << ";\n";
+  }
+  return v;
+}
+
+
+}  // namespace tessel::cuda::emitter

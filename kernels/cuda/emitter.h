@@ -1,0 +1,124 @@
+// The CUDA emitter's internals, shared by its files (kernel_emitter.h is the interface): the
+// type and literal helpers, and the Emitter class that writes one kernel's CUDA C++. Each kernel
+// family's template lives in its own file:
+//   emitter.cpp       helpers; the parts every template shares (boxes, value functions, steps,
+//                     signature) and the generic kernel (one thread per output element)
+//   emit_mma.cpp      the tensor-core kernel (mma.sync and wgmma; contraction_plan.h)
+//   emit_flash.cpp    the streamed attention kernel (attention_plan.h)
+//   emit_vector.cpp   the vector kernel (vector_plan.h)
+//   emit_row.cpp      the row kernel (row_plan.h)
+// Internal to kernels/cuda/.
+#pragma once
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/kernel_emitter.h"
+#include "tilegraph/error.h"
+
+namespace tessel::cuda::emitter {
+
+// ---- types and literals (emitter.cpp) ---------------------------------------------------------------
+
+std::string storage_type(DType t);
+std::string compute_type(DType t);
+std::string acc_type(DType t);
+int int_bits(DType t);
+std::string wrap_int(DType t, const std::string& x);
+std::string round_to_dtype(DType t, const std::string& x);
+std::string to_storage(DType t, const std::string& x);
+std::string from_storage(DType t, const std::string& x);
+std::string float_literal(double v, const std::string& type);
+std::string int_literal(int64_t v);
+std::string literal(DType t, double v, bool acc = false);
+std::string combiner_fn(Combiner c);
+std::string strip_comments(const std::string& source);
+std::string short_hash(const std::string& text);
+void replace_all(std::string& s, const std::string& from, const std::string& to);
+std::string group_names(const OpGraph& graph, const ScheduledGroup& group);
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
+std::string affine_text(const AffineExpr& row, const std::vector<std::string>& vars);
+
+// ---- the emitter ----------------------------------------------------------------------------------
+
+class Emitter {
+ public:
+  Emitter(const OpGraph& graph, const GroupPlan& plan, const HwSpec& spec) : g_(graph), plan_(plan), spec_(spec) {}
+
+  std::string kernel(const std::string& name);
+  std::string mma_kernel(const std::string& name, const ContractionPlan& c);
+  std::string flash_kernel(const std::string& name, const AttentionPlan& a);
+  std::string packed_score_pair(const AttentionPlan& a, int spos);
+  void emit_gather_copy(const ContractionPlan& c);
+  void emit_unflatten(const std::string& ind, const std::string& type, const std::string& var, const std::vector<int>& axes,
+                      const std::vector<int64_t>& extents, const std::string& prefix);
+  std::string row_kernel(const std::string& name, const RowPlan& r);
+  std::string vector_kernel(const std::string& name, const VectorPlan& p);
+
+ private:
+  const OpGraph& g_;
+  const GroupPlan& plan_;
+  const HwSpec& spec_;
+  std::ostringstream os_;
+  int temp_ = 0;
+  // Inside a reduction's body: f32 arithmetic in f64, like the interpreter (which rounds only node
+  // outputs and casts), so that a summand is not rounded to f32 before an f64 accumulation; an
+  // ill-conditioned reader (a layer norm over nearly equal values) amplifies that difference
+  // (tests/regressions/random_101108_*).
+  bool wide_ = false;
+  // Reads hoisted out of the value functions (a point-independent element of device memory,
+  // loaded once per thread): (node position, input) -> the variable holding the value.
+  std::map<std::pair<int, int>, std::string> hoisted_;
+  void hoist_invariant_reads(int i);
+  std::string ctype(DType t) const { return wide_ && t == DType::f32 ? "double" : compute_type(t); }
+  struct Wide {
+    Emitter& e;
+    explicit Wide(Emitter& em) : e(em) { e.wide_ = true; }
+    ~Wide() { e.wide_ = false; }
+  };
+
+  const TeNode& node(int i) const { return g_.node(plan_.nodes[i].node); }
+  int ns(int i) const { return node(i).num_spatial(); }
+  std::string fresh(const char* prefix) { return cat(prefix, temp_++); }
+  // The batch point's coordinates tsl_x<axis> from tsl_batch (row-major over `axes`), and the
+  // element offset of an operand's view at that point (its strides per batch axis).
+  void emit_batch_point(const std::vector<int>& axes, const std::vector<int64_t>& extents) {
+    for (int b = static_cast<int>(axes.size()) - 1; b >= 0; --b)
+      os_ << "  const long long tsl_x" << axes[b] << " = tsl_batch % " << extents[b] << "LL; tsl_batch /= " << extents[b] << "LL;\n";
+  }
+  static std::string batch_offset_expr(const std::vector<int>& axes, const std::vector<int64_t>& strides) {
+    std::string off = "0LL";
+    for (size_t b = 0; b < axes.size(); ++b)
+      if (strides[b] != 0) off += cat(" + tsl_x", axes[b], " * ", strides[b], "LL");
+    return off;
+  }
+  int input_param(TensorId t) const {
+    for (size_t k = 0; k < plan_.inputs.size(); ++k)
+      if (plan_.inputs[k] == t) return static_cast<int>(k);
+    TESSEL_ASSERT(false, "tensor ", t, " is not a kernel input");
+  }
+  int output_param(TensorId t) const {
+    for (size_t k = 0; k < plan_.outputs.size(); ++k)
+      if (plan_.outputs[k] == t) return static_cast<int>(k);
+    TESSEL_ASSERT(false, "tensor ", t, " is not a kernel output");
+  }
+
+  void emit_boxes();
+  void emit_value_function(int i);
+  std::string emit_load(int i, int k, const std::vector<std::string>& x, const std::string& indent,
+                        const std::vector<std::string>& values);
+  std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, const std::vector<std::string>& x,
+                        std::map<const ExprNode*, std::string>& memo, const std::string& indent);
+  void emit_step(int i);
+  std::string index_type(int i) const;
+  void emit_signature(const std::string& name, int min_blocks_per_sm);
+  std::string emit_row_global_read(const TeNode& nd, const RowRead& rd, const std::vector<std::string>& x,
+                                   const std::string& ind);
+  template <class Inputs>
+  void emit_row_reduction(const TeNode& nd, const std::vector<RowRead>& reads, const std::vector<std::string>& x,
+                          const Inputs& inputs);
+};
+
+}  // namespace tessel::cuda::emitter

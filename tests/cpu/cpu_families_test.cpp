@@ -1,0 +1,62 @@
+// The CPU backend's kernel families (kernels/cpu/kernel_families.h): the policy records them, the
+// backend emits the recorded one -- a GEMM forced onto loop nests still matches the interpreter --
+// and refuses a family it cannot emit.
+#include <doctest/doctest.h>
+
+#include "../model_builder.h"
+#include "cpu_check.h"
+#include "kernels/cpu/kernel_families.h"
+#include "policy/kernel_families.h"
+
+namespace tessel::testing {
+
+TEST_CASE("cpu families: recorded by the policy, obeyed by the backend") {
+  const HwSpec& spec = cpu_spec("x86-64-avx2-generic");
+  ModelBuilder b(DType::f32);
+  const std::string y = b.op("MatMul", {b.input("x", {64, 96}), b.weight("w", {96, 80}, 3)});
+  const OpGraph g = b.graph(b.op("Relu", {b.op("Add", {y, b.weight("bias", {80}, 4)})}));
+  const AnalyticCostModel cost;
+  const cpu::CpuKernelFamilies families;
+  Schedule s;
+  for (const auto& p : policies())
+    if (p->name() == "welder") s = schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  REQUIRE(!s.groups.empty());
+  int microkernel = 0;
+  for (const ScheduleGroup& sg : s.groups) {
+    CHECK((sg.group.kernel.family == "microkernel" || sg.group.kernel.family == "loops"));
+    microkernel += sg.group.kernel.family == "microkernel";
+  }
+  CHECK(microkernel == 1);  // the GEMM's group
+  const std::vector<HostTensor> inputs = random_inputs(g, 11);
+  const CompiledCheck as_chosen = run_compiled(g, spec, s, inputs);
+  CHECK_MESSAGE(as_chosen.ok, as_chosen.message);
+  // Every group forced onto loop nests: still correct.
+  Schedule loops = s;
+  for (ScheduleGroup& sg : loops.groups) sg.group.kernel = KernelChoice{"loops", {}, {}};
+  const CompiledCheck forced = run_compiled(g, spec, loops, inputs);
+  CHECK_MESSAGE(forced.ok, forced.message);
+  // The micro-kernel on a group without a contraction, and a family the CPU does not have.
+  for (size_t i = 0; i < s.groups.size(); ++i) {
+    if (s.groups[i].group.kernel.family != "loops") continue;
+    Schedule bad = s;
+    bad.groups[i].group.kernel = KernelChoice{"microkernel", {}, {}};
+    CHECK_THROWS_WITH_AS(run_compiled(g, spec, bad, inputs), doctest::Contains("no node is a contraction"), UserError);
+  }
+  {  // an elementwise graph has no contraction for the micro-kernel
+    ModelBuilder e(DType::f32);
+    const OpGraph eg = e.graph(e.op("Relu", {e.input("x", {32, 32})}));
+    Schedule es;
+    for (const auto& p : policies())
+      if (p->name() == "welder") es = schedule_with_families(*p, PolicyContext{eg, spec, cost}, &families);
+    REQUIRE(es.groups.size() == 1);
+    CHECK(es.groups[0].group.kernel.family == "loops");
+    es.groups[0].group.kernel = KernelChoice{"microkernel", {}, {}};
+    CHECK_THROWS_WITH_AS(run_compiled(eg, spec, es, random_inputs(eg, 3)), doctest::Contains("no node is a contraction"),
+                         UserError);
+  }
+  Schedule unknown = s;
+  unknown.groups[0].group.kernel.family = "wgmma";
+  CHECK_THROWS_WITH_AS(run_compiled(g, spec, unknown, inputs), doctest::Contains("unknown CPU kernel family"), UserError);
+}
+
+}  // namespace tessel::testing
