@@ -211,6 +211,8 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // iteration domain, at the SIMT units' instruction rate (the f32 FMA peak over 2).
   const std::string& family = group.kernel.family;
   const bool tc_family = family.empty() || family == "mma" || family == "wgmma";
+  const auto per_point = group.kernel.params.find("instructions_per_point");
+  const bool generic = family == "generic" && per_point != group.kernel.params.end();
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
     std::string why;
@@ -227,8 +229,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
     const double flops = static_cast<double>(node.flops());
     out.flops += flops;
-    const auto per_point = group.kernel.params.find("instructions_per_point");
-    if (family == "generic" && per_point != group.kernel.params.end()) {
+    if (generic) {
       double points = 1;
       for (const auto& axis : node.axes()) points *= static_cast<double>(axis.extent);
       const double instructions_per_s = spec.peak_flops(DType::f32, false) / 2;
@@ -238,9 +239,8 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       out.compute_s += flops / peak;
     }
   }
-  if (family == "generic")
-    out.notes.push_back(cat("generic kernel: ", group.kernel.params.count("instructions_per_point") ? group.kernel.params.at("instructions_per_point") : 0,
-                            " instructions per domain point at the SIMT instruction rate"));
+  if (generic)
+    out.notes.push_back(cat("generic kernel: ", per_point->second, " instructions per domain point at the SIMT instruction rate"));
 
   // Step 2: parallelism. Footprints per block at block/SM-scoped levels and per thread at
   // thread-scoped levels.

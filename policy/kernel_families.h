@@ -58,11 +58,6 @@ class FamilyPricedCost : public CostModel {
 int record_missing_kernel_families(const OpGraph& graph, const HwSpec& spec, const KernelFamilies& families,
                                    Schedule& schedule);
 
-/// Records the family of every group of `schedule` that has none (`families`' choice) and prices
-/// those groups again with `cost`; the schedule's predicted latency is summed again.
-void record_kernel_families(const OpGraph& graph, const HwSpec& spec, const CostModel& cost,
-                            const KernelFamilies& families, Schedule& schedule);
-
 /// Runs `policy` with every candidate priced as the family `families` would emit (when given),
 /// then records each group's family. Without families: policy.schedule(ctx).
 Schedule schedule_with_families(const Policy& policy, const PolicyContext& ctx, const KernelFamilies* families);

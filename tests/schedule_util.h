@@ -10,6 +10,8 @@
 
 #include "cost_model/analytic_model.h"
 #include "hw_specs/hw_spec.h"
+#include "kernels/backend.h"
+#include "policy/kernel_families.h"
 #include "policy/policy.h"
 
 namespace tessel::testing {
@@ -30,6 +32,21 @@ inline const HwSpec& shipped_spec(const std::string& name) {
   auto it = specs.find(name);
   if (it == specs.end()) it = specs.emplace(name, load_hw_spec(source_path("hw_specs/" + name + ".json"))).first;
   return it->second;
+}
+
+/// `g` scheduled for `spec` by the registered policy named `policy` with the analytic cost model
+/// and, as the CLI schedules, the kernel families of the backend that targets `spec`
+/// (schedule_with_families): every candidate priced as the family it would get, every group's
+/// family recorded.
+inline Schedule schedule_as_cli(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
+  AnalyticCostModel cost;
+  std::unique_ptr<KernelFamilies> families;
+  for (const auto& b : backends())
+    if (b->supports(spec)) families = b->kernel_families();
+  for (const auto& p : policies())
+    if (p->name() == policy) return schedule_with_families(*p, PolicyContext{g, spec, cost}, families.get());
+  FAIL("no policy named ", policy);
+  return {};
 }
 
 /// `g` scheduled for `spec` by the registered policy named `policy` with the analytic cost model.

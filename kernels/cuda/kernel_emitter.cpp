@@ -57,7 +57,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   TESSEL_ASSERT(index >= 0 && index < static_cast<int>(schedule.groups.size()), "group ", index);
   const ScheduledGroup& group = schedule.groups[index].group;
   const KernelChoice& choice = group.kernel;
-  TESSEL_ASSERT(!choice.family.empty(), "group ", index, " of the schedule records no kernel family (record_kernel_families)");
+  TESSEL_ASSERT(!choice.family.empty(), "group ", index, " of the schedule records no kernel family (record_missing_kernel_families)");
   const std::string where = cat("/groups/", index, "/kernel");
   GeneratedKernel k;
   k.path = choice.family;

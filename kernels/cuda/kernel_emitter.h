@@ -41,7 +41,7 @@ struct GeneratedKernel {
 
 /// Generates the kernel of group `index` of `schedule`, of the kernel family the group records
 /// (KernelChoice, chosen by CudaKernelFamilies while scheduling): an InternalError when it records
-/// none (record_kernel_families first), a UserError when the recorded family cannot emit the group
+/// none (record_missing_kernel_families first), a UserError when the recorded family cannot emit the group
 /// or its recorded parameters differ from the ones the family derives from the group's tiles.
 GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule, int index, const HwSpec& spec);
 

@@ -67,6 +67,9 @@ TEST_CASE("cuda families: every group records a family, JSON carries it, replay 
         CHECK(replay.groups[i].group.kernel.family == k.family);
         CHECK(replay.groups[i].group.kernel.params == k.params);
         CHECK(replay.groups[i].group.kernel.rejected == k.rejected);
+        // The policy's prediction prices the recorded family.
+        CHECK(AnalyticCostModel().estimate(g, s.groups[i].group, spec).latency_s ==
+              doctest::Approx(s.groups[i].predicted.latency_s));
         const cuda::GeneratedKernel a = cuda::emit_group_kernel(g, s, i, spec);
         const cuda::GeneratedKernel b = cuda::emit_group_kernel(g, replay, i, spec);
         CHECK(a.path == k.family);  // what runs is what the schedule says

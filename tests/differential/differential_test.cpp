@@ -1,5 +1,6 @@
 // Differential testing (issue 7): seeded random graphs (random_graph.h) are lowered, scheduled by
-// every registered policy for a CPU and a GPU spec, checked by check_schedule, and -- for every
+// every registered policy for a CPU and a GPU spec as the CLI schedules (with the kernel families of
+// the spec's backend: schedule_as_cli), checked by check_schedule, and -- for every
 // backend that supports the spec and can run here -- compiled, run and compared with the
 // interpreter (compare_compiled). A failing graph is minimized and saved as a reproducer under
 // tests/regressions/<name>/ (model.json, schedule.json, case.json), which the regression test
@@ -166,7 +167,7 @@ std::string check_case(const ModelDef& model, const Case& c, uint64_t seed, Sche
   }
   subject.inputs = random_inputs(subject.graph, seed);
   const HwSpec& spec = spec_named(c.spec_file);
-  const Schedule s = testing::schedule_with(subject.graph, spec, c.policy);
+  const Schedule s = testing::schedule_as_cli(subject.graph, spec, c.policy);
   if (schedule_out) *schedule_out = s;
   subject.opt_level = c.opt_level;
   return check_schedule_run(subject, spec, s, c.backend);
@@ -300,7 +301,7 @@ TEST_CASE("differential: random graphs, every policy and backend, against the in
           compile_here = eligible[(index / static_cast<uint64_t>(run_every)) % eligible.size()] == policy;
         }
         const auto t0 = std::chrono::steady_clock::now();
-        const Schedule s = testing::schedule_with(subject.graph, spec, policy);
+        const Schedule s = testing::schedule_as_cli(subject.graph, spec, policy);
         phases.schedule += since(t0);
         Schedule plan = s;  // what code generation sees: groups, tiles, edge levels
         plan.policy.clear();

@@ -165,6 +165,26 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
   CHECK(fresh.output == replay.output);  // the saved schedule replays to the same explanation
   CHECK(fresh.output.find("not fused") != std::string::npos);
   CHECK(fresh.output.find("totals:") != std::string::npos);
+  CHECK(fresh.output.find("  family    generic") != std::string::npos);  // the f32 layer's CUDA families
+  {  // a saved family the backend does not have, and one that cannot emit its group
+    std::ifstream in(json);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"family\": \"generic\"");
+    REQUIRE(at != std::string::npos);
+    const std::string unknown = (dir / "unknown.json").string(), wrong = (dir / "wrong.json").string();
+    std::ofstream(unknown) << text.substr(0, at) << "\"family\": \"tpu\"" << text.substr(at + 19);
+    std::ofstream(wrong) << text.substr(0, at) << "\"family\": \"wgmma\"" << text.substr(at + 19);
+    r = tessel("explain " + model + " --hw " + spec + " --schedule " + unknown);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(unknown) != std::string::npos);
+    CHECK(r.output.find("/groups/0/kernel/family") != std::string::npos);
+    CHECK(r.output.find("unknown cuda kernel family \"tpu\"") != std::string::npos);
+    r = tessel("compile " + model + " --device cuda --hw " + spec + " --schedule " + wrong + " --emit cuda -o " +
+               (dir / "code").string());
+    CHECK(r.status == 2);
+    CHECK(r.output.find("kernel family 'wgmma' cannot emit this group") != std::string::npos);
+    CHECK(r.output.find("internal error") == std::string::npos);
+  }
   r = tessel("explain " + model + " --hw " + spec + " --format dot");
   CHECK(r.output.find("subgraph cluster_0") != std::string::npos);
   r = tessel("explain " + model + " --hw " + spec + " --format html -o " + (dir / "e.html").string());

@@ -253,8 +253,23 @@ Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec
     if (!problems.empty())
       throw UserError(*file, "", cat("the schedule is not legal for '", spec.name, "': ", problems.front(),
                                      problems.size() > 1 ? cat(" (and ", problems.size() - 1, " more)") : std::string()));
-    // Groups saved without a kernel family get the backend's choice, as a new schedule would.
-    if (families) record_missing_kernel_families(graph, spec, *families, s);
+    // A recorded family must be one of the backend's (whether it can emit its group, the backend
+    // says when it emits); groups saved without one get the backend's choice, as a new schedule would.
+    if (families) {
+      std::set<std::string> names;
+      std::string known;
+      for (const KernelFamilies::Family& f : families->families()) {
+        names.insert(f.name);
+        known += (known.empty() ? "" : ", ") + f.name;
+      }
+      for (size_t i = 0; i < s.groups.size(); ++i) {
+        const std::string& family = s.groups[i].group.kernel.family;
+        if (!family.empty() && !names.count(family))
+          throw UserError(*file, cat("/groups/", i, "/kernel/family"),
+                          cat("unknown ", families->backend(), " kernel family \"", family, "\" (known: ", known, ")"));
+      }
+      record_missing_kernel_families(graph, spec, *families, s);
+    }
     s.cost_model = std::string(cost.name());
     s.predicted_latency_s = 0;
     for (ScheduleGroup& group : s.groups) {
