@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
@@ -112,6 +113,7 @@ namespace {
 // (a mask) once per score; device memory sees every input once and the output once.
 CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, const StreamedAttention& a) {
   CostBreakdown out;
+  double compute_s = 0;  // the "compute" term
   const int device = device_level_index(spec);
   const int llc = last_level_cache_index(spec, device);
   const MemoryLevel& dram = spec.memory_levels[device];
@@ -126,7 +128,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
     const TeNode& node = graph.node(n);
     const double flops = static_cast<double>(node.flops());
     out.flops += flops;
-    out.compute_s += flops / (n == a.scores || n == a.out ? tc_peak : simt_peak);
+    compute_s += flops / (n == a.scores || n == a.out ? tc_peak : simt_peak);
     for (size_t k = 0; k < node.inputs().size(); ++k) {
       const TensorId t = graph.node_inputs(n)[k];
       const NodeId p = graph.producer(t);
@@ -147,7 +149,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   out.occupancy = static_cast<double>(out.blocks_per_unit * a.threads) / static_cast<double>(lim.max_threads_per_sm);
   const int64_t concurrent = out.blocks_per_unit * spec.compute.units;
   out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(concurrent));
-  if (out.blocks > 0) out.compute_s *= out.waves * static_cast<double>(concurrent) / static_cast<double>(out.blocks);
+  if (out.blocks > 0) compute_s *= out.waves * static_cast<double>(concurrent) / static_cast<double>(out.blocks);
   const double active =
       std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(spec.compute.units));
   const double written = static_cast<double>(bytes_of(graph.tensor(graph.node_output(a.out)).type));
@@ -155,7 +157,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
   if (llc >= 0) levels.push_back({&spec.memory_levels[llc], streamed + side_bytes + written});
   out.bound = "compute";
-  double worst = out.compute_s;
+  double worst = compute_s;
   for (const auto& [level, bytes] : levels) {
     const double seconds = bytes / (level->bandwidth_gbps * 1e9 * active);
     out.memory.push_back({level->name, bytes, seconds});
@@ -163,8 +165,10 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   }
   out.notes.push_back(cat("streamed attention: ", a.rows, " query rows per block, keys in chunks of ", a.chunk,
                           ", scores and probabilities in registers"));
-  out.launch_s = spec.compute.launch_overhead_us * 1e-6;
-  out.latency_s = out.launch_s + worst;
+  const double launch_s = spec.compute.launch_overhead_us * 1e-6;
+  out.term_ref("compute") = compute_s;
+  out.term_ref("launch") = launch_s;
+  out.latency_s = launch_s + worst;
   return out;
 }
 
@@ -180,6 +184,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     return estimate_streamed(graph, group, spec, *a);
   }
   CostBreakdown out;
+  double compute_s = 0;  // the "compute" term
   const int device = device_level_index(spec);
   const int llc = last_level_cache_index(spec, device);
   const MemoryLevel& dram = spec.memory_levels[device];
@@ -227,16 +232,18 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       out.notes.push_back(cat("no peak for ", dtype_name(input_dtype(node)), "; using the f32 peak"));
     }
     TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
-    const double flops = static_cast<double>(node.flops());
+    // The work the tile kind performs (a sparse kind skips its zeros).
+    const TileConfig& cfg = config(n);
+    const double flops = static_cast<double>(tile_kind_of(cfg).effective_flops(TileQuery{&node, &cfg, 0, {}}));
     out.flops += flops;
     if (generic) {
       double points = 1;
       for (const auto& axis : node.axes()) points *= static_cast<double>(axis.extent);
       const double instructions_per_s = spec.peak_flops(DType::f32, false) / 2;
       TESSEL_ASSERT(instructions_per_s > 0, "hardware spec '", spec.name, "' has no f32 peak");
-      out.compute_s += points * static_cast<double>(per_point->second) / instructions_per_s;
+      compute_s += points * static_cast<double>(per_point->second) / instructions_per_s;
     } else {
-      out.compute_s += flops / peak;
+      compute_s += flops / peak;
     }
   }
   if (generic)
@@ -291,7 +298,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(concurrent));
   // The last wave leaves units idle: compute stretches by waves x concurrent / blocks.
   const double quantization = out.blocks > 0 ? out.waves * static_cast<double>(concurrent) / static_cast<double>(out.blocks) : 1;
-  out.compute_s *= quantization;
+  compute_s *= quantization;
   // Fewer busy units than the chip has draw proportionally less bandwidth.
   const double active = std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(units));
 
@@ -305,7 +312,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       const LevelTile& lt = cfg.levels[i];
       const MemoryLevel& source = i == 0 ? dram : spec.level(cfg.levels[i - 1].level);
       const TrafficParams params{access_granularity(source, i > 0), 0, cfg.pipeline_stages};
-      const TileTraffic t = tile_traffic(node, lt, params);
+      const TileTraffic t = tile_kind_of(cfg).traffic(node, lt, params, cfg.kind);
       if (i > 0) {
         // Inner tiles load from the outer tile's level what that level holds (group_footprint.h):
         // staged inputs and intermediates kept there; register edges are already in the thread,
@@ -388,11 +395,12 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       }
     }
   }
-  if (panel_bytes > 0) out.panel_s = panel_bytes / (dram.bandwidth_gbps * 1e9 * active);
+  double panel_s = 0;
+  if (panel_bytes > 0) panel_s = panel_bytes / (dram.bandwidth_gbps * 1e9 * active);
 
   // Step 4: latency. Levels in the spec's order, registers outward.
   out.bound = "compute";
-  double worst = out.compute_s;
+  double worst = compute_s;
   for (const MemoryLevel& level : spec.memory_levels) {
     auto it = bytes.find(level.name);
     if (it == bytes.end() || it->second <= 0) continue;
@@ -403,8 +411,11 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       out.bound = level.name;
     }
   }
-  out.launch_s = spec.compute.launch_overhead_us * 1e-6;
-  out.latency_s = out.launch_s + worst + out.panel_s;
+  const double launch_s = spec.compute.launch_overhead_us * 1e-6;
+  out.term_ref("compute") = compute_s;
+  out.term_ref("launch") = launch_s;
+  if (panel_s > 0) out.term_ref("panel") = panel_s;
+  out.latency_s = launch_s + worst + panel_s;
   return out;
 }
 

@@ -55,9 +55,21 @@ struct LevelCost {
   double seconds = 0;
 };
 
+/// One named part of a prediction, in seconds: what one term of a model contributed ("compute",
+/// "launch", "panel", or a term a new model or policy adds). Terms are a list, so a new term needs
+/// no new field here; how they combine into latency_s is the model's (docs/cost-model.md).
+struct CostTerm {
+  std::string name;
+  double seconds = 0;
+  bool operator==(const CostTerm&) const = default;
+};
+
 struct CostBreakdown {
   double latency_s = 0;          // the prediction
-  double compute_s = 0;
+  /// Named time terms, in the order the model added them (AnalyticCostModel: "compute" -- time on
+  /// the arithmetic units, overlapping the memory levels -- "launch" and, on CPUs, "panel", both
+  /// added). The memory levels' times are in `memory`.
+  std::vector<CostTerm> terms;
   double flops = 0;
   bool tensor_cores = false;     // the contraction runs on matrix units
   std::vector<LevelCost> memory;  // per memory level the group reads from
@@ -66,9 +78,12 @@ struct CostBreakdown {
   int64_t blocks_per_unit = 0;   // resident at once per SM / core
   double waves = 0;              // ceil(blocks / (blocks_per_unit x units))
   double occupancy = 0;          // resident threads per SM / the maximum (1 on CPUs)
-  double launch_s = 0;
-  double panel_s = 0;            // CPU: contraction panels brought in before each task's FMAs (added)
   std::vector<std::string> notes;  // modelling decisions worth reading (e.g. why not tensor cores)
+
+  /// The seconds of the term named `name`; 0 when the model did not add it.
+  double term(std::string_view name) const;
+  /// The term named `name`, added (at 0 s) if absent.
+  double& term_ref(std::string_view name);
 };
 
 class CostModel {

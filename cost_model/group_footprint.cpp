@@ -5,6 +5,7 @@
 
 #include "tilegraph/attention_pattern.h"
 #include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
@@ -129,7 +130,7 @@ GroupFootprint group_footprint(const OpGraph& graph, const ScheduledGroup& group
       if (li < 0) continue;  // check_schedule reports unknown levels
       const MemoryLevel& level = spec.memory_levels[li];
       const bool smem = gpu && li > 0 && level.software_managed && block_scoped(level.scope);
-      const TileFootprint fp = tile_footprint(graph.node(n), lt, TrafficParams{1, 0, cfg.pipeline_stages});
+      const TileFootprint fp = tile_kind_of(cfg).footprint(graph.node(n), lt, TrafficParams{1, 0, cfg.pipeline_stages}, cfg.kind);
       int64_t bytes = 0;
       for (size_t k = 0; k < fp.input_bytes.size(); ++k) {
         const std::string in_level = edge_level_of(graph, group, inputs[k]);

@@ -23,7 +23,7 @@ CostBreakdown RooflineCostModel::estimate(const OpGraph& graph, const ScheduledG
     if (peak <= 0) peak = spec.peak_flops(DType::f32, false);
     TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
     out.flops += static_cast<double>(node.flops());
-    out.compute_s += static_cast<double>(node.flops()) / peak;
+    out.term_ref("compute") += static_cast<double>(node.flops()) / peak;
     for (TensorId t : graph.node_inputs(n))
       if (graph.producer(t) < 0 || !members.count(graph.producer(t))) read.insert(t);
     const TensorId result = graph.node_output(n);
@@ -41,8 +41,8 @@ CostBreakdown RooflineCostModel::estimate(const OpGraph& graph, const ScheduledG
   TESSEL_ASSERT(device != nullptr, "hardware spec '", spec.name, "' has no device memory level");
   const double seconds = bytes / (device->bandwidth_gbps * 1e9);
   out.memory.push_back({device->name, bytes, seconds});
-  out.bound = seconds > out.compute_s ? device->name : "compute";
-  out.latency_s = std::max(seconds, out.compute_s);
+  out.bound = seconds > out.term("compute") ? device->name : "compute";
+  out.latency_s = std::max(seconds, out.term("compute"));
   return out;
 }
 

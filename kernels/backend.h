@@ -96,6 +96,12 @@ class Backend {
   /// files written. Needs no device.
   virtual std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
                                         const std::string& format, const std::string& dir) const = 0;
+  /// Whether its fast convolutions are channels-last: the normalize stage then runs 2-D NCHW
+  /// convolutions, and the ops between them, in NHWC (tilegraph/normalize.h).
+  virtual bool prefers_channels_last() const { return false; }
+  /// The multiple of bytes its fast convolutions need the input channels of one pixel in (0: none);
+  /// the normalize stage zero-pads channels that are not (tilegraph/normalize.h).
+  virtual int conv_channel_alignment_bytes() const { return 0; }
   /// The kernel families this backend emits (policy/kernel_families.h), for the policy to choose
   /// among and record in the schedule; nullptr when it has none to choose among. emit() and
   /// compile() emit each group's recorded family; a group that records none gets this backend's

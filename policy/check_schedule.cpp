@@ -2,6 +2,8 @@
 // every quantity from the graph, the spec and the tile footprint formulas (tile_traffic.h).
 #include "policy/check_schedule.h"
 
+#include "policy/kernel_families.h"
+
 #include "cost_model/group_footprint.h"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <set>
 
 #include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
@@ -47,7 +50,7 @@ void check_group(const OpGraph& graph, const HwSpec& spec, const ScheduleGroup& 
       continue;
     }
     const TileConfig& cfg = it->second;
-    if (std::optional<std::string> bad = check_tile_config(graph.node(n), cfg)) {
+    if (std::optional<std::string> bad = check_tile(graph.node(n), cfg)) {
       problem(cat(node_label(graph, n), ": ", *bad, " (", print_tile_config(cfg), ")"));
       configs_ok = false;
       continue;
@@ -152,7 +155,8 @@ std::vector<std::string> check_group(const OpGraph& graph, const HwSpec& spec, c
   return problems;
 }
 
-std::vector<std::string> check_schedule(const OpGraph& graph, const HwSpec& spec, const Schedule& schedule) {
+std::vector<std::string> check_schedule(const OpGraph& graph, const HwSpec& spec, const Schedule& schedule,
+                                        const KernelFamilies* families) {
   std::vector<std::string> problems;
   // Rule 1: coverage.
   std::vector<int> group_of(graph.num_nodes(), -1);
@@ -192,8 +196,14 @@ std::vector<std::string> check_schedule(const OpGraph& graph, const HwSpec& spec
     }
   }
 
+  const size_t before = problems.size();
   for (size_t g = 0; g < schedule.groups.size(); ++g)
     check_group(graph, spec, schedule.groups[g], g, problems);
+  // Rule 9: kernel families, asked only of groups whose other rules hold.
+  if (families && problems.size() == before)
+    for (size_t g = 0; g < schedule.groups.size(); ++g)
+      if (const auto why = families->check(graph, schedule.groups[g].group, spec))
+        problems.push_back(cat("group ", g, ": ", *why));
   return problems;
 }
 

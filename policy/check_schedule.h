@@ -20,6 +20,9 @@
 //      transaction_bytes / output element bytes, unless it covers the whole axis;
 //   6. grid: a group of several nodes shares the sink's grid (check_grid);
 //   7. edge levels: only for tensors produced and consumed inside the group, naming spec levels;
+//   9. kernel families (when the backend's KernelFamilies are given): every group's recorded family
+//      is one the backend can emit the group with, with the recorded parameters
+//      (KernelFamilies::check);
 //   8. a streamed attention group (stream_chunk > 0) is exactly one attention pattern ending at
 //      its sink (group_footprint.h's streamed_attention), on a GPU spec; its capacity (rule 4) is
 //      the streamed kernel's footprint, and rule 6 does not apply (its tiles are one chunk's).
@@ -32,8 +35,12 @@
 
 namespace tessel {
 
-/// The problems of `schedule` for `graph` on `spec`; empty when it is legal.
-std::vector<std::string> check_schedule(const OpGraph& graph, const HwSpec& spec, const Schedule& schedule);
+class KernelFamilies;
+
+/// The problems of `schedule` for `graph` on `spec`; empty when it is legal. With `families`, each
+/// group's recorded kernel family is checked too (rule 9).
+std::vector<std::string> check_schedule(const OpGraph& graph, const HwSpec& spec, const Schedule& schedule,
+                                        const KernelFamilies* families = nullptr);
 
 /// The per-group rules alone (tile configs, levels, edge levels, capacity, alignment, grid) for
 /// one candidate group; policies drop candidates it rejects.

@@ -92,7 +92,7 @@ GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
   for (const std::string& r : k.rejected) row.rejected += (row.rejected.empty() ? "" : "; ") + r;
   row.predicted = ms(g.predicted.latency_s);
   row.bound = g.predicted.bound + (g.predicted.tensor_cores ? " (tensor cores)" : "");
-  if (g.predicted.panel_s > 0) row.bound += cat(", plus ", ms(g.predicted.panel_s), " of contraction panels");
+  if (const double panel = g.predicted.term("panel"); panel > 0) row.bound += cat(", plus ", ms(panel), " of contraction panels");
   return row;
 }
 

@@ -1,6 +1,8 @@
 // Kernel families in the schedule (see kernel_families.h).
 #include "policy/kernel_families.h"
 
+#include "tilegraph/error.h"
+
 namespace tessel {
 
 CostBreakdown FamilyPricedCost::estimate(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
@@ -8,6 +10,17 @@ CostBreakdown FamilyPricedCost::estimate(const OpGraph& graph, const ScheduledGr
   ScheduledGroup chosen = group;
   chosen.kernel = families_.choose(graph, group, spec);
   return inner_.estimate(graph, chosen, spec);
+}
+
+std::optional<std::string> KernelFamilies::check(const OpGraph&, const ScheduledGroup& group, const HwSpec&) const {
+  const std::string& family = group.kernel.family;
+  if (family.empty()) return std::nullopt;
+  std::string known;
+  for (const Family& f : families()) {
+    if (f.name == family) return std::nullopt;
+    known += (known.empty() ? "" : ", ") + f.name;
+  }
+  return cat("unknown ", backend(), " kernel family \"", family, "\" (known: ", known, ")");
 }
 
 int record_missing_kernel_families(const OpGraph& graph, const HwSpec& spec, const KernelFamilies& families,

@@ -35,6 +35,11 @@ class KernelFamilies {
   /// order of preference, with the reasons each one before it was not legal. Deterministic; needs
   /// no device.
   virtual KernelChoice choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const = 0;
+  /// Whether the backend can emit `group` as its recorded family (group.kernel) with the recorded
+  /// parameters: the reason it cannot (naming the family), or nullopt. An empty family is legal (the backend records
+  /// choose() before it emits). check_schedule asks it of every group of a replayed schedule. This
+  /// base version knows only the family names; backends check the group too.
+  virtual std::optional<std::string> check(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const;
 };
 
 /// `inner`, with a group that records no family priced as the family `families` chooses for it:

@@ -38,6 +38,7 @@
 #include "cost_model/analytic_model.h"
 #include "policy/measure_cache.h"
 #include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
@@ -96,8 +97,11 @@ int64_t level_budget(const HwSpec& spec, int level) {
   return l.capacity_bytes;
 }
 
+// Roller tiles every node densely; footprints and traffic come from that tile kind (tile_kind.h).
+const TileKindProps kRollerKind = DenseProps{};
+
 int64_t footprint(const TeNode& node, const LevelTile& tile, int stages) {
-  return tile_footprint(node, tile, TrafficParams{1, 0, stages}).total_bytes;
+  return tile_kind_of(kRollerKind).footprint(node, tile, TrafficParams{1, 0, stages}, kRollerKind).total_bytes;
 }
 
 LevelTile unit_tile(const TeNode& node, const std::string& level) {
@@ -254,7 +258,8 @@ struct OuterSearch {
   }
   // Data-reuse score: FLOPs per byte moved from device memory.
   double reuse(const LevelTile& t) const {
-    const int64_t bytes = tile_traffic(node, t, TrafficParams{target.transaction_bytes, 0, 1}).total_bytes;
+    const int64_t bytes =
+        tile_kind_of(kRollerKind).traffic(node, t, TrafficParams{target.transaction_bytes, 0, 1}, kRollerKind).total_bytes;
     return static_cast<double>(std::max<int64_t>(node.flops(), 1)) / static_cast<double>(std::max<int64_t>(bytes, 1));
   }
   int64_t grid(const Shape& s) const { return num_spatial_tiles(node, tile(s, 0)); }
@@ -441,6 +446,7 @@ std::optional<TileConfig> complete(const TeNode& node, const HwSpec& spec, const
                                    const LevelTile& outer) {
   TileConfig cfg;
   cfg.levels = {outer};
+  cfg.kind = kRollerKind;
   const int64_t budget = level_budget(spec, target.stack.front());
   if (footprint(node, outer, 1) > budget) return std::nullopt;
   if (target.gpu) {
@@ -452,8 +458,8 @@ std::optional<TileConfig> complete(const TeNode& node, const HwSpec& spec, const
   } else {
     inner_cpu_tiles(node, spec, target, cfg);
   }
-  TESSEL_ASSERT(!check_tile_config(node, cfg), "roller built an invalid tile config for node '", node.name(),
-                "': ", *check_tile_config(node, cfg), " (", print_tile_config(cfg), ")");
+  TESSEL_ASSERT(!check_tile(node, cfg), "roller built an invalid tile config for node '", node.name(), "': ",
+                *check_tile(node, cfg), " (", print_tile_config(cfg), ")");
   return cfg;
 }
 

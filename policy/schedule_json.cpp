@@ -45,7 +45,8 @@ using json_util::describe;
 json write_cost(const CostBreakdown& c) {
   json j;
   j["latency_s"] = number(c.latency_s);
-  j["compute_s"] = number(c.compute_s);
+  j["terms"] = json::array();
+  for (const CostTerm& t : c.terms) j["terms"].push_back(json{{"name", t.name}, {"seconds", number(t.seconds)}});
   j["flops"] = number(c.flops);
   j["tensor_cores"] = c.tensor_cores;
   j["memory"] = json::array();
@@ -56,8 +57,6 @@ json write_cost(const CostBreakdown& c) {
   j["blocks_per_unit"] = c.blocks_per_unit;
   j["waves"] = number(c.waves);
   j["occupancy"] = number(c.occupancy);
-  j["launch_s"] = number(c.launch_s);
-  if (c.panel_s > 0) j["panel_s"] = number(c.panel_s);
   j["notes"] = c.notes;
   return j;
 }
@@ -222,14 +221,28 @@ class Reader {
   }
 
   CostBreakdown read_cost(const json& j, const std::string& ptr) const {
-    check_keys(j, ptr, {"latency_s", "compute_s", "flops", "tensor_cores", "memory", "bound", "blocks",
+    // "compute_s", "launch_s" and "panel_s": how schedules saved before terms were a list name them.
+    check_keys(j, ptr, {"latency_s", "terms", "compute_s", "flops", "tensor_cores", "memory", "bound", "blocks",
                         "blocks_per_unit", "waves", "occupancy", "launch_s", "panel_s", "notes"});
     CostBreakdown c;
     auto num = [&](const char* key, double& out) {
       if (j.contains(key)) out = read_double(j[key], ptr + "/" + key);
     };
     num("latency_s", c.latency_s);
-    num("compute_s", c.compute_s);
+    if (j.contains("terms")) {
+      const json& terms = read_array(j["terms"], ptr + "/terms");
+      for (size_t i = 0; i < terms.size(); ++i) {
+        const std::string at = cat(ptr, "/terms/", i);
+        check_keys(terms[i], at, {"name", "seconds"});
+        if (!terms[i].contains("name")) fail(at, "missing key \"name\"");
+        const std::string name = read_string(terms[i]["name"], at + "/name");
+        for (const CostTerm& t : c.terms)
+          if (t.name == name) fail(at + "/name", cat("term \"", name, "\" appears twice"));
+        c.terms.push_back(CostTerm{name, terms[i].contains("seconds") ? read_double(terms[i]["seconds"], at + "/seconds") : 0});
+      }
+    }
+    for (const char* legacy : {"compute", "launch", "panel"})
+      if (const std::string key = cat(legacy, "_s"); j.contains(key)) c.term_ref(legacy) = read_double(j[key], ptr + "/" + key);
     num("flops", c.flops);
     if (j.contains("tensor_cores")) c.tensor_cores = read_bool(j["tensor_cores"], ptr + "/tensor_cores");
     if (j.contains("memory")) {
@@ -249,8 +262,6 @@ class Reader {
     if (j.contains("blocks_per_unit")) c.blocks_per_unit = read_int64(j["blocks_per_unit"], ptr + "/blocks_per_unit");
     num("waves", c.waves);
     num("occupancy", c.occupancy);
-    num("launch_s", c.launch_s);
-    num("panel_s", c.panel_s);
     if (j.contains("notes")) {
       const json& notes = read_array(j["notes"], ptr + "/notes");
       for (size_t i = 0; i < notes.size(); ++i) c.notes.push_back(read_string(notes[i], cat(ptr, "/notes/", i)));

@@ -9,10 +9,14 @@
 //    "groups": [{"nodes": ["matmul0", "add1"],
 //                "tiles": {"matmul0": <tile config, import/tile_config_json.h>, "add1": ...},
 //                "edge_levels": {"matmul0_out": "registers"},
-//                "predicted": {"latency_s": .., "compute_s": .., "flops": .., "tensor_cores": true,
+//                "predicted": {"latency_s": ..,
+//                              "terms": [{"name": "compute", "seconds": ..}, {"name": "launch", ..}],
+//                              "flops": .., "tensor_cores": true,
 //                              "memory": [{"level": "dram", "bytes": .., "seconds": ..}],
 //                              "bound": "dram", "blocks": 64, "blocks_per_unit": 1, "waves": 1,
-//                              "occupancy": 0.125, "launch_s": 3e-06, "notes": ["..."]}}],
+//                              "occupancy": 0.125, "notes": ["..."]}}],
+//    (a schedule saved before cost terms were a list has "compute_s", "launch_s", "panel_s"; they
+//    read as the terms of those names)
 //    "unfused": [{"tensor": "t", "producer": "a", "consumer": "b", "reason": "policy",
 //                 "detail": "roller never fuses"}]}
 // Numbers are written with the shortest text that reads back to the same double, so

@@ -35,6 +35,7 @@
 #include "tilegraph/attention_pattern.h"
 #include "tilegraph/error.h"
 #include "tilegraph/tile_propagation.h"
+#include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
@@ -336,9 +337,9 @@ std::optional<TileConfig> Welder::derive_config(NodeId n, const std::vector<int6
   std::vector<int64_t> steps(nr, 1);
   if (!own.empty()) steps = own.front().tiles.levels.front().reduction;
   auto valid = [&](TileConfig& c) -> bool {
-    if (!check_tile_config(node, c)) return true;
+    if (!check_tile(node, c)) return true;
     c.vector_width = 1;
-    return !check_tile_config(node, c);
+    return !check_tile(node, c);
   };
   std::vector<const TileConfig*> templates;
   if (own_template) templates.push_back(own_template);
@@ -464,7 +465,7 @@ MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<Tenso
       TileConfig c = cands[i].tiles;
       if (from != sink)
         for (size_t l = 0; l < c.levels.size(); ++l) c.levels[l].reduction.assign(sink_node.num_reduction(), 1);
-      if (check_tile_config(sink_node, c)) continue;
+      if (check_tile(sink_node, c)) continue;
       bool dup = false;
       for (const SinkTile& s : sink_tiles) dup |= s.config == c;
       if (!dup) sink_tiles.push_back({c, from, &cands[i].tiles});
@@ -505,7 +506,7 @@ MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<Tenso
         const int64_t unit = (wide.threads.empty() ? 1 : wide.threads[a]) *
                              (wide.levels.size() >= 2 ? wide.levels[1].spatial[a] : 1);
         wide.levels.front().spatial[a] = (extent + unit - 1) / unit * unit;
-        if (check_tile_config(sink_node, wide)) continue;
+        if (check_tile(sink_node, wide)) continue;
         GridCheck retry = check_grid(g, nodes, sink, wide.levels.front().spatial);
         if (retry.ok) cfg = wide, found = true;
       }
@@ -537,7 +538,7 @@ MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<Tenso
         TileConfig more = c;
         more.levels.back().spatial[widest] /= 2;
         more.threads[widest] *= 2;
-        if (!check_tile_config(sink_node, more) || (more.vector_width = 1, !check_tile_config(sink_node, more))) {
+        if (!check_tile(sink_node, more) || (more.vector_width = 1, !check_tile(sink_node, more))) {
           c = more;
           return out;
         }
@@ -558,7 +559,7 @@ MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<Tenso
     if (!c.threads.empty()) {
       while (c.threads[axis] > 1 && outer[axis] % (c.threads[axis] * inner) != 0) c.threads[axis] /= 2;
     }
-    if (check_tile_config(sink_node, c) && (c.vector_width = 1, check_tile_config(sink_node, c))) return std::nullopt;
+    if (check_tile(sink_node, c) && (c.vector_width = 1, check_tile(sink_node, c))) return std::nullopt;
     if (!check_grid(g, nodes, sink, outer).ok) return std::nullopt;
     return out;
   };

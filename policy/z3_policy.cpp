@@ -164,6 +164,7 @@ std::optional<Encoding> encode(z3::context& c, const TeNode& node, const TileSpa
     entries += table_size(space, reads.back());
   }
   if (entries > max_entries) return std::nullopt;
+  const TileKind& kind = tile_kind_of(space.kind);
 
   for (int a = 0; a < na; ++a) {
     std::vector<z3::expr> p;
@@ -207,12 +208,12 @@ std::optional<Encoding> encode(z3::context& c, const TeNode& node, const TileSpa
     const bool per_step = std::any_of(reads[i].begin(), reads[i].end(), [&](int a) { return a >= ns; });
     term(
         reads[i], per_step,
-        [&](const LevelTile& t) { return tile_traffic(node, t, space.traffic).input_bytes[i]; },
-        [&](const LevelTile& t) { return tile_footprint(node, t, space.footprint).input_bytes[i]; });
+        [&](const LevelTile& t) { return kind.traffic(node, t, space.traffic, space.kind).input_bytes[i]; },
+        [&](const LevelTile& t) { return kind.footprint(node, t, space.footprint, space.kind).input_bytes[i]; });
   }
   term(
-      spatial_axes, false, [&](const LevelTile& t) { return tile_traffic(node, t, space.traffic).output_bytes; },
-      [&](const LevelTile& t) { return tile_footprint(node, t, space.footprint).output_bytes; });
+      spatial_axes, false, [&](const LevelTile& t) { return kind.traffic(node, t, space.traffic, space.kind).output_bytes; },
+      [&](const LevelTile& t) { return kind.footprint(node, t, space.footprint, space.kind).output_bytes; });
   return enc;
 }
 
@@ -271,7 +272,7 @@ TileConfig add_inner_tile(const OpGraph& graph, NodeId id, const HwSpec& spec, c
       alone.nodes = {id};
       alone.tiles[id] = cfg;
       // The checker's per-group rules (registers per thread and per SM, threads) are the last word.
-      if (!check_tile_config(node, cfg) && check_group(graph, spec, alone).empty()) {
+      if (!check_tile(node, cfg) && check_group(graph, spec, alone).empty()) {
         const double s = predict(cfg);
         if ((warp && !best_warp) || s < best_s) {
           best = cfg;
@@ -363,7 +364,7 @@ bool space_admits(const TileSpace& space, const TeNode& node, const LevelTile& t
       any |= tile.spatial[ns - 2] % s.m == 0 && tile.spatial[ns - 1] % s.n == 0 && tile.reduction.back() % s.k == 0;
     if (!any) return false;
   }
-  return tile_footprint(node, tile, space.footprint).total_bytes <= space.capacity_bytes;
+  return tile_kind_of(space.kind).footprint(node, tile, space.footprint, space.kind).total_bytes <= space.capacity_bytes;
 }
 
 Z3NodeResult solve_node_z3(const OpGraph& graph, NodeId id, const HwSpec& spec, const CostModel& cost,
@@ -416,9 +417,11 @@ Z3NodeResult solve_node_z3(const OpGraph& graph, NodeId id, const HwSpec& spec, 
           (a < node.num_spatial() ? tile.spatial : tile.reduction).push_back(v);
         }
         const int64_t q_z3 = m.eval(enc->traffic, true).get_numeral_int64();
-        const int64_t q = tile_traffic(node, tile, space.traffic).total_bytes;
+        const int64_t q = tile_kind_of(space.kind).traffic(node, tile, space.traffic, space.kind).total_bytes;
+        TileConfig shown;
+        shown.levels = {tile};
         TESSEL_ASSERT(q == q_z3, "z3 encoding of tile_traffic disagrees for node '", node.name(), "' tile ",
-                      print_tile_config(TileConfig{{tile}, {}}), ": z3 ", q_z3, " B, tile_traffic ", q, " B");
+                      print_tile_config(shown), ": z3 ", q_z3, " B, tile_traffic ", q, " B");
         TESSEL_ASSERT(space_admits(space, node, tile), "z3 tile outside the space for node '", node.name(), "'");
         best = tile;
         r.traffic_bytes = q;
@@ -433,6 +436,7 @@ Z3NodeResult solve_node_z3(const OpGraph& graph, NodeId id, const HwSpec& spec, 
     r.solved = true;
     TileConfig outer;
     outer.levels = {*best};
+    outer.kind = space.kind;
     outer.pipeline_stages = space.footprint.pipeline_stages;
     r.tiles = add_inner_tile(graph, id, spec, cost, outer, options);
     r.notes.push_back(cat("z3: outer tile of least ", device_level(spec).name, " traffic (", r.traffic_bytes,
@@ -454,7 +458,7 @@ Z3NodeResult solve_node_z3(const OpGraph& graph, NodeId id, const HwSpec& spec, 
     return r;
   }
   r.tiles = fb.front().tiles;
-  r.traffic_bytes = tile_traffic(node, r.tiles.levels.front(), space.traffic).total_bytes;
+  r.traffic_bytes = tile_kind_of(space.kind).traffic(node, r.tiles.levels.front(), space.traffic, space.kind).total_bytes;
   r.notes.push_back(cat("z3: ", why, "; fell back to roller's best"));
   return r;
 }

@@ -61,6 +61,7 @@
 
 #include "policy/policy.h"
 #include "policy/roller.h"
+#include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
@@ -96,6 +97,9 @@ struct TileSpace {
   int64_t capacity_bytes = 0;                 // footprint limit at `level`
   TrafficParams traffic;                      // device-level transaction size
   TrafficParams footprint;                    // pipeline stages for the footprint
+  /// The tile kind the space tiles with (tile_kind.h): its traffic and footprint are what the
+  /// encoding tabulates and what the tightening checks. z3 tiles densely.
+  TileKindProps kind;
 };
 
 /// The tile space of `node` on `spec` with `options`.

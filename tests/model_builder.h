@@ -21,9 +21,10 @@ class ModelBuilder {
     m_.inputs.push_back({name, TensorType{dt_, std::move(shape)}});
     return name;
   }
-  std::string weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
+  /// Seeded uniform weights in [lo, hi).
+  std::string weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
     const TensorType type{dt_, std::move(shape)};
-    m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, -1.0, 1.0, seed}});
+    m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, lo, hi, seed}});
     return name;
   }
   /// A 1-D i64 weight with these values (shapes, axes).
@@ -43,6 +44,11 @@ class ModelBuilder {
     return d.outputs[0];
   }
   OpGraph graph(const std::string& output) { return graph(std::vector<std::string>{output}); }
+  /// The model with these outputs, not lowered.
+  ModelDef model(std::vector<std::string> outputs) {
+    m_.outputs = std::move(outputs);
+    return m_;
+  }
   OpGraph graph(std::vector<std::string> outputs) {
     m_.outputs = std::move(outputs);
     return lower_model(m_);

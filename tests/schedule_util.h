@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cost_model/analytic_model.h"
+#include "driver/compile.h"
 #include "hw_specs/hw_spec.h"
 #include "kernels/backend.h"
 #include "policy/kernel_families.h"
@@ -34,19 +35,39 @@ inline const HwSpec& shipped_spec(const std::string& name) {
   return it->second;
 }
 
-/// `g` scheduled for `spec` by the registered policy named `policy` with the analytic cost model
-/// and, as the CLI schedules, the kernel families of the backend that targets `spec`
-/// (schedule_with_families): every candidate priced as the family it would get, every group's
-/// family recorded.
+/// The registered policy named `name`.
+inline std::unique_ptr<Policy> policy_named(const std::string& name) {
+  for (auto& p : policies())
+    if (p->name() == name) return std::move(p);
+  FAIL("no policy named ", name);
+  return nullptr;
+}
+
+/// `g` scheduled for `spec` by the registered policy named `policy`, as the CLI schedules: through
+/// compile() with the analytic cost model and the kernel families of the backend that targets
+/// `spec` (every candidate priced as the family it would get, every group's family recorded).
 inline Schedule schedule_as_cli(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
-  AnalyticCostModel cost;
-  std::unique_ptr<KernelFamilies> families;
-  for (const auto& b : backends())
-    if (b->supports(spec)) families = b->kernel_families();
-  for (const auto& p : policies())
-    if (p->name() == policy) return schedule_with_families(*p, PolicyContext{g, spec, cost}, families.get());
-  FAIL("no policy named ", policy);
-  return {};
+  const std::unique_ptr<Policy> p = policy_named(policy);
+  CompileRequest r;
+  r.graph = &g;
+  r.backend.clear();
+  r.spec = spec;
+  r.policy = p.get();
+  r.last = Stage::schedule;
+  return compile(r).schedule;
+}
+
+/// `g` compiled and loaded with `schedule` for `spec` by `backend` through compile(): the schedule
+/// is replayed as the CLI replays a saved one (checked, families recorded where missing, priced).
+inline Compilation compile_with(const OpGraph& g, const HwSpec& spec, const Schedule& schedule, const std::string& backend,
+                               const CompileOptions& options = {}) {
+  CompileRequest r;
+  r.graph = &g;
+  r.backend = backend;
+  r.spec = spec;
+  r.schedule = schedule;
+  r.options = options;
+  return compile(r);
 }
 
 /// `g` scheduled for `spec` by the registered policy named `policy` with the analytic cost model.

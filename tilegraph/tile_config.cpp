@@ -125,6 +125,7 @@ std::string print_tile_config(const TileConfig& config) {
   out += "; threads " + join_extents(config.threads);
   out += cat("; vector ", config.vector_width, "; stages ", config.pipeline_stages, "; raster ",
              config.raster_group);
+  if (!std::holds_alternative<DenseProps>(config.kind)) out += cat("; kind ", tile_kind_name(config.kind));
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tilegraph/node.h"
+#include "tilegraph/tile_kind_props.h"
 
 namespace tessel {
 
@@ -42,6 +43,9 @@ struct TileConfig {
   int pipeline_stages = 1;
   /// Block rasterization (swizzle) group size for L2 reuse; 1 = plain row-major block order.
   int raster_group = 1;
+  /// How the node's tiles are stored and moved: the tile kind and its properties (tile_kind.h;
+  /// dense by default). Footprint, traffic, legality and the load/store plans go through it.
+  TileKindProps kind;
 
   bool operator==(const TileConfig&) const = default;
 };
@@ -73,7 +77,7 @@ int64_t num_reduction_steps(const TeNode& node, const LevelTile& tile);
 /// Stable one-line text, used by tests, `--dump` and error messages:
 ///   "smem 128x128|32, registers 8x8|1; threads 16x16; vector 4; stages 2; raster 8"
 /// Each level is `name spatial|reduction`, extents joined by 'x'; an empty list prints as "-".
-/// `threads` prints as "-" when empty.
+/// `threads` prints as "-" when empty; a kind other than dense is appended as "; kind NAME".
 std::string print_tile_config(const TileConfig& config);
 
 }  // namespace tessel

@@ -34,12 +34,32 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
-int64_t DenseTileKind::footprint_bytes(const TileQuery& q) const {
-  return tile_footprint(*q.node, level_of(q), q.params).total_bytes;
+std::string_view tile_kind_name(const TileKindProps& props) {
+  struct Name {
+    std::string_view operator()(const DenseProps&) const { return "dense"; }
+    std::string_view operator()(const BlockSparseProps&) const { return "block_sparse"; }
+    std::string_view operator()(const NmSparseProps&) const { return "nm_sparse"; }
+    std::string_view operator()(const ShardedProps&) const { return "sharded"; }
+  };
+  return std::visit(Name{}, props);
 }
 
-int64_t DenseTileKind::traffic_bytes(const TileQuery& q) const {
-  return tile_traffic(*q.node, level_of(q), q.params).total_bytes;
+int64_t TileKind::footprint_bytes(const TileQuery& q) const {
+  return footprint(*q.node, level_of(q), q.params, q.config->kind).total_bytes;
+}
+
+int64_t TileKind::traffic_bytes(const TileQuery& q) const {
+  return traffic(*q.node, level_of(q), q.params, q.config->kind).total_bytes;
+}
+
+TileFootprint DenseTileKind::footprint(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                                       const TileKindProps&) const {
+  return tile_footprint(node, tile, params);
+}
+
+TileTraffic DenseTileKind::traffic(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                                   const TileKindProps&) const {
+  return tile_traffic(node, tile, params);
 }
 
 int64_t DenseTileKind::effective_flops(const TileQuery& q) const {
@@ -49,7 +69,7 @@ int64_t DenseTileKind::effective_flops(const TileQuery& q) const {
 
 std::optional<std::string> DenseTileKind::check_legal(const TileQuery& q) const {
   TESSEL_ASSERT(q.node && q.config, "TileQuery without node or config");
-  if (!std::holds_alternative<DenseProps>(q.props))
+  if (!std::holds_alternative<DenseProps>(q.config->kind))
     return "tile kind 'dense' got the properties of another kind";
   if (q.level < 0 || q.level >= static_cast<int>(q.config->levels.size()))
     return cat("level index ", q.level, " but the config has ", q.config->levels.size(), " levels");
@@ -103,6 +123,41 @@ const TileKind* find_tile_kind(std::string_view name) {
   for (const TileKind* k : tile_kinds())
     if (k->name() == name) return k;
   return nullptr;
+}
+
+namespace {
+
+std::string implemented_kinds() {
+  std::string out;
+  for (const TileKind* k : tile_kinds()) out += cat(out.empty() ? "" : ", ", k->name());
+  return out;
+}
+
+}  // namespace
+
+const TileKind& tile_kind_of(const TileKindProps& props) {
+  if (const TileKind* k = find_tile_kind(tile_kind_name(props))) return *k;
+  throw UserError("", "", cat("tile kind '", tile_kind_name(props), "' has no implementation yet (implemented: ",
+                              implemented_kinds(), ")"));
+}
+
+std::optional<std::string> check_tile(const TeNode& node, const TileConfig& config) {
+  const TileKind* kind = find_tile_kind(tile_kind_name(config.kind));
+  if (!kind)
+    return cat("tile kind '", tile_kind_name(config.kind), "' has no implementation yet (implemented: ",
+               implemented_kinds(), ")");
+  if (config.levels.empty()) return check_tile_config(node, config);
+  return kind->check_legal(TileQuery{&node, &config, 0, {}});
+}
+
+std::optional<std::string> non_dense_plan(const TeNode& node, const TileConfig& config) {
+  const TileKind& kind = tile_kind_of(config);
+  const TileQuery q{&node, &config, 0, {}};
+  static constexpr const char* kLoads[] = {"dense_box", "bsr_blocks", "nm_compressed", "collective_then_box"};
+  for (const LoadPlan& p : kind.load_plans(q))
+    if (p.kind != LoadKind::dense_box) return cat(kind.name(), " ", kLoads[static_cast<int>(p.kind)]);
+  if (kind.store_plan(q).kind != StoreKind::dense_box) return cat(kind.name(), " collective_then_box");
+  return std::nullopt;
 }
 
 }  // namespace tessel

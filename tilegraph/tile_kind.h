@@ -18,72 +18,21 @@
 
 #include "tilegraph/node.h"
 #include "tilegraph/tile_config.h"
+#include "tilegraph/tile_kind_props.h"
 #include "tilegraph/tile_propagation.h"
 #include "tilegraph/tile_traffic.h"
 
 namespace tessel {
 
-/// Dense tiles: every element stored, boxes loaded and stored row by row. No properties.
-struct DenseProps {
-  bool operator==(const DenseProps&) const = default;
-};
 
-/// Block-sparse (BSR) operand: `input`'s 2-D matrix (its last two dimensions) is stored as dense
-/// block_m x block_n blocks, a fraction `density` of them non-zero, with a row-pointer array and
-/// one column index per stored block (`index_bytes` each). Legal only when the compute tile's
-/// extents along the matrix dimensions are multiples of the block shape (blocks aligned to the
-/// compute tile).
-struct BlockSparseProps {
-  int input = 1;
-  int64_t block_m = 64;
-  int64_t block_n = 64;
-  double density = 1.0;  // fraction of non-zero blocks, in (0, 1]
-  int index_bytes = 4;
-  bool operator==(const BlockSparseProps&) const = default;
-};
-
-/// N:M structured sparsity (2:4 on sparse tensor cores): along the reduction dimension of `input`,
-/// every group of m consecutive values holds at most n non-zeros; values are stored compressed
-/// (n of every m) with `metadata_bits` bits of index per kept value (2 for 2:4). Legal only when
-/// the reduction step is a multiple of m and the dtype is one the hardware supports.
-struct NmSparseProps {
-  int input = 1;
-  int n = 2;
-  int m = 4;
-  int metadata_bits = 2;
-  bool operator==(const NmSparseProps&) const = default;
-};
-
-/// Collective run at a group edge of a sharded tensor.
-enum class Collective : uint8_t { none, all_gather, reduce_scatter, all_reduce, all_to_all };
-std::string_view collective_name(Collective c);
-
-/// A tile split over a device mesh. `mesh_shape` is the device mesh (e.g. {2} or {2, 4});
-/// `input_sharding[i][d]` / `output_sharding[d]` give, per tensor dimension, the mesh axis it is
-/// split over or -1 (replicated). Each device holds 1/(product of the split mesh axes) of the
-/// tensor; a collective runs at the input edges (`at_inputs`, e.g. all-gather of a sharded
-/// activation) and at the output edge (`at_output`, e.g. reduce-scatter of partial sums when a
-/// reduction axis is sharded).
-struct ShardedProps {
-  std::vector<int64_t> mesh_shape;
-  std::vector<std::vector<int>> input_sharding;
-  std::vector<int> output_sharding;
-  std::vector<Collective> at_inputs;  // per input
-  Collective at_output = Collective::none;
-  bool operator==(const ShardedProps&) const = default;
-};
-
-using TileKindProps = std::variant<DenseProps, BlockSparseProps, NmSparseProps, ShardedProps>;
-
-/// Everything a tile-kind query looks at: one node, its tile config, which level of it, the
-/// traffic parameters of that level and the kind's properties. Pointers are non-owning and must
-/// outlive the call.
+/// Everything a tile-kind query looks at: one node, its tile config (whose `kind` holds the kind's
+/// properties), which level of it and the traffic parameters of that level. Pointers are
+/// non-owning and must outlive the call.
 struct TileQuery {
   const TeNode* node = nullptr;
   const TileConfig* config = nullptr;
   int level = 0;  // index into config->levels
   TrafficParams params;
-  TileKindProps props;
 };
 
 /// How a tile of one input is brought into the level (a codegen hook).
@@ -125,13 +74,21 @@ class TileKind {
   /// Stable name used in schedules and JSON: "dense", "block_sparse", "nm_sparse", "sharded".
   virtual std::string_view name() const = 0;
 
-  /// Bytes resident at level `q.level` for one tile (values plus any metadata; per device for a
-  /// sharded tile). Dense: tile_footprint(...).total_bytes.
-  virtual int64_t footprint_bytes(const TileQuery& q) const = 0;
+  /// Bytes resident at one level for one tile `tile` of `node` (values plus any metadata, per input
+  /// and for the output; per device for a sharded tile). Dense: tile_footprint(). The structured
+  /// form is what the cost model and the policies price per input; candidate tiles a policy has
+  /// not put in a config yet are asked about with the kind's properties directly.
+  virtual TileFootprint footprint(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                                  const TileKindProps& props) const = 0;
 
-  /// Bytes moved into level `q.level` from the next level out over the whole operator (values,
-  /// metadata, and the output written once). Dense: tile_traffic(...).total_bytes.
-  virtual int64_t traffic_bytes(const TileQuery& q) const = 0;
+  /// Bytes moved into the level of `tile` from the next level out over the whole operator (values,
+  /// metadata, and the output written once), per input and output. Dense: tile_traffic().
+  virtual TileTraffic traffic(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                              const TileKindProps& props) const = 0;
+
+  /// footprint(...).total_bytes and traffic(...).total_bytes at level `q.level` of `q.config`.
+  int64_t footprint_bytes(const TileQuery& q) const;
+  int64_t traffic_bytes(const TileQuery& q) const;
 
   /// Bytes exchanged between devices by the collectives at the node's edges, per device (0 for
   /// single-device kinds). The cost model divides them by the interconnect bandwidth.
@@ -141,8 +98,9 @@ class TileKind {
   /// zero blocks or the pruned n-of-m values; per device for a sharded tile.
   virtual int64_t effective_flops(const TileQuery& q) const = 0;
 
-  /// Legality beyond check_tile_config: the props hold this kind's struct, block / group
-  /// alignment with the tile, supported dtypes. Returns the reason, or nullopt if legal.
+  /// Legality of the whole config, check_tile_config included: the config's `kind` holds this
+  /// kind's struct, block / group alignment with the tile at level `q.level`, supported dtypes.
+  /// Returns the reason, or nullopt if legal.
   virtual std::optional<std::string> check_legal(const TileQuery& q) const = 0;
 
   /// Codegen hook: how each input tile is loaded into level `q.level` (one plan per input).
@@ -156,8 +114,10 @@ class TileKind {
 class DenseTileKind final : public TileKind {
  public:
   std::string_view name() const override { return "dense"; }
-  int64_t footprint_bytes(const TileQuery& q) const override;
-  int64_t traffic_bytes(const TileQuery& q) const override;
+  TileFootprint footprint(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                          const TileKindProps& props) const override;
+  TileTraffic traffic(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                      const TileKindProps& props) const override;
   int64_t communication_bytes(const TileQuery& q) const override { return 0; }
   int64_t effective_flops(const TileQuery& q) const override;
   std::optional<std::string> check_legal(const TileQuery& q) const override;
@@ -171,5 +131,21 @@ const std::vector<const TileKind*>& tile_kinds();
 
 /// The built-in kind named `name`, or nullptr.
 const TileKind* find_tile_kind(std::string_view name);
+
+/// The implementation of the kind whose properties `props` holds (of `config.kind`); UserError
+/// naming the kind when it has none yet.
+const TileKind& tile_kind_of(const TileKindProps& props);
+inline const TileKind& tile_kind_of(const TileConfig& config) { return tile_kind_of(config.kind); }
+
+/// Whether `config` is legal for `node` through its kind: the kind is implemented and its
+/// check_legal (check_tile_config included) passes at the outermost level, where block and group
+/// alignment bind. The one legality check of a tile config that policies, the schedule checker
+/// and the backends call. Returns the reason, or nullopt if legal.
+std::optional<std::string> check_tile(const TeNode& node, const TileConfig& config);
+
+/// The first load or store plan of `config`'s kind at level 0 that is not a dense box, as
+/// "<kind> <plan>" ("block_sparse bsr_blocks"), or nullopt when every plan is a dense box: what
+/// a backend without code generation for other plans refuses.
+std::optional<std::string> non_dense_plan(const TeNode& node, const TileConfig& config);
 
 }  // namespace tessel

@@ -1,8 +1,9 @@
 // Compile-speed benchmark (BENCHMARKS.md, "Compile speed"): how long each built-in policy takes to
 // schedule each bundled model -- including the 12-layer BERT-base encoder and the full ResNet-50 --
 // for one hardware spec, without measurement on a device. Import and lowering are timed apart.
-// Policies run as the CLI runs them: through schedule_with_families with the kernel families of
-// the backend that targets the spec (each candidate priced as the family it would get).
+// Policies run as the CLI runs them: the schedule stage of compile() (driver/compile.h,
+// schedule_graph) with the kernel families of the backend that targets the spec (each candidate
+// priced as the family it would get).
 //
 //   compile_speed [--spec hw_specs/nvidia-h100-sxm.json] [Google Benchmark flags]
 //   (run.sh runs it and writes results/ as JSON)
@@ -14,9 +15,7 @@
 #include <iostream>
 
 #include "cost_model/cost_model.h"
-#include "kernels/backend.h"
-#include "policy/kernel_families.h"
-#include "policy/policy.h"
+#include "driver/compile.h"
 #include "tilegraph/import/load_model.h"
 #include "tilegraph/lower.h"
 
@@ -35,9 +34,7 @@ int main(int argc, char** argv) {
 
   static const HwSpec spec = load_hw_spec(spec_path);
   static const auto cost = std::move(cost_models().front());
-  static std::unique_ptr<KernelFamilies> families;
-  for (const auto& b : backends())
-    if (b->supports(spec)) families = b->kernel_families();
+  static const std::unique_ptr<KernelFamilies> families = families_for(spec);
   std::vector<std::string> models;
   for (const auto& e : fs::directory_iterator(std::string(TESSEL_SOURCE_DIR) + "/experiments/models"))
     if (e.path().extension() == ".json") models.push_back(e.path().string());
@@ -60,7 +57,7 @@ int main(int argc, char** argv) {
                                        if (q->name() == policy_name) p = std::move(q);
                                      Schedule s;
                                      for (auto _ : state) {
-                                       s = schedule_with_families(*p, PolicyContext{*graph, spec, *cost}, families.get());
+                                       s = schedule_graph(*graph, spec, *p, *cost, families.get());
                                        benchmark::DoNotOptimize(s);
                                      }
                                      state.counters["nodes"] = graph->num_nodes();

@@ -2,6 +2,7 @@
 #include "kernels/cpu/group_plan.h"
 
 #include "kernels/cpu/kernel_families.h"
+#include "kernels/tile_plans.h"
 
 #include <algorithm>
 
@@ -31,6 +32,7 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
   CpuGroupPlan plan;
   plan.group = group;
   plan.nodes = sg.nodes;
+  require_emittable_tiles(graph, sg, group, "cpu");  // the tile kinds' load/store plans
   const std::string& family = sg.kernel.family;
   const std::string where = cat("/groups/", group, "/kernel/family");
   if (family == "loops") {

@@ -26,4 +26,12 @@ KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGrou
   return k;
 }
 
+std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const ScheduledGroup& group,
+                                                    const HwSpec& spec) const {
+  if (auto why = KernelFamilies::check(graph, group, spec)) return why;
+  if (group.kernel.family == "microkernel" && microkernel_nodes(graph, group) == 0)
+    return "kernel family 'microkernel' cannot emit this group: no node is a contraction the micro-kernel takes";
+  return std::nullopt;
+}
+
 }  // namespace tessel::cpu

@@ -19,6 +19,8 @@ class CpuKernelFamilies : public KernelFamilies {
   std::string_view backend() const override { return "cpu"; }
   std::vector<Family> families() const override;
   KernelChoice choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
+  /// The family name; `microkernel` needs a contraction the micro-kernel takes.
+  std::optional<std::string> check(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
 };
 
 /// Whether the micro-kernel (emit_contraction.cpp) takes this node's pattern.

@@ -411,6 +411,10 @@ class CudaBackend : public Backend {
   std::optional<std::string> unavailable() const override { return CudaDriver::unavailable(); }
   std::vector<std::string> emit_formats() const override { return {"cuda"}; }
   std::unique_ptr<KernelFamilies> kernel_families() const override { return std::make_unique<CudaKernelFamilies>(); }
+  // The tensor-core convolutions (implicit GEMM, contraction_plan.h) read NHWC activations.
+  bool prefers_channels_last() const override { return true; }
+  // The implicit GEMM copies whole 16-byte chunks of one pixel's channels (contraction_plan.h).
+  int conv_channel_alignment_bytes() const override { return kChunkElems * 2; }
 
   std::vector<std::string> emit(const OpGraph& graph, const Schedule& given, const HwSpec& spec,
                                 const std::string& format, const std::string& dir) const override {

@@ -91,10 +91,38 @@ bool access_box(const TeNode& reader, const Access& access, const TileBox& box, 
 }
 
 /// The smallest box of the spatial domain holding the elements of the output box [olo, ohi] of
-/// a node whose output is a reshape of its domain: the row-major linear range between the two
-/// corners, enclosed.
+/// a node whose output is a reshape of its domain. When the two shapes are the same but for
+/// dimensions of size 1 (a depthwise convolution's [n, h, w, c, 1] domain written as [n, h, w, c]),
+/// the box maps dimension by dimension; otherwise the row-major linear range between the two
+/// corners, enclosed. The device's tsl::enclose_box (device/box.cuh) computes the same box.
 void enclose(const TeNode& node, const std::vector<int64_t>& olo, const std::vector<int64_t>& ohi, TileBox& box) {
   const std::vector<int64_t>& oshape = node.output().shape;
+  {
+    const int ns = node.num_spatial(), nr = static_cast<int>(oshape.size());
+    std::vector<int64_t> lo(ns, 0), hi(ns, 0);
+    int i = 0, a = 0;
+    bool same = true;
+    while (true) {
+      while (i < nr && oshape[i] == 1) ++i;
+      while (a < ns && node.axes()[a].extent == 1) ++a;
+      if (i == nr || a == ns) {
+        same = i == nr && a == ns;
+        break;
+      }
+      if (oshape[i] != node.axes()[a].extent) {
+        same = false;
+        break;
+      }
+      lo[a] = olo[i];
+      hi[a] = ohi[i];
+      ++i;
+      ++a;
+    }
+    if (same) {
+      for (int d = 0; d < ns; ++d) box.lo[d] = lo[d], box.hi[d] = hi[d];
+      return;
+    }
+  }
   int64_t llo = 0, lhi = 0;
   for (size_t r = 0; r < oshape.size(); ++r) {
     llo = llo * oshape[r] + olo[r];

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "kernels/cuda/emitter.h"
+#include "kernels/tile_plans.h"
 #include "tilegraph/error.h"
 #include "tilegraph/hash.h"
 
@@ -59,6 +60,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   const KernelChoice& choice = group.kernel;
   TESSEL_ASSERT(!choice.family.empty(), "group ", index, " of the schedule records no kernel family (record_missing_kernel_families)");
   const std::string where = cat("/groups/", index, "/kernel");
+  require_emittable_tiles(graph, group, index, "cuda");  // the tile kinds' load/store plans
   GeneratedKernel k;
   k.path = choice.family;
   k.attention_reason = declined(choice, "flash");

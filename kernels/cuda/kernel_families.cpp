@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/kernel_emitter.h"
 #include "tilegraph/error.h"
 
 namespace tessel::cuda {
@@ -99,6 +100,20 @@ KernelChoice CudaKernelFamilies::choose(const OpGraph& graph, const ScheduledGro
   k.family = "generic";
   k.params = family_params(graph, group, generic);
   return k;
+}
+
+std::optional<std::string> CudaKernelFamilies::check(const OpGraph& graph, const ScheduledGroup& group,
+                                                     const HwSpec& spec) const {
+  if (auto why = KernelFamilies::check(graph, group, spec)) return why;
+  if (group.kernel.family.empty()) return std::nullopt;
+  Schedule alone;
+  alone.groups.push_back(ScheduleGroup{group, {}});
+  try {
+    emit_group_kernel(graph, alone, 0, spec);
+  } catch (const UserError& e) {
+    return e.message();
+  }
+  return std::nullopt;
 }
 
 }  // namespace tessel::cuda

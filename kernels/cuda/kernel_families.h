@@ -26,6 +26,9 @@ class CudaKernelFamilies : public KernelFamilies {
   std::string_view backend() const override { return "cuda"; }
   std::vector<Family> families() const override;
   KernelChoice choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
+  /// The family name, then the emitter's own legality: the group emitted alone as its recorded
+  /// family (emit_group_kernel), its refusal the reason.
+  std::optional<std::string> check(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
 };
 
 /// The recorded parameters of each family, from its plan.

@@ -37,14 +37,19 @@ struct CompiledCheck {
   int kernels = 0;
 };
 
-/// Compiles `g` with `schedule` for `spec`, runs it on `inputs` and compares every output with
-/// the interpreter.
+/// Compiles `g` with `schedule` for `spec` (compile(), which replays the schedule as the CLI does:
+/// checked against the spec first), runs it on `inputs` and compares every output with the
+/// interpreter. `backend_only`: hands the schedule to the cpu backend directly, unchecked -- for
+/// tests that edit tiles or shrink a spec's caches to reach a backend path on purpose.
 inline CompiledCheck run_compiled(const OpGraph& g, const HwSpec& spec, const Schedule& schedule,
-                                  const std::vector<HostTensor>& inputs) {
-  const std::unique_ptr<Backend> cpu = find_backend("cpu");
+                                  const std::vector<HostTensor>& inputs, bool backend_only = false) {
   CompileOptions options;
   options.threads = 2;
-  const std::unique_ptr<Executable> exe = cpu->compile(g, schedule, spec, options);
+  std::unique_ptr<Executable> direct;
+  Compilation compiled;
+  if (backend_only) direct = find_backend("cpu")->compile(g, schedule, spec, options);
+  else compiled = compile_with(g, spec, schedule, "cpu", options);
+  Executable* exe = backend_only ? direct.get() : compiled.executable.get();
   const std::vector<HostTensor> got = exe->run(inputs);
   const std::vector<HostTensor> expected = interpret(g, inputs);
   CompiledCheck check;

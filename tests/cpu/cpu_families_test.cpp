@@ -6,6 +6,7 @@
 #include "../model_builder.h"
 #include "cpu_check.h"
 #include "kernels/cpu/kernel_families.h"
+#include "policy/check_schedule.h"
 #include "policy/kernel_families.h"
 
 namespace tessel::testing {
@@ -50,13 +51,21 @@ TEST_CASE("cpu families: recorded by the policy, obeyed by the backend") {
       if (p->name() == "welder") es = schedule_with_families(*p, PolicyContext{eg, spec, cost}, &families);
     REQUIRE(es.groups.size() == 1);
     CHECK(es.groups[0].group.kernel.family == "loops");
+    CHECK(check_schedule(eg, spec, es, &families).empty());
     es.groups[0].group.kernel = KernelChoice{"microkernel", {}, {}};
+    const std::vector<std::string> problems = check_schedule(eg, spec, es, &families);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0] == "group 0: kernel family 'microkernel' cannot emit this group: no node is a contraction the micro-kernel takes");
     CHECK_THROWS_WITH_AS(run_compiled(eg, spec, es, random_inputs(eg, 3)), doctest::Contains("no node is a contraction"),
                          UserError);
   }
   Schedule unknown = s;
   unknown.groups[0].group.kernel.family = "wgmma";
-  CHECK_THROWS_WITH_AS(run_compiled(g, spec, unknown, inputs), doctest::Contains("unknown CPU kernel family"), UserError);
+  // compile() refuses it before the backend sees it, naming the group; the backend itself refuses it too.
+  CHECK_THROWS_WITH_AS(run_compiled(g, spec, unknown, inputs),
+                       doctest::Contains("/groups/0/kernel/family: unknown cpu kernel family \"wgmma\""), UserError);
+  CHECK_THROWS_WITH_AS(find_backend("cpu")->compile(g, unknown, spec, CompileOptions{}),
+                       doctest::Contains("unknown CPU kernel family"), UserError);
 }
 
 }  // namespace tessel::testing

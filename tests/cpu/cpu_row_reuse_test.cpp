@@ -35,8 +35,10 @@ std::vector<CpuGroupPlan> plans(const OpGraph& g, const Schedule& s, const HwSpe
 }
 
 /// Compiles `g` with `schedule` for `spec`, runs it and compares with the interpreter.
+/// Hands `schedule` to the cpu backend directly: the tests edit tiles and shrink caches on purpose,
+/// past what check_schedule accepts, to reach the backend's fallbacks.
 void check_with(const OpGraph& g, const Schedule& schedule, const HwSpec& spec) {
-  const CompiledCheck c = run_compiled(g, spec, schedule, random_inputs(g, 5));
+  const CompiledCheck c = run_compiled(g, spec, schedule, random_inputs(g, 5), /*backend_only=*/true);
   CHECK_MESSAGE(c.ok, c.message);
 }
 

@@ -88,9 +88,8 @@ inline void check_on_gpu_with(const OpGraph& g, const std::string& policy, const
                               uint64_t seed = 11) {
   if (inputs.empty()) inputs = gpu_test_inputs(g, seed);
   const Schedule schedule = schedule_with(g, spec, policy);
-  const std::unique_ptr<Backend> cuda = find_backend("cuda");
-  CompileOptions options;
-  const std::unique_ptr<Executable> exe = cuda->compile(g, schedule, spec, options);
+  const Compilation compiled = compile_with(g, spec, schedule, "cuda");
+  Executable* exe = compiled.executable.get();
   const std::vector<HostTensor> got = exe->run(inputs);
   const std::vector<HostTensor> expected = interpret(g, inputs);
   REQUIRE(got.size() == expected.size());

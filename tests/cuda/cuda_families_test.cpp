@@ -7,6 +7,7 @@
 #include "../model_builder.h"
 #include "cuda_check.h"
 #include "kernels/cuda/kernel_families.h"
+#include "policy/check_schedule.h"
 #include "policy/kernel_families.h"
 #include "policy/schedule_json.h"
 
@@ -134,6 +135,27 @@ TEST_CASE("cuda families: priced by family, welder keeps the SwiGLU GEMMs on ten
     tensor_core_groups += sg.group.kernel.family == "wgmma" || sg.group.kernel.family == "mma";
   }
   CHECK(tensor_core_groups == 2);
+}
+
+TEST_CASE("cuda families: check_schedule asks the backend whether it can emit every recorded family") {
+  const HwSpec& spec = gpu_spec();
+  const OpGraph g = gemm_gelu(256, 512, 1024);
+  const Schedule s = with_families(g, spec, "welder");
+  const cuda::CudaKernelFamilies families;
+  CHECK(check_schedule(g, spec, s, &families).empty());
+  Schedule mma = s;
+  mma.groups[0].group.kernel.family = "mma";
+  CHECK(check_schedule(g, spec, mma).empty());  // without the families, rule 9 is not asked
+  const std::vector<std::string> problems = check_schedule(g, spec, mma, &families);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].rfind("group 0: kernel family 'mma' cannot emit this group: ", 0) == 0);
+  Schedule tpu = s;
+  tpu.groups[0].group.kernel.family = "tpu";
+  REQUIRE(check_schedule(g, spec, tpu, &families).size() == 1);
+  CHECK(check_schedule(g, spec, tpu, &families)[0].find("unknown cuda kernel family \"tpu\"") != std::string::npos);
+  Schedule unrecorded = s;
+  unrecorded.groups[0].group.kernel = {};
+  CHECK(check_schedule(g, spec, unrecorded, &families).empty());  // the backend records its choice
 }
 
 }  // namespace tessel::testing

@@ -127,13 +127,13 @@ std::string check_schedule_run(Subject& subject, const HwSpec& spec, const Sched
   phases.check += since(t0);
   if (!problems.empty()) return "illegal schedule: " + problems.front();
   if (backend_name.empty()) return "";
-  const std::unique_ptr<Backend> backend = find_backend(backend_name);
   std::vector<HostTensor> actual;
   try {
     t0 = std::chrono::steady_clock::now();
     CompileOptions options;
     options.opt_level = subject.opt_level;
-    const std::unique_ptr<Executable> exe = backend->compile(g, s, spec, options);
+    const Compilation compiled = testing::compile_with(g, spec, s, backend_name, options);
+    Executable* exe = compiled.executable.get();
     const double compile_s = since(t0);
     phases.compile += compile_s;
     if (compile_s > phases.slowest_compile) phases.slowest_compile = compile_s, phases.slowest_seed = subject.seed;

@@ -99,7 +99,7 @@ TEST_CASE("memory-bound: a 1024x1024 f32 add on the toy GPU, by hand") {
   CHECK(c.memory.back().bytes == dram);
   CHECK(c.memory.back().seconds == doctest::Approx(dram / 1e12));
   CHECK(c.flops == 1024.0 * 1024);
-  CHECK(c.compute_s == doctest::Approx(1024.0 * 1024 / 1e13 * (13 * 10) / 128));
+  CHECK(c.term("compute") == doctest::Approx(1024.0 * 1024 / 1e13 * (13 * 10) / 128));
   CHECK(c.bound == "dram");
   CHECK(c.latency_s == doctest::Approx(2e-6 + dram / 1e12));
   CHECK_FALSE(c.tensor_cores);
@@ -117,7 +117,7 @@ TEST_CASE("compute-bound: a 1024^3 f16 GEMM on the toy GPU's tensor cores, by ha
   CHECK(c.blocks_per_unit == 3);
   CHECK(c.waves == 3);
   const double compute = flops / 1e14 * (3.0 * 30 / 64);
-  CHECK(c.compute_s == doctest::Approx(compute));
+  CHECK(c.term("compute") == doctest::Approx(compute));
   // L2: every block reads 32 steps x (8 KiB of A + 8 KiB of B): 64 x 32 x 16 KiB = 32 MiB, plus
   // 2 MiB written. The working set (4 MiB of inputs) fits in 8 MiB, so DRAM sees 4 + 2 MiB.
   double l2_bytes = 0, dram_bytes = 0;
@@ -136,7 +136,7 @@ TEST_CASE("compute-bound: a 1024^3 f16 GEMM on the toy GPU's tensor cores, by ha
   odd.threads = {15, 16};
   const CostBreakdown s = AnalyticCostModel().estimate(g, single(odd), toy_gpu());
   CHECK_FALSE(s.tensor_cores);
-  CHECK(s.compute_s > c.compute_s * 5);
+  CHECK(s.term("compute") > c.term("compute") * 5);
   REQUIRE_FALSE(s.notes.empty());
   CHECK(s.notes[0].find("120x128x32") != std::string::npos);
 }
@@ -248,7 +248,7 @@ TEST_CASE("hand-computed on two shipped specs: a memory-bound add and a compute-
     const double compute = 2.0 * 4096 * 4096 * 4096 / (spec.compute.simt_peak_tflops.at(DType::f32) * 1e12) *
                            (waves * units * 2 / 1024);
     CHECK(c.waves == waves);
-    CHECK(c.compute_s == doctest::Approx(compute));
+    CHECK(c.term("compute") == doctest::Approx(compute));
     CHECK(c.bound == "compute");
     CHECK(c.latency_s == doctest::Approx(launch + compute));
   }
@@ -321,14 +321,14 @@ TEST_CASE("CPU: a contraction's panels add to the latency, by hand; taller task 
     const CostBreakdown c = AnalyticCostModel().estimate(gemm, single(tiles(rows, 128)), cpu);
     const double tasks = (1024.0 / static_cast<double>(rows)) * (1024.0 / 128);
     const double active = std::min(1.0, tasks / static_cast<double>(cpu.compute.units));
-    CHECK(c.panel_s == doctest::Approx(tasks * 1024 * 128 * 4 / (from.bandwidth_gbps * 1e9 * active)));
-    double worst = c.compute_s;
+    CHECK(c.term("panel") == doctest::Approx(tasks * 1024 * 128 * 4 / (from.bandwidth_gbps * 1e9 * active)));
+    double worst = c.term("compute");
     for (const LevelCost& l : c.memory) worst = std::max(worst, l.seconds);
-    CHECK(c.latency_s == doctest::Approx(c.launch_s + worst + c.panel_s));
-    CHECK(c.panel_s < previous);
-    previous = c.panel_s;
+    CHECK(c.latency_s == doctest::Approx(c.term("launch") + worst + c.term("panel")));
+    CHECK(c.term("panel") < previous);
+    previous = c.term("panel");
   }
   // GPUs stage operands through shared memory in the pipelined loop the levels price: no panels.
   const CostBreakdown g = AnalyticCostModel().estimate(matmul_graph(DType::f16), single(gemm_tiles()), toy_gpu());
-  CHECK(g.panel_s == 0);
+  CHECK(g.term("panel") == 0);
 }

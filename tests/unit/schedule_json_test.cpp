@@ -43,7 +43,7 @@ Schedule sample(const OpGraph& g) {
   sg.group.edge_levels[g.node_output(0)] = "registers";
   sg.group.kernel = KernelChoice{"mma", {{"block_m", 64}, {"stages", 3}}, {"flash: not streamed", "wgmma: \"no\""}};
   sg.predicted.latency_s = 1.0 / 3.0 * 1e-5;
-  sg.predicted.compute_s = 0.1 + 0.2;
+  sg.predicted.terms = {CostTerm{"compute", 0.1 + 0.2}, CostTerm{"launch", 3e-6}, CostTerm{"a policy's own term", 1e-9}};
   sg.predicted.flops = 16384;
   sg.predicted.tensor_cores = true;
   sg.predicted.memory = {LevelCost{"l2", 98304, 1e-8 / 7}, LevelCost{"dram", 65536, 2.5e-8}};
@@ -52,7 +52,6 @@ Schedule sample(const OpGraph& g) {
   sg.predicted.blocks_per_unit = 3;
   sg.predicted.waves = 1;
   sg.predicted.occupancy = 0.375;
-  sg.predicted.launch_s = 3e-6;
   sg.predicted.notes = {"a note with \"quotes\" and a / slash"};
   s.groups.push_back(sg);
   s.unfused.push_back({g.node_output(0), 0, 1, UnfusedReason::cost, "fused is 2% slower"});
@@ -76,7 +75,7 @@ void check_equal(const Schedule& a, const Schedule& b) {
     CHECK(x.group.kernel.params == y.group.kernel.params);
     CHECK(x.group.kernel.rejected == y.group.kernel.rejected);
     CHECK(x.predicted.latency_s == y.predicted.latency_s);
-    CHECK(x.predicted.compute_s == y.predicted.compute_s);
+    CHECK(x.predicted.terms == y.predicted.terms);
     CHECK(x.predicted.flops == y.predicted.flops);
     CHECK(x.predicted.tensor_cores == y.predicted.tensor_cores);
     REQUIRE(x.predicted.memory.size() == y.predicted.memory.size());
@@ -90,7 +89,6 @@ void check_equal(const Schedule& a, const Schedule& b) {
     CHECK(x.predicted.blocks_per_unit == y.predicted.blocks_per_unit);
     CHECK(x.predicted.waves == y.predicted.waves);
     CHECK(x.predicted.occupancy == y.predicted.occupancy);
-    CHECK(x.predicted.launch_s == y.predicted.launch_s);
     CHECK(x.predicted.notes == y.predicted.notes);
   }
   REQUIRE(a.unfused.size() == b.unfused.size());
@@ -156,4 +154,32 @@ TEST_CASE("schedule JSON: optional keys take the defaults") {
   CHECK(s.groups[0].group.tiles.at(0).levels[0].spatial == std::vector<int64_t>{8, 8});
   CHECK(s.groups[0].group.edge_levels.empty());
   CHECK(s.unfused.empty());
+}
+
+TEST_CASE("schedule JSON: cost terms are a named list; a schedule saved before reads its old keys as terms") {
+  const OpGraph g = chain();
+  const std::string a = g.node(0).name(), b = g.node(1).name();
+  const std::string tiles_a = cat(R"("tiles": {")", a, R"(": {"levels": [{"level": "smem", "spatial": [8, 8]}]}})");
+  const std::string tiles_b = cat(R"("tiles": {")", b, R"(": {"levels": [{"level": "smem", "spatial": [8, 8]}]}})");
+  const auto with_predicted = [&](const std::string& predicted) {
+    return cat(R"({"groups": [{"nodes": [")", a, R"("], )", tiles_a, R"(, "predicted": )", predicted, R"(},
+                              {"nodes": [")", b, R"("], )", tiles_b, "}]}");
+  };
+  const Schedule old = schedule_from_json(with_predicted(R"({"compute_s": 2e-6, "launch_s": 3e-6, "panel_s": 1e-7})"), "old.json", g);
+  const CostBreakdown& p = old.groups[0].predicted;
+  CHECK(p.term("compute") == 2e-6);
+  CHECK(p.term("launch") == 3e-6);
+  CHECK(p.term("panel") == 1e-7);
+  CHECK(p.term("absent") == 0);
+  const Schedule listed =
+      schedule_from_json(with_predicted(R"({"terms": [{"name": "compute", "seconds": 2e-6}, {"name": "sync", "seconds": 1e-6}]})"),
+                         "new.json", g);
+  CHECK(listed.groups[0].predicted.terms == std::vector<CostTerm>{{"compute", 2e-6}, {"sync", 1e-6}});
+  try {
+    schedule_from_json(with_predicted(R"({"terms": [{"name": "compute"}, {"name": "compute"}]})"), "twice.json", g);
+    FAIL("a repeated term was accepted");
+  } catch (const UserError& e) {
+    CHECK(e.location() == "/groups/0/predicted/terms/1/name");
+    CHECK(e.message() == "term \"compute\" appears twice");
+  }
 }

@@ -100,8 +100,18 @@ TEST_CASE("JSON round trip") {
   CHECK(text ==
         R"({"levels":[{"level":"smem","spatial":[64,32],"reduction":[16]},)"
         R"({"level":"registers","spatial":[4,4],"reduction":[1]}],)"
-        R"("threads":[16,8],"vector_width":4,"pipeline_stages":2,"raster_group":8})");
+        R"("threads":[16,8],"vector_width":4,"pipeline_stages":2,"raster_group":8,"kind":{"name":"dense"}})");
   CHECK(tile_config_from_json(text, "c.json") == c);
+  // Every kind's properties round-trip, whether or not the kind is implemented yet.
+  for (const TileKindProps& kind :
+       {TileKindProps{BlockSparseProps{1, 32, 16, 0.375, 2}}, TileKindProps{NmSparseProps{1, 2, 4, 2}},
+        TileKindProps{ShardedProps{{2, 4}, {{-1, 0}, {0, 1}}, {-1, 1}, {Collective::none, Collective::all_gather},
+                                   Collective::reduce_scatter}}}) {
+    TileConfig k = c;
+    k.kind = kind;
+    CAPTURE(tile_kind_name(kind));
+    CHECK(tile_config_from_json(tile_config_to_json(k), "k.json") == k);
+  }
   // Optional keys take their defaults.
   const TileConfig d = tile_config_from_json(R"({"levels": [{"level": "l2", "spatial": [8]}]})", "d.json");
   CHECK(d == one_level(LevelTile{"l2", {8}, {}}));
@@ -132,6 +142,15 @@ TEST_CASE("bad tile config JSON raises UserError with a JSON pointer") {
         "/vector_width: expected an integer >= 1, got \"4\"");
   CHECK(location(R"({"levels": [{"level": "smem", "spatial": [4.5]}]})") ==
         "/levels/0/spatial/0: expected an integer >= 1, got 4.5");
+  const std::string lv = R"({"levels": [{"level": "smem", "spatial": [4]}], "kind": )";
+  CHECK(location(lv + R"("dense"})").rfind("/kind: expected an object with a \"name\"", 0) == 0);
+  CHECK(location(lv + R"({"name": "ell"}})") == "/kind/name: unknown tile kind \"ell\" (dense, block_sparse, nm_sparse, sharded)");
+  CHECK(location(lv + R"({"name": "dense", "input": 1}})") == "/kind/input: unknown key \"input\"");
+  CHECK(location(lv + R"({"name": "block_sparse", "density": 1.5}})") == "/kind/density: expected a fraction in (0, 1], got 1.5");
+  CHECK(location(lv + R"({"name": "nm_sparse", "n": 5, "m": 4}})") == "/kind/n: n is 5, more than m = 4");
+  CHECK(location(lv + R"({"name": "sharded", "mesh_shape": [2], "output_sharding": [1]}})") ==
+        "/kind/output_sharding/0: expected a mesh axis in [-1, 1), got 1");
+  CHECK(location(lv + R"({"name": "sharded", "at_output": "gather"}})").rfind("/kind/at_output: expected a collective", 0) == 0);
 }
 
 TEST_CASE("tile config JSON: a repeated key is a UserError naming the key") {

@@ -129,7 +129,7 @@ TEST_CASE("the dense tile kind reports the same numbers through the TileKind int
   REQUIRE(dense != nullptr);
   CHECK(tile_kinds().size() == 1);
   CHECK(find_tile_kind("block_sparse") == nullptr);
-  TileQuery q{mm.get(), &config, 0, {.transaction_bytes = 128}, DenseProps{}};
+  TileQuery q{mm.get(), &config, 0, {.transaction_bytes = 128}};
   CHECK_FALSE(dense->check_legal(q).has_value());
   CHECK(dense->footprint_bytes(q) == 8192);
   CHECK(dense->traffic_bytes(q) == tile_traffic(*mm, kMatmulTile, q.params).total_bytes);
@@ -145,11 +145,35 @@ TEST_CASE("the dense tile kind reports the same numbers through the TileKind int
   const StorePlan store = dense->store_plan(q);
   CHECK(store.data_bytes == 4096);
   CHECK(store.vector_width == 4);
+  CHECK(dense->traffic(*mm, kMatmulTile, q.params, config.kind).input_bytes ==
+        tile_traffic(*mm, kMatmulTile, q.params).input_bytes);
+  CHECK(&tile_kind_of(config) == dense);
+  CHECK_FALSE(check_tile(*mm, config).has_value());
+  CHECK_FALSE(non_dense_plan(*mm, config).has_value());
   // Another kind's properties, or a level index out of range, are reasons, not exceptions.
-  q.props = NmSparseProps{};
+  TileConfig other = config;
+  other.kind = NmSparseProps{};
+  q.config = &other;
   CHECK(dense->check_legal(q).value_or("") == "tile kind 'dense' got the properties of another kind");
-  q.props = DenseProps{};
+  q.config = &config;
   q.level = 2;
   CHECK(dense->check_legal(q).value_or("") == "level index 2 but the config has 2 levels");
   CHECK(collective_name(Collective::reduce_scatter) == "reduce_scatter");
+}
+
+TEST_CASE("a tile kind without an implementation is refused by every check, naming it") {
+  NodeRef mm = matmul_node();
+  TileConfig config;
+  config.levels = {kMatmulTile};
+  config.kind = BlockSparseProps{1, 32, 32, 0.25, 4};
+  CHECK(tile_kind_name(config.kind) == "block_sparse");
+  CHECK(print_tile_config(config).ends_with("; kind block_sparse"));
+  CHECK(check_tile(*mm, config).value_or("").find("tile kind 'block_sparse' has no implementation yet (implemented: dense)") == 0);
+  CHECK_THROWS_WITH_AS(tile_kind_of(config), doctest::Contains("'block_sparse' has no implementation"), UserError);
+  CHECK_THROWS_AS(non_dense_plan(*mm, config), UserError);
+  // A broken dense config is still reported through the kind (check_tile_config's reason).
+  TileConfig bad;
+  bad.levels = {LevelTile{"smem", {64}, {32}}};
+  CHECK(check_tile(*mm, bad) == check_tile_config(*mm, bad));
+  CHECK(check_tile(*mm, bad).has_value());
 }

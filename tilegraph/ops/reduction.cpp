@@ -191,6 +191,7 @@ void lower_hardmax(LowerContext& ctx) { lower_softmax_kind(ctx, SoftmaxKind::har
 
 struct PoolGeometry {
   int dims = 0;
+  bool channels_last = false;  // attribute layout "NHWC": x is [N, spatial..., C] (a Tessel extension, as for Conv)
   std::vector<int64_t> in, kernel, stride, dilation, pad_begin, pad_end, out;
 };
 
@@ -198,7 +199,11 @@ PoolGeometry pool_geometry(LowerContext& ctx, const Value& x) {
   PoolGeometry g;
   g.dims = x.rank() - 2;
   if (g.dims < 1) ctx.fail(cat("input must have rank >= 3, got ", x.type.print()));
-  for (int i = 0; i < g.dims; ++i) g.in.push_back(x.shape()[2 + i]);
+  const std::string layout = ctx.attr_string("layout", "NCHW");
+  if (layout != "NCHW" && layout != "NHWC")
+    ctx.fail(cat("attribute 'layout' must be \"NCHW\" or \"NHWC\", got \"", layout, "\""));
+  g.channels_last = layout == "NHWC";
+  for (int i = 0; i < g.dims; ++i) g.in.push_back(x.shape()[(g.channels_last ? 1 : 2) + i]);
   g.kernel = ctx.attr_ints("kernel_shape");
   if (static_cast<int>(g.kernel.size()) != g.dims)
     ctx.fail(cat("attribute 'kernel_shape' must have ", g.dims, " values, got ", g.kernel.size()));
@@ -238,25 +243,26 @@ PoolGeometry pool_geometry(LowerContext& ctx, const Value& x) {
   return g;
 }
 
-// Node over (n, c, o... | k...) reading x at stride*o + dilation*k - pad_begin.
+// Node over (n, c, o... | k...) -- (n, o..., c | k...) in NHWC -- reading x at
+// stride*o + dilation*k - pad_begin.
 NodeSpec pool_spec(const Value& x, const PoolGeometry& g, double pad_value) {
   NodeSpec spec;
+  const int channel = g.channels_last ? 1 + g.dims : 1;  // the axis (and x dimension) of c
+  const int first_o = g.channels_last ? 1 : 2;
   spec.axes.push_back({"n", x.shape()[0], AxisKind::spatial});
-  spec.axes.push_back({"c", x.shape()[1], AxisKind::spatial});
+  if (!g.channels_last) spec.axes.push_back({"c", x.shape()[channel], AxisKind::spatial});
   for (int i = 0; i < g.dims; ++i) spec.axes.push_back({cat("o", i), g.out[i], AxisKind::spatial});
+  if (g.channels_last) spec.axes.push_back({"c", x.shape()[channel], AxisKind::spatial});
   for (int i = 0; i < g.dims; ++i) spec.axes.push_back({cat("k", i), g.kernel[i], AxisKind::reduction});
   const int na = static_cast<int>(spec.axes.size());
-  std::vector<AffineExpr> rows;
-  for (int d = 0; d < 2; ++d) {
-    AffineExpr r{std::vector<int64_t>(na, 0), 0};
-    r.coeffs[d] = 1;
-    rows.push_back(r);
-  }
+  std::vector<AffineExpr> rows(x.rank(), AffineExpr{std::vector<int64_t>(na, 0), 0});
+  rows[0].coeffs[0] = 1;
+  rows[channel].coeffs[channel] = 1;
   for (int i = 0; i < g.dims; ++i) {
-    AffineExpr r{std::vector<int64_t>(na, 0), -g.pad_begin[i]};
-    r.coeffs[2 + i] = g.stride[i];
+    AffineExpr& r = rows[first_o + i];
+    r.offset = -g.pad_begin[i];
+    r.coeffs[first_o + i] = g.stride[i];
     r.coeffs[2 + g.dims + i] = g.dilation[i];
-    rows.push_back(r);
   }
   spec.inputs.push_back(Access{x.type, AffineMap(na, rows), pad_value});
   return spec;
@@ -305,6 +311,11 @@ void lower_average_pool(LowerContext& ctx) {
   spec.combiner = Combiner::sum;
   Value sum = ctx.emit(std::move(spec), {x}, "sum");
   Value count = window_count(ctx, g, include_pad, x.dtype());
+  if (g.channels_last) {  // [o...] -> [o..., 1], to broadcast over the channels of [n, o..., c]
+    std::vector<int64_t> shape = count.shape();
+    shape.push_back(1);
+    count = reshape_value(ctx, count, shape, "");
+  }
   ctx.set_output(0, elementwise(ctx, {sum, count}, [](const std::vector<Expr>& in) { return in[0] / in[1]; }));
 }
 

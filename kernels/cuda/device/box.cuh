@@ -21,11 +21,40 @@ __device__ __forceinline__ void unite_box(bool& need, i64* olo, i64* ohi, const 
 }
 
 // The smallest box of a D-dimensional domain (extents dext) holding the elements [olo, ohi] of
-// an output of rank R that reshapes the domain row-major: the linear range between the two
-// corners, enclosed.
+// an output of rank R that reshapes the domain row-major: dimension by dimension when the shapes
+// are the same but for dimensions of size 1, else the linear range between the two corners,
+// enclosed.
 template <int R, int D>
 __device__ __forceinline__ void enclose_box(const i64* olo, const i64* ohi, const i64* oshape, const i64* dext,
                                             i64* lo, i64* hi) {
+  {  // shapes the same but for dimensions of size 1: dimension by dimension (group_plan.cpp's enclose)
+    i64 tlo[D > 0 ? D : 1], thi[D > 0 ? D : 1];
+#pragma unroll
+    for (int a = 0; a < D; ++a) tlo[a] = 0, thi[a] = 0;
+    int i = 0, a = 0;
+    bool same = true;
+    while (true) {
+      while (i < R && oshape[i] == 1) ++i;
+      while (a < D && dext[a] == 1) ++a;
+      if (i == R || a == D) {
+        same = i == R && a == D;
+        break;
+      }
+      if (oshape[i] != dext[a]) {
+        same = false;
+        break;
+      }
+      tlo[a] = olo[i];
+      thi[a] = ohi[i];
+      ++i;
+      ++a;
+    }
+    if (same) {
+#pragma unroll
+      for (int k = 0; k < D; ++k) lo[k] = tlo[k], hi[k] = thi[k];
+      return;
+    }
+  }
   i64 llo = 0, lhi = 0;
 #pragma unroll
   for (int r = 0; r < R; ++r) {

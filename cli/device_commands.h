@@ -6,18 +6,12 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "tilegraph/cli/args.h"
+#include "cli/args.h"
+#include "driver/compile.h"
 #include "tilegraph/host_tensor.h"
 #include "tilegraph/op_graph.h"
 
 namespace tessel {
-
-/// --hw SPEC (checked to suit the backend), or the probed spec of the machine the backend runs on
-/// (`tessel hw probe --quick`: the host CPU, or CUDA device 0).
-HwSpec spec_for(const Args& args, const Backend& backend);
-
-/// --cache DIR, --no-cache, --threads N.
-CompileOptions compile_options(const Args& args);
 
 /// What run_compiled does after the first run.
 struct CompiledRunRequest {
@@ -32,7 +26,6 @@ struct CompiledRunRequest {
   /// prepare in parallel time one at a time (the op sweep's timing phase).
   std::string time_lock;
   int interpreter_threads = 0;
-  double schedule_s = 0;       // how long scheduling took (for the report)
   std::string report_path;     // if set, write a JSON report there (compile stats, times, checks)
   /// The interpreter's outputs for `inputs`: reused when given and filled, filled when given empty
   /// (so a second run of the same inputs does not interpret again).
@@ -40,13 +33,16 @@ struct CompiledRunRequest {
   double* median_s = nullptr;  // set to the median time when timed
 };
 
-/// Compiles `schedule` with `backend`, runs it on `inputs` and prints a report (compile stats,
-/// peak memory, outputs; timings and the check as `request` asks). Sets `*mismatches` to the
-/// number of outputs that differ from the interpreter; code that failed the check is not timed.
-/// Returns the outputs.
-std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec, const OpGraph& graph,
-                                     const Schedule& schedule, const CompileOptions& options,
-                                     const std::vector<HostTensor>& inputs, const CompiledRunRequest& request,
-                                     int* mismatches);
+/// Runs a loaded compilation (compile() through its load stage) on `inputs` and prints a report
+/// (compile stats, peak memory, outputs; timings and the check as `request` asks). The check
+/// compares with the interpreter on the model as imported (Compilation::reference), so the
+/// normalize stage's rewrites are checked too. Sets
+/// `*mismatches` to the number of outputs that differ from the interpreter; code that failed the
+/// check is not timed. Returns the outputs.
+std::vector<HostTensor> run_compiled(const Compilation& compiled, const std::vector<HostTensor>& inputs,
+                                     const CompiledRunRequest& request, int* mismatches);
+
+/// UserError naming --device when `device`'s backend cannot run on this machine.
+void require_runnable(const std::string& device);
 
 }  // namespace tessel

@@ -1,7 +1,7 @@
 // The `tessel` subcommands. Each parses its own options (args.h), does its work through the
 // library (import, lower, interpret), and prints a readable report. User errors propagate to
 // main(), which prints one line and exits with status 2.
-#include "tilegraph/cli/commands.h"
+#include "cli/commands.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "tilegraph/cli/args.h"
+#include "cli/args.h"
 #include "tilegraph/compare.h"
 #include "tilegraph/error.h"
 #include "tilegraph/import/load_model.h"
@@ -21,8 +21,8 @@
 #include "tilegraph/import/tensor_files.h"
 #include "tilegraph/interpreter.h"
 #include "tilegraph/lower.h"
-#include "tilegraph/cli/cli_common.h"
-#include "tilegraph/cli/device_commands.h"
+#include "cli/cli_common.h"
+#include "cli/device_commands.h"
 #include "kernels/backend.h"
 #include "cost_model/cost_model.h"
 
@@ -45,7 +45,7 @@ const char* kRunHelp =
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
     "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
     "                  [--check-whole] [--report FILE] [--no-graph] [--cold-l2]\n"
-    "                  [--time-lock FILE]\n"
+    "                  [--time-lock FILE] [--no-normalize]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
@@ -70,7 +70,9 @@ const char* kRunHelp =
     "  --seed     seed of the random inputs (default 0)\n"
     "  --threads  interpreter / CPU worker threads (default: all hardware threads)\n"
     "  --cache    compile cache directory (default $TESSEL_CACHE_DIR or ~/.cache/tessel); --no-cache\n"
-    "  --report   write a JSON report of a compiled run (compile stats, times, checks) to FILE\n";
+    "  --report   write a JSON report of a compiled run (compile stats, times, checks) to FILE\n"
+    "  --no-normalize  compile the model as imported: no BatchNormalization folding, no\n"
+    "             channels-last convolutions (docs/architecture.md, normalize)\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx -o MODEL.json\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). Weight data over\n"
@@ -78,7 +80,7 @@ const char* kConvertHelp =
 const char* kCompileHelp =
     "usage: tessel compile MODEL [--device cpu|cuda] [--hw SPEC] [--policy P | --schedule FILE]\n"
     "                      [--emit FORMAT -o DIR] [--dump FORMAT] [--run [--no-baseline] [--time N]]\n"
-    "                      [--seed N] [--threads N]\n"
+    "                      [--seed N] [--threads N] [--no-normalize]\n"
     "  Runs the compiler pipeline on MODEL and prints what each stage produced: import, normalize,\n"
     "  schedule, emit, run.\n"
     "  --device   backend (default cpu); --hw the spec to schedule for (default: probe this machine)\n"
@@ -87,7 +89,9 @@ const char* kCompileHelp =
     "  --dump     print the generated code in FORMAT (or `ir` for the tensor-expression IR)\n"
     "  --run      compile, run on seeded random inputs, check against the interpreter and time it;\n"
     "             then the same for roller's unfused schedule (one kernel per operator) as the\n"
-    "             baseline, and print fused vs unfused (--no-baseline skips it; --time N runs)\n";
+    "             baseline, and print fused vs unfused (--no-baseline skips it; --time N runs)\n"
+    "  --no-normalize  skip the normalize rewrites (BatchNormalization folding, channels-last\n"
+    "             convolutions for a backend that prefers them)\n";
 
 }  // namespace
 
@@ -102,29 +106,32 @@ int cmd_inspect(const std::vector<std::string>& argv) {
 }
 
 int cmd_run(const std::vector<std::string>& argv) {
-  Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "help"},
+  Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
              "cost-model", "time", "cache", "report", "time-lock"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
   const auto device = args.option("device");
   if (args.flag("interp") == device.has_value())
     throw UserError("command line", "", "'tessel run' needs exactly one of --interp and --device cpu|cuda");
-  const ModelDef model = load_model(args.one_positional("MODEL"));
+  // Import first: given inputs bind the shapes the model leaves unknown before it is normalized.
+  CompileRequest import_only;
+  import_only.model_path = args.one_positional("MODEL");
+  import_only.last = Stage::import;
+  const Compilation imported = compile(import_only);
+  const ModelDef& model = *imported.model;
   std::vector<HostTensor> given;
   if (auto dir = args.option("inputs")) given = read_inputs(*dir, model);
-  const OpGraph g = lower_model(model, lower_options(args, args.option("inputs") ? &given : nullptr, model));
-  const std::vector<HostTensor> inputs = args.option("inputs") ? given : make_inputs(args, model, g);
   std::vector<HostTensor> outputs;
   int status = 0;
   if (device) {
-    const std::unique_ptr<Backend> backend = find_backend(*device);
-    const HwSpec spec = spec_for(args, *backend);
-    const std::unique_ptr<CostModel> cost =
-        args.option("cost-model") ? find_cost_model(*args.option("cost-model")) : std::move(cost_models().front());
-    const auto scheduled = Clock::now();
-    const Schedule schedule = schedule_for(args, g, spec, *cost);
+    const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, *device);  // checks --hw first
+    require_runnable(*device);
+    CompileRequest& r = pipeline->request;
+    r.model = &model;
+    r.lower = lower_options(args, args.option("inputs") ? &given : nullptr, model);
+    const Compilation compiled = compile(r);
+    const std::vector<HostTensor> inputs = args.option("inputs") ? given : make_inputs(args, model, compiled.graph);
     CompiledRunRequest request;
-    request.schedule_s = seconds_since(scheduled);
     request.report_path = args.option_or("report", "");
     request.check = args.flag("check");
     request.check_whole = args.flag("check-whole");
@@ -135,9 +142,11 @@ int cmd_run(const std::vector<std::string>& argv) {
     request.time_lock = args.option_or("time-lock", "");
     request.interpreter_threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
     int mismatches = 0;
-    outputs = run_compiled(*backend, spec, g, schedule, compile_options(args), inputs, request, &mismatches);
+    outputs = run_compiled(compiled, inputs, request, &mismatches);
     if (mismatches) status = 1;
   } else {
+    const OpGraph g = lower_model(model, lower_options(args, args.option("inputs") ? &given : nullptr, model));
+    const std::vector<HostTensor> inputs = args.option("inputs") ? given : make_inputs(args, model, g);
     InterpretOptions io;
     io.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
     const auto start = Clock::now();
@@ -165,7 +174,7 @@ int cmd_run(const std::vector<std::string>& argv) {
       const CompareResult r = compare_tensors(outputs[i], read_tensor_file(*file));
       if (!r.ok) {
         ++bad;
-        std::cout << "MISMATCH output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << r.message << "\n";
+        std::cout << "MISMATCH output " << i << " '" << model.outputs[i] << "': " << r.message << "\n";
       }
     }
     if (bad) return 1;
@@ -188,7 +197,7 @@ int cmd_convert(const std::vector<std::string>& argv) {
 }
 
 int cmd_compile(const std::vector<std::string>& argv) {
-  Args args("compile", argv, {"run", "help", "no-cache", "no-baseline"},
+  Args args("compile", argv, {"run", "help", "no-cache", "no-baseline", "no-normalize"},
             {"device", "seed", "threads", "shape", "hw", "policy", "schedule", "cost-model", "emit", "o", "dump", "cache",
              "time"});
   if (args.flag("help")) { std::cout << kCompileHelp; return 0; }
@@ -196,30 +205,57 @@ int cmd_compile(const std::vector<std::string>& argv) {
   const std::string device = args.option_or("device", "cpu");
   if (args.option("emit") && !args.option("o")) throw UserError("command line", "--emit", "needs -o DIR");
 
-  auto t0 = Clock::now();
-  const ModelDef model = load_model(path);
+  std::unique_ptr<Backend> backend;
+  for (auto& b : backends())
+    if (b->name() == device) backend = std::move(b);
+  // A build without this backend: say so, and let --run fall back to the interpreter.
+  if (!backend && (args.option("emit") || args.option("hw"))) find_backend(device);  // the UserError naming the known ones
+  std::unique_ptr<CliPipeline> pipeline;
+  if (backend) {
+    pipeline = pipeline_options(args, device);
+  } else {
+    pipeline = std::make_unique<CliPipeline>();
+  }
+  CompileRequest& r = pipeline->request;
+  r.model_path = path;
+  r.lower.input_shapes = parse_shapes(args);
+  r.last = !backend ? Stage::normalize : args.flag("run") ? Stage::load
+                                       : args.option("emit") || args.option("dump") ? Stage::emit : Stage::schedule;
+  std::string dump_format;
+  fs::path dump_dir;
+  if (auto format = args.option("emit")) {
+    r.emit_format = *format;
+    r.emit_dir = *args.option("o");
+  } else if (auto format = args.option("dump"); backend && format && *format != "ir") {
+    const std::vector<std::string> formats = backend->emit_formats();
+    if (std::find(formats.begin(), formats.end(), *format) == formats.end()) {
+      std::string known = "ir";
+      for (const std::string& f : formats) known += ", " + f;
+      throw UserError("command line", "--dump", cat("the ", backend->name(), " backend dumps ", known, ", not '", *format, "'"));
+    }
+    dump_format = *format;
+    dump_dir = fs::temp_directory_path() / cat("tessel_dump_", ::getpid());
+    r.emit_format = *format;
+    r.emit_dir = dump_dir.string();
+  }
+  if (r.last == Stage::load) require_runnable(device);
+  const Compilation c = compile(r);
+  const auto ms = [&](Stage stage) { return cat(c.record(stage).seconds * 1e3, " ms"); };
+
+  const ModelDef& model = *c.model;
+  const OpGraph& g = c.graph;
   std::cout << "[1/5 import]     " << path << ": " << model.ops.size() << " ops, " << model.inputs.size()
             << " input(s), " << model.outputs.size() << " output(s), " << model.weights.size() << " weights ("
-            << milliseconds(t0) << ")\n";
-
-  t0 = Clock::now();
-  const OpGraph g = lower_model(model, lower_options(args, nullptr, model));
-  std::cout << "[2/5 normalize]  lowered to " << g.num_nodes() << " tensor-expression nodes (" << milliseconds(t0)
-            << "): constant folding of shape\n"
-            << "                 computations and dead-node elimination ran; BN folding and layout\n"
-            << "                 canonicalization are not implemented yet.\n";
+            << ms(Stage::import) << ")\n";
+  std::cout << "[2/5 normalize]  " << c.normalized.summary() << "; lowered to " << g.num_nodes()
+            << " tensor-expression nodes (" << ms(Stage::normalize) << ")\n";
   std::ostringstream summary;
   print_summary(summary, model, g, false);
   std::istringstream lines(summary.str());
   for (std::string line; std::getline(lines, line);) std::cout << "                 " << line << "\n";
-  if (args.option("dump") == std::optional<std::string>("ir")) std::cout << g.print();
+  if (args.option("dump") == std::optional<std::string>("ir")) std::cout << c.dump(Stage::normalize);
 
-  std::unique_ptr<Backend> backend;
-  for (auto& b : backends())
-    if (b->name() == device) backend = std::move(b);
   if (!backend) {
-    // A build without this backend: say so, and let --run fall back to the interpreter.
-    if (args.option("emit") || args.option("hw")) find_backend(device);  // the UserError naming the known ones
     std::cout << "[3/5 schedule]   skipped: this build has no '" << device << "' backend to schedule for\n"
               << "[4/5 emit]       skipped: no '" << device << "' backend\n";
     if (!args.flag("run")) {
@@ -229,7 +265,7 @@ int cmd_compile(const std::vector<std::string>& argv) {
     const std::vector<HostTensor> inputs = make_inputs(args, model, g);
     InterpretOptions io;
     io.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
-    t0 = Clock::now();
+    const auto t0 = Clock::now();
     const std::vector<HostTensor> outputs = interpret(g, inputs, io);
     std::cout << "[5/5 run]        the reference interpreter ran the graph instead (fp64 accumulation, seeded\n"
               << "                 random inputs) in " << milliseconds(t0) << "\n";
@@ -237,35 +273,21 @@ int cmd_compile(const std::vector<std::string>& argv) {
       std::cout << "                 output '" << g.tensor(g.outputs()[i]).name << "': " << describe(outputs[i]) << "\n";
     return 0;
   }
-  const HwSpec spec = spec_for(args, *backend);
-  const std::unique_ptr<CostModel> cost =
-      args.option("cost-model") ? find_cost_model(*args.option("cost-model")) : std::move(cost_models().front());
-  t0 = Clock::now();
-  const Schedule schedule = schedule_for(args, g, spec, *cost);
-  std::cout << "[3/5 schedule]   " << schedule.policy << " on " << spec.name << ": " << g.num_nodes() << " nodes in "
+  const Schedule& schedule = c.schedule;
+  std::cout << "[3/5 schedule]   " << schedule.policy << " on " << c.spec.name << ": " << g.num_nodes() << " nodes in "
             << schedule.groups.size() << " kernels, " << schedule.unfused.size() << " edges left in memory, predicted "
-            << schedule.predicted_latency_s * 1e3 << " ms (" << milliseconds(t0) << "; `tessel explain` says why)\n";
+            << schedule.predicted_latency_s * 1e3 << " ms (" << ms(Stage::schedule) << "; `tessel explain` says why)\n";
 
-  if (auto format = args.option("emit")) {
-    t0 = Clock::now();
-    const std::vector<std::string> files = backend->emit(g, schedule, spec, *format, *args.option("o"));
-    std::cout << "[4/5 emit]       wrote " << files.size() << " files (" << *format << ") to " << *args.option("o") << " ("
-              << milliseconds(t0) << ")\n";
-  } else if (auto format = args.option("dump"); format && *format != "ir") {
-    const std::vector<std::string> formats = backend->emit_formats();
-    if (std::find(formats.begin(), formats.end(), *format) == formats.end()) {
-      std::string known = "ir";
-      for (const std::string& f : formats) known += ", " + f;
-      throw UserError("command line", "--dump", cat("the ", backend->name(), " backend dumps ", known, ", not '", *format, "'"));
-    }
-    const fs::path dir = fs::temp_directory_path() / cat("tessel_dump_", ::getpid());
-    const std::vector<std::string> files = backend->emit(g, schedule, spec, *format, dir.string());
-    std::cout << "[4/5 emit]       " << files.size() << " files (" << *format << "):\n";
-    for (const std::string& f : files) {
+  if (!dump_format.empty()) {
+    std::cout << "[4/5 emit]       " << c.emitted.size() << " files (" << dump_format << "):\n";
+    for (const std::string& f : c.emitted) {
       std::ifstream in(f);
       std::cout << "// ---- " << fs::path(f).filename().string() << "\n" << in.rdbuf() << "\n";
     }
-    fs::remove_all(dir);
+    fs::remove_all(dump_dir);
+  } else if (c.record(Stage::emit).ran) {
+    std::cout << "[4/5 emit]       wrote " << c.emitted.size() << " files (" << r.emit_format << ") to " << r.emit_dir
+              << " (" << ms(Stage::emit) << ")\n";
   } else {
     std::cout << "[4/5 emit]       " << backend->name() << " backend (" << backend->description()
               << "); pass --emit FORMAT -o DIR to write the code\n";
@@ -285,18 +307,27 @@ int cmd_compile(const std::vector<std::string>& argv) {
   request.reference = &reference;
   request.median_s = &fused_s;
   const std::vector<HostTensor> inputs = make_inputs(args, model, g);
-  run_compiled(*backend, spec, g, schedule, compile_options(args), inputs, request, &mismatches);
+  run_compiled(c, inputs, request, &mismatches);
   if (mismatches || schedule.policy == "roller" || args.flag("no-baseline") || request.time_repeats <= 0) return mismatches ? 1 : 0;
   // The baseline: the same backend with roller's schedule, one kernel per operator (no fusion).
   std::cout << "baseline: the same backend, roller's schedule (one kernel per operator, nothing fused):\n";
-  const Schedule unfused = find_policy("roller")->schedule(PolicyContext{g, spec, *cost});
+  const std::unique_ptr<Policy> roller = find_policy("roller");
+  CompileRequest unfused_request = r;
+  unfused_request.model_path.clear();
+  unfused_request.graph = &g;
+  unfused_request.spec = c.spec;
+  unfused_request.policy = roller.get();
+  unfused_request.schedule_json.clear();
+  unfused_request.emit_format.clear();
+  unfused_request.last = Stage::load;
+  const Compilation unfused = compile(unfused_request);
   double unfused_s = 0;
   request.median_s = &unfused_s;
-  run_compiled(*backend, spec, g, unfused, compile_options(args), inputs, request, &mismatches);
+  run_compiled(unfused, inputs, request, &mismatches);
   if (mismatches) return 1;
   std::cout << "fused (" << schedule.policy << ", " << schedule.groups.size() << " kernels) " << fused_s * 1e3
-            << " ms vs unfused (roller, " << unfused.groups.size() << " kernels) " << unfused_s * 1e3 << " ms (medians): "
-            << unfused_s / fused_s << "x\n";
+            << " ms vs unfused (roller, " << unfused.schedule.groups.size() << " kernels) " << unfused_s * 1e3
+            << " ms (medians): " << unfused_s / fused_s << "x\n";
   return 0;
 }
 

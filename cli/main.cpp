@@ -5,7 +5,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "tilegraph/cli/commands.h"
+#include "cli/commands.h"
 #include "tilegraph/error.h"
 
 namespace {

@@ -10,16 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
+#include "driver/compile.h"
 #include "policy/policy.h"
-#include "tilegraph/cli/args.h"
 #include "tilegraph/host_tensor.h"
 #include "tilegraph/lower.h"
 #include "tilegraph/model_def.h"
 #include "tilegraph/op_graph.h"
 
 namespace tessel {
-
-class KernelFamilies;
 
 using Clock = std::chrono::steady_clock;
 
@@ -49,11 +48,23 @@ LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inpu
 std::unique_ptr<Policy> find_policy(const std::string& name);
 std::unique_ptr<CostModel> find_cost_model(const std::string& name);
 
-/// The schedule of `graph` for `spec`: replayed from --schedule FILE (checked against the spec and
-/// re-priced with `cost`), else made by --policy (default: the first of policies()).
-Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec, const CostModel& cost);
+/// A compile() request made from the command line's pipeline options, with the policy and cost
+/// model it points at (owned here). Not copyable or movable: the request points into it.
+struct CliPipeline {
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<CostModel> cost;
+  CompileRequest request;
+  CliPipeline() = default;
+  CliPipeline(const CliPipeline&) = delete;
+  CliPipeline& operator=(const CliPipeline&) = delete;
+};
 
-/// The kernel families of the backend that generates code for `spec` (nullptr: none has any).
-std::unique_ptr<KernelFamilies> families_for(const HwSpec& spec);
+/// The pipeline options: the backend `device` (empty: the one that generates code for --hw),
+/// --hw SPEC (checked to suit the backend; without it, the probe of this machine), --policy
+/// (default: the first of policies()), --cost-model, --schedule FILE (replayed: checked against the
+/// spec, re-priced), --cache, --no-cache, --threads, --no-normalize (no BatchNormalization folding,
+/// no channels-last rewrite). The model, the stages and the shapes are
+/// the caller's to set.
+std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::string& device);
 
 }  // namespace tessel

@@ -14,9 +14,9 @@
 #include "policy/explain.h"
 #include "policy/policy.h"
 #include "policy/schedule_json.h"
-#include "tilegraph/cli/args.h"
-#include "tilegraph/cli/cli_common.h"
-#include "tilegraph/cli/commands.h"
+#include "cli/args.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
 #include "tilegraph/error.h"
 #include "tilegraph/import/load_model.h"
 #include "tilegraph/lower.h"
@@ -28,36 +28,32 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kScheduleHelp =
-    "usage: tessel schedule MODEL --hw SPEC [--policy welder|roller|z3] [--cost-model M] [-o FILE]\n"
+    "usage: tessel schedule MODEL --hw SPEC [--policy welder|roller|z3] [--cost-model M] [-o FILE] [--no-normalize]\n"
     "  Schedules MODEL for the chip in SPEC (hw_specs/*.json): fused groups, memory level of every\n"
-    "  intermediate, tile configs, predicted cost. Writes the schedule as JSON (stdout without -o).\n";
+    "  intermediate, tile configs, predicted cost. Writes the schedule as JSON (stdout without -o).\n"
+    "  The model is normalized first, as `tessel compile` does (--no-normalize: as imported).\n";
 const char* kExplainHelp =
     "usage: tessel explain MODEL --hw SPEC [--policy P] [--schedule FILE] [--format text|dot|html] [-o FILE]\n"
+    "                      [--no-normalize]\n"
     "  Explains a schedule (computed by --policy, default welder, or replayed from --schedule):\n"
     "  kernels, tiles per level, where each intermediate lives, predicted time and bound, every edge\n"
     "  not fused and why, totals against running every node on its own.\n"
     "  --format dot writes Graphviz; --format html a self-contained page (needs graphviz's dot).\n";
 
+/// The model scheduled as --hw, --policy, --cost-model and --schedule say (compile() through the
+/// schedule stage, for the backend that generates code for the spec).
 struct Scheduled {
-  ModelDef model;
-  OpGraph graph;
-  HwSpec spec;
-  std::unique_ptr<CostModel> cost;
-  Schedule schedule;
-  double seconds = 0;
+  std::unique_ptr<CliPipeline> pipeline;
+  Compilation c;
 };
 
 Scheduled make_schedule(const Args& args) {
   Scheduled s;
-  s.model = load_model(args.one_positional("MODEL"));
-  s.graph = lower_model(s.model);
-  auto hw = args.option("hw");
-  if (!hw) throw UserError("command line", "", "--hw SPEC is required (a hardware spec, e.g. hw_specs/nvidia-h100-sxm.json)");
-  s.spec = load_hw_spec(*hw);
-  s.cost = args.option("cost-model") ? find_cost_model(*args.option("cost-model")) : std::move(cost_models().front());
-  const auto start = Clock::now();
-  s.schedule = schedule_for(args, s.graph, s.spec, *s.cost);
-  s.seconds = seconds_since(start);
+  s.pipeline = pipeline_options(args, "");
+  s.pipeline->request.backend.clear();
+  s.pipeline->request.model_path = args.one_positional("MODEL");
+  s.pipeline->request.last = Stage::schedule;
+  s.c = compile(s.pipeline->request);
   return s;
 }
 
@@ -96,33 +92,37 @@ std::string render_svg(const std::string& dot) {
 }  // namespace
 
 int cmd_schedule(const std::vector<std::string>& argv) {
-  Args args("schedule", argv, {"help"}, {"hw", "policy", "cost-model", "o", "schedule"});
+  Args args("schedule", argv, {"help", "no-normalize"}, {"hw", "policy", "cost-model", "o", "schedule"});
   if (args.flag("help")) { std::cout << kScheduleHelp; return 0; }
-  Scheduled s = make_schedule(args);
-  write_output(args, schedule_to_json(s.schedule, s.graph));
+  const Scheduled s = make_schedule(args);
+  const Compilation& c = s.c;
+  write_output(args, c.dump(Stage::schedule));
   if (args.option("o"))
-    std::cerr << "scheduled '" << s.model.name << "' with " << s.schedule.policy << " in " << s.seconds << " s: "
-              << s.schedule.groups.size() << " kernels, predicted " << s.schedule.predicted_latency_s * 1e3
+    std::cerr << "scheduled '" << c.model->name << "' with " << c.schedule.policy << " in "
+              << c.record(Stage::schedule).seconds << " s: " << c.schedule.groups.size() << " kernels, predicted "
+              << c.schedule.predicted_latency_s * 1e3
               << " ms; wrote " << *args.option("o") << "\n";
   return 0;
 }
 
 int cmd_explain(const std::vector<std::string>& argv) {
-  Args args("explain", argv, {"help"}, {"hw", "policy", "cost-model", "o", "schedule", "format"});
+  Args args("explain", argv, {"help", "no-normalize"}, {"hw", "policy", "cost-model", "o", "schedule", "format"});
   if (args.flag("help")) { std::cout << kExplainHelp; return 0; }
   const std::string format = args.option_or("format", "text");
   if (format != "text" && format != "dot" && format != "html")
     throw UserError("command line", "--format", cat("unknown format \"", format, "\" (text, dot or html)"));
-  Scheduled s = make_schedule(args);
+  const Scheduled s = make_schedule(args);
+  const Compilation& c = s.c;
   // The unfused comparison prices each node alone as the family its backend would emit, as the
   // schedule's own groups are priced.
-  const std::unique_ptr<KernelFamilies> families = families_for(s.spec);
+  const CostModel& cost = *s.pipeline->cost;
+  const std::unique_ptr<KernelFamilies> families = c.backend->kernel_families();
   const std::unique_ptr<CostModel> priced =
-      families ? std::unique_ptr<CostModel>(new FamilyPricedCost(*s.cost, *families)) : nullptr;
-  const Explanation totals = explain_totals(s.graph, s.schedule, s.spec, priced ? *priced : *s.cost);
-  if (format == "text") write_output(args, explain_text(s.graph, s.schedule, totals));
-  else if (format == "dot") write_output(args, explain_dot(s.graph, s.schedule));
-  else write_output(args, explain_html(s.graph, s.schedule, totals, render_svg(explain_dot(s.graph, s.schedule))));
+      families ? std::unique_ptr<CostModel>(new FamilyPricedCost(cost, *families)) : nullptr;
+  const Explanation totals = explain_totals(c.graph, c.schedule, c.spec, priced ? *priced : cost);
+  if (format == "text") write_output(args, explain_text(c.graph, c.schedule, totals));
+  else if (format == "dot") write_output(args, explain_dot(c.graph, c.schedule));
+  else write_output(args, explain_html(c.graph, c.schedule, totals, render_svg(explain_dot(c.graph, c.schedule))));
   return 0;
 }
 

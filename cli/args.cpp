@@ -1,5 +1,5 @@
 // Command-line parsing for `tessel`.
-#include "tilegraph/cli/args.h"
+#include "cli/args.h"
 
 #include <charconv>
 

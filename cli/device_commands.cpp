@@ -3,7 +3,7 @@
 //
 // The hardware spec is --hw SPEC, or else the machine's own: `tessel hw probe`'s quick probe of
 // the host CPU for --device cpu, of CUDA device 0 for --device cuda.
-#include "tilegraph/cli/device_commands.h"
+#include "cli/device_commands.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -20,9 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "hw_specs/probe.h"
 #include "kernels/backend.h"
-#include "tilegraph/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "tilegraph/compare.h"
 #include "tilegraph/error.h"
 #include "tilegraph/import/load_model.h"
@@ -80,43 +79,28 @@ std::string timing_method(const Backend& backend, const TimingOptions& timing) {
 
 }  // namespace
 
-HwSpec spec_for(const Args& args, const Backend& backend) {
-  if (auto file = args.option("hw")) {
-    HwSpec spec = load_hw_spec(*file);
-    if (!backend.supports(spec))
-      throw UserError(*file, "/kind", cat("a '", spec.kind, "' spec; --device ", backend.name(), " needs another kind"));
-    return spec;
-  }
-  ProbeOptions quick;
-  quick.quick = true;
-  if (backend.name() == "cuda") return probe_cuda_gpu(0, quick);
-  return probe_host_cpu(quick);
+void require_runnable(const std::string& device) {
+  const std::unique_ptr<Backend> backend = find_backend(device);
+  if (auto why = backend->unavailable())
+    throw UserError("command line", "--device", cat("'", backend->name(), "' cannot run here: ", *why));
 }
 
-CompileOptions compile_options(const Args& args) {
-  CompileOptions options;
-  options.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
-  if (auto dir = args.option("cache")) options.cache_dir = *dir;
-  options.use_cache = !args.flag("no-cache");
-  return options;
-}
-
-std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec, const OpGraph& graph,
-                                     const Schedule& schedule, const CompileOptions& options,
-                                     const std::vector<HostTensor>& inputs, const CompiledRunRequest& request,
-                                     int* mismatches) {
-  if (auto why = backend.unavailable())
-    throw UserError("command line", "--device", cat("'", backend.name(), "' cannot run here: ", *why));
+std::vector<HostTensor> run_compiled(const Compilation& compiled, const std::vector<HostTensor>& inputs,
+                                     const CompiledRunRequest& request, int* mismatches) {
+  const Backend& backend = *compiled.backend;
+  const HwSpec& spec = compiled.spec;
+  const OpGraph& graph = compiled.graph;
+  const Schedule& schedule = compiled.schedule;
+  Executable* exe = compiled.executable.get();
+  if (!exe) throw InternalError("run_compiled: the compilation was not loaded");
+  const double compile_s = compiled.record(Stage::load).seconds;
   auto start = Clock::now();
-  const std::unique_ptr<Executable> exe = backend.compile(graph, schedule, spec, options);
-  const double compile_s = seconds_since(start);
   const CompileStats& cs = exe->compile_stats();
   std::cout << "compiled for " << spec.name << " (" << backend.name() << ") in " << format_ms(compile_s) << ": "
             << cs.kernels << " kernels; codegen " << format_ms(cs.codegen_s) << ", compile " << format_ms(cs.compile_s)
             << " (" << cs.cache_hits << " cached); peak memory "
             << human(static_cast<double>(exe->peak_memory_bytes()), "B") << "\n";
 
-  start = Clock::now();
   std::vector<HostTensor> outputs = exe->run(inputs);
   std::cout << "ran in " << format_ms(seconds_since(start)) << " (first run, with transfers)\n";
   for (size_t i = 0; i < outputs.size(); ++i)
@@ -134,12 +118,14 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     const bool reused = !expected.empty();
     // Large graphs are checked on a sample of every output (sampled_reference.h); the rest whole.
     std::vector<std::vector<int64_t>> sample_index(outputs.size());
-    const double flops = graph_flops(graph);
+    // The reference is the model as imported (before the normalize rewrites), interpreted.
+    const OpGraph& reference = compiled.reference.num_nodes() > 0 ? compiled.reference : graph;
+    const double flops = graph_flops(reference);
     check_mode = "whole";
     if (!reused && !request.reference && !request.check_whole && flops > kWholeCheckMaxFlops) {
       SampleOptions so;
       so.seed = request.sample_seed;
-      SampledReference sampled = interpret_sample(graph, inputs, so);
+      SampledReference sampled = interpret_sample(reference, inputs, so);
       if (sampled.ok && !outputs.empty()) {
         for (size_t i = 0; i < outputs.size(); ++i) {
           sample_index[i] = std::move(sampled.outputs[i].flat_index);
@@ -152,7 +138,7 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
                   << sampled.reason << "\n";
       }
     }
-    if (!reused && expected.empty()) expected = interpret(graph, inputs, io);
+    if (!reused && expected.empty()) expected = interpret(reference, inputs, io);
     const double interp_s = seconds_since(start);
     for (size_t i = 0; i < outputs.size(); ++i) {
       const HostTensor actual = sample_index[i].empty() ? outputs[i] : gather_elements(outputs[i], sample_index[i]);
@@ -195,7 +181,7 @@ std::vector<HostTensor> run_compiled(const Backend& backend, const HwSpec& spec,
     r["kernels"] = cs.kernels;
     r["launches_per_run"] = exe->launches_per_run();
     r["kernel_templates"] = cs.kernel_templates;
-    r["schedule_s"] = request.schedule_s;
+    r["schedule_s"] = compiled.record(Stage::schedule).seconds;
     r["compile_s"] = compile_s;
     r["codegen_s"] = cs.codegen_s;
     r["toolchain_s"] = cs.compile_s;

@@ -1,5 +1,5 @@
 // Helpers shared by the `tessel` subcommands (cli_common.h).
-#include "tilegraph/cli/cli_common.h"
+#include "cli/cli_common.h"
 
 #include <chrono>
 #include <cmath>
@@ -233,53 +233,34 @@ std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
   throw UserError("command line", "--cost-model", cat("unknown cost model \"", name, "\" (known: ", known, ")"));
 }
 
-std::unique_ptr<KernelFamilies> families_for(const HwSpec& spec) {
-  for (const auto& b : backends())
-    if (b->supports(spec)) return b->kernel_families();
-  return nullptr;
-}
-
-Schedule schedule_for(const Args& args, const OpGraph& graph, const HwSpec& spec, const CostModel& cost) {
-  const std::unique_ptr<KernelFamilies> families = families_for(spec);
+std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::string& device) {
+  auto p = std::make_unique<CliPipeline>();
+  CompileRequest& r = p->request;
+  r.backend = device;
+  if (auto file = args.option("hw")) {
+    r.spec = load_hw_spec(*file);
+    if (!device.empty() && !find_backend(device)->supports(*r.spec))
+      throw UserError(*file, "/kind", cat("a '", r.spec->kind, "' spec; --device ", device, " needs another kind"));
+  } else if (device.empty()) {
+    throw UserError("command line", "", "--hw SPEC is required (a hardware spec, e.g. hw_specs/nvidia-h100-sxm.json)");
+  }
+  p->policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
+  p->cost = find_cost_model(args.option_or("cost-model", std::string(cost_models().front()->name())));
+  r.policy = p->policy.get();
+  r.cost = p->cost.get();
   if (auto file = args.option("schedule")) {
     std::ifstream in(*file);
     if (!in) throw UserError(*file, "", "cannot read the schedule file");
     std::stringstream text;
     text << in.rdbuf();
-    Schedule s = schedule_from_json(text.str(), *file, graph);
-    // A replayed schedule may be hand-edited or made for another spec: check it against this
-    // spec, then price it again with this cost model (the file's predictions may be stale).
-    const std::vector<std::string> problems = check_schedule(graph, spec, s);
-    if (!problems.empty())
-      throw UserError(*file, "", cat("the schedule is not legal for '", spec.name, "': ", problems.front(),
-                                     problems.size() > 1 ? cat(" (and ", problems.size() - 1, " more)") : std::string()));
-    // A recorded family must be one of the backend's (whether it can emit its group, the backend
-    // says when it emits); groups saved without one get the backend's choice, as a new schedule would.
-    if (families) {
-      std::set<std::string> names;
-      std::string known;
-      for (const KernelFamilies::Family& f : families->families()) {
-        names.insert(f.name);
-        known += (known.empty() ? "" : ", ") + f.name;
-      }
-      for (size_t i = 0; i < s.groups.size(); ++i) {
-        const std::string& family = s.groups[i].group.kernel.family;
-        if (!family.empty() && !names.count(family))
-          throw UserError(*file, cat("/groups/", i, "/kernel/family"),
-                          cat("unknown ", families->backend(), " kernel family \"", family, "\" (known: ", known, ")"));
-      }
-      record_missing_kernel_families(graph, spec, *families, s);
-    }
-    s.cost_model = std::string(cost.name());
-    s.predicted_latency_s = 0;
-    for (ScheduleGroup& group : s.groups) {
-      group.predicted = cost.estimate(graph, group.group, spec);
-      s.predicted_latency_s += group.predicted.latency_s;
-    }
-    return s;
+    r.schedule_json = text.str();
+    r.schedule_source = *file;
   }
-  const auto policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
-  return schedule_with_families(*policy, PolicyContext{graph, spec, cost}, families.get());
+  r.options.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
+  if (auto dir = args.option("cache")) r.options.cache_dir = *dir;
+  r.options.use_cache = !args.flag("no-cache");
+  if (args.flag("no-normalize")) r.normalize = NormalizeOptions{false, false};
+  return p;
 }
 
 }  // namespace tessel

@@ -17,8 +17,8 @@
 
 #include "hw_specs/hw_spec.h"
 #include "hw_specs/probe.h"
-#include "tilegraph/cli/args.h"
-#include "tilegraph/cli/commands.h"
+#include "cli/args.h"
+#include "cli/commands.h"
 #include "tilegraph/error.h"
 
 namespace tessel {

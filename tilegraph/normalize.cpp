@@ -1,0 +1,536 @@
+// normalize_model (normalize.h): BatchNormalization folding, then channels-last.
+#include "tilegraph/normalize.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+namespace {
+
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+
+// Ops whose every output element depends only on the same element of each input (with numpy
+// broadcasting): they run in whichever layout their inputs have.
+const std::set<std::string> kUnary = {"Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Sqrt", "Erf", "Gelu",
+                                      "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish",
+                                      "Clip", "Identity", "Reciprocal", "Floor", "Ceil", "Round", "Mish",
+                                      "ThresholdedRelu", "Softsign", "Log", "Sin", "Cos", "Cast"};
+const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "PRelu", "Sum", "Mean"};
+
+std::vector<int64_t> permuted(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> out;
+  for (int64_t p : perm) out.push_back(shape[p]);
+  return out;
+}
+
+/// `t` transposed by `perm` (out dimension i is in dimension perm[i]).
+HostTensor transpose(const HostTensor& t, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t>& in = t.shape();
+  const int rank = static_cast<int>(in.size());
+  std::vector<int64_t> in_stride(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * in[d + 1];
+  const std::vector<int64_t> out = permuted(in, perm);
+  std::vector<double> values(t.size());
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    int64_t src = 0;
+    for (int d = 0; d < rank; ++d) src += idx[d] * in_stride[perm[d]];
+    values[i] = t[src];
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < out[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return HostTensor(TensorType{t.dtype(), out}, std::move(values));
+}
+
+HostTensor values_of(const WeightDef& w) {
+  if (const auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&w.source)) return **data;
+  return materialize_random(w.type, std::get<RandomInit>(w.source));
+}
+
+class Normalizer {
+ public:
+  Normalizer(const ModelDef& model, const OpGraph& lowered, const NormalizeOptions& options, NormalizeReport& report)
+      : in_(model), lowered_(lowered), options_(options), report_(report) {
+    out_ = model;
+    for (const ValueDecl& v : model.inputs) names_.insert(v.name);
+    for (const WeightDef& w : model.weights) names_.insert(w.name);
+    for (const OpDef& op : model.ops) {
+      op_names_.insert(op.name);
+      for (const std::string& o : op.outputs) names_.insert(o);
+    }
+  }
+
+  ModelDef run() {
+    refresh_weights();
+    if (options_.fold_batch_norm) fold_batch_norms();
+    if (options_.channels_last) channels_last();
+    return std::move(out_);
+  }
+
+ private:
+  // ---- Helpers over out_ ----------------------------------------------------------------------
+
+  void refresh_weights() {
+    weight_index_.clear();
+    for (size_t i = 0; i < out_.weights.size(); ++i) weight_index_[out_.weights[i].name] = static_cast<int>(i);
+  }
+  const WeightDef* weight(const std::string& name) const {
+    auto it = weight_index_.find(name);
+    return it == weight_index_.end() ? nullptr : &out_.weights[it->second];
+  }
+  std::string fresh(const std::string& base, std::set<std::string>& taken) {
+    std::string name = base;
+    for (int i = 2; taken.count(name); ++i) name = cat(base, "_", i);
+    taken.insert(name);
+    return name;
+  }
+  std::string add_weight(const std::string& base, HostTensor values) {
+    WeightDef w;
+    w.name = fresh(base, names_);
+    w.type = values.type();
+    w.source = std::make_shared<const HostTensor>(std::move(values));
+    weight_index_[w.name] = static_cast<int>(out_.weights.size());
+    out_.weights.push_back(std::move(w));
+    return out_.weights.back().name;
+  }
+  /// The type of tensor `name` in the model as imported (nullopt: folded away or unknown).
+  std::optional<TensorType> type_of(const std::string& name) const {
+    if (const WeightDef* w = weight(name)) return w->type;
+    if (auto t = lowered_.find_tensor(name)) return lowered_.tensor(*t).type;
+    return std::nullopt;
+  }
+  bool is_float_weight(const std::string& name) const {
+    const WeightDef* w = weight(name);
+    return w && is_float(w->type.dtype);
+  }
+  int64_t attr_int(const OpDef& op, const std::string& name, int64_t dflt) const {
+    auto it = op.attrs.find(name);
+    if (it == op.attrs.end()) return dflt;
+    const int64_t* v = std::get_if<int64_t>(&it->second);
+    return v ? *v : dflt;
+  }
+  double attr_float(const OpDef& op, const std::string& name, double dflt) const {
+    auto it = op.attrs.find(name);
+    if (it == op.attrs.end()) return dflt;
+    if (const double* v = std::get_if<double>(&it->second)) return *v;
+    if (const int64_t* v = std::get_if<int64_t>(&it->second)) return static_cast<double>(*v);
+    return dflt;
+  }
+  std::string attr_string(const OpDef& op, const std::string& name, const std::string& dflt) const {
+    auto it = op.attrs.find(name);
+    if (it == op.attrs.end()) return dflt;
+    const std::string* v = std::get_if<std::string>(&it->second);
+    return v ? *v : dflt;
+  }
+  /// An inference-mode BatchNormalization with constant float parameters and one output.
+  bool foldable_batch_norm(const OpDef& op) const {
+    if (op.op_type != "BatchNormalization" || !op.domain.empty() || op.inputs.size() != 5) return false;
+    if (attr_int(op, "training_mode", 0) != 0) return false;
+    for (size_t i = 1; i < op.outputs.size(); ++i)
+      if (!op.outputs[i].empty()) return false;
+    for (int i = 1; i < 5; ++i)
+      if (!is_float_weight(op.inputs[i])) return false;
+    return true;
+  }
+  /// Per channel: s = gamma / sqrt(var + eps) and t = beta - mean * s.
+  void batch_norm_scale_shift(const OpDef& bn, std::vector<double>& s, std::vector<double>& t) const {
+    const HostTensor gamma = values_of(*weight(bn.inputs[1])), beta = values_of(*weight(bn.inputs[2]));
+    const HostTensor mean = values_of(*weight(bn.inputs[3])), var = values_of(*weight(bn.inputs[4]));
+    const double eps = attr_float(bn, "epsilon", 1e-5);
+    s.assign(gamma.size(), 0);
+    t.assign(gamma.size(), 0);
+    for (int64_t c = 0; c < gamma.size(); ++c) {
+      s[c] = gamma[c] / std::sqrt(var[c] + eps);
+      t[c] = beta[c] - mean[c] * s[c];
+    }
+  }
+
+  // ---- 1. BatchNormalization folding ------------------------------------------------------------
+
+  void fold_batch_norms() {
+    std::map<std::string, int> producer, readers;
+    for (size_t i = 0; i < out_.ops.size(); ++i) {
+      for (const std::string& o : out_.ops[i].outputs)
+        if (!o.empty()) producer[o] = static_cast<int>(i);
+      for (const std::string& in : out_.ops[i].inputs)
+        if (!in.empty()) ++readers[in];
+    }
+    for (const std::string& o : out_.outputs) ++readers[o];
+    std::set<int> removed;
+    for (size_t b = 0; b < out_.ops.size(); ++b) {
+      const OpDef& bn = out_.ops[b];
+      if (!foldable_batch_norm(bn)) continue;
+      auto p = producer.find(bn.inputs[0]);
+      if (p == producer.end()) continue;
+      OpDef& conv = out_.ops[p->second];
+      if (conv.op_type != "Conv" || !conv.domain.empty() || readers[bn.inputs[0]] != 1) continue;
+      if (conv.inputs.size() < 2 || !is_float_weight(conv.inputs[1])) continue;
+      const bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
+      if (has_bias && !is_float_weight(conv.inputs[2])) continue;
+      HostTensor w = values_of(*weight(conv.inputs[1]));
+      const int64_t m = w.shape().empty() ? 0 : w.shape()[0];  // output channels lead in both layouts
+      if (m <= 0 || weight(bn.inputs[1])->type.num_elements() != m) continue;
+      std::vector<double> s, t;
+      batch_norm_scale_shift(bn, s, t);
+      const int64_t per = w.size() / m;
+      std::vector<double> wv(w.values());
+      for (int64_t o = 0; o < m; ++o)
+        for (int64_t i = 0; i < per; ++i) wv[o * per + i] *= s[o];
+      std::vector<double> bias(m, 0.0);
+      if (has_bias) {
+        const HostTensor b0 = values_of(*weight(conv.inputs[2]));
+        for (int64_t o = 0; o < m; ++o) bias[o] = b0[o];
+      }
+      for (int64_t o = 0; o < m; ++o) bias[o] = bias[o] * s[o] + t[o];
+      const DType bias_dtype = has_bias ? weight(conv.inputs[2])->type.dtype : w.dtype();
+      const std::string wname = add_weight(conv.inputs[1] + "_bn", HostTensor(w.type(), std::move(wv)));
+      const std::string bname = add_weight(conv.name + "_bn_bias", HostTensor(TensorType{bias_dtype, {m}}, std::move(bias)));
+      conv.inputs.resize(3);
+      conv.inputs[1] = wname;
+      conv.inputs[2] = bname;
+      conv.outputs = {bn.outputs[0]};
+      removed.insert(static_cast<int>(b));
+      ++report_.batch_norms_folded;
+    }
+    std::vector<OpDef> kept;
+    for (size_t i = 0; i < out_.ops.size(); ++i)
+      if (!removed.count(static_cast<int>(i))) kept.push_back(std::move(out_.ops[i]));
+    out_.ops = std::move(kept);
+  }
+
+  // ---- 2. Channels-last -------------------------------------------------------------------------
+
+  std::vector<int> topological_order() const {
+    std::map<std::string, int> producer;
+    for (size_t i = 0; i < out_.ops.size(); ++i)
+      for (const std::string& o : out_.ops[i].outputs)
+        if (!o.empty()) producer[o] = static_cast<int>(i);
+    std::vector<int> order, state(out_.ops.size(), 0);
+    // Depth-first; lowering reports cycles, so one here only stops the walk.
+    std::function<void(int)> visit = [&](int i) {
+      if (state[i]) return;
+      state[i] = 1;
+      for (const std::string& in : out_.ops[i].inputs)
+        if (auto p = producer.find(in); p != producer.end()) visit(p->second);
+      state[i] = 2;
+      order.push_back(i);
+    };
+    for (size_t i = 0; i < out_.ops.size(); ++i) visit(static_cast<int>(i));
+    return order;
+  }
+
+  void emit_transpose(const std::string& from, const std::string& to, const std::vector<int64_t>& perm) {
+    OpDef t;
+    t.name = fresh("transpose_" + to, op_names_);
+    t.op_type = "Transpose";
+    t.inputs = {from};
+    t.outputs = {to};
+    t.attrs["perm"] = perm;
+    ops_.push_back(std::move(t));
+    ++report_.transposes;
+  }
+  /// The tensor in NCHW, made from its NHWC form where the op that produced it now runs in NHWC.
+  const std::string& nchw(const std::string& t) {
+    if (converted_.count(t) && !materialized_.count(t)) {
+      emit_transpose(nhwc_.at(t), t, kToNchw);
+      materialized_.insert(t);
+    }
+    return t;
+  }
+  /// The tensor in NHWC: its NHWC form, a re-laid-out weight, or a transpose made once.
+  std::string nhwc(const std::string& t) {
+    if (auto it = nhwc_.find(t); it != nhwc_.end()) return it->second;
+    std::string name;
+    if (const WeightDef* w = weight(t)) {
+      name = add_weight(t + "_nhwc", transpose(values_of(*w), kToNhwc));
+    } else {
+      name = fresh(t + "_nhwc", names_);
+      emit_transpose(t, name, kToNhwc);
+    }
+    nhwc_[t] = name;
+    return name;
+  }
+  bool rank4(const std::string& t) const {
+    const auto type = type_of(t);
+    return type && type->rank() == 4;
+  }
+  /// Gives `op` outputs in NHWC: each output t becomes t_nhwc, t itself made only when read.
+  void output_nhwc(OpDef& op) {
+    for (std::string& o : op.outputs) {
+      if (o.empty()) continue;
+      const std::string name = fresh(o + "_nhwc", names_);
+      nhwc_[o] = name;
+      converted_.insert(o);
+      o = name;
+    }
+  }
+  void keep(OpDef op) {
+    for (const std::string& in : op.inputs)
+      if (!in.empty()) nchw(in);
+    ops_.push_back(std::move(op));
+  }
+
+  /// A broadcast operand of an elementwise op whose result is rank 4, in NHWC: an input in NHWC
+  /// already, a tensor of ones in every dimension, a rank-4 tensor (re-laid out or transposed
+  /// once), a lower-rank weight re-laid out (its shape padded to rank 4 with leading 1s), or
+  /// nullopt when none applies (a lower-rank computed tensor).
+  std::optional<std::string> nhwc_operand(const std::string& t) {
+    if (nhwc_.count(t)) return nhwc_[t];
+    const auto type = type_of(t);
+    if (!type) return std::nullopt;
+    bool ones = true;
+    for (int64_t d : type->shape) ones &= d == 1;
+    if (ones) return t;
+    if (type->rank() == 4) return nhwc(t);  // re-laid out once (a weight) or transposed once
+    const WeightDef* w = weight(t);
+    if (!w || type->rank() > 4) return std::nullopt;
+    HostTensor v = values_of(*w);
+    std::vector<int64_t> padded(4 - type->rank(), 1);
+    padded.insert(padded.end(), type->shape.begin(), type->shape.end());
+    const std::string key = t + "#rank4";
+    if (auto it = nhwc_.find(key); it != nhwc_.end()) return it->second;
+    const std::string name =
+        add_weight(t + "_nhwc", transpose(HostTensor(TensorType{v.dtype(), padded}, v.values()), kToNhwc));
+    nhwc_[key] = name;
+    return name;
+  }
+
+  /// Zero-pads the input channels of the NHWC convolution `c` (made from `op`) to the alignment,
+  /// when it is ungrouped, its weights are constant and its channels are not aligned already.
+  void pad_channels(const OpDef& op, OpDef& c) {
+    const int align = options_.channel_alignment_bytes;
+    const auto x = type_of(op.inputs[0]);
+    const WeightDef* w = weight(c.inputs[1]);
+    if (align <= 0 || attr_int(op, "group", 1) != 1 || !x || !w) return;
+    const int64_t bytes = dtype_bytes(x->dtype);
+    if (bytes <= 0 || align % bytes != 0) return;
+    const int64_t multiple = align / bytes, channels = x->shape[1];
+    if (channels % multiple == 0) return;
+    const int64_t padded = (channels + multiple - 1) / multiple * multiple;
+    const std::string key = c.inputs[0] + "#padded";
+    if (auto it = nhwc_.find(key); it != nhwc_.end()) {
+      c.inputs[0] = it->second;
+    } else {
+      OpDef pad;
+      pad.name = fresh("pad_" + c.inputs[0], op_names_);
+      pad.op_type = "Pad";
+      pad.inputs = {c.inputs[0]};
+      pad.outputs = {fresh(c.inputs[0] + "_padded", names_)};
+      pad.attrs["pads"] = std::vector<int64_t>{0, 0, 0, 0, 0, 0, 0, padded - channels};
+      nhwc_[key] = pad.outputs[0];
+      c.inputs[0] = pad.outputs[0];
+      ops_.push_back(std::move(pad));
+    }
+    // [M, kH, kW, C] -> [M, kH, kW, padded], the new channels zero.
+    const HostTensor v = values_of(*w);
+    const std::vector<int64_t>& s = v.shape();
+    std::vector<double> values(static_cast<size_t>(s[0] * s[1] * s[2] * padded), 0.0);
+    for (int64_t i = 0; i < s[0] * s[1] * s[2]; ++i)
+      for (int64_t ch = 0; ch < channels; ++ch) values[i * padded + ch] = v[i * channels + ch];
+    c.inputs[1] = add_weight(c.inputs[1] + "_padded", HostTensor(TensorType{v.dtype(), {s[0], s[1], s[2], padded}}, std::move(values)));
+    ++report_.convs_channels_padded;
+  }
+
+  bool convert_conv(const OpDef& op) {
+    if (op.op_type != "Conv" || !op.domain.empty() || attr_string(op, "layout", "NCHW") != "NCHW") return false;
+    if (op.inputs.size() < 2 || !rank4(op.inputs[0]) || !rank4(op.inputs[1])) return false;
+    OpDef c = op;
+    c.attrs["layout"] = std::string("NHWC");
+    c.inputs[0] = nhwc(op.inputs[0]);
+    c.inputs[1] = nhwc(op.inputs[1]);  // [M, C/g, kH, kW] -> [M, kH, kW, C/g]
+    pad_channels(op, c);
+    if (c.inputs.size() > 2 && !c.inputs[2].empty()) nchw(c.inputs[2]);
+    output_nhwc(c);
+    ops_.push_back(std::move(c));
+    ++report_.convs_channels_last;
+    return true;
+  }
+
+  bool convert_elementwise(const OpDef& op) {
+    if (!op.domain.empty() || op.outputs.size() != 1 || op.inputs.empty()) return false;
+    const bool unary = kUnary.count(op.op_type) > 0, binary = kBinary.count(op.op_type) > 0;
+    if (!unary && !binary) return false;
+    if (unary && !nhwc_.count(op.inputs[0])) return false;
+    if (!rank4(op.outputs[0])) return false;
+    bool any = false;
+    for (const std::string& in : op.inputs) any |= nhwc_.count(in) > 0;
+    if (!any) return false;
+    OpDef e = op;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      if (e.inputs[i].empty()) continue;
+      if (unary && i > 0) {  // Clip's bounds: scalars
+        nchw(e.inputs[i]);
+        continue;
+      }
+      const auto operand = nhwc_operand(e.inputs[i]);
+      if (!operand) return false;
+      e.inputs[i] = *operand;
+    }
+    output_nhwc(e);
+    ops_.push_back(std::move(e));
+    ++report_.ops_channels_last;
+    return true;
+  }
+
+  bool convert_batch_norm(const OpDef& op) {
+    if (!foldable_batch_norm(op) || !nhwc_.count(op.inputs[0]) || !rank4(op.outputs[0])) return false;
+    std::vector<double> s, t;
+    batch_norm_scale_shift(op, s, t);
+    const int64_t c = static_cast<int64_t>(s.size());
+    const DType dt = weight(op.inputs[1])->type.dtype;
+    const std::string sname = add_weight(op.name + "_scale", HostTensor(TensorType{dt, {c}}, std::move(s)));
+    const std::string tname = add_weight(op.name + "_shift", HostTensor(TensorType{dt, {c}}, std::move(t)));
+    const std::string scaled = fresh(op.outputs[0] + "_scaled", names_);
+    OpDef mul;
+    mul.name = fresh(op.name + "_scale", op_names_);
+    mul.op_type = "Mul";
+    mul.inputs = {nhwc_[op.inputs[0]], sname};
+    mul.outputs = {scaled};
+    OpDef add;
+    add.name = fresh(op.name + "_shift", op_names_);
+    add.op_type = "Add";
+    add.inputs = {scaled, tname};
+    add.outputs = {op.outputs[0]};
+    output_nhwc(add);
+    ops_.push_back(std::move(mul));
+    ops_.push_back(std::move(add));
+    ++report_.batch_norms_scaled;
+    return true;
+  }
+
+  bool convert_pool(const OpDef& op) {
+    if (!op.domain.empty() || !nhwc_.count(op.inputs.empty() ? std::string() : op.inputs[0])) return false;
+    if (!rank4(op.inputs[0]) || op.outputs.empty() || !rank4(op.outputs[0])) return false;
+    OpDef p = op;
+    if (op.op_type == "MaxPool" || op.op_type == "AveragePool") {
+      if (attr_string(op, "layout", "NCHW") != "NCHW") return false;
+      if (op.outputs.size() > 1 && !op.outputs[1].empty()) return false;  // MaxPool's indices
+    } else if (op.op_type == "GlobalAveragePool" || op.op_type == "GlobalMaxPool") {
+      const std::vector<int64_t> shape = type_of(op.inputs[0])->shape;  // rank 4: checked above
+      p.op_type = op.op_type == "GlobalAveragePool" ? "AveragePool" : "MaxPool";
+      p.attrs.clear();
+      p.attrs["kernel_shape"] = std::vector<int64_t>{shape[2], shape[3]};
+    } else {
+      return false;
+    }
+    p.attrs["layout"] = std::string("NHWC");
+    p.inputs[0] = nhwc_[op.inputs[0]];
+    p.outputs.resize(1);
+    output_nhwc(p);
+    ops_.push_back(std::move(p));
+    ++report_.ops_channels_last;
+    return true;
+  }
+
+  /// A model's own Transpose next to the NHWC region: of a tensor that has an NHWC form, it becomes
+  /// a transpose of that form (none at all when it asks for NHWC); one to NCHW of a rank-4 tensor
+  /// makes that tensor the NHWC form of its output, so nothing runs until an NCHW reader needs it.
+  bool convert_transpose(const OpDef& op) {
+    if (op.op_type != "Transpose" || !op.domain.empty() || op.inputs.size() != 1 || op.outputs.size() != 1) return false;
+    const auto attr = op.attrs.find("perm");
+    if (attr == op.attrs.end()) return false;
+    const auto* perm = std::get_if<std::vector<int64_t>>(&attr->second);
+    if (!perm || perm->size() != 4) return false;
+    const std::string& x = op.inputs[0];
+    if (nhwc_.count(x)) {
+      std::vector<int64_t> q;
+      for (int64_t p : *perm) q.push_back(kToNchw[p]);
+      OpDef t = op;
+      t.inputs = {nhwc_[x]};
+      if (q == std::vector<int64_t>{0, 1, 2, 3}) {
+        t.op_type = "Identity";
+        t.attrs.clear();
+      } else {
+        t.attrs["perm"] = q;
+      }
+      ops_.push_back(std::move(t));
+      ++report_.transposes_absorbed;
+      return true;
+    }
+    if (*perm == kToNchw && rank4(x)) {
+      nhwc_[op.outputs[0]] = x;
+      converted_.insert(op.outputs[0]);
+      ++report_.transposes_absorbed;
+      return true;
+    }
+    return false;
+  }
+
+  bool convert_concat(const OpDef& op) {
+    if (op.op_type != "Concat" || !op.domain.empty() || op.outputs.size() != 1 || !rank4(op.outputs[0])) return false;
+    const int64_t axis = attr_int(op, "axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    for (const std::string& in : op.inputs)
+      if (!nhwc_.count(in)) return false;
+    OpDef c = op;
+    c.attrs["axis"] = int64_t{3};
+    for (std::string& in : c.inputs) in = nhwc_[in];
+    output_nhwc(c);
+    ops_.push_back(std::move(c));
+    ++report_.ops_channels_last;
+    return true;
+  }
+
+  void channels_last() {
+    refresh_weights();
+    const std::vector<int> order = topological_order();
+    for (int i : order) {
+      const OpDef& op = out_.ops[i];
+      if (convert_conv(op) || convert_batch_norm(op) || convert_elementwise(op) || convert_pool(op) ||
+          convert_concat(op) || convert_transpose(op))
+        continue;
+      keep(op);
+    }
+    for (const std::string& o : out_.outputs) nchw(o);
+    out_.ops = std::move(ops_);
+  }
+
+  const ModelDef& in_;
+  const OpGraph& lowered_;
+  const NormalizeOptions& options_;
+  NormalizeReport& report_;
+  ModelDef out_;
+  std::set<std::string> names_, op_names_;
+  std::map<std::string, int> weight_index_;
+  // Channels-last state: the NHWC form of a tensor; tensors whose producer now writes only the NHWC
+  // form; those whose NCHW form has been made again by a transpose.
+  std::map<std::string, std::string> nhwc_;
+  std::set<std::string> converted_, materialized_;
+  std::vector<OpDef> ops_;
+};
+
+}  // namespace
+
+std::string NormalizeReport::summary() const {
+  if (!changed()) return "nothing to fold or re-lay out";
+  std::string out;
+  if (batch_norms_folded) out += cat("folded ", batch_norms_folded, " BatchNormalization into convolutions");
+  if (convs_channels_last || ops_channels_last || batch_norms_scaled) {
+    out += cat(out.empty() ? "" : "; ", convs_channels_last, " convolutions and ", ops_channels_last + batch_norms_scaled,
+               " other ops in NHWC");
+    if (batch_norms_scaled) out += cat(" (", batch_norms_scaled, " BatchNormalization as a scale and shift)");
+    if (convs_channels_padded) out += cat(", ", convs_channels_padded, " with input channels zero-padded");
+    out += cat(", ", transposes, " transposes");
+    if (transposes_absorbed) out += cat(" (", transposes_absorbed, " of the model's own absorbed)");
+  }
+  return out;
+}
+
+ModelDef normalize_model(const ModelDef& model, const OpGraph& lowered, const NormalizeOptions& options,
+                         NormalizeReport* report) {
+  NormalizeReport local;
+  NormalizeReport& r = report ? *report : local;
+  r = {};
+  return Normalizer(model, lowered, options, r).run();
+}
+
+}  // namespace tessel

@@ -1,0 +1,67 @@
+// The normalize stage (DESIGN.md, "Pipeline"): rewrites an imported model into the form the
+// kernel families are fast on, before it is lowered for scheduling. Every rewrite keeps what the
+// model computes (up to the rounding of folded weights in their dtype); tests check each against
+// the reference interpreter on the model as imported, and compile()'s check does too.
+//
+//   1. BatchNormalization folded into the convolution before it (inference mode, constant
+//      parameters, the convolution's output read by nothing else): W' = W * s per output channel
+//      and b' = (b - mean) * s + beta with s = gamma / sqrt(var + epsilon), computed once here.
+//   2. Channels-last (when asked: the backend prefers it, Backend::prefers_channels_last): every
+//      2-D NCHW convolution runs in NHWC (Tessel's Conv attribute layout "NHWC", weights re-laid
+//      out once to [M, kH, kW, C/g]), and so do the ops between such convolutions that can --
+//      elementwise ops (per-channel constants re-laid out), a remaining BatchNormalization (as a
+//      per-channel scale and shift), MaxPool / AveragePool (layout "NHWC"), GlobalAveragePool /
+//      GlobalMaxPool (a pool over the whole image), Concat along the channels, and the model's own
+//      Transposes into or out of NHWC (absorbed: ConvNeXt's permutes). A Transpose is
+//      inserted only where a tensor is needed in the other layout: at the model's inputs and
+//      outputs and before any op that has no NHWC form, each at most once per tensor. An
+//      ungrouped convolution whose input channels are not a multiple of the backend's alignment
+//      (3 for an RGB image) gets them zero-padded: a Pad of its NHWC input, its weights padded
+//      once here (the zero channels add nothing to any sum).
+//
+// Shapes come from lowering the model as imported (lower_model), which is also the reference the
+// normalized model is checked against.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tilegraph/lower.h"
+#include "tilegraph/model_def.h"
+
+namespace tessel {
+
+struct NormalizeOptions {
+  bool fold_batch_norm = true;
+  bool channels_last = false;
+  /// With channels_last: the input channels of an ungrouped convolution are zero-padded (its
+  /// input by a Pad, its weights once here) to a multiple of this many bytes, when they are not
+  /// one already (an RGB image's 3 channels). 0: never. The backend's convolution family says
+  /// what it needs (Backend::conv_channel_alignment_bytes).
+  int channel_alignment_bytes = 0;
+};
+
+/// What normalize_model changed.
+struct NormalizeReport {
+  int batch_norms_folded = 0;   // into the convolution before them
+  int batch_norms_scaled = 0;   // run in NHWC as a per-channel scale and shift
+  int convs_channels_last = 0;  // NCHW convolutions run in NHWC
+  int convs_channels_padded = 0;  // of those, input channels zero-padded to the alignment
+  int ops_channels_last = 0;    // other ops run in NHWC
+  int transposes = 0;           // inserted where a tensor crosses between the layouts
+  int transposes_absorbed = 0;  // the model's own Transposes to or from NHWC, made redundant
+  bool changed() const {
+    return batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
+               transposes_absorbed > 0;
+  }
+  /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops
+  /// in NHWC, 3 transposes".
+  std::string summary() const;
+};
+
+/// `model` normalized as `options` say. `lowered` is `model` lowered with the caller's options
+/// (its shapes; lower_model). The result has the same inputs and outputs, in the same layouts.
+ModelDef normalize_model(const ModelDef& model, const OpGraph& lowered, const NormalizeOptions& options,
+                         NormalizeReport* report = nullptr);
+
+}  // namespace tessel
