@@ -139,6 +139,10 @@ class Normalizer {
       if (!op.outputs[i].empty()) return false;
     for (int i = 1; i < 5; ++i)
       if (!is_float_weight(op.inputs[i])) return false;
+    // One value per channel in each parameter (lowering reports other shapes).
+    const int64_t c = weight(op.inputs[1])->type.num_elements();
+    for (int i = 2; i < 5; ++i)
+      if (weight(op.inputs[i])->type.num_elements() != c) return false;
     return true;
   }
   /// Per channel: s = gamma / sqrt(var + eps) and t = beta - mean * s.
