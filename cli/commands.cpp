@@ -71,8 +71,8 @@ const char* kRunHelp =
     "  --threads  interpreter / CPU worker threads (default: all hardware threads)\n"
     "  --cache    compile cache directory (default $TESSEL_CACHE_DIR or ~/.cache/tessel); --no-cache\n"
     "  --report   write a JSON report of a compiled run (compile stats, times, checks) to FILE\n"
-    "  --no-normalize  compile the model as imported: no BatchNormalization folding, no\n"
-    "             channels-last convolutions (docs/architecture.md, normalize)\n";
+    "  --no-normalize  compile the model as imported: no view clean-ups, no BatchNormalization\n"
+    "             folding, no channels-last convolutions (docs/architecture.md, normalize)\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx -o MODEL.json\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). Weight data over\n"

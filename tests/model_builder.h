@@ -27,9 +27,9 @@ class ModelBuilder {
     m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, lo, hi, seed}});
     return name;
   }
-  /// A 1-D i64 weight with these values (shapes, axes).
-  std::string weight_i64(const std::string& name, const std::vector<int64_t>& values) {
-    const TensorType type{DType::i64, {static_cast<int64_t>(values.size())}};
+  /// An i64 weight with these values (shapes, axes, indices): 1-D unless `scalar` (one value, rank 0).
+  std::string weight_i64(const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
+    const TensorType type{DType::i64, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())}};
     m_.weights.push_back({name, type, std::make_shared<const HostTensor>(type, std::vector<double>(values.begin(), values.end()))});
     return name;
   }

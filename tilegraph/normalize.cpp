@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tilegraph/error.h"
+#include "tilegraph/normalize_views.h"
 
 namespace tessel {
 
@@ -71,6 +72,7 @@ class Normalizer {
 
   ModelDef run() {
     refresh_weights();
+    if (options_.simplify_views) views();
     if (options_.fold_batch_norm) fold_batch_norms();
     if (options_.channels_last) channels_last();
     return std::move(out_);
@@ -102,9 +104,11 @@ class Normalizer {
     out_.weights.push_back(std::move(w));
     return out_.weights.back().name;
   }
-  /// The type of tensor `name` in the model as imported (nullopt: folded away or unknown).
+  /// The type of tensor `name` in the model as imported or added by a rewrite (nullopt: folded
+  /// away or unknown).
   std::optional<TensorType> type_of(const std::string& name) const {
     if (const WeightDef* w = weight(name)) return w->type;
+    if (auto it = added_types_.find(name); it != added_types_.end()) return it->second;
     if (auto t = lowered_.find_tensor(name)) return lowered_.tensor(*t).type;
     return std::nullopt;
   }
@@ -156,6 +160,34 @@ class Normalizer {
       s[c] = gamma[c] / std::sqrt(var[c] + eps);
       t[c] = beta[c] - mean[c] * s[c];
     }
+  }
+
+  // ---- 0. Views (normalize_views.h) --------------------------------------------------------------
+
+  void views() {
+    ViewContext ctx;
+    ctx.type_of = [this](const std::string& n) { return type_of(n); };
+    ctx.fresh_tensor = [this](const std::string& b) { return fresh(b, names_); };
+    ctx.fresh_op = [this](const std::string& b) { return fresh(b, op_names_); };
+    ctx.added_types = &added_types_;
+    ctx.ints_of = [this](const std::string& n) -> std::optional<std::vector<int64_t>> {
+      const WeightDef* w = weight(n);
+      if (!w || !is_integer(w->type.dtype)) return std::nullopt;
+      const HostTensor h = values_of(*w);
+      std::vector<int64_t> out;
+      for (int64_t i = 0; i < h.size(); ++i) out.push_back(static_cast<int64_t>(h[i]));
+      return out;
+    };
+    ctx.add_ints = [this](const std::string& base, const std::vector<int64_t>& values, std::vector<int64_t> shape) {
+      std::vector<double> v(values.begin(), values.end());
+      return add_weight(base, HostTensor(TensorType{DType::i64, std::move(shape)}, std::move(v)));
+    };
+    ViewReport r;
+    simplify_views(out_, ctx, r);
+    report_.scalars_moved = r.scalars_moved;
+    report_.view_chains = r.chains;
+    report_.view_ops_removed = r.ops_removed;
+    report_.matmuls_trans_b = r.matmuls_trans_b;
   }
 
   // ---- 1. BatchNormalization folding ------------------------------------------------------------
@@ -504,6 +536,7 @@ class Normalizer {
   NormalizeReport& report_;
   ModelDef out_;
   std::set<std::string> names_, op_names_;
+  std::map<std::string, TensorType> added_types_;
   std::map<std::string, int> weight_index_;
   // Channels-last state: the NHWC form of a tensor; tensors whose producer now writes only the NHWC
   // form; those whose NCHW form has been made again by a transpose.
@@ -517,7 +550,11 @@ class Normalizer {
 std::string NormalizeReport::summary() const {
   if (!changed()) return "nothing to fold or re-lay out";
   std::string out;
-  if (batch_norms_folded) out += cat("folded ", batch_norms_folded, " BatchNormalization into convolutions");
+  if (view_chains || matmuls_trans_b || scalars_moved) {
+    out += cat(view_chains, " view chains in canonical form (", view_ops_removed, " view ops fewer), ", matmuls_trans_b,
+               " MatMuls reading a transposed B, ", scalars_moved, " ops moved before a Transpose");
+  }
+  if (batch_norms_folded) out += cat(out.empty() ? "" : "; ", "folded ", batch_norms_folded, " BatchNormalization into convolutions");
   if (convs_channels_last || ops_channels_last || batch_norms_scaled) {
     out += cat(out.empty() ? "" : "; ", convs_channels_last, " convolutions and ", ops_channels_last + batch_norms_scaled,
                " other ops in NHWC");

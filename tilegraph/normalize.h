@@ -3,6 +3,10 @@
 // model computes (up to the rounding of folded weights in their dtype); tests check each against
 // the reference interpreter on the model as imported, and compile()'s check does too.
 //
+//   0. The data movement around attention that exporters leave (normalize_views.h): scalar
+//      elementwise ops moved before a Transpose, chains of view ops (Reshape, Transpose, Squeeze,
+//      Unsqueeze, Flatten, a Gather of one constant index) rewritten as one strided view in
+//      canonical form, and MatMul reading a Transpose of its B directly (attribute transB).
 //   1. BatchNormalization folded into the convolution before it (inference mode, constant
 //      parameters, the convolution's output read by nothing else): W' = W * s per output channel
 //      and b' = (b - mean) * s + beta with s = gamma / sqrt(var + epsilon), computed once here.
@@ -39,10 +43,17 @@ struct NormalizeOptions {
   /// one already (an RGB image's 3 channels). 0: never. The backend's convolution family says
   /// what it needs (Backend::conv_channel_alignment_bytes).
   int channel_alignment_bytes = 0;
+  /// The clean-ups of normalize_views.h: scalar ops before transposes, view chains in canonical
+  /// form, MatMul reading a transposed B directly.
+  bool simplify_views = true;
 };
 
 /// What normalize_model changed.
 struct NormalizeReport {
+  int scalars_moved = 0;        // elementwise ops and MatMuls moved before a Transpose
+  int view_chains = 0;          // chains of view ops rewritten in canonical form
+  int view_ops_removed = 0;     // view ops fewer after that
+  int matmuls_trans_b = 0;      // MatMuls reading a transposed B directly
   int batch_norms_folded = 0;   // into the convolution before them
   int batch_norms_scaled = 0;   // run in NHWC as a per-channel scale and shift
   int convs_channels_last = 0;  // NCHW convolutions run in NHWC
@@ -51,7 +62,7 @@ struct NormalizeReport {
   int transposes = 0;           // inserted where a tensor crosses between the layouts
   int transposes_absorbed = 0;  // the model's own Transposes to or from NHWC, made redundant
   bool changed() const {
-    return batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
+    return scalars_moved + view_chains + matmuls_trans_b + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
                transposes_absorbed > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops

@@ -86,6 +86,7 @@ struct MmaOperand {
   bool k_contiguous = true;            // c is the k index (A stored M x K, B stored N x K); else r is
   int64_t ld = 0;                      // elements between rows
   std::vector<int64_t> batch_strides;  // elements per step of each batch axis (0: broadcast)
+  int64_t offset = 0;                  // elements before the view's first one (a multiple of 16 bytes)
 };
 
 /// One dimension of the gathered A of an implicit GEMM: index = m_coeff * x[m_axis] +

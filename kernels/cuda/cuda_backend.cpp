@@ -143,7 +143,8 @@ class CudaExecutable : public Executable {
         TESSEL_ASSERT(where[t] != 0, "tensor '", graph.tensor(t).name, "' read by ", k.name, " has no buffer");
       l.args.push_back(scratch_);
       l.args.push_back(status_);
-      for (const TensorMapParam& m : k.plan.tensor_maps) l.maps.push_back(tensor_map(m, where[m.tensor], k.name));
+      for (const TensorMapParam& m : k.plan.tensor_maps)
+        l.maps.push_back(tensor_map(m, where[m.tensor] + static_cast<CUdeviceptr>(m.offset * 2), k.name));
       launches_.push_back(std::move(l));
     }
     for (Launch& l : launches_) {
@@ -469,7 +470,7 @@ class CudaBackend : public Backend {
         for (const TensorMapParam& m : k.plan.tensor_maps)
           maps.push_back({{"tensor", graph.tensor(m.tensor).name}, {"rows", m.rows}, {"cols", m.cols}, {"ld", m.ld},
                           {"box", {m.box_rows, m.box_cols}}, {"batch_extents", m.batch_extents},
-                          {"batch_strides", m.batch_strides}, {"swizzle", "128B"}, {"out_of_bounds", "zero"}});
+                          {"batch_strides", m.batch_strides}, {"offset", m.offset}, {"swizzle", "128B"}, {"out_of_bounds", "zero"}});
         e["tensor_maps"] = std::move(maps);
       }
       manifest["kernels"].push_back(e);

@@ -57,7 +57,8 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   } else {
     for (const auto& [var, op] : {std::pair<const char*, const MmaOperand*>{"tsl_q", &a.q}, {"tsl_k", &a.k}, {"tsl_v", &a.v}})
       os_ << "  const unsigned short* const " << var << " = g_in" << input_param(op->tensor) << " + ("
-          << batch_offset(op->batch_strides) << ");  // " << g_.tensor(op->tensor).name << "\n";
+          << batch_offset(op->batch_strides) << ")" << (op->offset ? cat(" + ", op->offset, "LL") : "") << ";  // "
+          << g_.tensor(op->tensor).name << "\n";
   }
   // The score function: S's value function returns the dot product being scored.
   std::string params;

@@ -135,9 +135,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   const char* elem = "unsigned short";
   if (!c.warpgroup) {
     os_ << "  const " << elem << "* const tsl_a = g_in" << input_param(c.a.tensor) << " + (" << batch_offset(c.a.batch_strides)
-        << ");  // A: " << g_.tensor(c.a.tensor).name << "\n";
+        << ")" << (c.a.offset ? cat(" + ", c.a.offset, "LL") : "") << ";  // A: " << g_.tensor(c.a.tensor).name << "\n";
     os_ << "  const " << elem << "* const tsl_b = g_in" << input_param(c.b.tensor) << " + (" << batch_offset(c.b.batch_strides)
-        << ");  // B: " << g_.tensor(c.b.tensor).name << "\n";
+        << ")" << (c.b.offset ? cat(" + ", c.b.offset, "LL") : "") << ";  // B: " << g_.tensor(c.b.tensor).name << "\n";
   }
 
   // 3. The main loop (the wgmma kernel runs it with the epilogue, below).

@@ -63,6 +63,7 @@ struct TensorMapParam {
   int64_t rows = 0, cols = 0, ld = 0;
   int box_rows = 0, box_cols = 0;
   std::vector<int64_t> batch_extents, batch_strides;
+  int64_t offset = 0;  // elements from the tensor's start to the map's origin
 };
 
 struct GroupPlan {

@@ -35,13 +35,34 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   p.elements = 1;
   for (int64_t e : p.extents) p.elements *= e;
   if (p.elements == 0) return fail("the output is empty");
-  if (generic.nodes.back().reshaped) return fail("the sink reshapes its output");
+  // A reshaping sink is fine: its output holds the domain's values in row-major order, where the
+  // kernel stores them (a reshaped node inside the group is not: it is read through its shape).
   int min_bytes = dtype_bytes(sink.output().dtype);
+  auto in_bounds = [](const TeNode& reader, const Access& acc) {
+    const std::vector<int64_t> extents = reader.extents();
+    for (int r = 0; r < acc.type.rank(); ++r)
+      if (acc.map.result(r).min_over(extents) < 0 || acc.map.result(r).max_over(extents) >= acc.type.shape[r]) return false;
+    return true;
+  };
+  // In-group plain copies (a transpose, a fixed index: body in0 of one in-bounds input, same
+  // dtype, no reshape, no write to device memory) are folded into their readers' maps: their
+  // domains may differ from the sink's.
+  std::vector<bool> folded(n, false);
+  std::vector<int> index_of(n, -1);  // group position -> position in p.nodes
+  for (int i = 0; i + 1 < n; ++i) {
+    const TeNode& node = graph.node(group.nodes[i]);
+    folded[i] = !generic.nodes[i].writes_global && !generic.nodes[i].reshaped && node.num_reduction() == 0 &&
+                node.inputs().size() == 1 && !node.inputs()[0].is_gather() && node.body().op() == ExprOp::input &&
+                node.body().index() == 0 && node.output().dtype == node.inputs()[0].type.dtype && in_bounds(node, node.inputs()[0]);
+  }
   for (int i = 0; i < n; ++i) {
+    if (folded[i]) continue;
     const TeNode& node = graph.node(group.nodes[i]);
     if (node.num_reduction() != 0) return fail(cat("'", node.name(), "' reduces"));
     if (node.extents() != p.extents) return fail(cat("'", node.name(), "' has another domain than the sink"));
     if (i + 1 < n && generic.nodes[i].writes_global) return fail(cat("'", node.name(), "' also writes device memory"));
+    if (i + 1 < n && generic.nodes[i].reshaped) return fail(cat("'", node.name(), "' reshapes its output inside the group"));
+    index_of[i] = static_cast<int>(p.nodes.size());
     p.nodes.push_back(group.nodes[i]);
     std::vector<VectorRead> reads;
     const std::vector<TensorId>& ins = graph.node_inputs(group.nodes[i]);
@@ -53,11 +74,24 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
       r.read.map = acc.map;
       r.read.type = acc.type;
       r.read.pad = acc.pad_value;
-      r.producer = generic.position(graph.producer(ins[k]));
-      if (r.producer >= 0) {
-        if (!is_identity(acc.map, d)) return fail(cat("'", node.name(), "' reads '", graph.tensor(ins[k]).name, "' at another point"));
+      int pos = generic.position(graph.producer(ins[k]));
+      if (pos >= 0 && folded[pos] && !in_bounds(node, acc))
+        return fail(cat("'", node.name(), "' reads the copy '", graph.node(group.nodes[pos]).name(), "' out of bounds"));
+      while (pos >= 0 && folded[pos]) {  // through the copy: its source at the composed map
+        const NodeId c = group.nodes[pos];
+        const Access& src = graph.node(c).inputs()[0];
+        r.read.tensor = graph.node_inputs(c)[0];
+        r.read.map = compose(src.map, r.read.map);
+        r.read.type = src.type;
+        r.read.pad = src.pad_value;
+        pos = generic.position(graph.producer(r.read.tensor));
+      }
+      r.producer = pos >= 0 ? index_of[pos] : -1;
+      if (pos >= 0) {
+        if (!is_identity(r.read.map, d))
+          return fail(cat("'", node.name(), "' reads '", graph.tensor(r.read.tensor).name, "' at another point"));
       } else {
-        min_bytes = std::min(min_bytes, dtype_bytes(acc.type.dtype));
+        min_bytes = std::min(min_bytes, dtype_bytes(r.read.type.dtype));
       }
       reads.push_back(r);
     }

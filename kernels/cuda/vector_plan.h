@@ -6,9 +6,13 @@
 // thread one element and recompute its tile's boxes per block.
 //
 // A group qualifies when
-//   * no node reduces, the sink's output is not reshaped, and only the sink writes device memory;
+//   * no node reduces, no node but the sink reshapes its output (the sink stores at its domain
+//     point's row-major offset, which a reshape keeps), and only the sink writes device memory;
 //   * every node's domain is the sink's (same spatial extents), and every read of an in-group node
-//     is at the reader's own point (the identity map), so one point indexes every node;
+//     is at the reader's own point (the identity map), so one point indexes every node -- except
+//     in-group plain copies (a transpose, a fixed index: body in0 of one in-bounds input, same
+//     dtype, no reshape, read in bounds), which are folded into their readers' maps and never
+//     computed (the copies before an attention's Q and K scaling);
 //   * no read is a gather;
 //   * the last axis is a multiple of a vector width of at least two elements.
 // Reads of device memory may be any affine map; those that walk the last axis contiguously

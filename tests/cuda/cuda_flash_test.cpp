@@ -8,7 +8,7 @@
 // chunk), keys fewer than a chunk, bf16, d 32 / 64 / 128, dv != d, an additive mask read from
 // device memory, score steps evaluated two scores at a time in packed f16x2 / bf16x2 registers
 // (scale and shift by scalars) or one at a time (a mask, a division), heads transposed out of [batch, seq, heads, d] (strided rows, tensor maps with
-// non-nested batch strides). Without a GPU the run case prints [SKIP] and the compile-only case
+// non-nested batch strides), Q, K and V at fixed offsets of one packed tensor. Without a GPU the run case prints [SKIP] and the compile-only case
 // still compiles every kernel.
 #include <doctest/doctest.h>
 
@@ -34,11 +34,18 @@ struct Attn {
   bool probs_output = false;   // P is also a graph output (no streaming)
   bool shift = false;          // + shift (a one-element weight) after the scaling
   bool divide = false;         // divided by the scale instead of multiplied
+  bool packed = false;         // Q, K, V: Gathers of fixed indices 0, 1, 2 of one [3, batch, seq, heads, d] input
 };
 
 OpGraph attention(const Attn& a) {
   ModelBuilder b(a.dt);
+  const std::string packed = a.packed ? b.input("qkv", {3, a.batch, a.sq, a.heads, a.d}) : "";
   auto operand = [&](const char* name, int64_t s, int64_t d) {
+    if (a.packed) {  // the kernels read each from its offset in the packed tensor (Q's is 0)
+      const int64_t index = std::string(name) == "q" ? 0 : std::string(name) == "k" ? 1 : 2;
+      const std::string h = b.op("Gather", {packed, b.weight_i64(cat("index_", name), {index}, true)}, {{"axis", int64_t{0}}});
+      return b.op("Transpose", {h}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+    }
     if (!a.seq_major) return b.input(name, {a.batch, a.heads, s, d});
     return b.op("Transpose", {b.input(name, {a.batch, s, a.heads, d})}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   };
@@ -68,6 +75,8 @@ std::vector<FlashCase> flash_cases() {
   add("f16 scaled and shifted by scalars 1x2 s100/333 d64", Attn{.sq = 100, .skv = 333, .shift = true});
   add("bf16 scaled and shifted by scalars 1x2 s96/130 d64", Attn{.dt = DType::bf16, .sq = 96, .skv = 130, .shift = true});
   add("f16 divided by the scale 1x2 s64/200 d64", Attn{.sq = 64, .skv = 200, .divide = true});
+  add("f16 packed Q, K, V at offsets of one tensor 2x3 s197/197 d64", Attn{.batch = 2, .heads = 3, .sq = 197, .skv = 197, .packed = true});
+  add("bf16 packed Q, K, V 1x2 s80/80 d128", Attn{.dt = DType::bf16, .sq = 80, .skv = 80, .d = 128, .dv = 128, .packed = true});
   return out;
 }
 
@@ -196,6 +205,22 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
         if (hopper) CHECK(k.source.find("a producer and two consumer warpgroups") != std::string::npos);
       }
     }
+  }
+  // Q, K and V at fixed offsets of one packed tensor: both kernels read them in place (K and V
+  // start 1 and 2 times B * S * H * d elements in).
+  const Attn packed{.batch = 2, .heads = 3, .sq = 197, .skv = 197, .packed = true};
+  const OpGraph pg = attention(packed);
+  for (const HwSpec* spec : {&gpu_spec(), &no_wgmma}) {
+    const Schedule ps = schedule_with(pg, *spec, "welder");
+    int flash = 0;
+    for (int i = 0; i < static_cast<int>(ps.groups.size()); ++i) {
+      const cuda::GeneratedKernel k = emit_kernel(pg, ps, i, *spec);
+      if (k.path != "flash") continue;
+      ++flash;
+      CHECK(k.source.find(cat("from element ", 2 * 197 * 3 * 64)) != std::string::npos);
+      CHECK(k.source.find(cat("from element ", 2 * 2 * 197 * 3 * 64)) != std::string::npos);
+    }
+    CHECK(flash == 1);
   }
   // Too few queries or a head dimension off the 64-element rows: the reason names it.
   const OpGraph few = attention(Attn{DType::f16, 1, 2, 40, 300, 64, 64});

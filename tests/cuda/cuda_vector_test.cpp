@@ -46,6 +46,24 @@ OpGraph integers(std::vector<int64_t> shape) {
   return b.graph(b.op("Where", {gt, b.op("Add", {xi, xi}), b.op("Neg", {xi})}));
 }
 
+/// q = packed[:, 1].transpose(1, 0, 2) * scale over a packed [s, 3, h, d] input: a fixed index and
+/// a transpose (in-group copies, folded into the read: a vector read along d) before a scalar
+/// multiply (exported attention's K scaling).
+OpGraph heads(DType dt, int64_t s, int64_t h, int64_t d) {
+  ModelBuilder b(dt);
+  const std::string k = b.op("Gather", {b.input("packed", {s, 3, h, d}), b.weight_i64("one", {1}, true)}, {{"axis", int64_t{1}}});
+  const std::string t = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  return b.graph(b.op("Mul", {t, b.weight("scale", {}, 5)}));
+}
+
+/// relu of x [b, h, s, d] permuted to [s, b, h, d], merged to [s * b, h * d]: a sink that reshapes
+/// its output (exported attention's output before its projection).
+OpGraph merged(DType dt, int64_t bt, int64_t h, int64_t s, int64_t d) {
+  ModelBuilder b(dt);
+  const std::string t = b.op("Transpose", {b.input("x", {bt, h, s, d})}, {{"perm", std::vector<int64_t>{2, 0, 1, 3}}});
+  return b.graph(b.op("Reshape", {b.op("Relu", {t}), b.weight_i64("shape", {s * bt, h * d})}));
+}
+
 using VectorCase = GraphCase;
 
 std::vector<VectorCase> vector_cases() {
@@ -58,6 +76,9 @@ std::vector<VectorCase> vector_cases() {
   add("transposed f16 33x40", transposed(DType::f16, 33, 40));
   add("widen f16 -> f32 17x24", widen(DType::f16, {17, 24}));
   add("integers 31x8", integers({31, 8}));
+  add("heads f16 s197 h3 d64 (fixed index and transpose folded)", heads(DType::f16, 197, 3, 64));
+  add("heads bf16 s5 h2 d6", heads(DType::bf16, 5, 2, 6));
+  add("merged f16 2x3x197x64 (reshaping sink)", merged(DType::f16, 2, 3, 197, 64));
   return out;
 }
 
@@ -91,6 +112,19 @@ TEST_CASE("cuda vector: elementwise groups take the vector path, 16 bytes of the
   REQUIRE(t.path == "vector");
   for (const auto& reads : t.vector->reads)
     for (const cuda::VectorRead& r : reads) CHECK_FALSE(r.vector);
+}
+
+TEST_CASE("cuda vector: in-group copies fold into the reads, a reshaping sink stores in place") {
+  // Gather and Transpose are not computed: the multiply reads the packed input at the composed map,
+  // 8 f16 along d at a time.
+  const cuda::GeneratedKernel k = welder_kernel(heads(DType::f16, 197, 3, 64));
+  REQUIRE(k.path == "vector");
+  CHECK(k.vector->nodes.size() == 1);
+  REQUIRE(k.vector->reads[0].size() == 2);
+  CHECK(k.vector->reads[0][0].vector);
+  CHECK(k.vector->reads[0][0].read.type.shape == std::vector<int64_t>{197, 3, 3, 64});
+  const cuda::GeneratedKernel r = welder_kernel(merged(DType::f16, 2, 3, 197, 64));
+  CHECK(r.path == "vector");
 }
 
 TEST_CASE("cuda vector: groups outside the path keep the generic kernel and say why") {

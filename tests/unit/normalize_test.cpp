@@ -1,6 +1,7 @@
-// The normalize stage (tilegraph/normalize.h): BatchNormalization folding and channels-last
-// convolutions keep what the model computes -- each rewritten model is interpreted and compared
-// with the model as imported -- and rewrite what they promise.
+// The normalize stage (tilegraph/normalize.h): the view clean-ups around attention,
+// BatchNormalization folding and channels-last convolutions keep what the model computes -- each
+// rewritten model is interpreted and compared with the model as imported -- and rewrite what they
+// promise.
 #include <doctest/doctest.h>
 
 #include "../model_builder.h"
@@ -59,6 +60,46 @@ void check_same_outputs(const ModelDef& original, const ModelDef& normalized, ui
   }
 }
 
+
+/// Self-attention as PyTorch's TorchScript exporter writes nn.MultiheadAttention(batch_first=True)
+/// (torchvision's ViT): the tokens transposed to [S, B, E], one packed input projection, the
+/// unflatten / unsqueeze / transpose / squeeze of the packed Q, K, V, a Gather of each, views
+/// through [S, B * H, d] to [B, H, S, d], sqrt(scale) on Q and on the transposed K, the output
+/// transposed and merged for the output projection (a Gemm), viewed and transposed back.
+ModelDef torch_mha(DType dt, int64_t B, int64_t S, int64_t H, int64_t d) {
+  ModelBuilder b(dt);
+  const int64_t E = H * d;
+  const std::string x = b.input("x", {B, S, E});
+  auto perm = [](std::vector<int64_t> p) { return std::map<std::string, AttrValue>{{"perm", p}}; };
+  std::string t = b.op("Transpose", {x}, perm({1, 0, 2}));
+  t = b.op("Add", {b.op("MatMul", {t, b.weight("w_in", {E, 3 * E}, 1, -0.2, 0.2)}), b.weight("b_in", {3 * E}, 2, -0.1, 0.1)});
+  t = b.op("Reshape", {t, b.weight_i64("unflatten", {S, B, 3, E})});
+  t = b.op("Unsqueeze", {t, b.weight_i64("axes0", {0})});
+  t = b.op("Transpose", {t}, perm({3, 1, 2, 0, 4}));
+  t = b.op("Squeeze", {t, b.weight_i64("axes3", {3})});  // [3, S, B, E]
+  std::vector<std::string> qkv;
+  for (int i = 0; i < 3; ++i) {
+    std::string h = b.op("Gather", {t, b.weight_i64(cat("index", i), {i}, true)}, {{"axis", int64_t{0}}});
+    h = b.op("Reshape", {h, b.weight_i64(cat("sbh", i), {S, B * H, d})});
+    h = b.op("Transpose", {h}, perm({1, 0, 2}));
+    qkv.push_back(b.op("Reshape", {h, b.weight_i64(cat("bhsd", i), {B, H, S, d})}));
+  }
+  const std::string root_scale = b.weight("root_scale", {}, 3, 0.3, 0.4);
+  const std::string q = b.op("Mul", {qkv[0], root_scale});
+  const std::string k = b.op("Mul", {b.op("Transpose", {qkv[1]}, perm({0, 1, 3, 2})), root_scale});
+  const std::string p = b.op("Softmax", {b.op("MatMul", {q, k})}, {{"axis", int64_t{-1}}});
+  std::string o = b.op("Transpose", {b.op("MatMul", {p, qkv[2]})}, perm({2, 0, 1, 3}));
+  o = b.op("Reshape", {o, b.weight_i64("merge", {S * B, E})});
+  o = b.op("Gemm", {o, b.weight("w_out", {E, E}, 4, -0.2, 0.2), b.weight("b_out", {E}, 5, -0.1, 0.1)}, {{"transB", int64_t{1}}});
+  o = b.op("Transpose", {b.op("Reshape", {o, b.weight_i64("sbe", {S, B, E})})}, perm({1, 0, 2}));
+  return b.model({b.op("Add", {o, x})});
+}
+
+int count_ops(const ModelDef& m, const std::string& type) {
+  int n = 0;
+  for (const OpDef& op : m.ops) n += op.op_type == type;
+  return n;
+}
 }  // namespace
 
 TEST_CASE("normalize: BatchNormalization folded into the convolution before it") {
@@ -117,7 +158,7 @@ TEST_CASE("normalize: what is not rewritten") {
   CHECK(report.transposes == 3);  // x in; y and z out
   check_same_outputs(m, n, 7);
   NormalizeReport none;
-  normalize_model(m, lower_model(m), NormalizeOptions{false, false}, &none);
+  normalize_model(m, lower_model(m), NormalizeOptions{false, false, 0, false}, &none);
   CHECK_FALSE(none.changed());
   CHECK(none.summary() == "nothing to fold or re-lay out");
 }
@@ -194,13 +235,114 @@ TEST_CASE("normalize: compile() rewrites for the backend that prefers channels-l
   const Compilation cpu = compile(r);
   CHECK(cpu.normalized.batch_norms_folded == gpu.normalized.batch_norms_folded);
   CHECK(cpu.normalized.convs_channels_last == 0);
-  r.normalize = NormalizeOptions{false, false};
+  r.normalize = NormalizeOptions{false, false, 0, false};
   const Compilation as_imported = compile(r);
   CHECK(as_imported.graph.print() == as_imported.reference.print());
   // The normalized GPU graph computes what the imported model does.
   const ModelDef m = load_model(path);
   NormalizeOptions both{true, true};
   check_same_outputs(m, normalize_model(m, lower_model(m), both), 11);
+}
+
+}  // namespace tessel::testing
+
+namespace tessel::testing {
+
+TEST_CASE("normalize: exported attention's views become one strided view each, K is read as stored") {
+  const ModelDef m = torch_mha(DType::f32, 2, 5, 3, 4);
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+  // Q, K and V each: 8 view ops from the projection (its Transpose moved after the MatMul and the
+  // bias) become a split Reshape (shared), a Gather and a Transpose.
+  CHECK(report.view_chains == 3);
+  CHECK(report.scalars_moved == 3);  // the MatMul and the bias add before the tokens' Transpose; K's Mul
+  CHECK(report.matmuls_trans_b == 1);  // Q K^T reads K as [B, H, S, d]
+  CHECK(report.view_ops_removed > 10);
+  CHECK(count_ops(n, "Unsqueeze") == 0);
+  CHECK(count_ops(n, "Squeeze") == 0);
+  CHECK(count_ops(n, "Reshape") == 1 + 2);  // the split; the merge before the Gemm and its undo stay (copies)
+  CHECK(count_ops(n, "Transpose") == 3 + 2);
+  CHECK(report.summary().find("3 view chains in canonical form") != std::string::npos);
+  check_same_outputs(m, n, 21);
+  // Each rewrite alone keeps the outputs too, and none of it runs when not asked.
+  NormalizeOptions off;
+  off.simplify_views = false;
+  NormalizeReport none;
+  CHECK(normalize_model(m, lower_model(m), off, &none).ops.size() == m.ops.size());
+  CHECK(none.view_chains + none.matmuls_trans_b + none.scalars_moved == 0);
+}
+
+TEST_CASE("normalize: views that need a copy, slices and weights are left as they are") {
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {4, 6, 8});
+  auto perm = [](std::vector<int64_t> p) { return std::map<std::string, AttrValue>{{"perm", p}}; };
+  // A transpose then a merge of dimensions apart in memory: a copy, not a view.
+  const std::string merged = b.op("Reshape", {b.op("Transpose", {b.op("Relu", {x})}, perm({1, 0, 2})), b.weight_i64("s1", {24, 8})});
+  // Gather of an index that is not known at import: kept.
+  const std::string idx = b.input("i", {});
+  const std::string picked = b.op("Reshape", {b.op("Gather", {b.op("Neg", {x}), b.op("Cast", {idx}, {{"to", int64_t{7}}})}), b.weight_i64("s2", {48})});
+  // A chain of a weight: lowering folds it.
+  const std::string wv = b.op("Reshape", {b.op("Transpose", {b.weight("w", {8, 4}, 9)}, perm({1, 0})), b.weight_i64("s3", {32})});
+  const ModelDef m = b.model({merged, picked, wv});
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+  CHECK(report.view_chains == 0);
+  CHECK(n.ops.size() == m.ops.size());
+}
+
+TEST_CASE("normalize: a Gather of one index known at import is an affine copy, checked at import") {
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {3, 4, 5});
+  const std::string g0 = b.op("Gather", {x, b.weight_i64("i0", {-1}, true)}, {{"axis", int64_t{1}}});  // x[:, 3]
+  const std::string g1 = b.op("Gather", {x, b.weight_i64("i1", {2})}, {{"axis", int64_t{2}}});        // x[..., 2:3]
+  const OpGraph g = b.graph(std::vector<std::string>{g0, g1});
+  for (int i = 0; i < g.num_nodes(); ++i) CHECK_FALSE(g.node(i).inputs()[0].is_gather());
+  const HostTensor in = random_uniform(DType::f32, {3, 4, 5}, 4);
+  const std::vector<HostTensor> out = interpret(g, {in});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].shape() == std::vector<int64_t>{3, 5});
+  CHECK(out[1].shape() == std::vector<int64_t>{3, 4, 1});
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t c = 0; c < 5; ++c) CHECK(out[0][a * 5 + c] == in[(a * 4 + 3) * 5 + c]);
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t r = 0; r < 4; ++r) CHECK(out[1][a * 4 + r] == in[(a * 4 + r) * 5 + 2]);
+  ModelBuilder bad(DType::f32);
+  const std::string y = bad.op("Gather", {bad.input("x", {3, 4}), bad.weight_i64("i", {4}, true)}, {{"axis", int64_t{1}}});
+  CHECK_THROWS_WITH_AS(bad.graph(y), doctest::Contains("index 4 is out of range for axis 1 of extent 4"), UserError);
+}
+
+TEST_CASE("normalize: MatMul's transB reads B transposed in its last two dimensions") {
+  ModelBuilder b(DType::f32);
+  const std::string a = b.input("a", {2, 3, 4}), bt = b.input("bt", {2, 5, 4});
+  const std::string direct = b.op("MatMul", {a, bt}, {{"transB", int64_t{1}}});
+  const std::string via = b.op("MatMul", {a, b.op("Transpose", {bt}, {{"perm", std::vector<int64_t>{0, 2, 1}}})});
+  const OpGraph g = b.graph(std::vector<std::string>{direct, via});
+  const std::vector<HostTensor> out = interpret(g, {random_uniform(DType::f32, {2, 3, 4}, 1), random_uniform(DType::f32, {2, 5, 4}, 2)});
+  CHECK(out[0].values() == out[1].values());
+  ModelBuilder bad(DType::f32);
+  const std::string y = bad.op("MatMul", {bad.input("a", {3, 4}), bad.input("b", {4, 5})}, {{"transB", int64_t{2}}});
+  CHECK_THROWS_WITH_AS(bad.graph(y), doctest::Contains("attribute 'transB' is 2, not 0 or 1"), UserError);
+}
+
+TEST_CASE("normalize: exported attention compiles to the streamed attention kernel for the GPU") {
+  // d 64 and 197 tokens: without the rewrites, K^T is stored [B, H, d, S] with rows 197 elements
+  // apart, which the tensor-core kernels cannot read, and the whole attention takes the generic
+  // kernel.
+  const ModelDef model = torch_mha(DType::f16, 2, 197, 2, 64);
+  CompileRequest r;
+  r.model = &model;
+  r.backend.clear();
+  r.spec = shipped_spec("nvidia-h100-sxm");
+  r.last = Stage::schedule;
+  auto families = [&](const Compilation& c) {
+    std::map<std::string, int> n;
+    for (const ScheduleGroup& g : c.schedule.groups) ++n[g.group.kernel.family];
+    return n;
+  };
+  const Compilation normalized = compile(r);
+  CHECK(families(normalized)["flash"] == 1);
+  r.normalize = NormalizeOptions{false, false, 0, false};
+  CHECK(families(compile(r))["flash"] == 0);
 }
 
 }  // namespace tessel::testing

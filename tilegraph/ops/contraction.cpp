@@ -80,7 +80,12 @@ Value matmul(LowerContext& ctx, const Value& a, const Value& b, bool trans_a, bo
 }
 
 void lower_matmul(LowerContext& ctx) {
-  ctx.set_output(0, matmul(ctx, ctx.input(0), ctx.input(1), false, false, 1.0, ""));
+  // transB (Tessel's, not ONNX's): B is given as its transpose in its last two dimensions (the
+  // normalize stage's MatMul of a transposed operand, tilegraph/normalize_views.h).
+  const int64_t trans_b = ctx.attr_int("transB", 0);
+  if (trans_b != 0 && trans_b != 1) ctx.fail(cat("attribute 'transB' is ", trans_b, ", not 0 or 1"));
+  if (trans_b && ctx.input(1).rank() < 2) ctx.fail(cat("transB needs B of rank >= 2, got ", ctx.input(1).type.print()));
+  ctx.set_output(0, matmul(ctx, ctx.input(0), ctx.input(1), false, trans_b != 0, 1.0, ""));
 }
 
 void lower_gemm(LowerContext& ctx) {

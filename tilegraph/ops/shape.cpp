@@ -381,6 +381,26 @@ void lower_gather(LowerContext& ctx) {
   const int na = static_cast<int>(out.size());
   NodeSpec spec;
   spec.axes = spatial_axes(out);
+  if (indices.is_constant() && indices.type.num_elements() == 1 && !data.is_constant()) {
+    // One index known at import (ONNX exports of x[0], qkv[1]): a copy at a fixed offset along
+    // `axis`, an affine read that fuses and folds like a slice, not a data-dependent gather.
+    const int64_t extent = data.shape()[axis];
+    int64_t index = static_cast<int64_t>((*indices.constant)[0]);
+    if (index < -extent || index >= extent) ctx.fail(cat("index ", index, " is out of range for axis ", axis, " of extent ", extent));
+    if (index < 0) index += extent;
+    std::vector<AffineExpr> rows;
+    for (int d = 0; d < data.rank(); ++d) {
+      AffineExpr e{std::vector<int64_t>(na, 0), 0};
+      if (d < axis) e.coeffs[d] = 1;
+      else if (d > axis) e.coeffs[d + q - 1] = 1;
+      else e.offset = index;  // an index of rank 1 keeps its axis, of extent 1: read at 0
+      rows.push_back(std::move(e));
+    }
+    spec.inputs.push_back(Access{data.type, AffineMap(na, std::move(rows))});
+    spec.body = input(0, data.dtype());
+    ctx.set_output(0, ctx.emit(std::move(spec), {data}));
+    return;
+  }
   std::vector<int> data_axes;
   for (int d = 0; d < data.rank(); ++d)
     data_axes.push_back(d < axis ? d : (d == axis ? -1 : d + q - 1));

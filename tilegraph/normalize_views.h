@@ -1,0 +1,55 @@
+// The normalize stage's clean-ups of the data movement ONNX exporters leave around attention
+// (normalize.h, rewrites 0a-0c; normalize.cpp runs them first). Internal to tilegraph.
+//
+//   a. Transposes move towards their consumers, past what commutes with them: an elementwise op
+//      whose other inputs broadcast over trailing dimensions the permutation keeps in place
+//      (Mul(Transpose(k), c) becomes Transpose(Mul(k, c)); a bias add), and a MatMul by a matrix
+//      when the permutation keeps the last dimension (MatMul(Transpose(x), W) becomes
+//      Transpose(MatMul(x, W))). There the next rewrite folds them into the views that follow.
+//   b. A chain of view ops (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, and a Gather
+//      of one index known at import) is one strided view of its source tensor, as a framework
+//      tracks views. When it is not the chain itself, it is rewritten in the canonical form: one
+//      Reshape that only splits dimensions, one Gather per dimension a fixed index is taken
+//      from, one Transpose, and a Reshape that only adds dimensions of size 1 -- each an affine
+//      read that fuses into its consumer (the merge-then-split pairs of `view(S, B * H, d)` then
+//      `view(B, H, S, d)` are what blocks that).
+//   c. MatMul(a, Transpose(y)) whose Transpose swaps the last two dimensions reads y directly
+//      (the MatMul's Tessel attribute transB = 1): K stays keys x d, 16-byte aligned rows, for
+//      the tensor-core and attention kernels.
+// Each keeps every value bit for bit: no arithmetic moves across a rounding.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "tilegraph/model_def.h"
+
+namespace tessel {
+
+struct ViewReport {
+  int scalars_moved = 0;     // a: ops moved before a Transpose
+  int chains = 0;            // b: view chains rewritten
+  int ops_removed = 0;       // b: view ops fewer after it
+  int matmuls_trans_b = 0;   // c: MatMuls reading B through transB
+};
+
+struct ViewContext {
+  /// The type of a tensor of the model (nullopt: unknown).
+  std::function<std::optional<TensorType>(const std::string&)> type_of;
+  /// A fresh tensor or op name from a base.
+  std::function<std::string(const std::string&)> fresh_tensor, fresh_op;
+  /// Types of the tensors the rewrites add (type_of does not know them).
+  std::map<std::string, TensorType>* added_types = nullptr;
+  /// The integer values of a tensor known at import (a weight), nullopt otherwise.
+  std::function<std::optional<std::vector<int64_t>>(const std::string&)> ints_of;
+  /// Adds an i64 weight, returns its name.
+  std::function<std::string(const std::string&, const std::vector<int64_t>&, std::vector<int64_t>)> add_ints;
+};
+
+/// Runs rewrites a-c on `model` in place.
+void simplify_views(ModelDef& model, const ViewContext& ctx, ViewReport& report);
+
+}  // namespace tessel
