@@ -1,9 +1,14 @@
 // Helpers shared by the `tessel` subcommands (cli_common.h).
 #include "cli/cli_common.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,6 +34,20 @@ std::string milliseconds(Clock::time_point start) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f ms", seconds_since(start) * 1e3);
   return buf;
+}
+
+std::string private_temp_file(const std::string& prefix, const std::string& suffix) {
+  std::string path = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX" + suffix)).string();
+  const int fd = ::mkstemps(path.data(), static_cast<int>(suffix.size()));
+  if (fd < 0) throw UserError(path, "", cat("cannot create a temporary file: ", std::strerror(errno)));
+  ::close(fd);
+  return path;
+}
+
+std::string private_temp_dir(const std::string& prefix) {
+  std::string path = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(path.data()) == nullptr) throw UserError(path, "", cat("cannot create a temporary directory: ", std::strerror(errno)));
+  return path;
 }
 
 std::string human(double v, const char* unit) {

@@ -28,6 +28,12 @@ std::string milliseconds(Clock::time_point start);
 /// 1234567 -> "1.23 M<unit>".
 std::string human(double v, const char* unit);
 
+/// A new file or directory of this user only (mode 0600 / 0700), created under the temporary
+/// directory with an unpredictable name (mkstemps / mkdtemp: never an existing path, never through
+/// a symbolic link). UserError when it cannot be created.
+std::string private_temp_file(const std::string& prefix, const std::string& suffix);
+std::string private_temp_dir(const std::string& prefix);
+
 /// Inputs, outputs, weights and totals of a lowered model; with `node_table`, one line per node.
 void print_summary(std::ostream& os, const ModelDef& model, const OpGraph& g, bool node_table);
 

@@ -234,7 +234,7 @@ int cmd_compile(const std::vector<std::string>& argv) {
       throw UserError("command line", "--dump", cat("the ", backend->name(), " backend dumps ", known, ", not '", *format, "'"));
     }
     dump_format = *format;
-    dump_dir = fs::temp_directory_path() / cat("tessel_dump_", ::getpid());
+    dump_dir = private_temp_dir("tessel_dump_");
     r.emit_format = *format;
     r.emit_dir = dump_dir.string();
   }

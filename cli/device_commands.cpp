@@ -24,6 +24,7 @@
 #include "cli/cli_common.h"
 #include "tilegraph/compare.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 #include "tilegraph/import/load_model.h"
 #include "tilegraph/interpreter.h"
 #include "tilegraph/sampled_reference.h"
@@ -197,9 +198,7 @@ std::vector<HostTensor> run_compiled(const Compilation& compiled, const std::vec
     if (request.check) r["check_mode"] = check_mode;
     r["outputs"] = nlohmann::ordered_json::array();
     for (const auto& [name, ok, rel_l2] : checks) r["outputs"].push_back({{"name", name}, {"ok", ok}, {"rel_l2_error", rel_l2}});
-    std::ofstream out(request.report_path);
-    if (!out) throw UserError(request.report_path, "", "cannot write the report");
-    out << r.dump(1) << "\n";
+    write_file_atomically(request.report_path, r.dump(1) + "\n");
   }
   return outputs;
 }

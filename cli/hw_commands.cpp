@@ -20,6 +20,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 
 namespace tessel {
 namespace {
@@ -87,10 +88,7 @@ int hw_probe(const std::vector<std::string>& argv) {
     std::cout << text;
     return 0;
   }
-  std::ofstream file(out, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) throw UserError(out, "", cat("cannot write hardware spec: ", std::strerror(errno)));
+  write_file_atomically(out, text);
   if (isatty(STDERR_FILENO)) std::cerr << "tessel hw probe: wrote " << out << "\n";
   return 0;
 }

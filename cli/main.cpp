@@ -1,8 +1,11 @@
 // `tessel`: the command-line driver.
 //
 // Exit status: 0 success; 1 a check failed (`run --expect` found a mismatch); 2 bad input (a
-// UserError, printed as one line); 3 an internal error (a Tessel bug).
+// UserError, a path the file system refuses, a resource the system refuses; printed as one
+// escaped line); 3 an internal error (a Tessel bug, or any other exception).
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -55,5 +58,18 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "tessel: error: out of memory\n";
     return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user named that cannot be created, read or written (an existing file where a
+    // folder is wanted, no permission): bad input, one line.
+    std::cerr << "tessel: error: " << tessel::UserError(e.path1().string(), "", e.code().message()).what() << "\n";
+    return 2;
+  } catch (const std::system_error& e) {
+    // The system refused a resource (threads, files): not a bug in Tessel, and nothing to retry.
+    std::cerr << "tessel: error: " << tessel::UserError("", "", e.what()).what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tessel: internal error: unexpected exception: " << tessel::UserError("", "", e.what()).what()
+              << "\nThis is a bug in Tessel; please report it with the model.\n";
+    return 3;
   }
 }

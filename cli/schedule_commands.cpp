@@ -18,6 +18,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 #include "tilegraph/import/load_model.h"
 #include "tilegraph/lower.h"
 
@@ -59,9 +60,7 @@ Scheduled make_schedule(const Args& args) {
 
 void write_output(const Args& args, const std::string& text) {
   if (auto out = args.option("o")) {
-    std::ofstream f(*out);
-    if (!f) throw UserError(*out, "", "cannot write the output file");
-    f << text;
+    write_file_atomically(*out, text);
     return;
   }
   std::cout << text;
@@ -69,9 +68,15 @@ void write_output(const Args& args, const std::string& text) {
 
 // Renders dot text to SVG with Graphviz's `dot`.
 std::string render_svg(const std::string& dot) {
-  const fs::path dir = fs::temp_directory_path();
-  const fs::path in = dir / cat("tessel_explain_", ::getpid(), ".dot");
-  std::ofstream(in) << dot;
+  const fs::path in = private_temp_file("tessel_explain_", ".dot");
+  {
+    std::ofstream f(in);
+    f << dot;
+    if (!f.flush()) {
+      fs::remove(in);
+      throw UserError(in.string(), "", "cannot write the graph for Graphviz");
+    }
+  }
   const std::string cmd = "dot -Tsvg '" + in.string() + "' 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string svg;

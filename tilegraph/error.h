@@ -26,6 +26,9 @@ class UserError : public std::runtime_error {
 
   /// Errors raised deep in lowering do not know the file; the loader attaches it on the way out.
   void set_file_if_empty(const std::string& file);
+  /// Errors raised by size checks deep in a computation do not know the operator; the lowering
+  /// loop attaches it.
+  void set_location_if_empty(const std::string& location);
 
   const char* what() const noexcept override { return text_.c_str(); }
 

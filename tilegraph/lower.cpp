@@ -16,6 +16,7 @@
 #include <set>
 
 #include "tilegraph/error.h"
+#include "tilegraph/limits.h"
 #include "tilegraph/ops/op_library.h"
 
 namespace tessel {
@@ -31,6 +32,8 @@ std::map<std::string, Producer> index_tensors(const ModelDef& model) {
   std::map<std::string, Producer> defs;
   auto define = [&](const std::string& name, Producer p, const std::string& where) {
     if (name.empty()) return;
+    if (std::string problem = name_problem(name); !problem.empty())
+      throw UserError(model.file, where, cat("tensor '", name.substr(0, 40), name.size() > 40 ? "..." : "", "': ", problem));
     if (!defs.emplace(name, p).second)
       throw UserError(model.file, where, cat("tensor '", name, "' is defined more than once"));
   };
@@ -41,6 +44,10 @@ std::map<std::string, Producer> index_tensors(const ModelDef& model) {
   for (size_t i = 0; i < model.ops.size(); ++i)
     for (const std::string& out : model.ops[i].outputs)
       define(out, {Producer::op, static_cast<int>(i)}, cat("op '", model.ops[i].name, "'"));
+  for (size_t i = 0; i < model.ops.size(); ++i)
+    if (std::string problem = name_problem(model.ops[i].name); !problem.empty())
+      throw UserError(model.file, cat("op ", i), cat("op '", model.ops[i].name.substr(0, 40), model.ops[i].name.size() > 40 ? "..." : "",
+                                                     "': ", problem));
   for (const OpDef& op : model.ops)
     for (size_t k = 0; k < op.inputs.size(); ++k)
       if (!op.inputs[k].empty() && !defs.count(op.inputs[k]))
@@ -120,6 +127,8 @@ TensorType input_type(const ModelDef& model, const ValueDecl& decl, const LowerO
     if (t.shape[d] < 0)
       throw UserError(model.file, cat("input '", decl.name, "'"),
                       cat("dimension ", d, " is unknown; give the input's shape"));
+  if (std::string problem = tensor_size_problem(t.shape); !problem.empty())
+    throw UserError(model.file, cat("input '", decl.name, "'"), problem);
   return t;
 }
 
@@ -155,6 +164,8 @@ OpGraph lower_model(const ModelDef& model, const LowerOptions& options) {
     values[decl.name] = v;
   }
   for (const WeightDef& w : model.weights) {
+    if (std::string problem = tensor_size_problem(w.type.shape); !problem.empty())
+      throw UserError(model.file, cat("weight '", w.name, "'"), problem);
     Value v;
     v.type = w.type;
     if (auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&w.source)) {
@@ -180,6 +191,7 @@ OpGraph lower_model(const ModelDef& model, const LowerOptions& options) {
       op_library().find(op.op_type)->second(ctx);
     } catch (UserError& e) {
       e.set_file_if_empty(model.file);
+      e.set_location_if_empty(ctx.where());
       throw;
     }
     for (size_t k = 0; k < op.outputs.size(); ++k) {

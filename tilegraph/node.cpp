@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "tilegraph/error.h"
+#include "tilegraph/limits.h"
 
 namespace tessel {
 
@@ -48,8 +49,15 @@ std::string check_body(const Expr& e, const NodeSpec& spec) {
 
 int64_t TensorType::num_elements() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  for (int64_t d : shape) {
+    if (d < 0) {  // a declared input's unknown dimension (-1): the plain product, negative
+      n = 1;
+      for (int64_t e : shape) n *= e;
+      return n;
+    }
+  }
+  if (const std::optional<int64_t> p = checked_product(shape, kMaxTensorElements)) return *p;
+  throw UserError("", "", cat("a ", dtype_name(dtype), " tensor of ", tensor_size_problem(shape)));
 }
 
 std::string TensorType::print() const {

@@ -7,6 +7,8 @@
 #include "../temp_dir.h"
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -14,6 +16,9 @@
 
 #include "tilegraph/error.h"
 #include "tilegraph/import/model_json.h"
+#include "tilegraph/lower.h"
+#include "hw_specs/hw_spec.h"
+#include "policy/schedule_json.h"
 
 namespace fs = std::filesystem;
 using namespace tessel;
@@ -195,6 +200,21 @@ TEST_CASE("bad model json: external weight files") {
   // Long enough: loads.
   std::ofstream(dir.path / "w.bin", std::ios::binary) << "0123456789ab";
   CHECK(parse_model_json(text, (dir.path / "m.json").string()).weights[1].type.num_elements() == 3);
+  // Nothing outside the model's folder: an absolute path, '..', a symbolic link out of it; and
+  // only regular files (a FIFO would hang the read, a device never end).
+  TempDir outside;
+  const std::string secret = (outside.path / "secret.bin").string();
+  std::ofstream(secret, std::ios::binary) << "0123456789ab";
+  const std::string m = (dir.path / "m.json").string();
+  expect_user_error(edit("w.bin", secret, text), "/weights/1/external/file", "is an absolute path", m);
+  expect_user_error(edit("w.bin", "../" + outside.path.filename().string() + "/secret.bin", text), "/weights/1/external/file",
+                    "leaves the model's folder", m);
+  std::filesystem::create_symlink(secret, dir.path / "link.bin");
+  expect_user_error(edit("w.bin", "link.bin", text), "/weights/1/external/file", "outside the model's folder", m);
+  std::filesystem::create_directory(dir.path / "sub");
+  expect_user_error(edit("w.bin", "sub", text), "/weights/1/external/file", "is not a regular file", m);
+  if (::mkfifo((dir.path / "fifo.bin").c_str(), 0600) == 0)
+    expect_user_error(edit("w.bin", "fifo.bin", text), "/weights/1/external/file", "is not a regular file", m);
 }
 
 TEST_CASE("bad model json: attribute values") {
@@ -230,5 +250,34 @@ TEST_CASE("bad model json: files that cannot be read") {
     FAIL("no error");
   } catch (const UserError& e) {
     CHECK(std::string(e.what()).find("/nonexistent/tessel/model.json") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad model json: deep nesting is refused as it is read, in models, specs and schedules") {
+  // 100,000 nested lists (200 KB) once overflowed the stack of every JSON reader.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto check = [&](auto&& parse, const std::string& where) {
+    CAPTURE(where);
+    try {
+      parse();
+      FAIL("no error raised");
+    } catch (const InternalError& e) {
+      FAIL("InternalError instead of a UserError: ", e.what());
+    } catch (const UserError& e) {
+      CHECK(std::string(e.what()).find("nested deeper than 64 levels") != std::string::npos);
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  };
+  check([&] { parse_model_json(edit("\"axis\": -1", "\"axis\": " + deep), "deep.json"); }, "model attribute");
+  check([&] { parse_model_json(deep, "deep.json"); }, "model document");
+  check([&] { tessel::parse_hw_spec(deep, "deep_spec.json"); }, "hardware spec");
+  const tessel::OpGraph g = tessel::lower_model(parse_model_json(kValid, "good.json"));
+  check([&] { tessel::schedule_from_json(deep, "deep_schedule.json", g); }, "schedule");
+  // 64 levels are fine as JSON (the model reader then says what it expected there).
+  const std::string ok = std::string(60, '[') + std::string(60, ']');
+  try {
+    parse_model_json(edit("\"axis\": -1", "\"axis\": " + ok), "ok.json");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find("nested deeper") == std::string::npos);
   }
 }

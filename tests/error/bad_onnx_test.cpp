@@ -168,7 +168,25 @@ TEST_CASE("inconsistent initializer data is a UserError") {
                              entry("location", "../../etc/passwd") + int_field(14, 1);
     const std::string path = dir.write("escape.onnx", model({tensor_value_info("x", kFloat, {4})},
                                                             {init}, tensor_value_info("y", kFloat, {4})));
-    check_user_error([&] { import_onnx(path); }, "must be a path inside the model's directory");
+    check_user_error([&] { import_onnx(path); }, "leaves the model's folder ('..')");
+  }
+  SUBCASE("external data through a symbolic link out of the model's directory (CVE-2024-27318)") {
+    auto entry = [](const std::string& key, const std::string& value) {
+      return bytes_field(13, bytes_field(1, key) + bytes_field(2, value));
+    };
+    TempDir outside;
+    const std::string secret = outside.write("secret.bin", std::string(16, 's'));
+    std::filesystem::create_symlink(secret, dir.path / "link.bin");
+    const std::string init = int_field(1, 4) + int_field(2, kFloat) + bytes_field(8, "w") + entry("location", "link.bin") +
+                             int_field(14, 1);
+    const std::string path = dir.write("link.onnx", model({tensor_value_info("x", kFloat, {4})}, {init},
+                                                          tensor_value_info("y", kFloat, {4})));
+    check_user_error([&] { import_onnx(path); }, "outside the model's folder");
+    const std::string absolute = int_field(1, 4) + int_field(2, kFloat) + bytes_field(8, "w") + entry("location", secret) +
+                                 int_field(14, 1);
+    const std::string abs_path = dir.write("absolute.onnx", model({tensor_value_info("x", kFloat, {4})}, {absolute},
+                                                                  tensor_value_info("y", kFloat, {4})));
+    check_user_error([&] { import_onnx(abs_path); }, "is an absolute path");
   }
 }
 

@@ -38,12 +38,19 @@ namespace {
 
 using json = nlohmann::json;
 
-// A parser callback rejecting a key repeated in one object, with the JSON pointer.
+constexpr int kMaxJsonDepth = 64;
+
+// A parser callback rejecting a key repeated in one object, with the JSON pointer, and documents
+// nested deeper than kMaxJsonDepth.
 class DuplicateKeyCheck {
  public:
   explicit DuplicateKeyCheck(const std::string& file) : file_(file) {}
 
-  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, json& parsed) {
+  bool operator()(int depth, nlohmann::json::parse_event_t event, json& parsed) {
+    // Deeper documents are refused as they are read: no format of Tessel nests more than a few
+    // levels, and serializing or destroying a value recurses once per level.
+    if (depth > kMaxJsonDepth)
+      throw tessel::UserError(file_, pointer(), tessel::cat("nested deeper than ", kMaxJsonDepth, " levels"));
     switch (event) {
       case nlohmann::json::parse_event_t::object_start:
         stack_.emplace_back(true);

@@ -21,9 +21,9 @@ std::string dump_safe(const nlohmann::ordered_json& j);
 /// A value as it appears in an error message, shortened: `an object {...}`, `a list [...]`, `7`.
 std::string describe(const nlohmann::json& j);
 
-/// Parses JSON text strictly: malformed text and a key repeated in one object (which nlohmann
-/// would silently keep the last of) are UserErrors naming `file`, the line/column or the JSON
-/// pointer.
+/// Parses JSON text strictly: malformed text, a key repeated in one object (which nlohmann
+/// would silently keep the last of) and nesting deeper than 64 levels (stopped as it is read) are
+/// UserErrors naming `file`, the line/column or the JSON pointer.
 nlohmann::json parse_strict(const std::string& text, const std::string& file);
 
 /// A string as a JSON string literal (for error messages).

@@ -30,6 +30,7 @@
 #include <unordered_map>
 
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 
 namespace tessel {
 namespace {
@@ -330,7 +331,7 @@ HostTensor ModelReader::external_at(const json& j, const std::string& ptr,
   const int64_t offset = int_at(j["offset"], child(ptr, "offset"));
   if (offset < 0) fail(child(ptr, "offset"), cat("negative offset ", offset));
 
-  const fs::path path = fs::path(name).is_absolute() ? fs::path(name) : base_dir_ / name;
+  const fs::path path = data_file_inside(base_dir_, name, file_, child(ptr, "file"));
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail(child(ptr, "file"), cat("cannot open weight file ", quoted(name), " (looked for ",
@@ -821,12 +822,7 @@ std::string render(const ordered_json& j) {
   return out + "\n";
 }
 
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw UserError(path.string(), "", cat("cannot write file: ", std::strerror(errno)));
-}
+void write_file(const fs::path& path, const std::string& bytes) { write_file_atomically(path.string(), bytes); }
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 #include "tilegraph/import/tensor_files.h"
 
 namespace tessel {
@@ -176,15 +177,7 @@ std::string read_external_data(const onnx::TensorProto& proto, const TensorSourc
     if (entry.key() == "length") length = parse_external_int("length", entry.value(), file, where);
   }  // other keys ("checksum") are not needed to read the data
   if (location.empty()) throw UserError(file, where, "external data has no 'location' entry");
-  const fs::path relative(location);
-  const bool escapes = relative.is_absolute() ||
-                       std::any_of(relative.begin(), relative.end(),
-                                   [](const fs::path& part) { return part == ".."; });
-  if (escapes)
-    throw UserError(file, where, cat("external data location '", location,
-                                     "' must be a path inside the model's directory"));
-
-  const fs::path data_path = source.base_dir / relative;
+  const fs::path data_path = data_file_inside(source.base_dir, location, file, where);
   std::error_code ec;
   const auto file_bytes = fs::file_size(data_path, ec);
   if (ec)

@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 #include "tilegraph/import/onnx_import.h"
 
 namespace tessel {
@@ -51,13 +52,7 @@ std::string read_file(const std::string& path) {
   return bytes.str();
 }
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw UserError(path, "", cat("cannot open for writing: ", std::strerror(errno)));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw UserError(path, "", cat("cannot write ", bytes.size(), " bytes"));
-}
+void write_file(const std::string& path, const std::string& bytes) { write_file_atomically(path, bytes); }
 
 // ---------------------------------------------------------------------------------------------
 // Little-endian values

@@ -8,6 +8,7 @@
 // reading the inserted tensor at o + pad - d*k (a negative coefficient: the flipped kernel).
 #include <algorithm>
 
+#include "tilegraph/limits.h"
 #include "tilegraph/ops/common.h"
 #include "tilegraph/ops/op_library.h"
 
@@ -126,6 +127,11 @@ ConvGeometry conv_geometry(LowerContext& ctx, const std::vector<int64_t>& in,
   auto per_dim = [&](const char* name, int64_t dflt, size_t count) {
     std::vector<int64_t> v = ctx.attr_ints(name, std::vector<int64_t>(count, dflt));
     if (v.size() != count) ctx.fail(cat("attribute '", name, "' has ", v.size(), " values, expected ", count));
+    // Bounded like a tensor's extent, so that a window's span, the padded input and the output
+    // below are computed without overflow.
+    for (int64_t x : v)
+      if (x > kMaxTensorElements || x < -kMaxTensorElements)
+        ctx.fail(cat("attribute '", name, "' has value ", x, ", beyond ", kMaxTensorElementsText));
     return v;
   };
   g.stride = per_dim("strides", 1, g.dims);
@@ -142,7 +148,12 @@ ConvGeometry conv_geometry(LowerContext& ctx, const std::vector<int64_t>& in,
   g.pad_begin.assign(pads.begin(), pads.begin() + g.dims);
   g.pad_end.assign(pads.begin() + g.dims, pads.end());
   for (int i = 0; i < g.dims; ++i) {
-    const int64_t span = (kernel[i] - 1) * g.dilation[i] + 1;
+    const std::optional<int64_t> window = checked_mul(kernel[i] - 1, g.dilation[i]);
+    if (!window || *window > kMaxTensorElements)
+      ctx.fail(cat("kernel extent ", kernel[i], " with dilation ", g.dilation[i], " spans more than ", kMaxTensorElementsText));
+    const int64_t span = *window + 1;
+    if (transposed && (!checked_mul(g.stride[i], in[i]) || *checked_mul(g.stride[i], in[i]) > kMaxTensorElements))
+      ctx.fail(cat("stride ", g.stride[i], " times input extent ", in[i], " is more than ", kMaxTensorElementsText));
     if (transposed) {
       int64_t out;
       if (output_shape) {
@@ -176,7 +187,12 @@ ConvGeometry conv_geometry(LowerContext& ctx, const std::vector<int64_t>& in,
     } else if (auto_pad != "NOTSET") {
       ctx.fail(cat("attribute 'auto_pad' has unknown value \"", auto_pad, "\""));
     }
-    const int64_t padded = in[i] + g.pad_begin[i] + g.pad_end[i];
+    const std::optional<int64_t> sum = checked_add(in[i], g.pad_begin[i]);
+    const std::optional<int64_t> padded_or = sum ? checked_add(*sum, g.pad_end[i]) : std::nullopt;
+    if (!padded_or || *padded_or > kMaxTensorElements)
+      ctx.fail(cat("padding ", g.pad_begin[i], " + ", g.pad_end[i], " of input extent ", in[i], " in dimension ", i,
+                   " is over ", kMaxTensorElementsText));
+    const int64_t padded = *padded_or;
     if (padded < span)
       ctx.fail(cat("kernel extent ", span, " exceeds the padded input extent ", padded, " in dimension ", i));
     g.out.push_back((padded - span) / g.stride[i] + 1);

@@ -2,6 +2,7 @@
 #include "tilegraph/ops/lower_context.h"
 
 #include "tilegraph/interpreter.h"
+#include "tilegraph/limits.h"
 
 namespace tessel {
 
@@ -158,6 +159,21 @@ Value LowerContext::emit(NodeSpec spec, const std::vector<Value>& inputs, const 
   }
   // A reduction over an empty axis comes from a zero-size dimension of an input (a weight of
   // shape [1, 1, 0, 2] given to a convolution): valid ONNX, but nodes reduce over at least one point.
+  {
+    std::vector<int64_t> extents, spatial;
+    for (const Axis& a : spec.axes) {
+      if (a.extent < 0) fail(cat("node '", spec.name, "' would have axis '", a.name, "' of extent ", a.extent));
+      extents.push_back(a.extent);
+      if (a.kind == AxisKind::spatial) spatial.push_back(a.extent);
+    }
+    if (std::string problem = tensor_size_problem(spec.output_shape ? *spec.output_shape : spatial); !problem.empty())
+      fail(cat("the output of node '", spec.name, "': ", problem));
+    if (!checked_product(extents, kMaxDomainPoints)) {
+      std::string text;
+      for (size_t i = 0; i < extents.size(); ++i) text += cat(i ? "x" : "", extents[i]);
+      fail(cat("node '", spec.name, "' has a domain of ", text, " points, more than ", kMaxDomainPointsText, " (Tessel's limit)"));
+    }
+  }
   for (const Axis& a : spec.axes)
     if (a.kind == AxisKind::reduction && a.extent < 1)
       unsupported(cat("node '", spec.name, "' would reduce over axis '", a.name, "' of extent ", a.extent,

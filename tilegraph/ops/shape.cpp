@@ -11,6 +11,7 @@
 #include <numeric>
 #include <set>
 
+#include "tilegraph/limits.h"
 #include "tilegraph/ops/common.h"
 #include "tilegraph/ops/op_library.h"
 
@@ -358,7 +359,11 @@ void lower_tile(LowerContext& ctx) {
     spec.axes.push_back({cat("t", d), repeats[d], AxisKind::spatial});
     read_axes.push_back(static_cast<int>(spec.axes.size()));
     spec.axes.push_back({cat("d", d), x.shape()[d], AxisKind::spatial});
-    out.push_back(repeats[d] * x.shape()[d]);
+    const std::optional<int64_t> extent = checked_mul(repeats[d], x.shape()[d]);
+    if (!extent || *extent > kMaxTensorElements)
+      ctx.fail(cat("repeats entry ", d, " (", repeats[d], ") times the input's extent ", x.shape()[d], " is more than ",
+                   kMaxTensorElementsText));
+    out.push_back(*extent);
   }
   spec.inputs.push_back(Access{x.type, AffineMap::select_axes(static_cast<int>(spec.axes.size()), read_axes)});
   spec.body = input(0, x.dtype());
