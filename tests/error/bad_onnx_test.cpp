@@ -198,3 +198,11 @@ TEST_CASE("a node without outputs is a UserError (fuzz_onnx found it as an Inter
                               tensor_value_info("x", kFloat, {2}), relu_without_output));
   check_user_error([&] { import_onnx(path); }, "node 'Relu_0': node has no outputs");
 }
+
+TEST_CASE("names that are not UTF-8 are refused at import (JSON, where they are written, needs UTF-8)") {
+  TempDir dir;
+  const std::string bad = "x\xff";
+  const std::string path =
+      dir.write("latin1.onnx", model({tensor_value_info(bad, kFloat, {2})}, {}, tensor_value_info(bad, kFloat, {2})));
+  check_user_error([&] { import_onnx(path); }, "not valid UTF-8");
+}

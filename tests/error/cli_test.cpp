@@ -72,9 +72,11 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
         << R"( "outputs": ["y"], "ops": [{"name": "r", "op": "Relu", "inputs": ["x"], "outputs": ["y"], "atrs": {}}]})";
     std::ofstream(dir / "model.txt") << "hello";
   }
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {"frobnicate", "unknown command 'frobnicate'"},
       {"inspect " + (dir / "nope.json").string(), "nope.json: no such model file"},
+      {"inspect " + dir.string(), "is a directory, not a model file"},
+
       {"inspect " + (dir / "broken.json").string(), "broken.json"},
       {"inspect " + (dir / "badkey.json").string(), "/ops/0/atrs"},
       {"inspect " + (dir / "model.txt").string(), "unknown model extension \".txt\""},
@@ -98,6 +100,10 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
            (dir / "code").string(),
        "not 'llvm'"},
   };
+  // Files the user names for output: a full disk (/dev/full) is an error, not a truncated file.
+  if (fs::is_character_file("/dev/full"))
+    cases.push_back({"schedule " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json -o /dev/full",
+                     "/dev/full: cannot write"});
   for (const Case& c : cases) {
     CAPTURE(c.args);
     const Result r = tessel(c.args);

@@ -20,6 +20,7 @@
 
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
+#include "tilegraph/limits.h"
 #include "tilegraph/import/tensor_files.h"
 
 namespace tessel {
@@ -381,6 +382,7 @@ ModelDef import_onnx(const std::string& path) {
   model.name = graph.name();
   model.file = path;
   model.opset = default_domain_opset(proto);
+  if (model.opset < 0) throw UserError(path, "opset_import", cat("the default domain's opset is ", model.opset, ", negative"));
 
   // 1. Weights first: a graph input with an initializer is a weight (its value is a default
   //    that ONNX allows the caller to override; Tessel treats it as fixed).
@@ -408,6 +410,18 @@ ModelDef import_onnx(const std::string& path) {
   OpNamer namer(graph);
   for (int i = 0; i < graph.node_size(); ++i)
     model.ops.push_back(op_from_node(graph.node(i), namer.name(graph.node(i), i), source));
+  // Names are bytes in ONNX; Tessel writes them into JSON (converted models, schedules), which
+  // needs valid UTF-8 -- and distinct invalid names must not collapse into one.
+  auto check_name = [&](const std::string& name, const std::string& where) {
+    if (std::string problem = name_problem(name); !problem.empty())
+      throw UserError(path, where, cat("'", name.substr(0, 40), name.size() > 40 ? "..." : "", "': ", problem));
+  };
+  for (const ValueDecl& v : model.inputs) check_name(v.name, "graph input");
+  for (const WeightDef& w : model.weights) check_name(w.name, "initializer");
+  for (const OpDef& op : model.ops) {
+    check_name(op.name, "node");
+    for (const std::string& o : op.outputs) check_name(o, cat("node '", op.name.substr(0, 40), "' output"));
+  }
   return model;
 }
 
