@@ -48,6 +48,13 @@ int row_column_axis(const TeNode& node, RowKind kind) {
   return node.num_reduction() == 1 ? node.num_spatial() : -1;
 }
 
+bool reads_in_bounds(const TeNode& reader, const Access& acc) {
+  const std::vector<int64_t> extents = reader.extents();
+  for (int r = 0; r < acc.type.rank(); ++r)
+    if (acc.map.result(r).min_over(extents) < 0 || acc.map.result(r).max_over(extents) >= acc.type.shape[r]) return false;
+  return true;
+}
+
 bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec) {
   if (axis < 0 || type.rank() == 0 || map.num_results() != type.rank()) return false;
   const int rank = type.rank();
@@ -93,12 +100,6 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
       if (p.nodes[i].node == n) return i;
     return -1;
   };
-  auto in_bounds = [](const TeNode& reader, const Access& acc) {
-    const std::vector<int64_t> extents = reader.extents();
-    for (int r = 0; r < acc.type.rank(); ++r)
-      if (acc.map.result(r).min_over(extents) < 0 || acc.map.result(r).max_over(extents) >= acc.type.shape[r]) return false;
-    return true;
-  };
   bool reduces = false;
   std::vector<int64_t> keep = p.row_extents;
   keep.push_back(1);
@@ -115,7 +116,7 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
       RowRead rd{pos_of(graph.producer(ins[k])), ins[k], acc.map, acc.type, acc.pad_value};
       if (rd.producer >= 0 && p.nodes[rd.producer].kind == RowKind::copy) {
         // Through a folded copy: its source, at the composed map (both reads in bounds).
-        if (!in_bounds(nd, acc)) return fail(cat("'", nd.name(), "' reads the copy '", graph.node(p.nodes[rd.producer].node).name(), "' out of bounds"));
+        if (!reads_in_bounds(nd, acc)) return fail(cat("'", nd.name(), "' reads the copy '", graph.node(p.nodes[rd.producer].node).name(), "' out of bounds"));
         const RowRead& src = p.nodes[rd.producer].reads[0];
         rd = RowRead{-1, src.tensor, compose(src.map, acc.map), src.type, src.pad};
       }
@@ -124,7 +125,7 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     const bool copy = i != count - 1 && !rn.writes_global && nr == 0 && ins.size() == 1 && rn.reads[0].producer < 0 &&
                       nd.body().op() == ExprOp::input && nd.body().index() == 0 &&
                       nd.output().dtype == nd.inputs()[0].type.dtype && nd.output().shape == nd.extents() &&
-                      in_bounds(nd, nd.inputs()[0]);
+                      reads_in_bounds(nd, nd.inputs()[0]);
     std::vector<int64_t> spatial;
     for (int a = 0; a < ns; ++a) spatial.push_back(nd.axes()[a].extent);
     const bool row = !copy && ns == d && same_rows(nd) && nd.axes()[d - 1].extent == p.n &&

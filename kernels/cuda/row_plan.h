@@ -95,6 +95,10 @@ int row_column_axis(const TeNode& node, RowKind kind);
 /// `axis`, in bounds, in vectors of `vec` elements that start aligned (the file comment's rule).
 bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
 
+/// Whether `reader` reads `acc` only inside the tensor over its whole domain (no padding): the
+/// condition for folding an in-group copy into its reader's map (row and vector kernels).
+bool reads_in_bounds(const TeNode& reader, const Access& acc);
+
 /// Whether `map` (over `node`'s axes) reads a different element as one of its reduction axes moves:
 /// a row node's reads of a row, loaded before its serial reduction, must not.
 bool reads_along_reduction(const TeNode& node, const AffineMap& map);

@@ -38,12 +38,6 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   // A reshaping sink is fine: its output holds the domain's values in row-major order, where the
   // kernel stores them (a reshaped node inside the group is not: it is read through its shape).
   int min_bytes = dtype_bytes(sink.output().dtype);
-  auto in_bounds = [](const TeNode& reader, const Access& acc) {
-    const std::vector<int64_t> extents = reader.extents();
-    for (int r = 0; r < acc.type.rank(); ++r)
-      if (acc.map.result(r).min_over(extents) < 0 || acc.map.result(r).max_over(extents) >= acc.type.shape[r]) return false;
-    return true;
-  };
   // In-group plain copies (a transpose, a fixed index: body in0 of one in-bounds input, same
   // dtype, no reshape, no write to device memory) are folded into their readers' maps: their
   // domains may differ from the sink's.
@@ -53,7 +47,7 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     const TeNode& node = graph.node(group.nodes[i]);
     folded[i] = !generic.nodes[i].writes_global && !generic.nodes[i].reshaped && node.num_reduction() == 0 &&
                 node.inputs().size() == 1 && !node.inputs()[0].is_gather() && node.body().op() == ExprOp::input &&
-                node.body().index() == 0 && node.output().dtype == node.inputs()[0].type.dtype && in_bounds(node, node.inputs()[0]);
+                node.body().index() == 0 && node.output().dtype == node.inputs()[0].type.dtype && reads_in_bounds(node, node.inputs()[0]);
   }
   for (int i = 0; i < n; ++i) {
     if (folded[i]) continue;
@@ -75,7 +69,7 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
       r.read.type = acc.type;
       r.read.pad = acc.pad_value;
       int pos = generic.position(graph.producer(ins[k]));
-      if (pos >= 0 && folded[pos] && !in_bounds(node, acc))
+      if (pos >= 0 && folded[pos] && !reads_in_bounds(node, acc))
         return fail(cat("'", node.name(), "' reads the copy '", graph.node(group.nodes[pos]).name(), "' out of bounds"));
       while (pos >= 0 && folded[pos]) {  // through the copy: its source at the composed map
         const NodeId c = group.nodes[pos];
