@@ -44,8 +44,9 @@ TEST_CASE("cpu ops: f32 exp, tanh, erf and sigmoid over their whole range") {
   // arguments (tanh(x) = x, odd symmetry), each range alone so that its largest values do not
   // hide errors in the others under the relative L2 bound.
   const std::vector<std::pair<double, double>> ranges = {{-1e-3, 1e-3}, {-3, 3}, {-20, 20}, {-104, -80}, {80, 89}, {-200, 200}};
-  for (const auto& [lo, hi] : ranges) {
-    CAPTURE(lo);
+  for (const auto& range : ranges) {
+    const auto [lo, hi] = range;
+    CAPTURE(range.first);
     const HostTensor x = random_uniform(DType::f32, {3, 37}, 21, lo, hi);
     for (const char* op : {"Exp", "Tanh", "Erf", "Sigmoid"}) {
       CAPTURE(op);
@@ -93,10 +94,11 @@ TEST_CASE("cpu ops: f16 and bf16") {
 
 TEST_CASE("cpu ops: matmul shapes") {
   // Sizes around the register blocks: 1, primes, non-multiples of the vector width, batches.
-  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {1, 17, 9}, {13, 37, 29}, {6, 16, 24}, {31, 5, 67}, {64, 130, 48}}) {
-    CAPTURE(m);
-    CAPTURE(k);
-    CAPTURE(n);
+  for (const std::array<int64_t, 3>& mkn : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {1, 17, 9}, {13, 37, 29}, {6, 16, 24}, {31, 5, 67}, {64, 130, 48}}) {
+    CAPTURE(mkn[0]);
+    CAPTURE(mkn[1]);
+    CAPTURE(mkn[2]);
+    const auto [m, k, n] = mkn;
     check_op("MatMul", {random_f32({m, k}, 1), random_f32({k, n}, 2)});
   }
   check_op("MatMul", {random_f32({3, 7, 11}, 1), random_f32({11, 17}, 2)});          // broadcast B
@@ -216,8 +218,9 @@ TEST_CASE("cpu ops: a producer read twice in a group is inlined only when its bo
   // e = op(x); y = e * e: inlining e makes the product evaluate e's body once per read. For ReLU
   // (a max) that is cheaper than a scratch store and load; for exp it is not, so exp is stored once.
   const HwSpec& spec = cpu_spec("x86-64-avx2-generic");
-  for (const auto& [op, inlined] : std::vector<std::pair<std::string, bool>>{{"Relu", true}, {"Exp", false}}) {
-    CAPTURE(op);
+  for (const std::pair<std::string, bool>& case_ : std::vector<std::pair<std::string, bool>>{{"Relu", true}, {"Exp", false}}) {
+    CAPTURE(case_.first);
+    const auto& [op, inlined] = case_;
     ModelBuilder b(DType::f32);
     const std::string e = b.op(op, {b.input("x", {64, 256})});
     const OpGraph g = b.graph(b.op("Mul", {e, e}));

@@ -44,9 +44,10 @@ std::vector<std::pair<std::string, OpGraph>> family_graphs() {
 
 TEST_CASE("cuda codegen: every operator family compiles with NVRTC for sm_90a") {
   const HwSpec& spec = gpu_spec();
-  for (auto& [name, g] : family_graphs())
+  for (auto& entry : family_graphs())
     for (const std::string policy : {"welder", "roller"}) {
-      INFO(name, " (", policy, ")");
+      auto& [name, g] = entry;
+      INFO(entry.first, " (", policy, ")");
       const Schedule s = schedule_with(g, spec, policy);
       CHECK(nvrtc_compile_all(g, s, spec) >= 1);
     }

@@ -55,9 +55,10 @@ TEST_CASE("cuda families: every group records a family, JSON carries it, replay 
   const cuda::CudaKernelFamilies families;
   std::set<std::string> names;
   for (const auto& f : families.families()) names.insert(f.name);
-  for (const auto& [name, g] : graphs()) {
+  for (const auto& entry : graphs()) {
+    const auto& [name, g] = entry;
     for (const char* policy : {"welder", "roller"}) {
-      CAPTURE(name);
+      CAPTURE(entry.first);
       CAPTURE(policy);
       const Schedule s = with_families(g, spec, policy);
       const Schedule replay = schedule_from_json(schedule_to_json(s, g), "replay.json", g);

@@ -60,8 +60,9 @@ void check_replay_identical(const std::string& model_path, const HwSpec& spec, c
   const auto b = emitted_files(second);
   REQUIRE(a.size() == b.size());
   CHECK(a.size() >= 2);  // the manifest and at least one kernel (groups with equal code share one)
-  for (const auto& [name, text] : a) {
-    CAPTURE(name);
+  for (const auto& entry : a) {
+    const auto& [name, text] = entry;
+    CAPTURE(entry.first);
     REQUIRE(b.count(name) == 1);
     CHECK(b.at(name) == text);
   }

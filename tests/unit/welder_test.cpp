@@ -126,7 +126,10 @@ TEST_CASE("a GEMM + bias + GELU epilogue fuses into one kernel with the intermed
   // thread applies bias and GELU to its own accumulator tile), and nothing is staged in shared
   // memory but the GEMM's operands.
   for (NodeId n : grp.nodes) CHECK(same_mapping(grp.tiles.at(n), grp.tiles.at(grp.nodes.front())));
-  for (const auto& [t, level] : grp.edge_levels) CHECK_MESSAGE(level == "registers", g.tensor(t).name);
+  for (const auto& [t, level] : grp.edge_levels) {
+    const std::string name = g.tensor(t).name;
+    CHECK_MESSAGE(level == "registers", name);
+  }
   CHECK(s.unfused.empty());
   CHECK(s.groups[0].predicted.tensor_cores);
   CHECK(s.policy == "welder");
