@@ -237,8 +237,17 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     const double flops = static_cast<double>(tile_kind_of(cfg).effective_flops(TileQuery{&node, &cfg, 0, {}}));
     out.flops += flops;
     if (generic) {
-      double points = 1;
+      // The points the kernel computes: each block evaluates the node over its tile (a producer
+      // staged for a window over the tile with its halo), so a halo larger than the tile costs
+      // what it recomputes; never fewer than the node's own points.
+      double points = 1, tile_points = 1;
       for (const auto& axis : node.axes()) points *= static_cast<double>(axis.extent);
+      const LevelTile& outer = cfg.levels.front();
+      for (int a = 0; a < node.num_axes(); ++a)
+        tile_points *= static_cast<double>(a < node.num_spatial() && a < static_cast<int>(outer.spatial.size())
+                                               ? outer.spatial[a] : node.axes()[a].extent);
+      const double blocks = static_cast<double>(num_spatial_tiles(graph.node(sink), config(sink).levels.front()));
+      points = std::max(points, blocks * tile_points);
       const double instructions_per_s = spec.peak_flops(DType::f32, false) / 2;
       TESSEL_ASSERT(instructions_per_s > 0, "hardware spec '", spec.name, "' has no f32 peak");
       compute_s += points * static_cast<double>(per_point->second) / instructions_per_s;

@@ -382,7 +382,16 @@ class Normalizer {
     OpDef c = op;
     c.attrs["layout"] = std::string("NHWC");
     c.inputs[0] = nhwc(op.inputs[0]);
-    c.inputs[1] = nhwc(op.inputs[1]);  // [M, C/g, kH, kW] -> [M, kH, kW, C/g]
+    const auto wt = type_of(op.inputs[1]);
+    const WeightDef* wd = weight(op.inputs[1]);
+    if (attr_int(op, "group", 1) > 1 && wt && wt->shape[1] == 1 && wd) {
+      // A depthwise convolution (one input channel per group): constant weights re-laid out as
+      // [kH, kW, 1, M], so that its kernel reads a vector of channels' weights per tap.
+      c.inputs[1] = add_weight(op.inputs[1] + "_hwio", transpose(values_of(*wd), {2, 3, 1, 0}));
+      c.attrs["weight_layout"] = std::string("HWIO");
+    } else {
+      c.inputs[1] = nhwc(op.inputs[1]);  // [M, C/g, kH, kW] -> [M, kH, kW, C/g]
+    }
     pad_channels(op, c);
     if (c.inputs.size() > 2 && !c.inputs[2].empty()) nchw(c.inputs[2]);
     output_nhwc(c);

@@ -2,6 +2,7 @@
 #include "kernels/cuda/emitter.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace tessel::cuda::emitter {
 
@@ -11,7 +12,8 @@ namespace tessel::cuda::emitter {
 // vector's first element, the vector loads of the reads that walk the last axis, then per element
 // (unrolled) every node's value in group order (in-group reads are the producer's value at the same
 // element, other reads of device memory scalar with the generic bounds and pad), and one vector
-// store of the sink.
+// store of the sink. A window (a node reducing a few points per output) is accumulated before the
+// per-element loop, in a loop over its taps whose guarded vector loads serve every element.
 std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p) {
   const int n = static_cast<int>(p.nodes.size());
   const int d = static_cast<int>(p.extents.size());
@@ -54,6 +56,122 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
           << "));\n";
       vregs[{i, static_cast<int>(k)}] = reg;
     }
+  // Windows (nodes that reduce a few points per output): accumulated for the vector's elements
+  // before the per-element values, each tap's guarded vector loads shared by the elements.
+  std::map<int, std::string> window_acc;
+  for (int i = 0; i < n; ++i) {
+    const TeNode& nd = g_.node(p.nodes[i]);
+    if (nd.num_reduction() == 0) continue;
+    const Wide wide(*this);
+    const DType dt = nd.output().dtype;
+    const std::string at = acc_type(dt), comb = combiner_fn(nd.combiner());
+    const std::string acc = fresh("tsl_a");
+    window_acc[i] = acc;
+    os_ << "    // " << nd.name() << ": " << print_expr(nd.body(), nd.axis_names()) << " (a window)\n";
+    os_ << "    " << at << " " << acc << "[" << vec << "];\n";
+    os_ << "    #pragma unroll\n    for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << acc << "[tsl_e] = "
+        << literal(dt, nd.init(), true) << ";\n";
+    // 32-bit index arithmetic when every tensor the window reads fits (64-bit integer multiplies
+    // cost several instructions each, and a window computes an offset per tap).
+    bool narrow = true;
+    for (const VectorRead& r : p.reads[i]) narrow &= r.read.type.num_elements() < (int64_t{1} << 30);
+    const std::string it = narrow ? "int" : "long long", lit = narrow ? "" : "LL";
+    std::vector<std::string> xw(d);  // the node's axes: the vector's first point, then the taps
+    auto index_text = [&](const AffineExpr& row) {  // affine_text, with int literals when narrow
+      std::string t = affine_text(row, xw);
+      if (!narrow) return t;
+      std::string out;
+      for (size_t c = 0; c < t.size(); ++c) {
+        if (t[c] == 'L' && c + 1 < t.size() && t[c + 1] == 'L' && c > 0 && std::isdigit(static_cast<unsigned char>(t[c - 1]))) {
+          ++c;
+          continue;
+        }
+        out += t[c];
+      }
+      return out;
+    };
+    std::string ind = "    ";
+    for (int a = 0; a < d; ++a) {
+      xw[a] = narrow ? fresh("tsl_n") : base[a];
+      if (narrow) os_ << ind << "const int " << xw[a] << " = static_cast<int>(" << base[a] << ");\n";
+    }
+    const std::vector<int64_t> extents = nd.extents();
+    for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
+      xw.push_back(cat("tsl_k", a));
+      if (a + 1 == nd.num_axes()) os_ << ind << "#pragma unroll\n";
+      os_ << ind << "for (" << it << " tsl_k" << a << " = 0; tsl_k" << a << " < " << extents[a] << lit << "; ++tsl_k" << a
+          << ") {\n";
+      ind += "  ";
+    }
+    // Per tap: a guarded vector load for each read along the channels; for each other read that
+    // stays inside its tensor, the offset at the vector's first element and its step per element.
+    std::vector<std::string> wregs(p.reads[i].size()), offsets(p.reads[i].size());
+    std::vector<int64_t> steps(p.reads[i].size(), 0);
+    for (size_t k = 0; k < p.reads[i].size(); ++k) {
+      const VectorRead& r = p.reads[i][k];
+      const std::vector<int64_t> strides = row_major_strides(r.read.type.shape);
+      bool in_bounds = true;
+      for (int q = 0; q < r.read.type.rank(); ++q) {
+        const AffineExpr& row = r.read.map.result(q);
+        in_bounds &= row.min_over(extents) >= 0 && row.max_over(extents) < r.read.type.shape[q];
+      }
+      if (!r.guarded && !in_bounds) continue;  // a scalar read per element, bounds checked there
+      std::string off = cat("0", lit), inside;
+      for (int q = 0; q < r.read.type.rank(); ++q) {
+        const AffineExpr& row = r.read.map.result(q);
+        const std::string idx = fresh("i");
+        os_ << ind << "const " << it << " " << idx << " = " << index_text(row) << ";\n";
+        off += cat(" + ", idx, " * ", strides[q], lit);
+        steps[k] += row.coeffs[d - 1] * strides[q];
+        if (q + 1 < r.read.type.rank() && (row.min_over(extents) < 0 || row.max_over(extents) >= r.read.type.shape[q]))
+          inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", r.read.type.shape[q], lit);
+      }
+      offsets[k] = fresh("tsl_o");
+      os_ << ind << "const " << it << " " << offsets[k] << " = " << off << ";\n";
+      if (!r.guarded) continue;
+      const std::string st = storage_type(r.read.type.dtype);
+      wregs[k] = fresh("tsl_w");
+      os_ << ind << st << " " << wregs[k] << "[" << vec << "];  // " << g_.tensor(r.read.tensor).name << "\n";
+      const std::string load = cat("tsl::row_load<", st, ", ", vec, ">(", wregs[k], ", g_in", input_param(r.read.tensor), " + ", offsets[k], ");");
+      if (inside.empty()) {
+        os_ << ind << load << "\n";
+      } else {
+        os_ << ind << "if (" << inside << ") " << load << "\n";
+        os_ << ind << "else for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << wregs[k] << "[tsl_e] = "
+            << to_storage(r.read.type.dtype, literal(r.read.type.dtype, r.read.pad)) << ";\n";
+      }
+    }
+    os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+    const std::string inner = ind + "  ";
+    std::vector<std::string> xe = xw;
+    for (int a = 0; a < d; ++a) {
+      xe[a] = cat("tsl_y", a);
+      os_ << inner << "const long long " << xe[a] << " = " << base[a] << (a == d - 1 ? " + tsl_e" : "") << "; (void)" << xe[a]
+          << ";\n";
+    }
+    std::vector<std::string> inputs(p.reads[i].size());
+    for (size_t k = 0; k < p.reads[i].size(); ++k) {
+      const VectorRead& r = p.reads[i][k];
+      const DType rdt = r.read.type.dtype;
+      inputs[k] = fresh("in");
+      if (r.guarded) {
+        os_ << inner << "const " << ctype(rdt) << " " << inputs[k] << " = " << from_storage(rdt, cat(wregs[k], "[tsl_e]")) << ";\n";
+      } else if (!offsets[k].empty()) {
+        os_ << inner << "const " << ctype(rdt) << " " << inputs[k] << " = "
+            << from_storage(rdt, cat("g_in", input_param(r.read.tensor), "[", offsets[k], " + tsl_e * ", steps[k], lit, "]")) << ";\n";
+      } else {
+        inputs[k] = emit_row_global_read(nd, r.read, xe, inner);
+      }
+    }
+    std::map<const ExprNode*, std::string> memo;
+    const std::string val = emit_expr(nd.body(), inputs, xe, memo, inner);
+    os_ << inner << acc << "[tsl_e] = " << comb << "(" << acc << "[tsl_e], static_cast<" << at << ">(" << val << "));\n";
+    os_ << ind << "}\n";
+    for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
+      ind.resize(ind.size() - 2);
+      os_ << ind << "}\n";
+    }
+  }
   const std::string sst = storage_type(sdt);
   os_ << "    " << sst << " tsl_out[" << vec << "];\n";
   os_ << "    #pragma unroll\n    for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
@@ -69,7 +187,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     const DType dt = nd.output().dtype;
     os_ << ind << "// " << nd.name() << ": " << print_expr(nd.body(), nd.axis_names()) << "\n";
     std::vector<std::string> inputs(p.reads[i].size());
-    for (size_t k = 0; k < p.reads[i].size(); ++k) {
+    for (size_t k = 0; k < p.reads[i].size() && !window_acc.count(i); ++k) {
       const VectorRead& r = p.reads[i][k];
       if (r.producer >= 0) {
         inputs[k] = value[r.producer];
@@ -80,6 +198,12 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       } else {
         inputs[k] = emit_row_global_read(nd, r.read, x, ind);
       }
+    }
+    if (window_acc.count(i)) {
+      value[i] = fresh("v");
+      os_ << ind << "const " << compute_type(dt) << " " << value[i] << " = " << round_to_dtype(dt, cat(window_acc[i], "[tsl_e]"))
+          << ";\n";
+      continue;
     }
     std::map<const ExprNode*, std::string> memo;
     const std::string v = emit_expr(nd.body(), inputs, x, memo, ind);

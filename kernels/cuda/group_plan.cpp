@@ -92,7 +92,7 @@ bool access_box(const TeNode& reader, const Access& access, const TileBox& box, 
 
 /// The smallest box of the spatial domain holding the elements of the output box [olo, ohi] of
 /// a node whose output is a reshape of its domain. When the two shapes are the same but for
-/// dimensions of size 1 (a depthwise convolution's [n, h, w, c, 1] domain written as [n, h, w, c]),
+/// dimensions of size 1 (a domain [n, h, w, c, 1] written as [n, h, w, c]),
 /// the box maps dimension by dimension; otherwise the row-major linear range between the two
 /// corners, enclosed. The device's tsl::enclose_box (device/box.cuh) computes the same box.
 void enclose(const TeNode& node, const std::vector<int64_t>& olo, const std::vector<int64_t>& ohi, TileBox& box) {

@@ -68,6 +68,17 @@ bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorT
   return true;
 }
 
+bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec) {
+  if (axis < 0 || type.rank() == 0 || map.num_results() != type.rank()) return false;
+  const int rank = type.rank();
+  if (type.shape[rank - 1] % vec != 0) return false;
+  for (int r = 0; r < rank; ++r) {
+    const AffineExpr& row = map.result(r);
+    if (r == rank - 1 ? !row_is(row, axis) : row.coeffs[axis] != 0) return false;
+  }
+  return reader.axes()[axis].extent <= type.shape[rank - 1];
+}
+
 bool reads_along_reduction(const TeNode& node, const AffineMap& map) {
   for (const AffineExpr& row : map.results())
     for (int a = node.num_spatial(); a < node.num_axes(); ++a)
@@ -135,6 +146,17 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
                          (nd.output().shape == p.row_extents || nd.output().shape == keep);
     if (!copy && !row && !per_row)
       return fail(cat("'", nd.name(), "' is neither elementwise over the sink's rows nor one value per row"));
+    // A row node's reduction is a serial loop per element: fine for a short dot product, not for a
+    // window (an index moving with a position and a tap: a convolution, a pooling), which the
+    // vector kernel computes a vector of channels at a time.
+    if (row && nr > 0)
+      for (const Access& acc : nd.inputs())
+        for (const AffineExpr& r : acc.map.results()) {
+          bool tap = false, position = false;
+          for (int a = 0; a < nd.num_axes(); ++a)
+            if (r.coeffs[a] != 0) (a < ns ? position : tap) = true;
+          if (tap && position) return fail(cat("'", nd.name(), "' reduces over a window (a convolution or a pooling)"));
+        }
     rn.kind = copy ? RowKind::copy : row ? RowKind::row : RowKind::per_row;
     reduces |= per_row && nr == 1;
     p.nodes.push_back(std::move(rn));

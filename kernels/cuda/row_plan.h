@@ -95,6 +95,11 @@ int row_column_axis(const TeNode& node, RowKind kind);
 /// `axis`, in bounds, in vectors of `vec` elements that start aligned (the file comment's rule).
 bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
 
+/// row_vector_access where the indices other than the last may leave the tensor (the kernel
+/// guards the vector load and fills the pad value instead): a window read of a convolution or a
+/// pooling along its channels. The last index must stay inside.
+bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
+
 /// Whether `reader` reads `acc` only inside the tensor over its whole domain (no padding): the
 /// condition for folding an in-group copy into its reader's map (row and vector kernels).
 bool reads_in_bounds(const TeNode& reader, const Access& acc);

@@ -29,8 +29,9 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   const int n = static_cast<int>(group.nodes.size());
   const TeNode& sink = graph.node(group.nodes.back());
   VectorPlan p;
-  p.extents = sink.extents();
   const int d = sink.num_spatial();
+  p.extents = sink.extents();
+  p.extents.resize(d);  // a window's reduction axes are not the sink's domain
   if (d == 0) return fail("the sink is a scalar");
   p.elements = 1;
   for (int64_t e : p.extents) p.elements *= e;
@@ -52,8 +53,27 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   for (int i = 0; i < n; ++i) {
     if (folded[i]) continue;
     const TeNode& node = graph.node(group.nodes[i]);
-    if (node.num_reduction() != 0) return fail(cat("'", node.name(), "' reduces"));
-    if (node.extents() != p.extents) return fail(cat("'", node.name(), "' has another domain than the sink"));
+    const std::vector<int64_t> all = node.extents();
+    if (std::vector<int64_t>(all.begin(), all.begin() + node.num_spatial()) != p.extents)
+      return fail(cat("'", node.name(), "' has another domain than the sink"));
+    if (node.num_reduction() != 0) {
+      // A window: each output reduces a few points (a depthwise convolution, a pooling).
+      if (node.combiner() == Combiner::none) return fail(cat("'", node.name(), "' reduces without a combiner"));
+      int64_t points = 1;
+      for (int a = node.num_spatial(); a < node.num_axes(); ++a) points *= all[a];
+      if (points > kVectorMaxWindowPoints)
+        return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a window (",
+                        kVectorMaxWindowPoints, ")"));
+      // Across positions, not along the innermost dimension of what it reads: a contraction over
+      // channels (a GEMM, a 1x1 convolution) belongs to the tensor-core or generic families.
+      for (const Access& acc : node.inputs()) {
+        if (acc.map.num_results() == 0) continue;
+        const AffineExpr& last = acc.map.result(acc.map.num_results() - 1);
+        for (int a = node.num_spatial(); a < node.num_axes(); ++a)
+          if (last.coeffs[a] != 0)
+            return fail(cat("'", node.name(), "' reduces along the innermost dimension of an input (a contraction, not a window)"));
+      }
+    }
     if (i + 1 < n && generic.nodes[i].writes_global) return fail(cat("'", node.name(), "' also writes device memory"));
     if (i + 1 < n && generic.nodes[i].reshaped) return fail(cat("'", node.name(), "' reshapes its output inside the group"));
     index_of[i] = static_cast<int>(p.nodes.size());
@@ -81,6 +101,9 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
         pos = generic.position(graph.producer(r.read.tensor));
       }
       r.producer = pos >= 0 ? index_of[pos] : -1;
+      if (pos >= 0 && node.num_reduction() != 0)
+        return fail(cat("'", node.name(), "' reduces over '", graph.tensor(r.read.tensor).name,
+                        "', which the group computes (a window reads device memory only)"));
       if (pos >= 0) {
         if (!is_identity(r.read.map, d))
           return fail(cat("'", node.name(), "' reads '", graph.tensor(r.read.tensor).name, "' at another point"));
@@ -96,9 +119,14 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   p.vec = std::max(1, kRowVectorBytes / std::max(1, min_bytes));
   while (p.vec > 1 && p.extents.back() % p.vec != 0) p.vec /= 2;
   if (p.vec < 2) return fail(cat("the last axis (", p.extents.back(), ") is not a multiple of two elements"));
-  for (size_t i = 0; i < p.nodes.size(); ++i)
-    for (VectorRead& r : p.reads[i])
-      if (r.producer < 0) r.vector = row_vector_access(graph.node(p.nodes[i]), r.read.map, r.read.type, d - 1, p.vec);
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const TeNode& node = graph.node(p.nodes[i]);
+    for (VectorRead& r : p.reads[i]) {
+      if (r.producer >= 0) continue;
+      if (node.num_reduction() == 0) r.vector = row_vector_access(node, r.read.map, r.read.type, d - 1, p.vec);
+      else r.guarded = row_vector_access_guarded(node, r.read.map, r.read.type, d - 1, p.vec);
+    }
+  }
   const int warp = static_cast<int>(spec.compute.simd_width);
   p.threads = static_cast<int>(std::min<int64_t>(kVectorBlockThreads, spec.limits.max_threads_per_block));
   p.threads -= p.threads % warp;
@@ -118,7 +146,7 @@ std::string print_vector_plan(const VectorPlan& p) {
   int vector_reads = 0, other_reads = 0;
   for (const std::vector<VectorRead>& rs : p.reads)
     for (const VectorRead& r : rs)
-      if (r.producer < 0) (r.vector ? vector_reads : other_reads) += 1;
+      if (r.producer < 0) (r.vector || r.guarded ? vector_reads : other_reads) += 1;
   return cat("vector kernel: ", p.elements, " elements, ", p.vec, " per thread and access; ", p.threads, " threads per block, ",
              p.blocks, " blocks (grid-stride); ", vector_reads, " vector reads, ", other_reads, " scalar reads of device memory");
 }

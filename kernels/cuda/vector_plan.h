@@ -6,9 +6,13 @@
 // thread one element and recompute its tile's boxes per block.
 //
 // A group qualifies when
-//   * no node reduces, no node but the sink reshapes its output (the sink stores at its domain
-//     point's row-major offset, which a reshape keeps), and only the sink writes device memory;
-//   * every node's domain is the sink's (same spatial extents), and every read of an in-group node
+//   * no node reduces but over a window (at most kVectorMaxWindowPoints points per output, none
+//     along the innermost dimension of a tensor it reads: a depthwise convolution, a pooling --
+//     not a GEMM or a convolution over channels), reading device memory only (so its window needs
+//     no in-group values at other points); no node but the sink reshapes its output (the sink stores
+//     at its domain point's row-major offset, which a reshape keeps), and only the sink writes
+//     device memory;
+//   * every node's spatial domain is the sink's (same extents), and every read of an in-group node
 //     is at the reader's own point (the identity map), so one point indexes every node -- except
 //     in-group plain copies (a transpose, a fixed index: body in0 of one in-bounds input, same
 //     dtype, no reshape, read in bounds), which are folded into their readers' maps and never
@@ -17,7 +21,10 @@
 //   * the last axis is a multiple of a vector width of at least two elements.
 // Reads of device memory may be any affine map; those that walk the last axis contiguously
 // (row_plan.h's row_vector_access: the last index is the last axis, no other index depends on it,
-// the tensor's last dimension a multiple of the width, never out of bounds) are vector loads.
+// the tensor's last dimension a multiple of the width, never out of bounds) are vector loads. A
+// window's reads are loaded in its reduction loop, before the per-element values: a vector load
+// where the last index is the last axis even when the others leave the tensor (guarded: the pad
+// value instead; row_vector_access_guarded), else one scalar read per element.
 #pragma once
 
 #include <optional>
@@ -32,6 +39,8 @@ struct VectorRead {
   int producer = -1;      // position of the in-group producer, or -1: device memory
   RowRead read;           // the tensor, its map over the node's axes, type and pad
   bool vector = false;    // a vector load along the last axis
+  bool guarded = false;   // in a window's loop: a vector load along the last axis, the pad value
+                          // where another index leaves the tensor
 };
 
 struct VectorPlan {
@@ -51,6 +60,9 @@ struct VectorMatch {
 
 /// Design choice, not a hardware fact: threads per block (capped by the spec's limit).
 inline constexpr int kVectorBlockThreads = 256;
+/// Design choice: the most points a node may reduce per output in the vector kernel (a 16x16
+/// window); longer reductions leave one thread too much serial work and take another family.
+inline constexpr int64_t kVectorMaxWindowPoints = 256;
 
 /// Checks the conditions of the file comment for `group` and plans the vector kernel.
 VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec);

@@ -1,8 +1,9 @@
 // The vector path of the CUDA backend (kernels/cuda/vector_plan.h): which elementwise groups take
 // it, the vector width, which reads are vector loads, why other groups keep the generic kernel;
 // its kernels compile with NVRTC, and on a GPU match the interpreter for chains, broadcasting
-// (bias, scalars, a column), transposed reads, casts between widths, integers and booleans, and
-// odd sizes (every vector width down to 2).
+// (bias, scalars, a column), transposed reads, casts between widths, integers and booleans, odd
+// sizes (every vector width down to 2), and windows (depthwise convolutions, max pooling in NHWC,
+// padded borders, strides).
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
@@ -64,6 +65,30 @@ OpGraph merged(DType dt, int64_t bt, int64_t h, int64_t s, int64_t d) {
   return b.graph(b.op("Reshape", {b.op("Relu", {t}), b.weight_i64("shape", {s * bt, h * d})}));
 }
 
+/// relu(depthwise_conv(x) + bias) in NHWC: x [n, h, w, c], a k x k window per channel with stride
+/// `stride` and `pad` zeros on each side (a window: the vector kernel reduces it per channel vector).
+/// With `hwio`, the weights are [k, k, 1, c] (weight_layout "HWIO", as the normalize stage lays out
+/// a depthwise convolution's weights): a vector of channels' weights per tap.
+OpGraph depthwise(DType dt, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t stride, int64_t pad,
+                  bool hwio = false) {
+  ModelBuilder b(dt);
+  std::map<std::string, AttrValue> attrs = {{"layout", std::string("NHWC")}, {"group", c},
+                                            {"strides", std::vector<int64_t>{stride, stride}},
+                                            {"pads", std::vector<int64_t>{pad, pad, pad, pad}}};
+  if (hwio) attrs["weight_layout"] = std::string("HWIO");
+  const std::vector<int64_t> wshape = hwio ? std::vector<int64_t>{k, k, 1, c} : std::vector<int64_t>{c, k, k, 1};
+  const std::string y = b.op("Conv", {b.input("x", {n, h, w, c}), b.weight("w", wshape, 6), b.weight("bias", {c}, 7)}, attrs);
+  return b.graph(b.op("Relu", {y}));
+}
+
+/// MaxPool 3x3, stride 2, pad 1 in NHWC (ResNet's stem pooling): the pad value is the lowest.
+OpGraph max_pool_nhwc(DType dt, int64_t n, int64_t h, int64_t c) {
+  ModelBuilder b(dt);
+  return b.graph(b.op("MaxPool", {b.input("x", {n, h, h, c})},
+                      {{"layout", std::string("NHWC")}, {"kernel_shape", std::vector<int64_t>{3, 3}},
+                       {"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+}
+
 using VectorCase = GraphCase;
 
 std::vector<VectorCase> vector_cases() {
@@ -79,6 +104,11 @@ std::vector<VectorCase> vector_cases() {
   add("heads f16 s197 h3 d64 (fixed index and transpose folded)", heads(DType::f16, 197, 3, 64));
   add("heads bf16 s5 h2 d6", heads(DType::bf16, 5, 2, 6));
   add("merged f16 2x3x197x64 (reshaping sink)", merged(DType::f16, 2, 3, 197, 64));
+  add("depthwise f16 3x3 stride 1 pad 1, 2x13x11x48", depthwise(DType::f16, 2, 13, 11, 48, 3, 1, 1));
+  add("depthwise bf16 5x5 stride 2 pad 2, 1x15x15x40", depthwise(DType::bf16, 1, 15, 15, 40, 5, 2, 2));
+  add("depthwise f32 7x7 stride 1 pad 3, 1x9x9x6 (vector of 2)", depthwise(DType::f32, 1, 9, 9, 6, 7, 1, 3));
+  add("depthwise f16 HWIO weights 7x7 pad 3, 2x10x9x64", depthwise(DType::f16, 2, 10, 9, 64, 7, 1, 3, true));
+  add("max pool f16 3x3 stride 2 pad 1, 2x17x64", max_pool_nhwc(DType::f16, 2, 17, 64));
   return out;
 }
 
@@ -125,6 +155,30 @@ TEST_CASE("cuda vector: in-group copies fold into the reads, a reshaping sink st
   CHECK(k.vector->reads[0][0].read.type.shape == std::vector<int64_t>{197, 3, 3, 64});
   const cuda::GeneratedKernel r = welder_kernel(merged(DType::f16, 2, 3, 197, 64));
   CHECK(r.path == "vector");
+}
+
+TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows of the vector kernel") {
+  // The window's input is read 8 channels at a time, guarded at the padded border; its weights one
+  // element per channel; the bias and the relu run on the window's values.
+  const cuda::GeneratedKernel k = welder_kernel(depthwise(DType::f16, 2, 13, 11, 48, 3, 1, 1));
+  REQUIRE(k.path == "vector");
+  CHECK(k.vector->vec == 8);
+  REQUIRE(k.vector->reads[0].size() == 2);
+  CHECK(k.vector->reads[0][0].guarded);
+  CHECK_FALSE(k.vector->reads[0][1].guarded);
+  CHECK(k.source.find("(a window)") != std::string::npos);
+  // Weights [k, k, 1, c]: a vector load per tap too.
+  const cuda::GeneratedKernel hwio = welder_kernel(depthwise(DType::f16, 2, 10, 9, 64, 7, 1, 3, true));
+  REQUIRE(hwio.path == "vector");
+  CHECK(hwio.vector->reads[0][0].guarded);
+  CHECK(hwio.vector->reads[0][1].guarded);
+  const cuda::GeneratedKernel pool = welder_kernel(max_pool_nhwc(DType::f16, 2, 17, 64));
+  REQUIRE(pool.path == "vector");
+  CHECK(pool.vector->reads[0][0].guarded);
+  // A reduction over more points than a window keeps another family, and says so.
+  const cuda::GeneratedKernel wide = welder_kernel(depthwise(DType::f16, 1, 40, 40, 16, 17, 1, 8));
+  CHECK(wide.path != "vector");
+  CHECK(wide.vector_reason.find("more than a window") != std::string::npos);
 }
 
 TEST_CASE("cuda vector: groups outside the path keep the generic kernel and say why") {

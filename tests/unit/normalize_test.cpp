@@ -180,9 +180,19 @@ TEST_CASE("normalize: a model's own permutes around a channels-last block are ab
   CHECK(report.convs_channels_last == 2);
   CHECK(report.transposes_absorbed == 2);
   CHECK(report.transposes == 2);  // x into NHWC (read by the first conv and the add), the output back
-  int transposes = 0;
-  for (const OpDef& op : n.ops) transposes += op.op_type == "Transpose";
+  int transposes = 0, hwio = 0;
+  for (const OpDef& op : n.ops) {
+    transposes += op.op_type == "Transpose";
+    // The depthwise convolutions' weights are re-laid out [kH, kW, 1, M] (channels innermost).
+    if (op.op_type == "Conv") {
+      const auto it = op.attrs.find("weight_layout");
+      const bool is_hwio = it != op.attrs.end() && std::get<std::string>(it->second) == "HWIO";
+      CHECK(is_hwio);
+      hwio += is_hwio;
+    }
+  }
   CHECK(transposes == 2);
+  CHECK(hwio == 2);
   check_same_outputs(m, n, 13);
 }
 

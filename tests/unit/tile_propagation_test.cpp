@@ -128,12 +128,14 @@ TEST_CASE("conv2d with stride, dilation and padding: halo, holes and border clam
 }
 
 TEST_CASE("depthwise conv: each group reads its own channel") {
-  // x [1,4,8,8], w [4,1,3,3], group 4, pads 1: x index = [n, g + c, o0 + k0 - 1, o1 + k1 - 1].
+  // x [1,4,8,8], w [4,1,3,3], group 4, pads 1: x index = [n, g, o0 + k0 - 1, o1 + k1 - 1] (one
+  // input and one output channel per group: no c and no m/g axis, the domain is the output's shape).
   const OpGraph g = lower_one("Conv", {random_f32({1, 4, 8, 8}, 1), random_f32({4, 1, 3, 3}, 2)},
                               {{"group", AttrValue(int64_t{4})}, {"pads", ints({1, 1, 1, 1})}}, {1});
   const TeNode& conv = g.node(0);
-  REQUIRE(conv.num_spatial() == 5);  // n, g, m/g, o0, o1
-  const DomainTile t = tile_for_output(conv, {0, 1, 0, 0, 4}, {1, 2, 1, 4, 4});
+  REQUIRE(conv.num_spatial() == 4);  // n, g, o0, o1
+  CHECK(conv.num_reduction() == 2);  // k0, k1
+  const DomainTile t = tile_for_output(conv, {0, 1, 0, 4}, {1, 2, 4, 4});
   CHECK(input_region(conv, 0, t) == box({{0, 1}, {1, 3}, {0, 5}, {3, 8}}));
   CHECK(input_region(conv, 1, t) == box({{1, 3}, {0, 1}, {0, 3}, {0, 3}}));
 }

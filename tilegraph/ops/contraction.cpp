@@ -204,20 +204,31 @@ ConvGeometry conv_geometry(LowerContext& ctx, const std::vector<int64_t>& in,
 
 struct ConvLayout {
   bool channels_last = false;
+  // Weights [k..., Cg, M] (Tessel attribute weight_layout "HWIO", NHWC only): the output channels
+  // innermost, so a depthwise convolution reads a vector of channels' weights per tap.
+  bool weights_hwio = false;
   int channel_dim(int rank) const { return channels_last ? rank - 1 : 1; }
   int spatial_dim(int i) const { return channels_last ? 1 + i : 2 + i; }
+  int weight_m_dim(int rank) const { return weights_hwio ? rank - 1 : 0; }
+  int weight_c_dim(int rank) const { return weights_hwio ? rank - 2 : channels_last ? rank - 1 : 1; }
+  int weight_k_dim(int i) const { return weights_hwio ? i : channels_last ? 1 + i : 2 + i; }
 };
 
 ConvLayout conv_layout(LowerContext& ctx) {
   const std::string layout = ctx.attr_string("layout", "NCHW");
   if (layout != "NCHW" && layout != "NHWC")
     ctx.fail(cat("attribute 'layout' must be \"NCHW\" or \"NHWC\", got \"", layout, "\""));
-  return {layout == "NHWC"};
+  const std::string weights = ctx.attr_string("weight_layout", layout == "NHWC" ? "OHWI" : "OIHW");
+  if (weights != (layout == "NHWC" ? "OHWI" : "OIHW") && !(layout == "NHWC" && weights == "HWIO"))
+    ctx.fail(cat("attribute 'weight_layout' must be ", layout == "NHWC" ? "\"OHWI\" or \"HWIO\"" : "\"OIHW\"",
+                 " with layout ", layout, ", got \"", weights, "\""));
+  return {layout == "NHWC", weights == "HWIO"};
 }
 
 // The reduction node of a (possibly grouped) convolution.
 //   x_row(spatial i): the affine index into x's spatial dim i, given the axis positions.
-// Weight layout: NCHW models use [M, Cg, k...]; NHWC models use [M, k..., Cg].
+// Weight layout: NCHW models use [M, Cg, k...]; NHWC models use [M, k..., Cg], or [k..., Cg, M]
+// with weight_layout "HWIO".
 Value conv_node(LowerContext& ctx, const Value& x, const Value& w, const ConvGeometry& g,
                 const ConvLayout& layout, int64_t groups, int64_t M, bool transposed_read,
                 const std::string& suffix) {
@@ -231,19 +242,23 @@ Value conv_node(LowerContext& ctx, const Value& x, const Value& w, const ConvGeo
     spec.axes.push_back({name, extent, kind});
     return static_cast<int>(spec.axes.size()) - 1;
   };
+  // A grouped convolution with one output (input) channel per group has no mg (c) axis: a
+  // depthwise convolution's domain is its output's shape (n, g, o... or n, o..., g) and it sums
+  // over its window alone, so kernels that vectorize along the channels see them as the last axis.
+  const bool one_m = groups > 1 && Mg == 1 && !transposed_read, one_c = groups > 1 && Cg == 1 && !transposed_read;
   const int n_ax = add("n", N, AxisKind::spatial);
   int g_ax = -1, m_ax = -1;
   std::vector<int> o_ax(g.dims);
   if (!layout.channels_last) {
     if (groups > 1) g_ax = add("g", groups, AxisKind::spatial);
-    m_ax = add(groups > 1 ? "mg" : "m", Mg, AxisKind::spatial);
+    if (!one_m) m_ax = add(groups > 1 ? "mg" : "m", Mg, AxisKind::spatial);
   }
   for (int i = 0; i < g.dims; ++i) o_ax[i] = add(cat("o", i), g.out[i], AxisKind::spatial);
   if (layout.channels_last) {
     if (groups > 1) g_ax = add("g", groups, AxisKind::spatial);
-    m_ax = add(groups > 1 ? "mg" : "m", Mg, AxisKind::spatial);
+    if (!one_m) m_ax = add(groups > 1 ? "mg" : "m", Mg, AxisKind::spatial);
   }
-  const int c_ax = add("c", Cg, AxisKind::reduction);
+  const int c_ax = one_c ? -1 : add("c", Cg, AxisKind::reduction);
   std::vector<int> k_ax(g.dims);
   for (int i = 0; i < g.dims; ++i) k_ax[i] = add(cat("k", i), g.kernel[i], AxisKind::reduction);
   const int na = static_cast<int>(spec.axes.size());
@@ -252,7 +267,7 @@ Value conv_node(LowerContext& ctx, const Value& x, const Value& w, const ConvGeo
   std::vector<AffineExpr> xr(rank, zero_row(na));
   xr[0] = axis_row(na, n_ax);
   AffineExpr& xc = xr[layout.channel_dim(rank)];
-  xc.coeffs[c_ax] = 1;
+  if (c_ax >= 0) xc.coeffs[c_ax] = 1;
   if (g_ax >= 0) xc.coeffs[g_ax] = Cg;
   for (int i = 0; i < g.dims; ++i) {
     AffineExpr& r = xr[layout.spatial_dim(i)];
@@ -274,11 +289,11 @@ Value conv_node(LowerContext& ctx, const Value& x, const Value& w, const ConvGeo
     wr[1] = axis_row(na, m_ax);
     for (int i = 0; i < g.dims; ++i) wr[2 + i] = axis_row(na, k_ax[i]);
   } else {
-    wr[0].coeffs[m_ax] = 1;
-    if (g_ax >= 0) wr[0].coeffs[g_ax] = Mg;
-    const int wc = layout.channels_last ? w.rank() - 1 : 1;
-    wr[wc] = axis_row(na, c_ax);
-    for (int i = 0; i < g.dims; ++i) wr[layout.channels_last ? 1 + i : 2 + i] = axis_row(na, k_ax[i]);
+    AffineExpr& wm = wr[layout.weight_m_dim(w.rank())];
+    if (m_ax >= 0) wm.coeffs[m_ax] = 1;
+    if (g_ax >= 0) wm.coeffs[g_ax] = Mg;
+    if (c_ax >= 0) wr[layout.weight_c_dim(w.rank())] = axis_row(na, c_ax);
+    for (int i = 0; i < g.dims; ++i) wr[layout.weight_k_dim(i)] = axis_row(na, k_ax[i]);
   }
   spec.inputs.push_back(Access{x.type, AffineMap(na, xr)});
   spec.inputs.push_back(Access{w.type, AffineMap(na, wr)});
@@ -321,14 +336,14 @@ void lower_conv(LowerContext& ctx) {
   const int rank = x.rank();
   const int64_t groups = ctx.attr_int("group", 1);
   const int64_t C = x.shape()[layout.channel_dim(rank)];
-  const int64_t M = w.shape()[0];
-  const int64_t Cg = w.shape()[layout.channels_last ? rank - 1 : 1];
+  const int64_t M = w.shape()[layout.weight_m_dim(rank)];
+  const int64_t Cg = w.shape()[layout.weight_c_dim(rank)];
   if (groups < 1 || C % groups != 0 || M % groups != 0 || Cg * groups != C)
     ctx.fail(cat("group ", groups, " does not fit ", C, " input channels and weight ", w.type.print()));
   std::vector<int64_t> in, kernel;
   for (int i = 0; i < rank - 2; ++i) {
     in.push_back(x.shape()[layout.spatial_dim(i)]);
-    kernel.push_back(w.shape()[layout.channels_last ? 1 + i : 2 + i]);
+    kernel.push_back(w.shape()[layout.weight_k_dim(i)]);
   }
   const ConvGeometry g = conv_geometry(ctx, in, kernel, false);
   const bool has_bias = ctx.has_input(2);
