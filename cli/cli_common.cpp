@@ -20,6 +20,7 @@
 #include "policy/kernel_families.h"
 #include "policy/schedule_json.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 #include "tilegraph/import/tensor_files.h"
 
 namespace tessel {
@@ -268,11 +269,7 @@ std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::strin
   r.policy = p->policy.get();
   r.cost = p->cost.get();
   if (auto file = args.option("schedule")) {
-    std::ifstream in(*file);
-    if (!in) throw UserError(*file, "", "cannot read the schedule file");
-    std::stringstream text;
-    text << in.rdbuf();
-    r.schedule_json = text.str();
+    r.schedule_json = read_regular_file(*file, kMaxScheduleFileBytes, "the schedule file");
     r.schedule_source = *file;
   }
   r.options.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));

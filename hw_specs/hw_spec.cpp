@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 
 namespace tessel {
 namespace {
@@ -57,15 +58,7 @@ using json_util::render_inline;
 json parse_text(const std::string& text, const std::string& file) { return json_util::parse_strict(text, file); }
 
 std::string read_text(const std::string& path, const std::string& referrer, const std::string& ptr) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const std::string why = cat("cannot open hardware spec ", quoted(path), ": ", std::strerror(errno));
-    if (referrer.empty()) throw UserError(path, "", why);
-    throw UserError(referrer, ptr, why);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_regular_file(path, kMaxSpecFileBytes, "the hardware spec", referrer, ptr);
 }
 
 // ---------------------------------------------------------------------------------------------

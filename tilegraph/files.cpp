@@ -105,4 +105,42 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   }
 }
 
+std::string read_regular_file(const std::string& path, int64_t max_bytes, const std::string& what,
+                              const std::string& referrer, const std::string& where) {
+  auto fail = [&](const std::string& why) -> UserError {
+    return referrer.empty() ? UserError(path, "", why) : UserError(referrer, where, cat(why, " (", path, ")"));
+  };
+  // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw fail(cat("cannot open ", what, ": ", err == ENOENT ? std::string("file not found") : std::string(std::strerror(err))));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw fail(dir ? cat("is a directory, not ", what) : cat(what, " is not a regular file (a device, pipe or socket)"));
+  }
+  const int64_t size = static_cast<int64_t>(st.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    throw fail(cat(what, " is ", size, " bytes, more than the ", max_bytes, " this reader accepts"));
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');
+  int64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, bytes.data() + done, static_cast<size_t>(size - done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      throw fail(n < 0 ? cat("cannot read ", what, ": ", std::strerror(err)) : cat(what, " ended early (changed while read)"));
+    }
+    done += n;
+  }
+  ::close(fd);
+  return bytes;
+}
+
 }  // namespace tessel

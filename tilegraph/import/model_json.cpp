@@ -837,11 +837,7 @@ ModelDef parse_model_json(const std::string& text, const std::string& file) {
 }
 
 ModelDef load_model_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path, "", cat("cannot open model file: ", std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model_json(text.str(), path);
+  return parse_model_json(read_regular_file(path, kMaxModelFileBytes, "the model file"), path);
 }
 
 std::string write_model_json(const ModelDef& model) { return render(model_json(model, nullptr)); }

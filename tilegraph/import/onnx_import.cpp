@@ -36,14 +36,7 @@ struct TensorSource {
 };
 
 std::string read_model_bytes(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw UserError(path, "", "file not found");
-  if (fs::is_directory(path, ec)) throw UserError(path, "", "is a directory, not an ONNX model");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path, "", cat("cannot open: ", std::strerror(errno)));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  return read_regular_file(path, kMaxModelFileBytes, "an ONNX model");
 }
 
 // ---------------------------------------------------------------------------------------------

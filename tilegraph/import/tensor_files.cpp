@@ -21,6 +21,7 @@
 
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
+#include "tilegraph/limits.h"
 #include "tilegraph/import/onnx_import.h"
 
 namespace tessel {
@@ -42,14 +43,8 @@ TensorFileFormat format_of(const std::string& path) {
 }
 
 std::string read_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw UserError(path, "", "file not found");
-  if (fs::is_directory(path, ec)) throw UserError(path, "", "is a directory, not a tensor file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path, "", cat("cannot open: ", std::strerror(errno)));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  // At most the largest tensor the limits allow, 8 bytes an element, and a header.
+  return read_regular_file(path, kMaxTensorElements * 8 + (int64_t{1} << 20), "a tensor file");
 }
 
 void write_file(const std::string& path, const std::string& bytes) { write_file_atomically(path, bytes); }
