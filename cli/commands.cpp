@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "hw_specs/hw_spec.h"
+#include "kernels/backend.h"
 #include "tilegraph/compare.h"
 #include "tilegraph/error.h"
 #include "tilegraph/import/load_model.h"
@@ -83,7 +85,8 @@ const char* kCompileHelp =
     "                      [--seed N] [--threads N] [--no-normalize]\n"
     "  Runs the compiler pipeline on MODEL and prints what each stage produced: import, normalize,\n"
     "  schedule, emit, run.\n"
-    "  --device   backend (default cpu); --hw the spec to schedule for (default: probe this machine)\n"
+    "  --device   backend (default: the one that emits --emit's format, else the one --hw's spec\n"
+    "             is for, else cpu); --hw the spec to schedule for (default: probe this machine)\n"
     "  --emit     write the generated code in FORMAT (cpu: llvm, obj; cuda: cuda) into -o DIR, one\n"
     "             file per kernel plus manifest.json\n"
     "  --dump     print the generated code in FORMAT (or `ir` for the tensor-expression IR)\n"
@@ -202,8 +205,23 @@ int cmd_compile(const std::vector<std::string>& argv) {
              "time"});
   if (args.flag("help")) { std::cout << kCompileHelp; return 0; }
   const std::string path = args.one_positional("MODEL");
-  const std::string device = args.option_or("device", "cpu");
   if (args.option("emit") && !args.option("o")) throw UserError("command line", "--emit", "needs -o DIR");
+  // Without --device: the backend that emits --emit's format, else the one the --hw spec is for,
+  // else the CPU.
+  std::string device = args.option_or("device", "");
+  if (device.empty())
+    if (auto format = args.option("emit"))
+      for (const auto& b : backends()) {
+        const std::vector<std::string> formats = b->emit_formats();
+        if (std::find(formats.begin(), formats.end(), *format) != formats.end()) device = std::string(b->name());
+      }
+  if (device.empty())
+    if (auto file = args.option("hw")) {
+      const HwSpec spec = load_hw_spec(*file);
+      for (const auto& b : backends())
+        if (device.empty() && b->supports(spec)) device = std::string(b->name());
+    }
+  if (device.empty()) device = "cpu";
 
   std::unique_ptr<Backend> backend;
   for (auto& b : backends())

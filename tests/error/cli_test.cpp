@@ -191,6 +191,14 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
     CHECK(r.output.find("kernel family 'wgmma' cannot emit this group") != std::string::npos);
     CHECK(r.output.find("internal error") == std::string::npos);
   }
+  // Without --device, compile takes the backend of the --emit format, else of the --hw spec.
+  r = tessel("compile " + model + " --hw " + spec + " --emit cuda -o " + (dir / "guessed").string());
+  CHECK(r.status == 0);
+  CHECK(fs::exists(dir / "guessed" / "manifest.json"));
+  r = tessel("compile " + model + " --hw " + spec);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("[3/5 schedule]") != std::string::npos);
+  CHECK(r.output.find("--device cpu needs another kind") == std::string::npos);
   r = tessel("explain " + model + " --hw " + spec + " --format dot");
   CHECK(r.output.find("subgraph cluster_0") != std::string::npos);
   r = tessel("explain " + model + " --hw " + spec + " --format html -o " + (dir / "e.html").string());
