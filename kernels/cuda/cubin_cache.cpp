@@ -1,7 +1,10 @@
 // The on-disk cubin cache (see cubin_cache.h).
 #include "kernels/cuda/cubin_cache.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <cstdint>
@@ -11,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tilegraph/error.h"
+#include "tilegraph/files.h"
 #include "tilegraph/hash.h"
 
 namespace tessel::cuda {
@@ -20,6 +25,14 @@ namespace {
 constexpr const char* kMagic = "TESSELCUBIN1";
 
 std::string checksum(const std::string& payload) { return hex64(fnv1a64(payload)); }
+
+/// A cache directory another user could have filled: not a directory, owned by someone else, or
+/// writable by group or others. Its entries are never loaded and nothing is stored in it.
+bool untrusted(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return false;  // not there yet: store() creates it 0700
+  return !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+}
 
 }  // namespace
 
@@ -48,8 +61,15 @@ std::string CubinCache::key(const std::string& source, const std::string& arch, 
 std::string CubinCache::path(const std::string& key) const { return dir_ + "/" + key + ".cubin"; }
 
 std::optional<std::string> CubinCache::load(const std::string& key) const {
-  std::ifstream in(path(key), std::ios::binary);
-  if (!in) return std::nullopt;
+  if (untrusted(dir_)) return std::nullopt;
+  // A regular file only (a FIFO planted as an entry would hang an ifstream), read whole.
+  std::string bytes;
+  try {
+    bytes = read_regular_file(path(key), (int64_t{1} << 31) + 4096, "a cache entry");
+  } catch (const UserError&) {
+    return std::nullopt;
+  }
+  std::istringstream in(bytes);
   std::string magic, stored_key, size_text, sum;
   if (!std::getline(in, magic) || magic != kMagic) return std::nullopt;
   if (!std::getline(in, stored_key) || stored_key != key) return std::nullopt;
@@ -66,8 +86,10 @@ std::optional<std::string> CubinCache::load(const std::string& key) const {
 
 bool CubinCache::store(const std::string& key, const std::string& cubin) const {
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) return false;
+  const std::filesystem::path dir(dir_);
+  if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
+  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  if (untrusted(dir_)) return false;
   const std::string final_path = path(key);
   // Unique per process and per store: concurrent writers (processes or threads) of one key each
   // write their own file and the last rename wins; readers see a whole entry or none.

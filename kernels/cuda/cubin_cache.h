@@ -2,8 +2,11 @@
 // NVRTC. An entry's key hashes everything the cubin depends on: the kernel source (which embeds
 // the device library), the target architecture, the NVRTC version and the compile options.
 //
-// Location: CompileOptions::cache_dir, else $TESSEL_CACHE_DIR, else ~/.cache/tessel (created on
-// first store). One file per entry, `<key>.cubin`, written to a temporary file in the same
+// Location: CompileOptions::cache_dir, else $TESSEL_CACHE_DIR, else ~/.cache/tessel (created 0700
+// on first store). A directory owned by another user or writable by group or others is not used
+// (no entry loaded, nothing stored: compiling works, uncached), and only regular files are read as
+// entries, so another local user cannot plant code or a FIFO in it. (The checksum is FNV-1a, not
+// a cryptographic hash: it catches damage, not a writer who owns the directory.) One file per entry, `<key>.cubin`, written to a temporary file in the same
 // directory and renamed into place, so a reader never sees half an entry. Each entry carries a
 // header (magic, key, size, checksum of the payload); an entry that fails any check -- a truncated
 // or corrupt file -- counts as a miss, and the next store replaces it.

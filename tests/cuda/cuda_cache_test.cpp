@@ -4,6 +4,8 @@
 // code is saved with a repro command.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +67,28 @@ TEST_CASE("cuda cache: entries round-trip and a damaged entry is a miss") {
   // No temporary files are left behind.
   for (const auto& e : std::filesystem::directory_iterator(dir.file("cache")))
     CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+}
+
+TEST_CASE("cuda cache: a directory others can write is not used; entries are regular files") {
+  TempDir dir;
+  const std::string root = dir.file("cache");
+  const cuda::CubinCache cache(root);
+  const std::string key = cuda::CubinCache::key("src", "sm_90a", "13.0", "");
+  REQUIRE(cache.store(key, "payload"));
+  struct stat st {};
+  REQUIRE(::stat(root.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);  // created private
+  REQUIRE(cache.load(key).has_value());
+  // Writable by others: another user could have planted the entry; not loaded, nothing stored.
+  std::filesystem::permissions(root, std::filesystem::perms::all);
+  CHECK_FALSE(cache.load(key).has_value());
+  CHECK_FALSE(cache.store(key, "payload"));
+  std::filesystem::permissions(root, std::filesystem::perms::owner_all);
+  CHECK(cache.load(key).has_value());
+  // A FIFO standing as an entry is a miss at once (an ifstream would wait for a writer).
+  const std::string fifo_key = cuda::CubinCache::key("fifo", "sm_90a", "13.0", "");
+  REQUIRE(::mkfifo(cache.path(fifo_key).c_str(), 0600) == 0);
+  CHECK_FALSE(cache.load(fifo_key).has_value());
 }
 
 TEST_CASE("cuda cache: compile_kernel stores, hits, and rebuilds a corrupt entry") {
