@@ -110,6 +110,12 @@ class Normalizer {
     if (const WeightDef* w = weight(name)) return w->type;
     if (auto it = added_types_.find(name); it != added_types_.end()) return it->second;
     if (auto t = lowered_.find_tensor(name)) return lowered_.tensor(*t).type;
+    // An Identity's output, which lowering folds away: exporters write one per reuse of an
+    // identical initializer (the in-projection biases of every ViT layer after the first).
+    for (const OpDef& op : out_.ops)
+      if (op.op_type == "Identity" && op.domain.empty() && op.inputs.size() == 1 && op.outputs.size() == 1 &&
+          op.outputs[0] == name && op.inputs[0] != name)
+        return type_of(op.inputs[0]);
     return std::nullopt;
   }
   bool is_float_weight(const std::string& name) const {

@@ -55,6 +55,16 @@ bool reads_in_bounds(const TeNode& reader, const Access& acc) {
   return true;
 }
 
+/// The last index of a vector read: `axis` with coefficient 1, and any other terms in steps of
+/// whole vectors (an axis split off by a reshape: h * d + j with d a multiple of the width), with
+/// `axis`'s extent a multiple of the width, so each vector is contiguous and aligned.
+static bool vector_last_index(const TeNode& reader, const AffineExpr& row, int axis, int vec) {
+  if (row.coeffs[axis] != 1 || row.offset % vec != 0 || reader.axes()[axis].extent % vec != 0) return false;
+  for (size_t a = 0; a < row.coeffs.size(); ++a)
+    if (static_cast<int>(a) != axis && row.coeffs[a] % vec != 0) return false;
+  return true;
+}
+
 bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec) {
   if (axis < 0 || type.rank() == 0 || map.num_results() != type.rank()) return false;
   const int rank = type.rank();
@@ -62,7 +72,7 @@ bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorT
   const std::vector<int64_t> extents = reader.extents();
   for (int r = 0; r < rank; ++r) {
     const AffineExpr& row = map.result(r);
-    if (r == rank - 1 ? !row_is(row, axis) : row.coeffs[axis] != 0) return false;
+    if (r == rank - 1 ? !(row_is(row, axis) || vector_last_index(reader, row, axis, vec)) : row.coeffs[axis] != 0) return false;
     if (row.min_over(extents) < 0 || row.max_over(extents) >= type.shape[r]) return false;
   }
   return true;
@@ -77,6 +87,33 @@ bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const
     if (r == rank - 1 ? !row_is(row, axis) : row.coeffs[axis] != 0) return false;
   }
   return reader.axes()[axis].extent <= type.shape[rank - 1];
+}
+
+std::optional<AffineMap> split_reshape_map(const std::vector<int64_t>& domain, const std::vector<int64_t>& shape) {
+  const int q = static_cast<int>(shape.size());
+  std::vector<AffineExpr> rows;
+  int i = 0;
+  for (const int64_t need : domain) {
+    if (need <= 0) return std::nullopt;
+    std::vector<int> dims;
+    int64_t product = 1;
+    while (product < need) {
+      if (i >= q) return std::nullopt;
+      dims.push_back(i);
+      product *= shape[i++];
+    }
+    if (product != need) return std::nullopt;  // a merge, or no exact split
+    AffineExpr row{std::vector<int64_t>(q, 0), 0};
+    int64_t stride = 1;
+    for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+      row.coeffs[*it] = stride;
+      stride *= shape[*it];
+    }
+    rows.push_back(std::move(row));
+  }
+  for (; i < q; ++i)
+    if (shape[i] != 1) return std::nullopt;
+  return AffineMap(q, std::move(rows));
 }
 
 bool reads_along_reduction(const TeNode& node, const AffineMap& map) {

@@ -100,6 +100,12 @@ bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorT
 /// pooling along its channels. The last index must stay inside.
 bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
 
+/// A reshape that only splits dimensions (and adds or drops dimensions of size 1) read at a point
+/// of its output `shape`: the point of its domain `domain` (the input's shape) as an affine map
+/// over the output's coordinates -- so a copy that reshapes this way can be folded into its
+/// readers like a transpose. nullopt when the reshape merges dimensions (not affine that way).
+std::optional<AffineMap> split_reshape_map(const std::vector<int64_t>& domain, const std::vector<int64_t>& shape);
+
 /// Whether `reader` reads `acc` only inside the tensor over its whole domain (no padding): the
 /// condition for folding an in-group copy into its reader's map (row and vector kernels).
 bool reads_in_bounds(const TeNode& reader, const Access& acc);

@@ -37,16 +37,19 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   for (int64_t e : p.extents) p.elements *= e;
   if (p.elements == 0) return fail("the output is empty");
   // A reshaping sink is fine: its output holds the domain's values in row-major order, where the
-  // kernel stores them (a reshaped node inside the group is not: it is read through its shape).
+  // kernel stores them (a reshaped node inside the group is not, unless it is a copy that only
+  // splits dimensions, folded below: it is read through its shape).
   int min_bytes = dtype_bytes(sink.output().dtype);
-  // In-group plain copies (a transpose, a fixed index: body in0 of one in-bounds input, same
-  // dtype, no reshape, no write to device memory) are folded into their readers' maps: their
-  // domains may differ from the sink's.
+  // In-group plain copies (a transpose, a fixed index, a reshape that only splits dimensions:
+  // body in0 of one in-bounds input, same dtype, no write to device memory) are folded into their
+  // readers' maps: their domains may differ from the sink's.
   std::vector<bool> folded(n, false);
   std::vector<int> index_of(n, -1);  // group position -> position in p.nodes
   for (int i = 0; i + 1 < n; ++i) {
     const TeNode& node = graph.node(group.nodes[i]);
-    folded[i] = !generic.nodes[i].writes_global && !generic.nodes[i].reshaped && node.num_reduction() == 0 &&
+    folded[i] = !generic.nodes[i].writes_global &&
+                (!generic.nodes[i].reshaped || split_reshape_map(node.extents(), node.output().shape)) &&
+                node.num_reduction() == 0 &&
                 node.inputs().size() == 1 && !node.inputs()[0].is_gather() && node.body().op() == ExprOp::input &&
                 node.body().index() == 0 && node.output().dtype == node.inputs()[0].type.dtype && reads_in_bounds(node, node.inputs()[0]);
   }
@@ -93,9 +96,14 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
         return fail(cat("'", node.name(), "' reads the copy '", graph.node(group.nodes[pos]).name(), "' out of bounds"));
       while (pos >= 0 && folded[pos]) {  // through the copy: its source at the composed map
         const NodeId c = group.nodes[pos];
-        const Access& src = graph.node(c).inputs()[0];
+        const TeNode& copy = graph.node(c);
+        const Access& src = copy.inputs()[0];
         r.read.tensor = graph.node_inputs(c)[0];
-        r.read.map = compose(src.map, r.read.map);
+        // A splitting reshape is read at the domain point of the output point: one more affine step.
+        const AffineMap inner = copy.output().shape == copy.extents()
+                                    ? src.map
+                                    : compose(src.map, *split_reshape_map(copy.extents(), copy.output().shape));
+        r.read.map = compose(inner, r.read.map);
         r.read.type = src.type;
         r.read.pad = src.pad_value;
         pos = generic.position(graph.producer(r.read.tensor));

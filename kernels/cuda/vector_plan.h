@@ -14,9 +14,9 @@
 //     device memory;
 //   * every node's spatial domain is the sink's (same extents), and every read of an in-group node
 //     is at the reader's own point (the identity map), so one point indexes every node -- except
-//     in-group plain copies (a transpose, a fixed index: body in0 of one in-bounds input, same
-//     dtype, no reshape, read in bounds), which are folded into their readers' maps and never
-//     computed (the copies before an attention's Q and K scaling);
+//     in-group plain copies (a transpose, a fixed index, a reshape that only splits dimensions:
+//     body in0 of one in-bounds input, same dtype, read in bounds), which are folded into their
+//     readers' maps and never computed (the copies before an attention's Q and K scaling);
 //   * no read is a gather;
 //   * the last axis is a multiple of a vector width of at least two elements.
 // Reads of device memory may be any affine map; those that walk the last axis contiguously

@@ -57,6 +57,16 @@ OpGraph heads(DType dt, int64_t s, int64_t h, int64_t d) {
   return b.graph(b.op("Mul", {t, b.weight("scale", {}, 5)}));
 }
 
+/// q = x.view(s, b, h, d).permute(1, 2, 0, 3) * scale over x [s, b, h * d]: a reshape that splits
+/// the last dimension and a transpose (copies folded into the read: along d, h * d + j steps whole
+/// vectors) before the scaling (exported torchvision attention's Q after the in-projection).
+OpGraph split_heads(DType dt, int64_t s, int64_t bt, int64_t h, int64_t d) {
+  ModelBuilder b(dt);
+  const std::string r = b.op("Reshape", {b.input("x", {s, bt, h * d}), b.weight_i64("shape", {s, bt, h, d})});
+  const std::string t = b.op("Transpose", {r}, {{"perm", std::vector<int64_t>{1, 2, 0, 3}}});
+  return b.graph(b.op("Mul", {t, b.weight("scale", {}, 5)}));
+}
+
 /// relu of x [b, h, s, d] permuted to [s, b, h, d], merged to [s * b, h * d]: a sink that reshapes
 /// its output (exported attention's output before its projection).
 OpGraph merged(DType dt, int64_t bt, int64_t h, int64_t s, int64_t d) {
@@ -104,6 +114,8 @@ std::vector<VectorCase> vector_cases() {
   add("heads f16 s197 h3 d64 (fixed index and transpose folded)", heads(DType::f16, 197, 3, 64));
   add("heads bf16 s5 h2 d6", heads(DType::bf16, 5, 2, 6));
   add("merged f16 2x3x197x64 (reshaping sink)", merged(DType::f16, 2, 3, 197, 64));
+  add("split heads f16 s197 b2 h3 d64 (split reshape and transpose folded)", split_heads(DType::f16, 197, 2, 3, 64));
+  add("split heads f32 s5 b3 h2 d6", split_heads(DType::f32, 5, 3, 2, 6));
   add("depthwise f16 3x3 stride 1 pad 1, 2x13x11x48", depthwise(DType::f16, 2, 13, 11, 48, 3, 1, 1));
   add("depthwise bf16 5x5 stride 2 pad 2, 1x15x15x40", depthwise(DType::bf16, 1, 15, 15, 40, 5, 2, 2));
   add("depthwise f32 7x7 stride 1 pad 3, 1x9x9x6 (vector of 2)", depthwise(DType::f32, 1, 9, 9, 6, 7, 1, 3));
@@ -155,6 +167,13 @@ TEST_CASE("cuda vector: in-group copies fold into the reads, a reshaping sink st
   CHECK(k.vector->reads[0][0].read.type.shape == std::vector<int64_t>{197, 3, 3, 64});
   const cuda::GeneratedKernel r = welder_kernel(merged(DType::f16, 2, 3, 197, 64));
   CHECK(r.path == "vector");
+  // A reshape that splits a dimension folds like a transpose: the multiply reads x itself, 8 f16
+  // along d at a time (the head's offset h * 64 is a whole number of vectors).
+  const cuda::GeneratedKernel q = welder_kernel(split_heads(DType::f16, 197, 2, 3, 64));
+  REQUIRE(q.path == "vector");
+  CHECK(q.vector->nodes.size() == 1);
+  CHECK(q.vector->reads[0][0].read.type.shape == std::vector<int64_t>{197, 2, 192});
+  CHECK(q.vector->reads[0][0].vector);
 }
 
 TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows of the vector kernel") {

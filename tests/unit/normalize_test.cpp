@@ -300,6 +300,20 @@ TEST_CASE("normalize: views that need a copy, slices and weights are left as the
   CHECK(n.ops.size() == m.ops.size());
 }
 
+TEST_CASE("normalize: a bias behind an Identity (an exporter's reused initializer) still lets the transpose move") {
+  // x^T W + Identity(b): exporters write an Identity for each reuse of an identical initializer
+  // (every ViT layer's zero in-projection bias after the first), which lowering folds away.
+  ModelBuilder b(DType::f32);
+  const std::string xt = b.op("Transpose", {b.input("x", {2, 3, 4})}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  const std::string mm = b.op("MatMul", {xt, b.weight("w", {4, 6}, 1)});
+  const std::string bias = b.op("Identity", {b.weight("b", {6}, 2)});
+  const ModelDef m = b.model({b.op("Add", {bias, mm})});
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+  CHECK(report.scalars_moved == 2);  // the MatMul and the bias add
+  check_same_outputs(m, n, 5);
+}
+
 TEST_CASE("normalize: a Gather of one index known at import is an affine copy, checked at import") {
   ModelBuilder b(DType::f32);
   const std::string x = b.input("x", {3, 4, 5});
