@@ -145,3 +145,17 @@ TEST_CASE("a reduction over a zero-size dimension names the node, the axis and t
   ModelDef matmul = single_op_model("MatMul", {random_f32({2, 0}, 3), random_f32({0, 4}, 4)}, {}, 1, {});
   expect_user_error(matmul, {"extent 0", "empty reductions are not supported"});
 }
+
+TEST_CASE("a convolution's weight_layout must fit its layout") {
+  // HWIO weights are a channels-last form: with NCHW, or an unknown name, the attribute is refused.
+  for (const auto& [layout, weights] : std::vector<std::pair<std::string, std::string>>{{"NCHW", "HWIO"}, {"NHWC", "IOHW"}}) {
+    ModelDef m;
+    m.name = "conv";
+    m.file = "conv.json";
+    m.inputs.push_back({"x", TensorType{DType::f32, {1, 4, 4, 4}}});
+    m.weights.push_back({"w", TensorType{DType::f32, {3, 3, 1, 4}}, RandomInit{RandomInit::Dist::normal, 0, 0.02, 1}});
+    m.ops.push_back({"c", "Conv", {"x", "w"}, {"y"}, {{"layout", layout}, {"weight_layout", weights}, {"group", int64_t{4}}}, ""});
+    m.outputs.push_back("y");
+    expect_user_error(m, {"op 'c' (Conv)", "weight_layout", weights});
+  }
+}
