@@ -2,7 +2,6 @@
 #include "kernels/cuda/emitter.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace tessel::cuda::emitter {
 
@@ -71,25 +70,13 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     os_ << "    " << at << " " << acc << "[" << vec << "];\n";
     os_ << "    #pragma unroll\n    for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << acc << "[tsl_e] = "
         << literal(dt, nd.init(), true) << ";\n";
-    // 32-bit index arithmetic when every tensor the window reads fits (64-bit integer multiplies
-    // cost several instructions each, and a window computes an offset per tap).
+    // 32-bit index arithmetic when every tensor the window reads is under 2^30 elements, so that
+    // an offset a padded tap computes (a few rows outside) still fits an int (64-bit integer
+    // multiplies cost several instructions each, and a window computes an offset per tap).
     bool narrow = true;
     for (const VectorRead& r : p.reads[i]) narrow &= r.read.type.num_elements() < (int64_t{1} << 30);
     const std::string it = narrow ? "int" : "long long", lit = narrow ? "" : "LL";
     std::vector<std::string> xw(d);  // the node's axes: the vector's first point, then the taps
-    auto index_text = [&](const AffineExpr& row) {  // affine_text, with int literals when narrow
-      std::string t = affine_text(row, xw);
-      if (!narrow) return t;
-      std::string out;
-      for (size_t c = 0; c < t.size(); ++c) {
-        if (t[c] == 'L' && c + 1 < t.size() && t[c + 1] == 'L' && c > 0 && std::isdigit(static_cast<unsigned char>(t[c - 1]))) {
-          ++c;
-          continue;
-        }
-        out += t[c];
-      }
-      return out;
-    };
     std::string ind = "    ";
     for (int a = 0; a < d; ++a) {
       xw[a] = narrow ? fresh("tsl_n") : base[a];
@@ -110,17 +97,13 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     for (size_t k = 0; k < p.reads[i].size(); ++k) {
       const VectorRead& r = p.reads[i][k];
       const std::vector<int64_t> strides = row_major_strides(r.read.type.shape);
-      bool in_bounds = true;
-      for (int q = 0; q < r.read.type.rank(); ++q) {
-        const AffineExpr& row = r.read.map.result(q);
-        in_bounds &= row.min_over(extents) >= 0 && row.max_over(extents) < r.read.type.shape[q];
-      }
-      if (!r.guarded && !in_bounds) continue;  // a scalar read per element, bounds checked there
+      // Else a scalar read per element, bounds checked there.
+      if (!r.guarded && !reads_in_bounds(nd, Access{r.read.type, r.read.map})) continue;
       std::string off = cat("0", lit), inside;
       for (int q = 0; q < r.read.type.rank(); ++q) {
         const AffineExpr& row = r.read.map.result(q);
         const std::string idx = fresh("i");
-        os_ << ind << "const " << it << " " << idx << " = " << index_text(row) << ";\n";
+        os_ << ind << "const " << it << " " << idx << " = " << affine_text(row, xw, lit.c_str()) << ";\n";
         off += cat(" + ", idx, " * ", strides[q], lit);
         steps[k] += row.coeffs[d - 1] * strides[q];
         if (q + 1 < r.read.type.rank() && (row.min_over(extents) < 0 || row.max_over(extents) >= r.read.type.shape[q]))

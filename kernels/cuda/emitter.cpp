@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "tilegraph/hash.h"
 
@@ -167,17 +168,18 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
 }
 
 /// Affine expression text over variables x0.. (constant terms folded).
-std::string affine_text(const AffineExpr& row, const std::vector<std::string>& vars) {
+std::string affine_text(const AffineExpr& row, const std::vector<std::string>& vars, const char* suffix) {
+  const bool wide = std::string_view(suffix) == "LL";
   std::string out;
   for (size_t a = 0; a < row.coeffs.size(); ++a) {
     const int64_t c = row.coeffs[a];
     if (c == 0) continue;
-    std::string term = c == 1 ? vars[a] : c == -1 ? cat("-", vars[a]) : cat(c, "LL * ", vars[a]);
+    std::string term = c == 1 ? vars[a] : c == -1 ? cat("-", vars[a]) : cat(c, suffix, " * ", vars[a]);
     out += out.empty() ? term : (term[0] == '-' ? cat(" - ", term.substr(1)) : cat(" + ", term));
   }
   if (row.offset != 0 || out.empty()) {
-    if (out.empty()) out = int_literal(row.offset);
-    else out += row.offset < 0 ? cat(" - ", -row.offset, "LL") : cat(" + ", row.offset, "LL");
+    if (out.empty()) out = wide ? int_literal(row.offset) : cat(row.offset);
+    else out += row.offset < 0 ? cat(" - ", -row.offset, suffix) : cat(" + ", row.offset, suffix);
   }
   return out;
 }

@@ -39,7 +39,8 @@ std::string short_hash(const std::string& text);
 void replace_all(std::string& s, const std::string& from, const std::string& to);
 std::string group_names(const OpGraph& graph, const ScheduledGroup& group);
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
-std::string affine_text(const AffineExpr& row, const std::vector<std::string>& vars);
+/// `suffix`: of the integer constants ("LL": 64-bit arithmetic; "": int, for an index known to fit).
+std::string affine_text(const AffineExpr& row, const std::vector<std::string>& vars, const char* suffix = "LL");
 
 // ---- the emitter ----------------------------------------------------------------------------------
 
