@@ -276,7 +276,53 @@ std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::strin
   if (auto dir = args.option("cache")) r.options.cache_dir = *dir;
   r.options.use_cache = !args.flag("no-cache");
   if (args.flag("no-normalize")) r.normalize = NormalizeOptions{false, false, 0, false};
+  if (args.option("tune")) {
+    const int k = static_cast<int>(args.int_option("tune", 0, 1, 1000));
+    if (args.option("schedule"))
+      throw UserError("command line", "--tune", "a replayed --schedule is not tuned: tune when scheduling, then save it");
+    const std::string backend = !device.empty() ? device : std::string(backend_for(*r.spec)->name());
+    if (auto why = find_backend(backend)->unavailable())
+      throw UserError("command line", "--tune", cat("measuring needs the device: '", backend, "' cannot run here: ", *why));
+    MeasureOptions mo;
+    mo.compile = r.options;
+    mo.time_lock = args.option_or("time-lock", "");
+    mo.timing.cold_cache = args.flag("cold-l2");
+    mo.progress = true;
+    p->measurer = std::make_unique<BackendMeasurer>(backend, mo);
+    p->measure_cache = std::make_unique<MeasureCache>(r.options.cache_dir.empty() ? default_measure_cache_dir() : r.options.cache_dir);
+    if (!p->policy->tune_with(p->measurer.get(), p->measure_cache.get(), k)) {
+      std::string tuning;  // asked of fresh copies of the built-in policies
+      for (auto& other : policies())
+        if (other->tune_with(nullptr, nullptr, 1)) tuning += cat(tuning.empty() ? "" : ", ", other->name());
+      throw UserError("command line", "--tune", cat("policy '", p->policy->name(), "' does not measure candidates (these do: ", tuning, ")"));
+    }
+  }
   return p;
+}
+
+void report_tuning(const CliPipeline& pipeline, const Schedule& schedule) {
+  if (!pipeline.measurer) return;
+  if (::isatty(2)) std::cerr << "\n";
+  int groups = 0, trials = 0, measured = 0, faster = 0;
+  double tuned_s = 0, first_s = 0;
+  for (const ScheduleGroup& g : schedule.groups) {
+    if (g.trials.empty()) continue;
+    ++groups;
+    trials += static_cast<int>(g.trials.size());
+    for (const TuneTrial& t : g.trials) measured += t.measured_s.has_value();
+    if (g.measured_s && g.trials.front().measured_s) {
+      tuned_s += *g.measured_s;
+      first_s += *g.trials.front().measured_s;
+      faster += *g.measured_s < *g.trials.front().measured_s;
+    }
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "tuned %d groups: %d candidates, %d measured (%d timed now in %.1f s, the rest from the cache); "
+                "%d groups faster than the cost model's choice; %.3f ms measured vs %.3f ms for its choices\n",
+                groups, trials, measured, pipeline.measurer->candidates(), pipeline.measurer->seconds_spent(), faster,
+                tuned_s * 1e3, first_s * 1e3);
+  std::cerr << line;
 }
 
 }  // namespace tessel

@@ -12,6 +12,8 @@
 
 #include "cli/args.h"
 #include "driver/compile.h"
+#include "driver/measure.h"
+#include "policy/measure_cache.h"
 #include "policy/policy.h"
 #include "tilegraph/host_tensor.h"
 #include "tilegraph/lower.h"
@@ -59,6 +61,9 @@ std::unique_ptr<CostModel> find_cost_model(const std::string& name);
 struct CliPipeline {
   std::unique_ptr<Policy> policy;
   std::unique_ptr<CostModel> cost;
+  /// --tune K: what times the candidates, and where their times are kept (null without --tune).
+  std::unique_ptr<BackendMeasurer> measurer;
+  std::unique_ptr<MeasureCache> measure_cache;
   CompileRequest request;
   CliPipeline() = default;
   CliPipeline(const CliPipeline&) = delete;
@@ -69,8 +74,14 @@ struct CliPipeline {
 /// --hw SPEC (checked to suit the backend; without it, the probe of this machine), --policy
 /// (default: the first of policies()), --cost-model, --schedule FILE (replayed: checked against the
 /// spec, re-priced), --cache, --no-cache, --threads, --no-normalize (no BatchNormalization folding,
-/// no channels-last rewrite). The model, the stages and the shapes are
+/// no channels-last rewrite), --tune K (measured top-k on the device: the policy measures the K best
+/// candidates of every group and keeps the fastest; times kept in --cache's measurements.json, or
+/// default_measure_cache_dir(); --time-lock and --cold-l2 apply to its timings). The model, the stages and the shapes are
 /// the caller's to set.
 std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::string& device);
+
+/// After --tune: on stderr, how many candidates were measured, in how long, and what tuning gained
+/// over the cost model's own choices (the groups whose top-1 was measured). Nothing without --tune.
+void report_tuning(const CliPipeline& pipeline, const Schedule& schedule);
 
 }  // namespace tessel

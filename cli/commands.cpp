@@ -47,7 +47,7 @@ const char* kRunHelp =
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
     "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
     "                  [--check-whole] [--report FILE] [--no-graph] [--cold-l2]\n"
-    "                  [--time-lock FILE] [--no-normalize]\n"
+    "                  [--time-lock FILE] [--tune K] [--no-normalize]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
@@ -73,6 +73,9 @@ const char* kRunHelp =
     "  --threads  interpreter / CPU worker threads (default: all hardware threads)\n"
     "  --cache    compile cache directory (default $TESSEL_CACHE_DIR or ~/.cache/tessel); --no-cache\n"
     "  --report   write a JSON report of a compiled run (compile stats, times, checks) to FILE\n"
+    "  --tune K   measured top-k: the policy (welder, roller) times the K best tilings of every\n"
+    "             group on the device, each checked first, and keeps the fastest (times cached in\n"
+    "             --cache's measurements.json); `tessel explain` shows predicted and measured\n"
     "  --no-normalize  compile the model as imported: no view clean-ups, no BatchNormalization\n"
     "             folding, no channels-last convolutions (docs/architecture.md, normalize)\n";
 const char* kConvertHelp =
@@ -82,7 +85,7 @@ const char* kConvertHelp =
 const char* kCompileHelp =
     "usage: tessel compile MODEL [--device cpu|cuda] [--hw SPEC] [--policy P | --schedule FILE]\n"
     "                      [--emit FORMAT -o DIR] [--dump FORMAT] [--run [--no-baseline] [--time N]]\n"
-    "                      [--seed N] [--threads N] [--no-normalize]\n"
+    "                      [--seed N] [--threads N] [--tune K] [--no-normalize]\n"
     "  Runs the compiler pipeline on MODEL and prints what each stage produced: import, normalize,\n"
     "  schedule, emit, run.\n"
     "  --device   backend (default: the one that emits --emit's format, else the one --hw's spec\n"
@@ -93,6 +96,7 @@ const char* kCompileHelp =
     "  --run      compile, run on seeded random inputs, check against the interpreter and time it;\n"
     "             then the same for roller's unfused schedule (one kernel per operator) as the\n"
     "             baseline, and print fused vs unfused (--no-baseline skips it; --time N runs)\n"
+    "  --tune K   measured top-k on the device (as `tessel run --tune`)\n"
     "  --no-normalize  skip the normalize rewrites (BatchNormalization folding, channels-last\n"
     "             convolutions for a backend that prefers them)\n";
 
@@ -111,7 +115,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
-             "cost-model", "time", "cache", "report", "time-lock"});
+             "cost-model", "time", "cache", "report", "time-lock", "tune"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
   const auto device = args.option("device");
   if (args.flag("interp") == device.has_value())
@@ -133,6 +137,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     r.model = &model;
     r.lower = lower_options(args, args.option("inputs") ? &given : nullptr, model);
     const Compilation compiled = compile(r);
+    report_tuning(*pipeline, compiled.schedule);
     const std::vector<HostTensor> inputs = args.option("inputs") ? given : make_inputs(args, model, compiled.graph);
     CompiledRunRequest request;
     request.report_path = args.option_or("report", "");
@@ -202,7 +207,7 @@ int cmd_convert(const std::vector<std::string>& argv) {
 int cmd_compile(const std::vector<std::string>& argv) {
   Args args("compile", argv, {"run", "help", "no-cache", "no-baseline", "no-normalize"},
             {"device", "seed", "threads", "shape", "hw", "policy", "schedule", "cost-model", "emit", "o", "dump", "cache",
-             "time"});
+             "time", "tune"});
   if (args.flag("help")) { std::cout << kCompileHelp; return 0; }
   const std::string path = args.one_positional("MODEL");
   if (args.option("emit") && !args.option("o")) throw UserError("command line", "--emit", "needs -o DIR");
@@ -258,6 +263,7 @@ int cmd_compile(const std::vector<std::string>& argv) {
   }
   if (r.last == Stage::load) require_runnable(device);
   const Compilation c = compile(r);
+  report_tuning(*pipeline, c.schedule);
   const auto ms = [&](Stage stage) { return cat(c.record(stage).seconds * 1e3, " ms"); };
 
   const ModelDef& model = *c.model;

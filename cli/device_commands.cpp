@@ -12,10 +12,6 @@
 #include <fstream>
 #include <tuple>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -32,30 +28,6 @@
 namespace tessel {
 
 namespace {
-
-/// An exclusive flock on `path` for the object's lifetime; none when `path` is empty.
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) {
-    if (path.empty()) return;
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw UserError(path, "", "--time-lock: cannot open the lock file");
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        ::close(fd_);
-        throw UserError(path, "", "--time-lock: cannot lock the file");
-      }
-    }
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 std::string format_ms(double seconds) {
   char buf[32];
@@ -164,7 +136,7 @@ std::vector<HostTensor> run_compiled(const Compilation& compiled, const std::vec
     timing.warmup = std::min(repeats, 10);
     timing.repeats = repeats;
     {
-      const FileLock lock(request.time_lock);
+      const FileLock lock(request.time_lock, "--time-lock");
       times = exe->time(inputs, timing);
     }
     if (request.median_s) *request.median_s = median(times);

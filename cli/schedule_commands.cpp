@@ -29,17 +29,23 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kScheduleHelp =
-    "usage: tessel schedule MODEL --hw SPEC [--policy welder|roller|z3] [--cost-model M] [-o FILE] [--no-normalize]\n"
+    "usage: tessel schedule MODEL --hw SPEC [--policy P] [--cost-model M] [-o FILE] [--tune K [--cache DIR]]\n"
+    "                       [--no-normalize]\n"
     "  Schedules MODEL for the chip in SPEC (hw_specs/*.json): fused groups, memory level of every\n"
     "  intermediate, tile configs, predicted cost. Writes the schedule as JSON (stdout without -o).\n"
-    "  The model is normalized first, as `tessel compile` does (--no-normalize: as imported).\n";
+    "  The model is normalized first, as `tessel compile` does (--no-normalize: as imported).\n"
+    "  --policy   scheduling policy (default welder)\n"
+    "  --tune K   measure the K best tilings of every group on the device SPEC is for and keep the\n"
+    "             fastest; each group's candidates, predicted and measured, are in its \"trials\"\n";
 const char* kExplainHelp =
     "usage: tessel explain MODEL --hw SPEC [--policy P] [--schedule FILE] [--format text|dot|html] [-o FILE]\n"
-    "                      [--no-normalize]\n"
+    "                      [--tune K [--cache DIR]] [--no-normalize]\n"
     "  Explains a schedule (computed by --policy, default welder, or replayed from --schedule):\n"
     "  kernels, tiles per level, where each intermediate lives, predicted time and bound, every edge\n"
     "  not fused and why, totals against running every node on its own.\n"
-    "  --format dot writes Graphviz; --format html a self-contained page (needs graphviz's dot).\n";
+    "  --format dot writes Graphviz; --format html a self-contained page (needs graphviz's dot).\n"
+    "  --tune K   measure the K best tilings of every group on the device and keep the fastest; the\n"
+    "             explanation then shows measured next to predicted times\n";
 
 /// The model scheduled as --hw, --policy, --cost-model and --schedule say (compile() through the
 /// schedule stage, for the backend that generates code for the spec).
@@ -55,6 +61,7 @@ Scheduled make_schedule(const Args& args) {
   s.pipeline->request.model_path = args.one_positional("MODEL");
   s.pipeline->request.last = Stage::schedule;
   s.c = compile(s.pipeline->request);
+  report_tuning(*s.pipeline, s.c.schedule);
   return s;
 }
 
@@ -97,7 +104,7 @@ std::string render_svg(const std::string& dot) {
 }  // namespace
 
 int cmd_schedule(const std::vector<std::string>& argv) {
-  Args args("schedule", argv, {"help", "no-normalize"}, {"hw", "policy", "cost-model", "o", "schedule"});
+  Args args("schedule", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "tune", "cache", "time-lock"});
   if (args.flag("help")) { std::cout << kScheduleHelp; return 0; }
   const Scheduled s = make_schedule(args);
   const Compilation& c = s.c;
@@ -111,7 +118,7 @@ int cmd_schedule(const std::vector<std::string>& argv) {
 }
 
 int cmd_explain(const std::vector<std::string>& argv) {
-  Args args("explain", argv, {"help", "no-normalize"}, {"hw", "policy", "cost-model", "o", "schedule", "format"});
+  Args args("explain", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock"});
   if (args.flag("help")) { std::cout << kExplainHelp; return 0; }
   const std::string format = args.option_or("format", "text");
   if (format != "text" && format != "dot" && format != "html")

@@ -151,7 +151,9 @@ void check_group(const OpGraph& graph, const HwSpec& spec, const ScheduleGroup& 
 
 std::vector<std::string> check_group(const OpGraph& graph, const HwSpec& spec, const ScheduledGroup& group) {
   std::vector<std::string> problems;
-  check_group(graph, spec, ScheduleGroup{group, {}}, 0, problems);
+  ScheduleGroup alone;
+  alone.group = group;
+  check_group(graph, spec, alone, 0, problems);
   return problems;
 }
 

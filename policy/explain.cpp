@@ -68,6 +68,7 @@ const char* level_color(const std::string& level) {
 
 struct GroupRow {
   std::string nodes, tiles, edges, predicted, bound, family, rejected;
+  std::string measured;  // with --tune: the kept candidate's time, and its rank by prediction
 };
 
 GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
@@ -93,6 +94,17 @@ GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
   row.predicted = ms(g.predicted.latency_s);
   row.bound = g.predicted.bound + (g.predicted.tensor_cores ? " (tensor cores)" : "");
   if (const double panel = g.predicted.term("panel"); panel > 0) row.bound += cat(", plus ", ms(panel), " of contraction panels");
+  if (g.measured_s) {
+    size_t rank = 0, timed = 0;
+    for (size_t i = 0; i < g.trials.size(); ++i) {
+      timed += g.trials[i].measured_s.has_value();
+      if (g.trials[i].measured_s == g.measured_s && !rank) rank = i + 1;
+    }
+    row.measured = cat(ms(*g.measured_s), " (the model's #", rank, " of ", timed, " timed candidates");
+    if (rank > 1 && g.trials.front().measured_s)
+      row.measured += cat("; its #1 took ", ms(*g.trials.front().measured_s));
+    row.measured += ")";
+  }
   return row;
 }
 
@@ -131,6 +143,7 @@ std::string explain_text(const OpGraph& graph, const Schedule& schedule, const E
     const GroupRow row = group_row(graph, schedule.groups[i]);
     out += cat("kernel ", i, ": ", row.nodes, "\n");
     out += cat("  predicted ", row.predicted, ", bound ", row.bound, "\n");
+    if (!row.measured.empty()) out += cat("  measured  ", row.measured, "\n");
     out += cat("  family    ", row.family, "\n");
     if (!row.rejected.empty()) out += cat("  not       ", row.rejected, "\n");
     out += cat("  tiles     ", row.tiles, "\n");
@@ -226,7 +239,8 @@ std::string explain_html(const OpGraph& graph, const Schedule& schedule, const E
     const GroupRow row = group_row(graph, schedule.groups[i]);
     out += cat("<tr><td class=\"num\">", i, "</td><td>", html_escape(row.nodes), "</td><td title=\"", html_escape(row.rejected),
                "\">", html_escape(row.family), "</td><td><code>", html_escape(row.tiles),
-               "</code></td><td>", html_escape(row.edges), "</td><td class=\"num\">", row.predicted, "</td><td>",
+               "</code></td><td>", html_escape(row.edges), "</td><td class=\"num\">", row.predicted,
+               row.measured.empty() ? "" : "<br>measured " + html_escape(row.measured), "</td><td>",
                html_escape(row.bound), "</td></tr>\n");
   }
   out += "</table>\n";

@@ -29,23 +29,37 @@ struct PolicyContext {
   const KernelFamilies* families = nullptr;
 };
 
+class Measurer;
+class MeasureCache;
+
 class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;
   virtual Schedule schedule(const PolicyContext& ctx) const = 0;
+  /// Measured top-k (`--tune K`, tune.h): from now on measure the `k` best candidates of each group
+  /// with `measurer` (not owned) through `cache` (not owned; null: a cache in
+  /// default_measure_cache_dir()) and keep the fastest. False when this policy does not tune.
+  virtual bool tune_with(Measurer* measurer, MeasureCache* cache, int k) {
+    (void)measurer, (void)cache, (void)k;
+    return false;
+  }
 };
 
-/// Optional measurement of candidates on a real device (a hook: code generation does not exist
-/// yet, so no built-in measurer). A policy given one times its top-k candidates and keeps the
-/// fastest measured; results are cached by MeasureCache.
+/// Optional measurement of candidates on a real device: a policy given one (`--tune K`) times
+/// its K best candidates per group and keeps the fastest measured; results are cached by
+/// MeasureCache. The built-in one compiles and times a group through a backend
+/// (driver/measure.h: BackendMeasurer); tests give fakes.
 class Measurer {
  public:
   virtual ~Measurer() = default;
   /// Seconds for one run of `group`, or nullopt when it cannot be measured.
   virtual std::optional<double> measure(const OpGraph& graph, const ScheduledGroup& group,
                                         const HwSpec& spec) = 0;
+  /// Why the last measure() returned nullopt (the backend refused the group, its output did not
+  /// match the interpreter); empty when it did not or the measurer does not say.
+  virtual std::string last_failure() const { return {}; }
 };
 
 /// Every built-in policy with default options, the default (welder) first.

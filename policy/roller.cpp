@@ -37,6 +37,7 @@
 
 #include "cost_model/analytic_model.h"
 #include "policy/measure_cache.h"
+#include "policy/tune.h"
 #include "tilegraph/error.h"
 #include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
@@ -598,13 +599,20 @@ Schedule RollerPolicy::schedule(const PolicyContext& ctx) const {
   }
   const std::string policy_text = options_text(options_);
 
-  std::unordered_map<std::string, std::vector<TileConfig>> by_signature;
+  struct Ranked {
+    std::vector<TileConfig> configs;
+    std::vector<CostBreakdown> priced;
+  };
+  std::unordered_map<std::string, Ranked> by_signature;
   for (NodeId n : graph.topological_order()) {
     const std::string signature = node_signature(graph.node(n));
     auto it = by_signature.find(signature);
-    if (it == by_signature.end())
-      it = by_signature.emplace(signature, rank_configs(graph, n, ctx.spec, ctx.cost, options_, nullptr)).first;
-    const std::vector<TileConfig>& configs = it->second;
+    if (it == by_signature.end()) {
+      Ranked r;
+      r.configs = rank_configs(graph, n, ctx.spec, ctx.cost, options_, &r.priced);
+      it = by_signature.emplace(signature, std::move(r)).first;
+    }
+    const std::vector<TileConfig>& configs = it->second.configs;
     TESSEL_ASSERT(!configs.empty(), "no tile config for node '", graph.node(n).name(), "'");
 
     ScheduleGroup group;
@@ -612,17 +620,16 @@ Schedule RollerPolicy::schedule(const PolicyContext& ctx) const {
     group.group.tiles[n] = configs.front();
     if (options_.measurer) {
       // Keep the fastest measured candidate; unmeasurable ones keep the cost model's order.
-      double best = std::numeric_limits<double>::infinity();
-      for (const TileConfig& cfg : configs) {
-        ScheduledGroup g;
-        g.nodes = {n};
-        g.tiles[n] = cfg;
-        const std::optional<double> s = cache->measure(*options_.measurer, graph, g, ctx.spec, policy_text);
-        if (s && *s < best) {
-          best = *s;
-          group.group.tiles[n] = cfg;
-        }
+      std::vector<GroupVariant> variants;
+      for (size_t i = 0; i < configs.size(); ++i) {
+        GroupVariant v;
+        v.group.nodes = {n};
+        v.group.tiles[n] = configs[i];
+        v.predicted = it->second.priced[i];
+        variants.push_back(std::move(v));
       }
+      const int k = options_.tune > 0 ? options_.tune : static_cast<int>(variants.size());
+      measure_top_k(ctx, *options_.measurer, *cache, policy_text, variants, k, group);
     }
     // Priced again per node: the breakdown's notes name the node.
     group.predicted = ctx.cost.estimate(graph, group.group, ctx.spec);

@@ -4,6 +4,8 @@
 // and keep the top-k by the cost model.
 #pragma once
 
+#include <algorithm>
+
 #include "policy/policy.h"
 
 namespace tessel {
@@ -16,8 +18,12 @@ struct RollerOptions {
   /// Largest fraction of a tile that may fall outside the domain (padding waste) when rounding
   /// tile extents up to hardware-aligned sizes.
   double max_padding_waste = 0.25;
-  /// Optional device measurement of the top-k (not owned; null = cost model only).
+  /// Optional device measurement (not owned; null = cost model only): the `tune` best candidates
+  /// of each group are measured and the fastest kept (policy/tune.h; `--tune K`).
   Measurer* measurer = nullptr;
+  /// Candidates measured per group with a measurer; 0: all top_k. Welder's groups are tuned with
+  /// this many of their candidate tilings (welder.h).
+  int tune = 0;
   /// Where measurements are cached (not owned). Null with a measurer: a MeasureCache in
   /// default_measure_cache_dir() (measure_cache.h). Unused without a measurer.
   MeasureCache* measure_cache = nullptr;
@@ -41,6 +47,14 @@ class RollerPolicy : public Policy {
     return "one operator per kernel; hardware-aligned tiles scaled up by data reuse, top-k by cost";
   }
   Schedule schedule(const PolicyContext& ctx) const override;
+  /// Measures the top max(top_k, k) candidates of every node.
+  bool tune_with(Measurer* measurer, MeasureCache* cache, int k) override {
+    options_.measurer = measurer;
+    options_.measure_cache = cache;
+    options_.tune = k;
+    options_.top_k = std::max(options_.top_k, k);
+    return true;
+  }
 
  private:
   RollerOptions options_;

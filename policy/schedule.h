@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,23 @@
 
 namespace tessel {
 
+/// One candidate of a group that a tuning policy measured (`--tune K`, policy/tune.h).
+struct TuneTrial {
+  std::string tiles;                   // per node "name: tile config", "; "-joined
+  std::string family;                  // the kernel family it is emitted as ("" without a backend)
+  double predicted_s = 0;              // the cost model's prediction
+  std::optional<double> measured_s;    // nullopt: not measurable (`failure` says why)
+  std::string failure;
+};
+
 /// One kernel: the group the cost model prices, and what it predicted.
 struct ScheduleGroup {
   ScheduledGroup group;     // nodes (topological, sink last), tiles per node, edge levels
   CostBreakdown predicted;  // from the schedule's cost model
+  /// Set when a tuning policy measured the group's candidates and kept the fastest: its time.
+  std::optional<double> measured_s;
+  /// The candidates measured, the cost model's order (its top-1 first); empty when not tuned.
+  std::vector<TuneTrial> trials;
 };
 
 /// Why an edge between two nodes ended up in device memory.

@@ -166,7 +166,7 @@ class Reader {
   }
 
   ScheduleGroup read_group(const json& j, const std::string& ptr) const {
-    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "stream_chunk", "kernel", "predicted"});
+    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "stream_chunk", "kernel", "predicted", "measured_s", "trials"});
     ScheduleGroup sg;
     if (!j.contains("nodes")) fail(ptr, "missing key \"nodes\"");
     const json& nodes = read_array(j["nodes"], ptr + "/nodes");
@@ -197,6 +197,23 @@ class Reader {
     }
     if (j.contains("kernel")) sg.group.kernel = read_kernel(j["kernel"], ptr + "/kernel");
     if (j.contains("predicted")) sg.predicted = read_cost(j["predicted"], ptr + "/predicted");
+    if (j.contains("measured_s")) sg.measured_s = read_double(j["measured_s"], ptr + "/measured_s");
+    if (j.contains("trials")) {
+      const json& trials = read_array(j["trials"], ptr + "/trials");
+      for (size_t i = 0; i < trials.size(); ++i) {
+        const std::string at = cat(ptr, "/trials/", i);
+        const json& t = trials[i];
+        if (!t.is_object()) fail(at, "expected an object {tiles, family, predicted_s, measured_s, failure}, got " + describe(t));
+        check_keys(t, at, {"tiles", "family", "predicted_s", "measured_s", "failure"});
+        TuneTrial trial;
+        if (t.contains("tiles")) trial.tiles = read_string(t["tiles"], at + "/tiles");
+        if (t.contains("family")) trial.family = read_string(t["family"], at + "/family");
+        if (t.contains("predicted_s")) trial.predicted_s = read_double(t["predicted_s"], at + "/predicted_s");
+        if (t.contains("measured_s")) trial.measured_s = read_double(t["measured_s"], at + "/measured_s");
+        if (t.contains("failure")) trial.failure = read_string(t["failure"], at + "/failure");
+        sg.trials.push_back(std::move(trial));
+      }
+    }
     return sg;
   }
 
@@ -331,6 +348,16 @@ std::string schedule_to_json(const Schedule& s, const OpGraph& graph) {
       g["kernel"] = std::move(k);
     }
     g["predicted"] = write_cost(sg.predicted);
+    if (sg.measured_s) g["measured_s"] = number(*sg.measured_s);
+    if (!sg.trials.empty()) {
+      g["trials"] = json::array();
+      for (const TuneTrial& t : sg.trials) {
+        json tj{{"tiles", t.tiles}, {"family", t.family}, {"predicted_s", number(t.predicted_s)}};
+        if (t.measured_s) tj["measured_s"] = number(*t.measured_s);
+        if (!t.failure.empty()) tj["failure"] = t.failure;
+        g["trials"].push_back(std::move(tj));
+      }
+    }
     doc["groups"].push_back(std::move(g));
   }
   doc["unfused"] = json::array();

@@ -11,6 +11,8 @@
 //      one streamed group (ScheduledGroup::stream_chunk: the flash-style kernel) when the cost
 //      model predicts it faster than its nodes apart; such a group is sealed (step 3 merges
 //      nothing into it: its kernel is a fixed template).
+//   3b. With a measurer (RollerOptions::measurer, `--tune K`): each group's tilings ranked by the
+//      cost model and the K best measured; the fastest measured is kept (Welder::tune, tune.h).
 //   4. Groups in a dependence-respecting order; every edge still crossing groups is recorded as
 //      unfused with its reason.
 //
@@ -21,12 +23,15 @@
 #include "cost_model/group_footprint.h"
 
 #include "policy/check_schedule.h"
+#include "policy/measure_cache.h"
+#include "policy/tune.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -116,6 +121,8 @@ struct Group {
   CostBreakdown predicted;
   bool alive = true;
   bool sealed = false;  // a streamed attention group (step 2b)
+  std::optional<double> measured_s;  // step 3b (tuning)
+  std::vector<TuneTrial> trials;
 };
 
 // What pricing one proposed group gave, by node position in the group (so that it can be reused
@@ -163,8 +170,16 @@ class Welder {
   std::optional<ScheduledGroup> streamed_group(const AttentionPattern& p) const;
   std::string structure_key(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& levels,
                             const std::set<TensorId>& fresh) const;
+  // With `scan`: every legal priced tiling is also appended to scan->variants, the sink tiles
+  // drawn from the tuning candidates (tune_candidates) up to scan->sink_tiles of each.
+  struct TuneScan {
+    int sink_tiles = 0;
+    std::vector<GroupVariant>* variants = nullptr;
+  };
   MergeResult price(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& base_levels,
-                    const std::set<TensorId>& fresh) const;
+                    const std::set<TensorId>& fresh, const TuneScan* scan = nullptr) const;
+  const std::vector<TileCandidate>& tune_candidates(NodeId n) const;
+  void tune(Group& group) const;
   std::optional<TileConfig> derive_config(NodeId n, const std::vector<int64_t>& extent, const TileConfig& sink_cfg,
                                           const TileConfig* own_template) const;
   std::optional<std::string> over_capacity(const ScheduledGroup& g) const;
@@ -178,9 +193,11 @@ class Welder {
   std::vector<int> sig_;
   mutable std::vector<std::vector<TileCandidate>> candidates_;
   mutable std::vector<bool> has_candidates_;
+  mutable std::map<int, std::vector<TileCandidate>> tune_candidates_;  // by signature (tuning only)
   std::string register_level_;
   std::vector<std::string> levels_;  // options_.edge_levels the spec has and software manages
   mutable std::unordered_map<std::string, MergeResult> memo_;
+  MeasureCache* tune_cache_ = nullptr;  // step 3b, with a measurer
 };
 
 const std::vector<TileCandidate>& Welder::candidates(NodeId n) {
@@ -439,7 +456,7 @@ std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) 
 // Prices the group `nodes` (topological, sink last) with the tensors `fresh` newly inside it,
 // trying each edge level and sink tile; the fastest legal one, or why none is.
 MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<TensorId, std::string>& base_levels,
-                          const std::set<TensorId>& fresh) const {
+                          const std::set<TensorId>& fresh, const TuneScan* scan) const {
   const OpGraph& g = ctx_.graph;
   const NodeId sink = nodes.back();
   const TeNode& sink_node = g.node(sink);
@@ -460,8 +477,9 @@ MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<Tenso
   };
   std::vector<SinkTile> sink_tiles;
   auto add_tiles = [&](NodeId from) {
-    const std::vector<TileCandidate>& cands = candidates_[sig_[from]];
-    for (size_t i = 0; i < cands.size() && static_cast<int>(i) < options_.sink_candidates; ++i) {
+    const std::vector<TileCandidate>& cands = scan ? tune_candidates(from) : candidates_[sig_[from]];
+    const int limit = scan ? scan->sink_tiles : options_.sink_candidates;
+    for (size_t i = 0; i < cands.size() && static_cast<int>(i) < limit; ++i) {
       TileConfig c = cands[i].tiles;
       if (from != sink)
         for (size_t l = 0; l < c.levels.size(); ++l) c.levels[l].reduction.assign(sink_node.num_reduction(), 1);
@@ -653,6 +671,7 @@ MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<Tenso
         }
         continue;
       }
+      if (scan) scan->variants->push_back({sg, cost});
       if (cost.latency_s < best.predicted.latency_s) {
         best.ok = true;
         best.predicted = cost;
@@ -677,6 +696,43 @@ MergeResult Welder::price(const std::vector<NodeId>& nodes, const std::map<Tenso
                                        : !mapping_reason.empty() ? mapping_reason : "no sink tile candidate";
   }
   return best;
+}
+
+// A node's candidates for tuning: roller's, with as many kept as the tuning measures.
+const std::vector<TileCandidate>& Welder::tune_candidates(NodeId n) const {
+  auto it = tune_candidates_.find(sig_[n]);
+  if (it == tune_candidates_.end()) {
+    RollerOptions wide = options_.roller;
+    wide.top_k = std::max(wide.top_k, wide.tune);
+    it = tune_candidates_.emplace(sig_[n], roller_candidates(ctx_.graph, n, ctx_.spec, ctx_.cost, wide)).first;
+  }
+  return it->second;
+}
+
+// Measured top-k for one finished group (tune.h): its fusion and edge levels stay; its tilings
+// -- every sink tile of the tuning candidates, propagated through the group -- are ranked by the
+// cost model and the options' `tune` best measured. The group's own tiling stays the first.
+void Welder::tune(Group& group) const {
+  const RollerOptions& ro = options_.roller;
+  std::vector<GroupVariant> variants;
+  const TuneScan scan{std::max(ro.tune, 1), &variants};
+  price(group.nodes, group.scheduled.edge_levels, {}, &scan);
+  std::stable_sort(variants.begin(), variants.end(), [](const GroupVariant& a, const GroupVariant& b) {
+    return a.predicted.latency_s < b.predicted.latency_s;
+  });
+  // Each edge level priced the same tilings again (no tensor is fresh): keep one of each.
+  std::vector<GroupVariant> unique{{group.scheduled, group.predicted}};
+  for (GroupVariant& v : variants) {
+    bool dup = false;
+    for (const GroupVariant& u : unique) dup |= u.group.tiles == v.group.tiles && u.group.edge_levels == v.group.edge_levels;
+    if (!dup) unique.push_back(std::move(v));
+  }
+  ScheduleGroup out;
+  measure_top_k(ctx_, *ro.measurer, *tune_cache_, "tune", unique, std::max(ro.tune, 1), out);
+  group.scheduled = out.group;
+  group.predicted = out.predicted;
+  group.measured_s = out.measured_s;
+  group.trials = std::move(out.trials);
 }
 
 Schedule Welder::run() {
@@ -803,6 +859,16 @@ Schedule Welder::run() {
   }
   }
 
+  // Step 3b: with a measurer, measured top-k for every group but the streamed ones (their
+  // kernel is a fixed template).
+  std::unique_ptr<MeasureCache> owned_cache;
+  if (options_.roller.measurer) {
+    tune_cache_ = options_.roller.measure_cache;
+    if (!tune_cache_) tune_cache_ = (owned_cache = std::make_unique<MeasureCache>(default_measure_cache_dir())).get();
+    for (Group& gr : groups)
+      if (gr.alive && !gr.sealed) tune(gr);
+  }
+
   // Step 4: groups in dependence order (Kahn's algorithm over the group graph; ties go to the
   // group whose first node comes first in topological order).
   std::vector<int> first(groups.size(), 0), indegree(groups.size(), 0);
@@ -821,7 +887,7 @@ Schedule Welder::run() {
   while (!ready.empty()) {
     const int i = ready.begin()->second;
     ready.erase(ready.begin());
-    out.groups.push_back({groups[i].scheduled, groups[i].predicted});
+    out.groups.push_back({groups[i].scheduled, groups[i].predicted, groups[i].measured_s, groups[i].trials});
     out.predicted_latency_s += groups[i].predicted.latency_s;
     for (int j : succ[i])
       if (--indegree[j] == 0) ready.insert({first[j], j});

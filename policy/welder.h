@@ -35,7 +35,9 @@ struct WelderOptions {
   /// Sink tiles tried per merge: this many of the sink's roller candidates, and as many of the
   /// heaviest node's when it has the sink's spatial extents (a GEMM under its epilogue).
   int sink_candidates = 4;
-  /// Options for the single-node candidates (roller_candidates).
+  /// Options for the single-node candidates (roller_candidates). With `roller.measurer` set, the
+  /// finished schedule is tuned: each group keeps its fusion and edge levels, and the `roller.tune`
+  /// best of its tilings by the cost model are measured, the fastest kept (tune.h).
   RollerOptions roller;
 };
 
@@ -48,6 +50,13 @@ class WelderPolicy : public Policy {
            "cost model prefers it, starting from roller's tiles";
   }
   Schedule schedule(const PolicyContext& ctx) const override;
+  /// Tunes every finished group's tiling (roller.measurer, roller.tune).
+  bool tune_with(Measurer* measurer, MeasureCache* cache, int k) override {
+    options_.roller.measurer = measurer;
+    options_.roller.measure_cache = cache;
+    options_.roller.tune = k;
+    return true;
+  }
 
  private:
   WelderOptions options_;

@@ -2,6 +2,7 @@
 #include "tilegraph/files.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,6 +142,22 @@ std::string read_regular_file(const std::string& path, int64_t max_bytes, const 
   }
   ::close(fd);
   return bytes;
+}
+
+FileLock::FileLock(const std::string& path, const std::string& what) {
+  if (path.empty()) return;
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw UserError(path, "", cat(what, ": cannot open the lock file"));
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      ::close(fd_);
+      throw UserError(path, "", cat(what, ": cannot lock the file"));
+    }
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
 }  // namespace tessel

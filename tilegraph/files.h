@@ -40,4 +40,19 @@ inline constexpr int64_t kMaxSpecFileBytes = int64_t{16} << 20;       // a hardw
 inline constexpr int64_t kMaxScheduleFileBytes = int64_t{1} << 30;    // a saved schedule
 inline constexpr int64_t kMaxModelFileBytes = int64_t{1} << 40;       // a model with its weights
 
+/// An exclusive flock on `path` for the object's lifetime (created 0666 if missing); none when
+/// `path` is empty. Processes sharing one device hold it while they time, so one thing is timed
+/// at a time (`tessel run --time-lock`, BackendMeasurer). A file that cannot be opened or locked
+/// is a UserError naming it and `what` (the option that named it).
+class FileLock {
+ public:
+  FileLock(const std::string& path, const std::string& what);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace tessel

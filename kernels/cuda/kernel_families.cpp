@@ -107,7 +107,7 @@ std::optional<std::string> CudaKernelFamilies::check(const OpGraph& graph, const
   if (auto why = KernelFamilies::check(graph, group, spec)) return why;
   if (group.kernel.family.empty()) return std::nullopt;
   Schedule alone;
-  alone.groups.push_back(ScheduleGroup{group, {}});
+  alone.groups.emplace_back().group = group;
   try {
     emit_group_kernel(graph, alone, 0, spec);
   } catch (const UserError& e) {

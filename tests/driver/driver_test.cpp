@@ -14,6 +14,9 @@
 #include "../temp_dir.h"
 #include "../test_util.h"
 #include "driver/compile.h"
+#include "driver/measure.h"
+#include "policy/measure_cache.h"
+#include "policy/welder.h"
 #include "policy/schedule_json.h"
 #include "tilegraph/tile_kind.h"
 #include "tilegraph/compare.h"
@@ -121,6 +124,63 @@ TEST_CASE("driver: a loaded compilation runs and matches the interpreter") {
   REQUIRE(got.size() == 1);
   const CompareResult cmp = compare_tensors(got[0], want[0]);
   CHECK_MESSAGE(cmp.ok, cmp.message);
+}
+
+TEST_CASE("driver: --tune on the CPU: every group's top candidates are compiled, checked and timed; the fastest is kept") {
+  const OpGraph g = small_mlp();
+  const HwSpec spec = shipped_spec("x86-64-avx2-generic");
+  const testing::TempDir dir;
+  MeasureOptions mo;
+  mo.compile.threads = 2;
+  mo.compile.opt_level = 1;
+  mo.compile.cache_dir = dir.path.string();
+  mo.timing.repeats = 5;
+  BackendMeasurer measurer("cpu", mo);
+  MeasureCache cache(dir.path.string());
+  WelderPolicy welder;
+  REQUIRE(welder.tune_with(&measurer, &cache, 3));
+  CompileRequest r;
+  r.graph = &g;
+  r.backend = "cpu";
+  r.spec = spec;
+  r.policy = &welder;
+  r.options = mo.compile;
+  const Compilation c = compile(r);
+  int tuned = 0;
+  for (const ScheduleGroup& sg : c.schedule.groups) {
+    if (sg.trials.empty()) continue;
+    ++tuned;
+    CHECK(sg.trials.size() <= 3);
+    REQUIRE(sg.measured_s);
+    double fastest = 1e9;
+    for (const TuneTrial& t : sg.trials) {
+      CAPTURE(t.tiles);
+      CHECK_MESSAGE(t.measured_s, t.failure);
+      CHECK(t.predicted_s > 0);
+      CHECK(!t.family.empty());
+      if (t.measured_s) fastest = std::min(fastest, *t.measured_s);
+    }
+    CHECK(*sg.measured_s == fastest);
+    // The policy's own choice first, then the other candidates in the cost model's order.
+    for (size_t i = 2; i < sg.trials.size(); ++i) CHECK(sg.trials[i - 1].predicted_s <= sg.trials[i].predicted_s);
+  }
+  CHECK(tuned == static_cast<int>(c.schedule.groups.size()));
+  CHECK(measurer.candidates() > 0);
+  // The tuned schedule runs and matches the interpreter.
+  const std::vector<HostTensor> in = {random_f32({8, 32}, 3)};
+  const CompareResult cmp = compare_tensors(c.executable->run(in)[0], interpret(g, in)[0]);
+  CHECK_MESSAGE(cmp.ok, cmp.message);
+  // A second tuning measures nothing: every candidate's time is in the cache.
+  const int measured = measurer.candidates();
+  const Compilation again = compile(r);
+  CHECK(measurer.candidates() == measured);
+  CHECK(schedule_to_json(again.schedule, g) == schedule_to_json(c.schedule, g));
+
+  // A candidate the backend cannot emit is not timed, and the measurer says why.
+  ScheduledGroup bad = c.schedule.groups.front().group;
+  bad.kernel.family = "no-such-family";
+  CHECK_FALSE(measurer.measure(g, bad, spec));
+  CHECK(measurer.last_failure().find("no-such-family") != std::string::npos);
 }
 
 TEST_CASE("driver: a saved schedule replays to byte-identical kernels (bundled models, GPU suite)") {
