@@ -56,6 +56,20 @@ int last_level_cache_index(const HwSpec& spec, int device) {
 
 bool is_gpu(const HwSpec& spec) { return spec.kind == "gpu"; }
 
+// The fraction of the roofline the group's kernel family reaches (HwSpec's family_efficiency;
+// 1 when the spec does not say), noted in the breakdown when it is not 1.
+double family_efficiency(const HwSpec& spec, const ScheduledGroup& group, CostBreakdown& out) {
+  auto it = spec.compute.family_efficiency.find(group.kernel.family);
+  if (it == spec.compute.family_efficiency.end()) return 1;
+  out.notes.push_back(cat("the ", group.kernel.family, " family reaches ", it->second, " of the roofline on ", spec.name,
+                          " (measured: the spec's family_efficiency)"));
+  return it->second;
+}
+
+// Registers a tensor-core kernel's thread holds besides its f32 accumulators: operand fragments,
+// addresses and loop state (an estimate of the code device/mma.cuh and wgmma.cuh compile to).
+constexpr int64_t kContractionBaseRegisters = 40;
+
 // The unit a contiguous run is rounded up to when data moves out of `source`: a banked level
 // feeding per-thread (inner) tiles is accessed one bank word at a time; otherwise the level's
 // transaction (sector, cache line).
@@ -168,7 +182,119 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   const double launch_s = spec.compute.launch_overhead_us * 1e-6;
   out.term_ref("compute") = compute_s;
   out.term_ref("launch") = launch_s;
-  out.latency_s = launch_s + worst;
+  out.latency_s = launch_s + worst / family_efficiency(spec, group, out);
+  return out;
+}
+
+// A contraction group emitted by a tensor-core family whose plan is recorded (KernelChoice
+// params block_m, block_n, block_k, stages, split_k, and warpgroups or warps_m x warps_n): the
+// kernel's own block tile, not the schedule's, decides the grid, the waves, the occupancy and the
+// traffic, so they are priced from the plan (kernels/cuda/contraction_plan.h):
+//   - tiles = batch x ceil(m / block_m) x ceil(n / block_n), each split in split_k parts over K;
+//   - compute: the busiest SM's blocks (ceil(blocks / SMs): blocks spread over the SMs first)
+//     times a block's padded FLOPs, over one SM's share of the tensor peak;
+//   - every block reads its block_m x K and K x block_n operand panels through the last-level
+//     cache; DRAM sees each operand once while a wave's panels fit the cache, the epilogue's side
+//     inputs once, the output once;
+//   - occupancy from the pipeline's shared memory (stages x (block_m + block_n) x block_k) and the
+//     accumulators' registers.
+// The epilogue's elementwise work runs on the SIMT units.
+CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, NodeId c) {
+  const std::map<std::string, int64_t>& p = group.kernel.params;
+  auto param = [&](const char* name, int64_t fallback) {
+    auto it = p.find(name);
+    return it == p.end() || it->second <= 0 ? fallback : it->second;
+  };
+  const TeNode& node = graph.node(c);
+  const int ns = node.num_spatial();
+  const bool implicit = param("implicit", 0) > 0;
+  const int64_t bm = param("block_m", 128), bn = param("block_n", 128), bk = param("block_k", 32);
+  const int64_t stages = param("stages", 2), split = param("split_k", 1);
+  const int64_t threads = p.count("warpgroups") ? param("warpgroups", 1) * 4 * spec.compute.simd_width
+                                                : param("warps_m", 1) * param("warps_n", 1) * spec.compute.simd_width;
+  const auto extent = [&](int a) { return node.axes()[a].extent; };
+  int64_t n = ns >= 1 ? extent(ns - 1) : 1, m = 1, batch = 1, k = 1;
+  for (int a = 0; a + 1 < ns; ++a) (implicit || a == ns - 2 ? m : batch) *= extent(a);
+  for (int r = 0; r < node.num_reduction(); ++r) k *= extent(ns + r);
+  const DType dt = input_dtype(node);
+  const int64_t in_bytes = dtype_bytes(dt);
+  const int64_t tiles = batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+
+  CostBreakdown out;
+  out.tensor_cores = true;
+  out.blocks = tiles * split;
+  const int64_t units = spec.compute.units;
+  const LimitSpec& lim = spec.limits;
+  const int64_t smem = stages * (bm + bn) * bk * in_bytes;
+  // Accumulators in f32 spread over the threads, plus operand fragments and addresses.
+  const int64_t regs = std::min<int64_t>(lim.max_registers_per_thread, bm * bn / std::max<int64_t>(threads, 1) + kContractionBaseRegisters);
+  int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(threads, 1));
+  if (smem > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / smem);
+  if (regs > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs * threads));
+  out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
+  out.occupancy = static_cast<double>(out.blocks_per_unit * threads) / static_cast<double>(lim.max_threads_per_sm);
+  out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(out.blocks_per_unit * units));
+
+  // Compute: the busiest SM's share of the padded block FLOPs at one SM's share of the peak.
+  const double peak = spec.peak_flops(dt, true);
+  TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no tensor-core peak for ", dtype_name(dt));
+  const int64_t k_part = (k + split - 1) / split;
+  const double block_flops = 2.0 * static_cast<double>(bm * bn) * static_cast<double>((k_part + bk - 1) / bk * bk);
+  const double per_unit_blocks = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(units));
+  double compute_s = per_unit_blocks * block_flops / (peak / static_cast<double>(units));
+  out.flops = static_cast<double>(node.flops());
+  // The epilogue on the SIMT units; its side inputs read once.
+  const double simt = spec.peak_flops(DType::f32, false);
+  double side_bytes = 0;
+  auto in_group = [&](NodeId x) { return std::find(group.nodes.begin(), group.nodes.end(), x) != group.nodes.end(); };
+  for (NodeId x : group.nodes) {
+    if (x == c) continue;
+    const TeNode& e = graph.node(x);
+    out.flops += static_cast<double>(e.flops());
+    if (simt > 0) compute_s += static_cast<double>(e.flops()) / simt;
+    for (size_t i = 0; i < e.inputs().size(); ++i) {
+      const NodeId prod = graph.producer(graph.node_inputs(x)[i]);
+      if (prod < 0 || !in_group(prod)) side_bytes += static_cast<double>(bytes_of(e.inputs()[i].type));
+    }
+  }
+  const double a_bytes = static_cast<double>(bytes_of(node.inputs()[0].type));
+  const double b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type));
+  const double written = static_cast<double>(bytes_of(graph.node(group.nodes.back()).output()));
+  // Operand panels through the cache: each tile reads block_m x K of A and K x block_n of B; the
+  // split parts add their f32 partial sums through the cluster.
+  const double panels = static_cast<double>(tiles) * static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes);
+  const double partials = split > 1 ? static_cast<double>(tiles * (split - 1) * bm * bn * 4) : 0;
+  const int device = device_level_index(spec);
+  const int llc = last_level_cache_index(spec, device);
+  const MemoryLevel& dram = spec.memory_levels[device];
+  double dram_bytes = a_bytes + b_bytes + side_bytes + written;
+  const double active = std::min(1.0, static_cast<double>(out.blocks) / static_cast<double>(units));
+  std::vector<LevelCost> levels;
+  if (llc >= 0) {
+    const MemoryLevel& cache = spec.memory_levels[llc];
+    // A wave's working set: the panels of its concurrent blocks.
+    const double wave_set = std::min(a_bytes + b_bytes, static_cast<double>(std::min(out.blocks, out.blocks_per_unit * units)) /
+                                                            static_cast<double>(std::max<int64_t>(split, 1)) *
+                                                            static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes));
+    const double hit = wave_set > 0 ? std::min(1.0, static_cast<double>(cache.chip_capacity_bytes()) / wave_set) : 1.0;
+    dram_bytes += (panels - (a_bytes + b_bytes)) * std::max(0.0, 1.0 - hit);
+    const double l2_bytes = panels + partials + side_bytes + written;
+    levels.push_back({cache.name, l2_bytes, l2_bytes / (cache.bandwidth_gbps * 1e9 * active)});
+  }
+  levels.push_back({dram.name, dram_bytes, dram_bytes / (dram.bandwidth_gbps * 1e9 * active)});
+  out.bound = "compute";
+  double worst = compute_s;
+  for (const MemoryLevel& level : spec.memory_levels)
+    for (const LevelCost& l : levels)
+      if (l.level == level.name) {
+        out.memory.push_back(l);
+        if (l.seconds > worst) worst = l.seconds, out.bound = l.level;
+      }
+  out.notes.push_back(cat("priced as the recorded ", group.kernel.family, " plan: block ", bm, "x", bn, "x", bk, ", ", stages,
+                          " stages", split > 1 ? cat(", K split in ", split) : std::string(), ", ", tiles, " tiles"));
+  out.term_ref("compute") = compute_s;
+  out.term_ref("launch") = spec.compute.launch_overhead_us * 1e-6;
+  out.latency_s = out.term("launch") + worst / family_efficiency(spec, group, out);
   return out;
 }
 
@@ -182,6 +308,14 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     const std::optional<StreamedAttention> a = streamed_attention(graph, group, &why);
     TESSEL_ASSERT(a.has_value(), "streamed group: ", why);
     return estimate_streamed(graph, group, spec, *a);
+  }
+  // A tensor-core family with its plan recorded: priced as that plan.
+  if (is_gpu(spec) && (group.kernel.family == "mma" || group.kernel.family == "wgmma") &&
+      group.kernel.params.count("block_m") && group.kernel.params.count("block_n")) {
+    NodeId c = -1;
+    for (NodeId n : group.nodes)
+      if (is_contraction(graph.node(n)) && (c < 0 || graph.node(n).flops() > graph.node(c).flops())) c = n;
+    if (c >= 0 && graph.node(c).num_spatial() >= 1) return estimate_contraction_plan(graph, group, spec, c);
   }
   CostBreakdown out;
   double compute_s = 0;  // the "compute" term
@@ -424,7 +558,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   out.term_ref("compute") = compute_s;
   out.term_ref("launch") = launch_s;
   if (panel_s > 0) out.term_ref("panel") = panel_s;
-  out.latency_s = launch_s + worst + panel_s;
+  out.latency_s = launch_s + worst / family_efficiency(spec, group, out) + panel_s;
   return out;
 }
 

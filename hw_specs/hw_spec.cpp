@@ -269,7 +269,7 @@ MemoryLevel SpecReader::level_at(const json& j, const std::string& ptr) const {
 
 ComputeSpec SpecReader::compute_at(const json& j, const std::string& ptr) const {
   check_keys(j, ptr, {"units", "simd_width", "clock_ghz", "simt_peak_tflops"},
-             {"launch_overhead_us", "tensor_peak_tflops", "tensor_core_shapes", "source"});
+             {"launch_overhead_us", "tensor_peak_tflops", "tensor_core_shapes", "family_efficiency", "source"});
   ComputeSpec c;
   c.units = int_at(j["units"], child(ptr, "units"), 1);
   c.simd_width = int_at(j["simd_width"], child(ptr, "simd_width"), 1);
@@ -279,6 +279,16 @@ ComputeSpec SpecReader::compute_at(const json& j, const std::string& ptr) const 
   c.simt_peak_tflops = peaks_at(j["simt_peak_tflops"], child(ptr, "simt_peak_tflops"));
   if (j.contains("tensor_peak_tflops"))
     c.tensor_peak_tflops = peaks_at(j["tensor_peak_tflops"], child(ptr, "tensor_peak_tflops"));
+  if (j.contains("family_efficiency")) {
+    const std::string fptr = child(ptr, "family_efficiency");
+    const json& f = j["family_efficiency"];
+    if (!f.is_object()) expected(fptr, "an object of kernel family: fraction of the roofline", f);
+    for (const auto& [family, value] : f.items()) {
+      const double e = number_at(value, child(fptr, family), true);
+      if (e > 1) expected(child(fptr, family), "a fraction in (0, 1]", value);
+      c.family_efficiency[family] = e;
+    }
+  }
   if (j.contains("tensor_core_shapes")) {
     const std::string sptr = child(ptr, "tensor_core_shapes");
     const json& shapes = j["tensor_core_shapes"];
@@ -513,6 +523,11 @@ ordered_json spec_json(const HwSpec& s) {
     shapes[std::string(dtype_name(t))] = std::move(l);
   }
   c["tensor_core_shapes"] = std::move(shapes);
+  if (!s.compute.family_efficiency.empty()) {
+    ordered_json f = ordered_json::object();
+    for (const auto& [family, e] : s.compute.family_efficiency) f[family] = e;
+    c["family_efficiency"] = std::move(f);
+  }
   c["source"] = s.compute.source;
   doc["compute"] = std::move(c);
 

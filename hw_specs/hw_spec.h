@@ -76,6 +76,10 @@ struct ComputeSpec {
   std::map<DType, double> simt_peak_tflops;    // CUDA cores / SIMD units, whole chip
   std::map<DType, double> tensor_peak_tflops;  // dense matrix units, keyed by input dtype
   std::map<DType, std::vector<MmaShape>> tensor_core_shapes;  // keyed by input dtype
+  /// Per kernel family of a backend ("wgmma", "vector", ...): the fraction of the roofline its
+  /// kernels reach, measured (experiments/cost_model_fidelity/); the cost model divides a family's
+  /// bound time by it. A family not listed: 1 (the roofline).
+  std::map<std::string, double> family_efficiency;
   std::string source;
   bool operator==(const ComputeSpec&) const = default;
 };

@@ -23,6 +23,15 @@ std::optional<std::string> KernelFamilies::check(const OpGraph&, const Scheduled
   return cat("unknown ", backend(), " kernel family \"", family, "\" (known: ", known, ")");
 }
 
+std::string KernelFamilies::kernel_key(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
+  const KernelChoice k = group.kernel.family.empty() ? choose(graph, group, spec) : group.kernel;
+  std::string key = k.family;
+  for (const auto& [name, value] : k.params) key += cat(" ", name, "=", value);
+  for (const auto& [node, cfg] : group.tiles) key += cat("; ", node, ": ", print_tile_config(cfg));
+  for (const auto& [tensor, level] : group.edge_levels) key += cat("; t", tensor, "@", level);
+  return key;
+}
+
 int record_missing_kernel_families(const OpGraph& graph, const HwSpec& spec, const KernelFamilies& families,
                                    Schedule& schedule) {
   int recorded = 0;

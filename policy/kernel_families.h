@@ -40,6 +40,11 @@ class KernelFamilies {
   /// choose() before it emits). check_schedule asks it of every group of a replayed schedule. This
   /// base version knows only the family names; backends check the group too.
   virtual std::optional<std::string> check(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const;
+  /// A text equal for two groups exactly when the backend emits the same kernel for them (the
+  /// same code and launch), as the family choose() gives: tuning measures each kernel once, however
+  /// many tilings lead to it. This base version: the family, its parameters and the group's tiles
+  /// and edge levels (never equal for different tilings); backends that know better say so.
+  virtual std::string kernel_key(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const;
 };
 
 /// `inner`, with a group that records no family priced as the family `families` chooses for it:

@@ -485,11 +485,28 @@ std::vector<TileConfig> rank_configs(const OpGraph& graph, NodeId n, const HwSpe
     search.reduction.push_back(axis_choices(node.axes()[a].extent, units[a], 1.0));
   }
 
-  // Steps 3-4: scale up, scale out, prune by the grid, keep the top by reuse.
+  // Steps 3-4: scale up, scale out, prune by the grid, keep the top by reuse. Exhaustive: every
+  // combination of the axes' aligned extents (while there are at most kMaxExhaustiveShapes).
   std::set<Shape> shapes;
   for (const Shape& s : scale_up(search)) {
     shapes.insert(s);
     shapes.insert(scale_out(search, s));
+  }
+  double combinations = 1;
+  for (const AxisChoices& c : search.spatial) combinations *= static_cast<double>(c.extents.size());
+  if (options.exhaustive && combinations <= kMaxExhaustiveShapes) {
+    Shape s{std::vector<int>(search.spatial.size(), 0)};
+    for (bool more = true; more;) {
+      if (search.waste(search.tile(s, 0)) <= search.max_waste) shapes.insert(s);
+      more = false;
+      for (size_t a = 0; a < s.index.size(); ++a) {
+        if (++s.index[a] < static_cast<int>(search.spatial[a].extents.size())) {
+          more = true;
+          break;
+        }
+        s.index[a] = 0;
+      }
+    }
   }
   struct Ranked {
     Shape shape;
@@ -515,7 +532,8 @@ std::vector<TileConfig> rank_configs(const OpGraph& graph, NodeId n, const HwSpe
     return a.shape.index < b.shape.index;
   });
   const size_t keep = static_cast<size_t>(std::max(options.top_k, 1));
-  if (ranked.size() > keep) ranked.resize(keep);
+  // Exhaustive: every shape is priced, the cost model keeps the top_k (below).
+  if (!options.exhaustive && ranked.size() > keep) ranked.resize(keep);
 
   // Step 5: complete and price.
   std::vector<TileConfig> configs;

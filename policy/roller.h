@@ -7,10 +7,14 @@
 #include <algorithm>
 
 #include "policy/policy.h"
+#include "policy/tune.h"
 
 namespace tessel {
 
 class MeasureCache;
+
+/// The most outer-tile shapes RollerOptions::exhaustive enumerates for one node.
+inline constexpr double kMaxExhaustiveShapes = 20000;
 
 struct RollerOptions {
   /// Candidates priced by the cost model per node (the rest are pruned by the reuse heuristic).
@@ -24,6 +28,11 @@ struct RollerOptions {
   /// Candidates measured per group with a measurer; 0: all top_k. Welder's groups are tuned with
   /// this many of their candidate tilings (welder.h).
   int tune = 0;
+  /// Every combination of the axes' hardware-aligned extents is a candidate outer tile (while
+  /// there are at most kMaxExhaustiveShapes), each priced, the top_k kept by the cost model;
+  /// otherwise (the default) the shapes along Roller's scale-up path, the top_k by data reuse
+  /// priced. Tuning enumerates exhaustively: it measures the cost model's ranking of them all.
+  bool exhaustive = false;
   /// Where measurements are cached (not owned). Null with a measurer: a MeasureCache in
   /// default_measure_cache_dir() (measure_cache.h). Unused without a measurer.
   MeasureCache* measure_cache = nullptr;
@@ -52,7 +61,8 @@ class RollerPolicy : public Policy {
     options_.measurer = measurer;
     options_.measure_cache = cache;
     options_.tune = k;
-    options_.top_k = std::max(options_.top_k, k);
+    options_.top_k = std::max(options_.top_k, kTuneCandidatesPerMeasured * k);
+    options_.exhaustive = true;
     return true;
   }
 

@@ -18,6 +18,7 @@ namespace tessel {
 struct TuneTrial {
   std::string tiles;                   // per node "name: tile config", "; "-joined
   std::string family;                  // the kernel family it is emitted as ("" without a backend)
+  std::string params;                  // the family's parameters, "name=value ..."
   double predicted_s = 0;              // the cost model's prediction
   std::optional<double> measured_s;    // nullopt: not measurable (`failure` says why)
   std::string failure;

@@ -203,11 +203,12 @@ class Reader {
       for (size_t i = 0; i < trials.size(); ++i) {
         const std::string at = cat(ptr, "/trials/", i);
         const json& t = trials[i];
-        if (!t.is_object()) fail(at, "expected an object {tiles, family, predicted_s, measured_s, failure}, got " + describe(t));
-        check_keys(t, at, {"tiles", "family", "predicted_s", "measured_s", "failure"});
+        if (!t.is_object()) fail(at, "expected an object {tiles, family, params, predicted_s, measured_s, failure}, got " + describe(t));
+        check_keys(t, at, {"tiles", "family", "params", "predicted_s", "measured_s", "failure"});
         TuneTrial trial;
         if (t.contains("tiles")) trial.tiles = read_string(t["tiles"], at + "/tiles");
         if (t.contains("family")) trial.family = read_string(t["family"], at + "/family");
+        if (t.contains("params")) trial.params = read_string(t["params"], at + "/params");
         if (t.contains("predicted_s")) trial.predicted_s = read_double(t["predicted_s"], at + "/predicted_s");
         if (t.contains("measured_s")) trial.measured_s = read_double(t["measured_s"], at + "/measured_s");
         if (t.contains("failure")) trial.failure = read_string(t["failure"], at + "/failure");
@@ -352,7 +353,7 @@ std::string schedule_to_json(const Schedule& s, const OpGraph& graph) {
     if (!sg.trials.empty()) {
       g["trials"] = json::array();
       for (const TuneTrial& t : sg.trials) {
-        json tj{{"tiles", t.tiles}, {"family", t.family}, {"predicted_s", number(t.predicted_s)}};
+        json tj{{"tiles", t.tiles}, {"family", t.family}, {"params", t.params}, {"predicted_s", number(t.predicted_s)}};
         if (t.measured_s) tj["measured_s"] = number(*t.measured_s);
         if (!t.failure.empty()) tj["failure"] = t.failure;
         g["trials"].push_back(std::move(tj));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "policy/kernel_families.h"
 #include "policy/measure_cache.h"
@@ -18,14 +19,28 @@ void measure_top_k(const PolicyContext& ctx, Measurer& measurer, MeasureCache& c
   out.measured_s.reset();
   size_t best = 0;
   double best_s = std::numeric_limits<double>::infinity();
-  const size_t n = std::min(variants.size(), static_cast<size_t>(std::max(k, 1)));
-  for (size_t i = 0; i < n; ++i) {
+  // Tilings that emit the same kernel are one candidate (KernelFamilies::kernel_key): the first,
+  // best predicted, stands for them.
+  std::set<std::string> kernels;
+  for (size_t i = 0; i < variants.size() && out.trials.size() < static_cast<size_t>(std::max(k, 1)); ++i) {
     const GroupVariant& v = variants[i];
     TuneTrial trial;
     for (NodeId node : v.group.nodes)
       trial.tiles += cat(trial.tiles.empty() ? "" : "; ", ctx.graph.node(node).name(), ": ",
                          print_tile_config(v.group.tiles.at(node)));
-    if (ctx.families) trial.family = ctx.families->choose(ctx.graph, v.group, ctx.spec).family;
+    std::string key = trial.tiles;
+    for (const auto& [t, level] : v.group.edge_levels) key += cat("; t", t, "@", level);
+    if (ctx.families) {
+      const KernelChoice choice = ctx.families->choose(ctx.graph, v.group, ctx.spec);
+      trial.family = choice.family;
+      for (const auto& [name, value] : choice.params) trial.params += cat(trial.params.empty() ? "" : " ", name, "=", value);
+      try {
+        key = ctx.families->kernel_key(ctx.graph, v.group, ctx.spec);
+      } catch (const UserError&) {
+        // Not emittable: measuring it says why; it stays a candidate of its own.
+      }
+    }
+    if (!kernels.insert(key).second) continue;
     trial.predicted_s = v.predicted.latency_s;
     trial.measured_s = cache.measure(measurer, ctx.graph, v.group, ctx.spec, policy);
     if (!trial.measured_s) trial.failure = measurer.last_failure();

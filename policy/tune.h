@@ -16,15 +16,21 @@ namespace tessel {
 
 class MeasureCache;
 
+/// Tilings ranked per measured candidate: many tilings emit the same kernel (a family may choose
+/// its own block shape), so tuning K kernels ranks this many times K tilings to find K distinct
+/// ones.
+inline constexpr int kTuneCandidatesPerMeasured = 4;
+
 /// A candidate tiling of one group and the cost model's prediction for it.
 struct GroupVariant {
   ScheduledGroup group;
   CostBreakdown predicted;
 };
 
-/// Measures the first `k` of `variants` (ordered best predicted first; the first is the cost
-/// model's choice) with `measurer` through `cache`, keyed with `policy` (measure_cache.h), and
-/// records each in `out.trials`. Sets `out` to the fastest measured variant (its group, predicted
+/// Measures the first `k` distinct kernels of `variants` (ordered best predicted first; the first
+/// is the cost model's choice; variants that emit the same kernel as an earlier one, by
+/// `ctx.families`' kernel_key, are skipped) with `measurer` through `cache`, keyed with `policy`
+/// (measure_cache.h), and records each in `out.trials`. Sets `out` to the fastest measured variant (its group, predicted
 /// cost and measured_s); when none could be measured, to the first, unmeasured. The kernel family
 /// of each trial is `ctx.families`' choice when the context has families.
 void measure_top_k(const PolicyContext& ctx, Measurer& measurer, MeasureCache& cache, const std::string& policy,

@@ -703,7 +703,8 @@ const std::vector<TileCandidate>& Welder::tune_candidates(NodeId n) const {
   auto it = tune_candidates_.find(sig_[n]);
   if (it == tune_candidates_.end()) {
     RollerOptions wide = options_.roller;
-    wide.top_k = std::max(wide.top_k, wide.tune);
+    wide.top_k = std::max(wide.top_k, kTuneCandidatesPerMeasured * wide.tune);
+    wide.exhaustive = true;
     it = tune_candidates_.emplace(sig_[n], roller_candidates(ctx_.graph, n, ctx_.spec, ctx_.cost, wide)).first;
   }
   return it->second;
@@ -715,7 +716,7 @@ const std::vector<TileCandidate>& Welder::tune_candidates(NodeId n) const {
 void Welder::tune(Group& group) const {
   const RollerOptions& ro = options_.roller;
   std::vector<GroupVariant> variants;
-  const TuneScan scan{std::max(ro.tune, 1), &variants};
+  const TuneScan scan{kTuneCandidatesPerMeasured * std::max(ro.tune, 1), &variants};
   price(group.nodes, group.scheduled.edge_levels, {}, &scan);
   std::stable_sort(variants.begin(), variants.end(), [](const GroupVariant& a, const GroupVariant& b) {
     return a.predicted.latency_s < b.predicted.latency_s;

@@ -116,4 +116,15 @@ std::optional<std::string> CudaKernelFamilies::check(const OpGraph& graph, const
   return std::nullopt;
 }
 
+std::string CudaKernelFamilies::kernel_key(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
+  Schedule alone;
+  ScheduledGroup& g = alone.groups.emplace_back().group;
+  g = group;
+  if (g.kernel.family.empty()) g.kernel = choose(graph, group, spec);
+  const GeneratedKernel k = emit_group_kernel(graph, alone, 0, spec);
+  std::string key = k.canonical + "\n// grid";
+  for (int64_t d : k.plan.grid) key += cat(" ", d);
+  return key + cat(" blocks ", k.plan.blocks, " threads ", k.plan.threads, " smem ", k.plan.pool_bytes, " cluster ", k.plan.cluster_blocks);
+}
+
 }  // namespace tessel::cuda
