@@ -45,6 +45,12 @@ class KernelFamilies {
   /// many tilings lead to it. This base version: the family, its parameters and the group's tiles
   /// and edge levels (never equal for different tilings); backends that know better say so.
   virtual std::string kernel_key(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const;
+  /// Every family and parameter set the backend can emit `group` with, choose()'s first: the
+  /// choices a tuner ranks and measures (policy/tune.h), each one the group may record. This base
+  /// version: choose()'s alone.
+  virtual std::vector<KernelChoice> variants(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
+    return {choose(graph, group, spec)};
+  }
 };
 
 /// `inner`, with a group that records no family priced as the family `families` chooses for it:

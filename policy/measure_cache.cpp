@@ -64,6 +64,12 @@ uint64_t group_canonical_hash(const OpGraph& graph, const ScheduledGroup& group)
   }
   for (const auto& [tensor, level] : group.edge_levels)
     text += cat("edge g", position(graph.producer(tensor)), " ", level, "\n");
+  // A recorded kernel family and its parameters (a tuner's variant) are part of what is measured.
+  if (!group.kernel.family.empty()) {
+    text += cat("kernel ", group.kernel.family);
+    for (const auto& [name, value] : group.kernel.params) text += cat(" ", name, "=", value);
+    text += "\n";
+  }
   return fnv1a64(text);
 }
 

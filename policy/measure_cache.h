@@ -41,7 +41,8 @@ struct MeasureKey {
 
 /// A stable 64-bit hash (FNV-1a) of the group's canonical text: per node, print_node without
 /// the node's name and with its inputs named by their position in the group ("g0", ...) or as
-/// external ("x"), then its printed tile config; then the edge levels by position. Two groups
+/// external ("x"), then its printed tile config; then the edge levels by position; then the
+/// recorded kernel family and parameters, when there are. Two groups
 /// computing the same thing with the same tiles hash equal whatever their nodes are called.
 uint64_t group_canonical_hash(const OpGraph& graph, const ScheduledGroup& group);
 

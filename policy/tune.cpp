@@ -17,13 +17,28 @@ void measure_top_k(const PolicyContext& ctx, Measurer& measurer, MeasureCache& c
   TESSEL_ASSERT(!variants.empty(), "measure_top_k: no variants");
   out.trials.clear();
   out.measured_s.reset();
+  // The policy's own tiling with every other family and parameter set its backend can emit it
+  // with (KernelFamilies::variants), priced, ranked among the other tilings.
+  std::vector<GroupVariant> ranked = variants;
+  if (ctx.families) {
+    const std::vector<KernelChoice> choices = ctx.families->variants(ctx.graph, variants.front().group, ctx.spec);
+    for (size_t c = 1; c < choices.size(); ++c) {
+      GroupVariant v{variants.front().group, {}};
+      v.group.kernel = choices[c];
+      v.predicted = ctx.cost.estimate(ctx.graph, v.group, ctx.spec);
+      if (std::isfinite(v.predicted.latency_s)) ranked.push_back(std::move(v));
+    }
+    std::stable_sort(ranked.begin() + 1, ranked.end(), [](const GroupVariant& a, const GroupVariant& b) {
+      return a.predicted.latency_s < b.predicted.latency_s;
+    });
+  }
   size_t best = 0;
   double best_s = std::numeric_limits<double>::infinity();
   // Tilings that emit the same kernel are one candidate (KernelFamilies::kernel_key): the first,
   // best predicted, stands for them.
   std::set<std::string> kernels;
-  for (size_t i = 0; i < variants.size() && out.trials.size() < static_cast<size_t>(std::max(k, 1)); ++i) {
-    const GroupVariant& v = variants[i];
+  for (size_t i = 0; i < ranked.size() && out.trials.size() < static_cast<size_t>(std::max(k, 1)); ++i) {
+    const GroupVariant& v = ranked[i];
     TuneTrial trial;
     for (NodeId node : v.group.nodes)
       trial.tiles += cat(trial.tiles.empty() ? "" : "; ", ctx.graph.node(node).name(), ": ",
@@ -31,7 +46,7 @@ void measure_top_k(const PolicyContext& ctx, Measurer& measurer, MeasureCache& c
     std::string key = trial.tiles;
     for (const auto& [t, level] : v.group.edge_levels) key += cat("; t", t, "@", level);
     if (ctx.families) {
-      const KernelChoice choice = ctx.families->choose(ctx.graph, v.group, ctx.spec);
+      const KernelChoice choice = v.group.kernel.family.empty() ? ctx.families->choose(ctx.graph, v.group, ctx.spec) : v.group.kernel;
       trial.family = choice.family;
       for (const auto& [name, value] : choice.params) trial.params += cat(trial.params.empty() ? "" : " ", name, "=", value);
       try {
@@ -47,8 +62,8 @@ void measure_top_k(const PolicyContext& ctx, Measurer& measurer, MeasureCache& c
     if (trial.measured_s && *trial.measured_s < best_s) best_s = *trial.measured_s, best = i;
     out.trials.push_back(std::move(trial));
   }
-  out.group = variants[best].group;
-  out.predicted = variants[best].predicted;
+  out.group = ranked[best].group;
+  out.predicted = ranked[best].predicted;
   if (std::isfinite(best_s)) out.measured_s = best_s;
 }
 

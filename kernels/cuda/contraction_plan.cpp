@@ -465,7 +465,112 @@ std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
   return "";
 }
 
+/// The parameters a schedule recorded for a tensor-core family (KernelChoice) applied to the
+/// derived plan `p`: what the policy chose (tuning among contraction_variants) is what is emitted.
+/// Returns why the recorded parameters cannot be emitted, or "".
+std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSpec& spec) {
+  auto param = [&](const char* name) {
+    auto it = k.params.find(name);
+    return it == k.params.end() ? int64_t{-1} : it->second;
+  };
+  const int64_t bm = param("block_m"), bn = param("block_n"), bk = param("block_k"), stages = param("stages");
+  const int64_t split = std::max<int64_t>(param("split_k"), 1), raster = std::max<int64_t>(param("raster_group"), 1);
+  if (k.family == "wgmma") {
+    if (!p.warpgroup) return cat("family wgmma recorded, but ", p.warpgroup_reason);
+    if (bm != kWgConsumers * kWgInstM || (bn != kWgBlockN && bn != kWgBlockNWide) || bk != kWgRowElems || split != 1)
+      return cat("a wgmma block is ", kWgConsumers * kWgInstM, " x ", kWgBlockN, " or ", kWgBlockNWide, " x ", kWgRowElems,
+                 ", unsplit; recorded ", bm, " x ", bn, " x ", bk, ", split ", split);
+    const int64_t smem = stages * ((bm + bn) * kWgRowBytes + 2 * kWgMbarrierBytes) + kWgAtomBytes;
+    if (stages < 2 || stages > kWgMaxStages || smem > spec.limits.smem_per_block_bytes)
+      return cat(stages, " wgmma stages (2..", kWgMaxStages, " that fit ", spec.limits.smem_per_block_bytes, " bytes)");
+    p.block_n = static_cast<int>(bn);
+    p.stages = static_cast<int>(stages);
+    p.smem_bytes = smem;
+    p.tiles_n = ceil_div(p.n, bn);
+    p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, raster));
+    return "";
+  }
+  // mma.sync, also where wgmma could run (the schedule chose mma).
+  ContractionPlan q = p;
+  int wm = 0, wn = 0;
+  if (bm <= 0 || bn <= 0 || bm > 1024 || bn > 1024 || !is_pow2(bm) || !is_pow2(bn) ||
+      !warp_layout(static_cast<int>(bm), static_cast<int>(bn), wm, wn))
+    return cat("no mma.sync warp layout for a recorded ", bm, " x ", bn, " block");
+  if (bk != kBlockK && bk != kMaxBlockK) return cat("an mma.sync K step is ", kBlockK, " or ", kMaxBlockK, ", recorded ", bk);
+  q.warpgroup = false;
+  q.warpgroups = 0;
+  q.warpgroup_reason = p.warpgroup ? "the schedule records mma" : p.warpgroup_reason;
+  q.block_m = static_cast<int>(bm);
+  q.block_n = static_cast<int>(bn);
+  q.block_k = static_cast<int>(bk);
+  q.warps_m = wm;
+  q.warps_n = wn;
+  q.tile_from_schedule = false;
+  q.tiles_m = ceil_div(q.m, bm);
+  q.tiles_n = ceil_div(q.n, bn);
+  q.raster_group = static_cast<int>(std::min<int64_t>(q.tiles_m, raster));
+  q.split_k = static_cast<int>(split);
+  q.split_reason.clear();
+  if (split > 1) {
+    if (p.implicit) return "an implicit GEMM's gather starts at k = 0 (its K is not split)";
+    if (!is_pow2(split) || split > spec.limits.max_cluster_blocks)
+      return cat("K split in ", split, " parts: a power of two up to the cluster's ", spec.limits.max_cluster_blocks, " blocks");
+    if (ceil_div(q.k, bk) < split) return cat("K has fewer than ", split, " tiles of ", bk);
+  }
+  const int64_t max_stages = split > 1 ? kMaxSplitStages : kMaxStages;
+  if (stages < 2 || stages > max_stages) return cat(stages, " mma.sync stages (2..", max_stages, ")");
+  q.stages = static_cast<int>(stages);
+  q.smem_bytes = std::max(q.stages * stage_bytes(q), split > 1 ? int64_t{q.block_m} * q.block_n * 4 : int64_t{0});
+  if (q.smem_bytes > spec.limits.smem_per_block_bytes)
+    return cat("the pipeline needs ", q.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes);
+  if (q.threads(kMmaLanes) > spec.limits.max_threads_per_block) return "too many threads per block";
+  p = q;
+  return "";
+}
+
 }  // namespace
+
+std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
+  std::map<std::string, int64_t> out{{"block_m", p.block_m}, {"block_n", p.block_n}, {"block_k", p.block_k},
+                                     {"stages", p.stages}, {"split_k", p.split_k}, {"raster_group", p.raster_group},
+                                     {"implicit", p.implicit}};
+  if (p.warpgroup) {
+    out["warpgroups"] = p.warpgroups;
+  } else {
+    out["warps_m"] = p.warps_m;
+    out["warps_n"] = p.warps_n;
+  }
+  return out;
+}
+
+std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const HwSpec& spec) {
+  std::vector<KernelChoice> out;
+  auto add = [&](const std::string& family, std::map<std::string, int64_t> params) {
+    ContractionPlan q = p;
+    KernelChoice k{family, params, {}};
+    if (!apply_recorded(q, k, spec).empty()) return;
+    KernelChoice recorded{family, contraction_params(q), {}};
+    for (const KernelChoice& o : out)
+      if (o.family == recorded.family && o.params == recorded.params) return;
+    out.push_back(std::move(recorded));
+  };
+  const int64_t raster = p.raster_group;
+  if (p.warpgroup)
+    for (int64_t bn : {int64_t{kWgBlockNWide}, int64_t{kWgBlockN}})
+      for (int64_t stages = kWgMaxStages; stages >= 3; --stages)
+        add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
+                      {"split_k", 1}, {"raster_group", raster}, {"implicit", p.implicit}});
+  for (int64_t bm : {256, 128, 64, 32, 16})
+    for (int64_t bn : {256, 128, 64, 32})
+      for (int64_t bk : {int64_t{kBlockK}, int64_t{kMaxBlockK}})
+        for (int64_t split : {1, 2, 4})
+          for (int64_t stages : {int64_t{kMaxStages}, int64_t{3}, int64_t{kMaxSplitStages}}) {
+            if ((split == 1) != (stages <= kMaxStages)) continue;
+            add("mma", {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"stages", stages}, {"split_k", split},
+                        {"raster_group", raster}, {"implicit", p.implicit}});
+          }
+  return out;
+}
 
 ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
                                   const HwSpec& spec) {
@@ -620,6 +725,13 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   //    SMs idle.
   p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
   if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
+  // 7. Parameters the schedule recorded for a tensor-core family (chosen among
+  //    contraction_variants, e.g. by tuning) replace the derived ones.
+  const KernelChoice& recorded = group.kernel;
+  if ((recorded.family == "mma" || recorded.family == "wgmma") && recorded.params.count("block_m") &&
+      contraction_params(p) != recorded.params) {
+    if (std::string why = apply_recorded(p, recorded, spec); !why.empty()) return fail(why);
+  }
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
   return ContractionMatch{p, ""};
 }

@@ -49,6 +49,7 @@
 // warpgroup and two consumers); the others keep mma.sync and the plan says why.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -154,6 +155,17 @@ struct ContractionMatch {
   std::optional<ContractionPlan> plan;
   std::string reason;  // set when plan is not
 };
+
+/// The plan's parameters as a KernelChoice of family "wgmma" or "mma" records them.
+std::map<std::string, int64_t> contraction_params(const ContractionPlan& plan);
+
+/// Every parameterization of the tensor-core families the contraction planned as `plan` can be
+/// emitted with, as KernelChoices (the family and its parameters, none repeated): wgmma blocks
+/// 128 x 256 and 128 x 128 at 3..6 stages where wgmma runs; mma.sync blocks 16..256 x 32..256
+/// with K steps of 32 or 64, 3 or 4 stages, or K split in 2 or 4 parts over a cluster (8
+/// stages). A group recording one of them (KernelChoice) is planned with it (plan_contraction's
+/// step 7): the tuner's search space (policy/tune.h).
+std::vector<KernelChoice> contraction_variants(const ContractionPlan& plan, const HwSpec& spec);
 
 /// Checks the conditions of the file comment for `group` and plans the mma kernel. `generic` is
 /// plan_group's plan of the same group (its roles say which nodes the generic kernel inlines).

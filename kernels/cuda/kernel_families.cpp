@@ -28,18 +28,7 @@ std::map<std::string, int64_t> family_params(const AttentionPlan& p) {
   return {{"rows", p.rows}, {"chunk", p.chunk}, {"stages", p.stages}, {"threads", p.threads}, {"warpgroup", p.warpgroup}};
 }
 
-std::map<std::string, int64_t> family_params(const ContractionPlan& p) {
-  std::map<std::string, int64_t> out{{"block_m", p.block_m}, {"block_n", p.block_n}, {"block_k", p.block_k},
-                                     {"stages", p.stages}, {"split_k", p.split_k}, {"raster_group", p.raster_group},
-                                     {"implicit", p.implicit}};
-  if (p.warpgroup) {
-    out["warpgroups"] = p.warpgroups;
-  } else {
-    out["warps_m"] = p.warps_m;
-    out["warps_n"] = p.warps_n;
-  }
-  return out;
-}
+std::map<std::string, int64_t> family_params(const ContractionPlan& p) { return contraction_params(p); }
 
 std::map<std::string, int64_t> family_params(const RowPlan& p) {
   return {{"vec", p.vec}, {"lanes", p.lanes}, {"chunks", p.chunks}, {"rows_per_block", p.rows_per_block}, {"threads", p.threads}};
@@ -114,6 +103,18 @@ std::optional<std::string> CudaKernelFamilies::check(const OpGraph& graph, const
     return e.message();
   }
   return std::nullopt;
+}
+
+std::vector<KernelChoice> CudaKernelFamilies::variants(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
+  ScheduledGroup g = group;
+  g.kernel = {};
+  std::vector<KernelChoice> out{choose(graph, g, spec)};
+  if (out.front().family != "mma" && out.front().family != "wgmma") return out;
+  const ContractionMatch m = plan_contraction(graph, g, plan_group(graph, g, spec), spec);
+  if (!m.plan) return out;
+  for (KernelChoice& k : contraction_variants(*m.plan, spec))
+    if (k.family != out.front().family || k.params != out.front().params) out.push_back(std::move(k));
+  return out;
 }
 
 std::string CudaKernelFamilies::kernel_key(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {

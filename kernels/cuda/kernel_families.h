@@ -29,6 +29,8 @@ class CudaKernelFamilies : public KernelFamilies {
   /// The family name, then the emitter's own legality: the group emitted alone as its recorded
   /// family (emit_group_kernel), its refusal the reason.
   std::optional<std::string> check(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
+  /// choose()'s, then for a contraction every tensor-core parameterization (contraction_variants).
+  std::vector<KernelChoice> variants(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
   /// The emitted kernel's code without comments and its launch (grid and block).
   std::string kernel_key(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
 };

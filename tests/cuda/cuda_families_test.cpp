@@ -4,6 +4,8 @@
 // the reason, and the policy prices the family it records. No GPU needed.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "../model_builder.h"
 #include "cuda_check.h"
 #include "kernels/cuda/kernel_families.h"
@@ -91,17 +93,17 @@ TEST_CASE("cuda families: a forced family is emitted as recorded, or refused wit
   Schedule generic = s;
   generic.groups[0].group.kernel = KernelChoice{"generic", {}, {}};
   CHECK(cuda::emit_group_kernel(g, generic, 0, spec).path == "generic");
-  // mma.sync instead of wgmma: the H100 spec and these tiles select wgmma, so it is refused.
+  // mma.sync with the wgmma plan's parameters (6 stages; mma.sync takes up to 4): refused.
   Schedule mma = s;
   mma.groups[0].group.kernel.family = "mma";
   CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, mma, 0, spec), doctest::Contains("cannot emit this group"), UserError);
-  // A family that cannot run a contraction, and parameters that differ from the derived ones.
+  // A family that cannot run a contraction, and recorded parameters the family cannot emit.
   Schedule row = s;
   row.groups[0].group.kernel = KernelChoice{"row", {}, {}};
   CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, row, 0, spec), doctest::Contains("'row' cannot emit"), UserError);
   Schedule params = s;
   params.groups[0].group.kernel.params["stages"] += 1;
-  CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, params, 0, spec), doctest::Contains("differ"), UserError);
+  CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, params, 0, spec), doctest::Contains("7 wgmma stages"), UserError);
   Schedule unknown = s;
   unknown.groups[0].group.kernel.family = "tpu";
   CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, unknown, 0, spec), doctest::Contains("unknown CUDA kernel family"), UserError);
@@ -125,6 +127,40 @@ TEST_CASE("cuda families: the cost model prices the recorded family") {
   // slower than the recorded wgmma plan (8 tiles of 128x128 on 8 SMs), which is priced as that plan.
   CHECK(simt.latency_s > 4 * tc.latency_s);
   CHECK(tc.notes.front().find("priced as the recorded wgmma plan: block 128x128") != std::string::npos);
+}
+
+TEST_CASE("cuda families: a contraction's variants are the tuner's choices; each recorded one is emitted as recorded") {
+  const HwSpec& spec = gpu_spec();
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  const OpGraph g = gemm_gelu(1024, 768, 3072);
+  const Schedule s = with_families(g, spec, "welder");
+  REQUIRE(s.groups.size() == 1);
+  ScheduledGroup group = s.groups[0].group;
+  const std::vector<KernelChoice> variants = families.variants(g, group, spec);
+  REQUIRE(variants.size() > 20);
+  CHECK(variants.front().family == group.kernel.family);
+  CHECK(variants.front().params == group.kernel.params);
+  std::set<std::string> keys, families_seen;
+  std::set<double> predictions;
+  for (const KernelChoice& k : variants) {
+    CAPTURE(k.family);
+    ScheduledGroup v = group;
+    v.kernel = k;
+    // Legal as recorded, emitted with exactly these parameters, a kernel of its own.
+    CHECK_FALSE(families.check(g, v, spec));
+    CHECK(keys.insert(families.kernel_key(g, v, spec)).second);
+    families_seen.insert(k.family);
+    predictions.insert(cost.estimate(g, v, spec).latency_s);
+  }
+  CHECK(families_seen == std::set<std::string>{"mma", "wgmma"});
+  CHECK(predictions.size() > 10);  // the model prices the block shapes and splits (not yet the K step)
+  // A recorded parameter set the family cannot emit is refused with the reason.
+  ScheduledGroup bad = group;
+  bad.kernel = KernelChoice{"mma", {{"block_m", 96}, {"block_n", 128}, {"block_k", 32}, {"stages", 4}, {"split_k", 1}}, {}};
+  const std::optional<std::string> why = families.check(g, bad, spec);
+  REQUIRE(why);
+  CHECK(why->find("no mma.sync warp layout for a recorded 96 x 128 block") != std::string::npos);
 }
 
 TEST_CASE("cuda families: priced by family, welder keeps the SwiGLU GEMMs on tensor cores") {
