@@ -708,6 +708,10 @@ std::string format_hw_spec_table(const HwSpec& s) {
      << s.compute.simd_width << (s.kind == "gpu" ? " threads/warp" : " fp32 lanes") << " at "
      << fixed(s.compute.clock_ghz, 2) << " GHz";
   if (s.compute.launch_overhead_us > 0) os << ", launch overhead " << fixed(s.compute.launch_overhead_us, 1) << " us";
+  if (!s.compute.family_efficiency.empty()) {
+    os << "\n  measured fraction of the roofline per kernel family:";
+    for (const auto& [family, e] : s.compute.family_efficiency) os << " " << family << " " << fixed(e, 2);
+  }
   os << "\n\n";
 
   os << "  " << pad_right("dtype", 8) << pad_left("simt TFLOP/s", 14) << pad_left("tensor TFLOP/s", 16)

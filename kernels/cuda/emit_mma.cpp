@@ -59,6 +59,9 @@ void Emitter::emit_gather_copy(const ContractionPlan& c) {
   os_ << "    const long long koff = " << koff << ";\n";
   os_ << "    const bool kok = " << (c.k % c.block_k == 0 ? std::string("true") : cat("k < ", c.k)) << ";\n";
   os_ << "#pragma unroll\n    for (int i = 0; i < kIters; ++i) {\n";
+  // A thread past the tile's last chunk copies nothing: a zero-fill there would land on the rows
+  // after the tile (the next operand's buffer) when the tile has fewer chunks than threads.
+  os_ << "      if (kChunks % kThreads != 0 && static_cast<int>(threadIdx.x) + i * kThreads >= kChunks) continue;\n";
   os_ << "      bool v = ok[i] && kok;\n";
   for (int d : checked) {
     const GatherDim& g = c.a_gather[d];

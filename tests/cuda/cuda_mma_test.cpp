@@ -13,6 +13,7 @@
 #include "cuda_check.h"
 #include "../model_builder.h"
 #include "kernels/cuda/contraction_plan.h"
+#include "kernels/cuda/kernel_families.h"
 #include "tilegraph/lower.h"
 
 using namespace tessel;
@@ -430,6 +431,53 @@ TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder
         CHECK(split);
       }
     }
+}
+
+TEST_CASE("cuda mma run: the tensor-core variants a tuner measures compile and match the interpreter") {
+  // Every recorded parameter set of the families is emitted as recorded (plan_contraction's step
+  // 7). A sample of each graph's variants -- always an implicit GEMM whose 16 x 32 A tile has
+  // fewer 16-byte chunks than the block has threads, whose surplus threads once zero-filled the
+  // rows after the tile -- compiles with NVRTC here, and runs against the interpreter on a GPU.
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  const bool gpu = find_backend("cuda")->unavailable() == std::nullopt;
+  const std::vector<MmaCase> cases = {{"matmul 200x256x392", matmul(DType::f16, 200, 256, 392)},
+                                      {"conv 1x1 NHWC 96 -> 160", conv_nhwc(DType::f16, {2, 14, 14, 96}, 160, 1, 1, 0, 1)}};
+  for (const MmaCase& c : cases) {
+    const Schedule s = schedule_with(c.graph, spec, "welder");
+    int gi = -1;
+    for (size_t i = 0; i < s.groups.size(); ++i)
+      for (NodeId n : s.groups[i].group.nodes) gi = c.graph.node(n).num_reduction() > 0 ? static_cast<int>(i) : gi;
+    REQUIRE(gi >= 0);
+    const std::vector<KernelChoice> variants = families.variants(c.graph, s.groups[gi].group, spec);
+    REQUIRE(variants.size() > 10);
+    int tried = 0;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const KernelChoice& k = variants[i];
+      const bool small_tile = k.params.at("implicit") && k.params.at("block_m") == 16 && k.params.at("block_k") == 32 &&
+                              k.params.at("warps_n") == 4;
+      if (!small_tile && i % (gpu ? 10 : 16) != 0) continue;
+      ++tried;
+      Schedule v = s;
+      v.groups[gi].group.kernel = k;
+      std::string params;
+      for (const auto& [name, value] : k.params) params += cat(" ", name, "=", value);
+      INFO(c.name, ": ", k.family, params);
+      if (!gpu) {
+        CHECK(nvrtc_compile_all(c.graph, v, spec) >= 1);
+        continue;
+      }
+      const std::vector<HostTensor> in = gpu_test_inputs(c.graph, 5);
+      const Compilation compiled = compile_with(c.graph, spec, v, "cuda");
+      const std::vector<HostTensor> got = compiled.executable->run(in);
+      const std::vector<HostTensor> want = interpret(c.graph, in);
+      for (size_t o = 0; o < want.size(); ++o) {
+        const CompareResult r = compare_compiled(got[o], want[o], computed_precision(c.graph, c.graph.outputs()[o]));
+        CHECK_MESSAGE(r.ok, r.message);
+      }
+    }
+    CHECK(tried >= 3);
+  }
 }
 
 TEST_CASE("cuda mma run: tensor-core kernels match the interpreter (odd shapes, transposes, batches, bf16, epilogues, attention)") {

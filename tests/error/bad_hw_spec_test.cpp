@@ -222,3 +222,16 @@ TEST_CASE("bad hw spec: a missing file") {
     CHECK(std::string(e.what()).find("cannot open") != std::string::npos);
   }
 }
+
+TEST_CASE("bad hw spec: a family efficiency is a fraction in (0, 1] per family") {
+  const std::string shapes = "\"tensor_core_shapes\": {\"f16\": [{\"m\": 16, \"n\": 8, \"k\": 16}]}";
+  const HwSpec ok = parse_hw_spec(edit(shapes, shapes + ", \"family_efficiency\": {\"mma\": 0.5, \"vector\": 1}"), "ok.json");
+  CHECK(ok.compute.family_efficiency.at("mma") == 0.5);
+  CHECK(ok.compute.family_efficiency.at("vector") == 1);
+  // Written back and read again unchanged.
+  CHECK(parse_hw_spec(write_hw_spec(ok), "again.json").compute.family_efficiency == ok.compute.family_efficiency);
+  expect_user_error(edit(shapes, shapes + ", \"family_efficiency\": {\"mma\": 1.5}"), "/compute/family_efficiency/mma", "1.5");
+  expect_user_error(edit(shapes, shapes + ", \"family_efficiency\": {\"mma\": 0}"), "/compute/family_efficiency/mma", "0");
+  expect_user_error(edit(shapes, shapes + ", \"family_efficiency\": {\"mma\": \"high\"}"), "/compute/family_efficiency/mma", "\"high\"");
+  expect_user_error(edit(shapes, shapes + ", \"family_efficiency\": [0.5]"), "/compute/family_efficiency", "[0.5]");
+}

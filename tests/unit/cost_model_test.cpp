@@ -105,6 +105,30 @@ TEST_CASE("memory-bound: a 1024x1024 f32 add on the toy GPU, by hand") {
   CHECK_FALSE(c.tensor_cores);
 }
 
+TEST_CASE("a recorded tensor-core plan is priced as that plan, by hand; a family's measured efficiency divides its bound") {
+  const OpGraph g = matmul_graph(DType::f16);
+  ScheduledGroup group = single(gemm_tiles());
+  group.kernel = KernelChoice{"mma", {{"block_m", 256}, {"block_n", 128}, {"block_k", 32}, {"stages", 3}, {"split_k", 1},
+                                      {"warps_m", 4}, {"warps_n", 2}, {"implicit", 0}}, {}};
+  const HwSpec spec = toy_gpu();
+  const CostBreakdown c = AnalyticCostModel().estimate(g, group, spec);
+  // 4 x 8 = 32 tiles of 256 x 128 on 10 SMs: the busiest SM runs 4 of them, each 2 x 256 x 128 x 1024
+  // FLOPs at a tenth of 100 TFLOP/s -- not the schedule's 128 x 128 tiles.
+  CHECK(c.blocks == 32);
+  CHECK(c.term("compute") == doctest::Approx(4 * 2.0 * 256 * 128 * 1024 / 1e13));
+  CHECK(c.tensor_cores);
+  CHECK(c.bound == "compute");
+  CHECK(c.latency_s == doctest::Approx(2e-6 + c.term("compute")));
+  // Shared memory 3 x (256 + 128) x 32 x 2 B = 72 KiB: one block per SM.
+  CHECK(c.blocks_per_unit == 1);
+  // A measured efficiency of 0.5 for the family doubles the bound time, nothing else.
+  HwSpec measured = spec;
+  measured.compute.family_efficiency = {{"mma", 0.5}, {"vector", 0.25}};
+  const CostBreakdown half = AnalyticCostModel().estimate(g, group, measured);
+  CHECK(half.latency_s == doctest::Approx(2e-6 + 2 * c.term("compute")));
+  CHECK(half.notes.back().find("reaches 0.5 of the roofline") != std::string::npos);
+}
+
 TEST_CASE("compute-bound: a 1024^3 f16 GEMM on the toy GPU's tensor cores, by hand") {
   const OpGraph g = matmul_graph(DType::f16);
   const CostBreakdown c = AnalyticCostModel().estimate(g, single(gemm_tiles()), toy_gpu());
