@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -259,5 +260,50 @@ TEST_CASE("cli: run --time-lock times only while holding the lock; a lock file i
   const Result bad = tessel(run + " --time-lock " + (dir / "no" / "such" / "dir" / "lock").string());
   CHECK(bad.status == 2);
   CHECK(bad.output.find("cannot open the lock file") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: hw calibrate fits family efficiencies from kernels measured here; schedule --tune records its trials") {
+  const fs::path dir = temp_dir("calibrate");
+  std::ofstream(dir / "mlp.json")
+      << R"({"format": "tessel-model", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [64, 96]}],)"
+      << R"( "weights": [{"name": "w", "dtype": "f32", "shape": [96, 80], "init": {"dist": "normal", "mean": 0.0, "std": 0.1, "seed": 1}}],)"
+      << R"( "outputs": ["y"], "ops": [{"name": "mm", "op": "MatMul", "inputs": ["x", "w"], "outputs": ["h"], "attrs": {}},)"
+      << R"( {"name": "r", "op": "Relu", "inputs": ["h"], "outputs": ["y"], "attrs": {}}]})";
+  const std::string spec = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx2-generic.json";
+  const std::string cache = (dir / "cache").string();
+  const Result r = tessel("hw calibrate " + (dir / "mlp.json").string() + " " + kModels + "resnet50_bottleneck.json --hw " +
+                          spec + " --tune 2 --cache " + cache + " -o " + (dir / "calibrated.json").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  // The written spec validates (a fraction in (0, 1] per family) and shows the fitted family.
+  const Result shown = tessel("hw show " + (dir / "calibrated.json").string());
+  INFO(shown.output);
+  CHECK(shown.status == 0);
+  CHECK(shown.output.find("measured fraction of the roofline per kernel family:") != std::string::npos);
+  CHECK(shown.output.find("microkernel") != std::string::npos);
+  std::ifstream written(dir / "calibrated.json");
+  std::stringstream spec_text;
+  spec_text << written.rdbuf();
+  CHECK(spec_text.str().find("fitted by tessel hw calibrate") != std::string::npos);
+  std::ifstream residuals(dir / "calibrated.json.residuals.json");
+  std::stringstream text;
+  text << residuals.rdbuf();
+  CHECK(text.str().find("\"microkernel\"") != std::string::npos);
+  // The tuned schedule carries each group's trials, measured; a second tuning measures nothing new.
+  const Result s = tessel("schedule " + (dir / "mlp.json").string() + " --hw " + spec + " --tune 2 --cache " + cache + " -o " +
+                          (dir / "tuned.json").string());
+  INFO(s.output);
+  CHECK(s.status == 0);
+  CHECK(s.output.find("0 timed now") != std::string::npos);
+  std::ifstream tuned(dir / "tuned.json");
+  std::stringstream json;
+  json << tuned.rdbuf();
+  CHECK(json.str().find("\"trials\"") != std::string::npos);
+  CHECK(json.str().find("\"measured_s\"") != std::string::npos);
+  // z3 does not tune; a device that is not here is named.
+  const Result z3 = tessel("schedule " + (dir / "mlp.json").string() + " --hw " + spec + " --tune 2 --policy z3");
+  CHECK(z3.status == 2);
+  CHECK(z3.output.find("does not measure candidates") != std::string::npos);
   fs::remove_all(dir);
 }
