@@ -272,8 +272,8 @@ TEST_CASE("cli: hw calibrate fits family efficiencies from kernels measured here
       << R"( {"name": "r", "op": "Relu", "inputs": ["h"], "outputs": ["y"], "attrs": {}}]})";
   const std::string spec = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx2-generic.json";
   const std::string cache = (dir / "cache").string();
-  const Result r = tessel("hw calibrate " + (dir / "mlp.json").string() + " " + kModels + "resnet50_bottleneck.json --hw " +
-                          spec + " --tune 2 --cache " + cache + " -o " + (dir / "calibrated.json").string());
+  const Result r = tessel("hw calibrate " + (dir / "mlp.json").string() + " --hw " + spec + " --tune 3 --cache " + cache + " -o " +
+                          (dir / "calibrated.json").string());
   INFO(r.output);
   REQUIRE(r.status == 0);
   // The written spec validates (a fraction in (0, 1] per family) and shows the fitted family.
@@ -291,7 +291,7 @@ TEST_CASE("cli: hw calibrate fits family efficiencies from kernels measured here
   text << residuals.rdbuf();
   CHECK(text.str().find("\"microkernel\"") != std::string::npos);
   // The tuned schedule carries each group's trials, measured; a second tuning measures nothing new.
-  const Result s = tessel("schedule " + (dir / "mlp.json").string() + " --hw " + spec + " --tune 2 --cache " + cache + " -o " +
+  const Result s = tessel("schedule " + (dir / "mlp.json").string() + " --hw " + spec + " --tune 3 --cache " + cache + " -o " +
                           (dir / "tuned.json").string());
   INFO(s.output);
   CHECK(s.status == 0);
