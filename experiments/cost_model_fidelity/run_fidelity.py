@@ -44,7 +44,21 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+class ModelFile:
+    """A model given on the command line (--models) in place of an op-sweep instance."""
+
+    def __init__(self, path):
+        self.path = path
+        self.id = os.path.splitext(os.path.basename(path))[0]
+        self.cls = self.id.split(".")[0].split("_")[0]
+        self.family = "given"
+        self.description = path
+        self.flops = 0.0
+
+
 def select(args):
+    if args.models:
+        return [ModelFile(p) for p in args.models]
     import instances as catalog
     pool = [i for i in catalog.instances() if i.dtype == args.dtype and i.flops <= MAX_FLOPS]
     if args.only:
@@ -60,10 +74,13 @@ def select(args):
 
 
 def run_one(args, inst, work):
-    import instances as catalog
-    model = os.path.join(work, "models", inst.id + ".json")
-    with open(model, "w") as f:
-        f.write(catalog.gm.render(inst.build().document()) + "\n")
+    if isinstance(inst, ModelFile):
+        model = inst.path
+    else:
+        import instances as catalog
+        model = os.path.join(work, "models", inst.id + ".json")
+        with open(model, "w") as f:
+            f.write(catalog.gm.render(inst.build().document()) + "\n")
     sched = os.path.join(args.out, "schedules", inst.id + ".json")
     cmd = [args.tessel, "schedule", model, "--hw", args.hw, "--tune", str(args.k),
            "--cache", os.path.join(work, "cache", inst.id), "--time-lock", os.path.join(work, "time.lock"), "-o", sched]
@@ -306,6 +323,8 @@ def main():
     ap.add_argument("--per-class", default=DEFAULT_PER_CLASS)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--models", nargs="*", help="model files to measure instead of op-sweep instances (e.g. the CPU "
+                    "suite's workloads with a CPU --hw)")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--timeout", type=int, default=540, help="seconds per instance")
     ap.add_argument("--time-budget", type=float, default=0, help="start no instance after this many seconds")
