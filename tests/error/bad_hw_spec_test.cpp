@@ -223,7 +223,7 @@ TEST_CASE("bad hw spec: a missing file") {
   }
 }
 
-TEST_CASE("bad hw spec: a family efficiency is a fraction in (0, 1] per family") {
+TEST_CASE("bad hw spec: a family efficiency is a fraction above 0 and at most 1, per family") {
   const std::string shapes = "\"tensor_core_shapes\": {\"f16\": [{\"m\": 16, \"n\": 8, \"k\": 16}]}";
   const HwSpec ok = parse_hw_spec(edit(shapes, shapes + ", \"family_efficiency\": {\"mma\": 0.5, \"vector\": 1}"), "ok.json");
   CHECK(ok.compute.family_efficiency.at("mma") == 0.5);
