@@ -33,6 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "experiments", "op_sweep"))
+from run_sweep import spearman  # noqa: E402  (the op sweep's rank correlation, ties averaged)
 
 # Instances per class (33 in all); attention's streamed (flash) groups are a fixed template and have
 # one configuration, so the decode and small-batch instances that run as fused groups are drawn too.
@@ -120,31 +121,6 @@ def measure(args):
 
 
 # ---- Report -----------------------------------------------------------------------------------
-
-def ranks(values):
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    r = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2.0
-        i = j + 1
-    return r
-
-
-def spearman(x, y):
-    if len(x) < 3:
-        return None
-    rx, ry = ranks(x), ranks(y)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx = sum((a - mx) ** 2 for a in rx)
-    syy = sum((b - my) ** 2 for b in ry)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
-
 
 def geomean(v):
     v = [x for x in v if x and x > 0]
