@@ -272,6 +272,12 @@ std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::strin
     r.schedule_json = read_regular_file(*file, kMaxScheduleFileBytes, "the schedule file");
     r.schedule_source = *file;
   }
+  if (auto mode = args.option("sparse-kernels")) {
+    if (*mode == "cost") r.sparse_kernels = SparseKernels::cost;
+    else if (*mode == "dense") r.sparse_kernels = SparseKernels::dense;
+    else if (*mode == "block_sparse") r.sparse_kernels = SparseKernels::block_sparse;
+    else throw UserError("command line", "--sparse-kernels", cat("unknown choice \"", *mode, "\" (cost, dense, block_sparse)"));
+  }
   r.options.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
   if (auto dir = args.option("cache")) r.options.cache_dir = *dir;
   r.options.use_cache = !args.flag("no-cache");

@@ -47,7 +47,7 @@ const char* kRunHelp =
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
     "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
     "                  [--check-whole] [--report FILE] [--no-graph] [--cold-l2]\n"
-    "                  [--time-lock FILE] [--tune K] [--no-normalize]\n"
+    "                  [--time-lock FILE] [--tune K] [--sparse-kernels MODE] [--no-normalize]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
@@ -76,6 +76,9 @@ const char* kRunHelp =
     "  --tune K   measured top-k: the policy (welder, roller) times the K best tilings of every\n"
     "             group on the device, each checked first, and keeps the fastest (times cached in\n"
     "             --cache's measurements.json); `tessel explain` shows predicted and measured\n"
+    "  --sparse-kernels cost|dense|block_sparse  for a contraction reading a weight with a sparsity\n"
+    "             attribute: the kernel the cost model predicts faster (default), or always the dense\n"
+    "             or the block-sparse one where it can be emitted (docs/sparsity.md)\n"
     "  --no-normalize  compile the model as imported: no view clean-ups, no BatchNormalization\n"
     "             folding, no channels-last convolutions (docs/architecture.md, normalize)\n";
 const char* kConvertHelp =
@@ -85,7 +88,7 @@ const char* kConvertHelp =
 const char* kCompileHelp =
     "usage: tessel compile MODEL [--device cpu|cuda] [--hw SPEC] [--policy P | --schedule FILE]\n"
     "                      [--emit FORMAT -o DIR] [--dump FORMAT] [--run [--no-baseline] [--time N]]\n"
-    "                      [--seed N] [--threads N] [--tune K] [--no-normalize]\n"
+    "                      [--seed N] [--threads N] [--tune K] [--sparse-kernels MODE] [--no-normalize]\n"
     "  Runs the compiler pipeline on MODEL and prints what each stage produced: import, normalize,\n"
     "  schedule, emit, run.\n"
     "  --device   backend (default: the one that emits --emit's format, else the one --hw's spec\n"
@@ -115,7 +118,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
-             "cost-model", "time", "cache", "report", "time-lock", "tune"});
+             "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
   const auto device = args.option("device");
   if (args.flag("interp") == device.has_value())
@@ -207,7 +210,7 @@ int cmd_convert(const std::vector<std::string>& argv) {
 int cmd_compile(const std::vector<std::string>& argv) {
   Args args("compile", argv, {"run", "help", "no-cache", "no-baseline", "no-normalize"},
             {"device", "seed", "threads", "shape", "hw", "policy", "schedule", "cost-model", "emit", "o", "dump", "cache",
-             "time", "tune"});
+             "time", "tune", "sparse-kernels"});
   if (args.flag("help")) { std::cout << kCompileHelp; return 0; }
   const std::string path = args.one_positional("MODEL");
   if (args.option("emit") && !args.option("o")) throw UserError("command line", "--emit", "needs -o DIR");

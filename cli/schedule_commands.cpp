@@ -30,22 +30,26 @@ namespace fs = std::filesystem;
 
 const char* kScheduleHelp =
     "usage: tessel schedule MODEL --hw SPEC [--policy P] [--cost-model M] [-o FILE] [--tune K [--cache DIR]]\n"
-    "                       [--no-normalize]\n"
+    "                       [--sparse-kernels cost|dense|block_sparse] [--no-normalize]\n"
     "  Schedules MODEL for the chip in SPEC (hw_specs/*.json): fused groups, memory level of every\n"
     "  intermediate, tile configs, predicted cost. Writes the schedule as JSON (stdout without -o).\n"
     "  The model is normalized first, as `tessel compile` does (--no-normalize: as imported).\n"
     "  --policy   scheduling policy (default welder)\n"
     "  --tune K   measure the K best tilings of every group on the device SPEC is for and keep the\n"
-    "             fastest; each group's candidates, predicted and measured, are in its \"trials\"\n";
+    "             fastest; each group's candidates, predicted and measured, are in its \"trials\"\n"
+    "  --sparse-kernels  a contraction reading a sparse weight gets the kernel the cost model\n"
+    "             predicts faster (cost, default), or always dense / block_sparse (docs/sparsity.md)\n";
 const char* kExplainHelp =
     "usage: tessel explain MODEL --hw SPEC [--policy P] [--schedule FILE] [--format text|dot|html] [-o FILE]\n"
-    "                      [--tune K [--cache DIR]] [--no-normalize]\n"
+    "                      [--tune K [--cache DIR]] [--sparse-kernels cost|dense|block_sparse] [--no-normalize]\n"
     "  Explains a schedule (computed by --policy, default welder, or replayed from --schedule):\n"
     "  kernels, tiles per level, where each intermediate lives, predicted time and bound, every edge\n"
     "  not fused and why, totals against running every node on its own.\n"
     "  --format dot writes Graphviz; --format html a self-contained page (needs graphviz's dot).\n"
     "  --tune K   measure the K best tilings of every group on the device and keep the fastest; the\n"
-    "             explanation then shows measured next to predicted times\n";
+    "             explanation then shows measured next to predicted times\n"
+    "  --sparse-kernels  a contraction reading a sparse weight gets the kernel the cost model\n"
+    "             predicts faster (cost, default), or always dense / block_sparse (docs/sparsity.md)\n";
 
 /// The model scheduled as --hw, --policy, --cost-model and --schedule say (compile() through the
 /// schedule stage, for the backend that generates code for the spec).
@@ -104,7 +108,7 @@ std::string render_svg(const std::string& dot) {
 }  // namespace
 
 int cmd_schedule(const std::vector<std::string>& argv) {
-  Args args("schedule", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "tune", "cache", "time-lock"});
+  Args args("schedule", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "tune", "cache", "time-lock", "sparse-kernels"});
   if (args.flag("help")) { std::cout << kScheduleHelp; return 0; }
   const Scheduled s = make_schedule(args);
   const Compilation& c = s.c;
@@ -118,7 +122,7 @@ int cmd_schedule(const std::vector<std::string>& argv) {
 }
 
 int cmd_explain(const std::vector<std::string>& argv) {
-  Args args("explain", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock"});
+  Args args("explain", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock", "sparse-kernels"});
   if (args.flag("help")) { std::cout << kExplainHelp; return 0; }
   const std::string format = args.option_or("format", "text");
   if (format != "text" && format != "dot" && format != "html")

@@ -246,8 +246,17 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   const int64_t k_part = (k + split - 1) / split;
   const double block_flops = 2.0 * static_cast<double>(bm * bn) * static_cast<double>((k_part + bk - 1) / bk * bk);
   const double per_unit_blocks = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(units));
-  double compute_s = per_unit_blocks * block_flops / (peak / static_cast<double>(units));
-  out.flops = static_cast<double>(node.flops());
+  // A block-sparse operand (the block_sparse tile kind): each tile walks only the K tiles whose
+  // block of the sparse operand holds a non-zero, a fraction `density` of them on average.
+  double density = 1;
+  int sparse_input = -1;
+  if (auto cfg = group.tiles.find(c); cfg != group.tiles.end())
+    if (const auto* bsr = std::get_if<BlockSparseProps>(&cfg->second.kind)) {
+      density = bsr->density;
+      sparse_input = bsr->input;
+    }
+  double compute_s = per_unit_blocks * density * block_flops / (peak / static_cast<double>(units));
+  out.flops = density * static_cast<double>(node.flops());
   // The epilogue on the SIMT units; its side inputs read once.
   const double simt = spec.peak_flops(DType::f32, false);
   double side_bytes = 0;
@@ -278,12 +287,14 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   if (epilogue_reads > 0)
     out.notes.push_back(cat("the epilogue reads its full-size side inputs ", kEpilogueElementsPerAccess,
                             " elements per access: ", static_cast<int64_t>(epilogue_reads), " B more than once each"));
-  const double a_bytes = static_cast<double>(bytes_of(node.inputs()[0].type));
-  const double b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type));
+  // DRAM reads the sparse operand's non-zero blocks only; the dense one is needed by some tile
+  // almost everywhere.
+  const double a_bytes = static_cast<double>(bytes_of(node.inputs()[0].type)) * (sparse_input == 0 ? density : 1.0);
+  const double b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type)) * (sparse_input == 1 ? density : 1.0);
   const double written = static_cast<double>(bytes_of(graph.node(group.nodes.back()).output()));
   // Operand panels through the cache: each tile reads block_m x K of A and K x block_n of B; the
   // split parts add their f32 partial sums through the cluster.
-  const double panels = static_cast<double>(tiles) * static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes);
+  const double panels = density * static_cast<double>(tiles) * static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes);
   const double partials = split > 1 ? static_cast<double>(tiles * (split - 1) * bm * bn * 4) : 0;
   const int device = device_level_index(spec);
   const int llc = last_level_cache_index(spec, device);
@@ -296,7 +307,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     // A wave's working set: the panels of its concurrent blocks.
     const double wave_set = std::min(a_bytes + b_bytes, static_cast<double>(std::min(out.blocks, out.blocks_per_unit * units)) /
                                                             static_cast<double>(std::max<int64_t>(split, 1)) *
-                                                            static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes));
+                                                            density * static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes));
     const double hit = wave_set > 0 ? std::min(1.0, static_cast<double>(cache.chip_capacity_bytes()) / wave_set) : 1.0;
     dram_bytes += (panels - (a_bytes + b_bytes)) * std::max(0.0, 1.0 - hit);
     const double l2_bytes = panels + partials + side_bytes + epilogue_reads + written;
@@ -313,6 +324,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
       }
   out.notes.push_back(cat("priced as the recorded ", group.kernel.family, " plan: block ", bm, "x", bn, "x", bk, ", ", stages,
                           " stages", split > 1 ? cat(", K split in ", split) : std::string(), ", ", tiles, " tiles"));
+  if (sparse_input >= 0)
+    out.notes.push_back(cat("block-sparse input ", sparse_input, ": ", density, " of its K tiles non-zero, the others skipped"));
   out.term_ref("compute") = compute_s;
   out.term_ref("launch") = spec.compute.launch_overhead_us * 1e-6;
   out.latency_s = out.term("launch") + worst / family_efficiency(spec, group, out);

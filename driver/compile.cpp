@@ -70,8 +70,8 @@ HwSpec machine_spec(const Backend& backend) {
 }
 
 Schedule schedule_graph(const OpGraph& graph, const HwSpec& spec, const Policy& policy, const CostModel& cost,
-                        const KernelFamilies* families) {
-  return schedule_with_families(policy, PolicyContext{graph, spec, cost}, families);
+                        const KernelFamilies* families, SparseKernels sparse) {
+  return schedule_with_families(policy, PolicyContext{graph, spec, cost, nullptr, sparse}, families);
 }
 
 Schedule replay_schedule(const OpGraph& graph, const HwSpec& spec, const CostModel& cost, Schedule s,
@@ -169,7 +169,7 @@ Compilation compile(const CompileRequest& request) {
       std::unique_ptr<Policy> default_policy;
       const Policy* policy = request.policy;
       if (!policy) policy = (default_policy = std::move(policies().front())).get();
-      out.schedule = schedule_graph(out.graph, out.spec, *policy, *cost, families.get());
+      out.schedule = schedule_graph(out.graph, out.spec, *policy, *cost, families.get(), request.sparse_kernels);
     }
   }
   if (done(Stage::schedule)) return out;

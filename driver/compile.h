@@ -72,6 +72,9 @@ struct CompileRequest {
   /// CLI always does). false: the policy's schedule as is -- the backend records its families
   /// when it emits (tests that compare policies' raw choices).
   bool use_kernel_families = true;
+  /// A contraction reading a sparse weight: the cheaper kernel, or always dense / block-sparse
+  /// where one can be emitted (policy/sparse_kinds.h).
+  SparseKernels sparse_kernels = SparseKernels::cost;
   /// A saved schedule to replay instead of running the policy: checked against the spec
   /// (check_schedule), every recorded family checked to be the backend's, groups without one given
   /// the backend's choice, every group priced again with the cost model. `schedule_source` names
@@ -137,7 +140,7 @@ HwSpec machine_spec(const Backend& backend);
 /// `graph` scheduled for `spec` by `policy`, every candidate priced by `cost` as the family
 /// `families` would emit (the policy alone when `families` is null).
 Schedule schedule_graph(const OpGraph& graph, const HwSpec& spec, const Policy& policy, const CostModel& cost,
-                        const KernelFamilies* families);
+                        const KernelFamilies* families, SparseKernels sparse = SparseKernels::cost);
 
 /// A saved schedule made ready to run on `spec`: checked (check_schedule), its families checked
 /// against `families` and recorded where missing, re-priced with `cost`. UserErrors name `source`

@@ -69,6 +69,7 @@ const char* level_color(const std::string& level) {
 struct GroupRow {
   std::string nodes, tiles, edges, predicted, bound, family, rejected;
   std::string measured;  // with --tune: the kept candidate's time, and its rank by prediction
+  std::string kind;      // a sparse weight's dense / block-sparse choice
 };
 
 GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
@@ -91,6 +92,7 @@ GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
   row.family = k.family.empty() ? "(not chosen: no backend)" : k.family;
   for (const auto& [name, value] : k.params) row.family += cat(" ", name, "=", value);
   for (const std::string& r : k.rejected) row.rejected += (row.rejected.empty() ? "" : "; ") + r;
+  row.kind = g.kind_choice;
   row.predicted = ms(g.predicted.latency_s);
   row.bound = g.predicted.bound + (g.predicted.tensor_cores ? " (tensor cores)" : "");
   if (const double panel = g.predicted.term("panel"); panel > 0) row.bound += cat(", plus ", ms(panel), " of contraction panels");
@@ -147,6 +149,7 @@ std::string explain_text(const OpGraph& graph, const Schedule& schedule, const E
     out += cat("  family    ", row.family, "\n");
     if (!row.rejected.empty()) out += cat("  not       ", row.rejected, "\n");
     out += cat("  tiles     ", row.tiles, "\n");
+    if (!row.kind.empty()) out += cat("  kind      ", row.kind, "\n");
     out += cat("  in group  ", row.edges, "\n");
   }
   if (!schedule.unfused.empty()) {
@@ -238,7 +241,8 @@ std::string explain_html(const OpGraph& graph, const Schedule& schedule, const E
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
     const GroupRow row = group_row(graph, schedule.groups[i]);
     out += cat("<tr><td class=\"num\">", i, "</td><td>", html_escape(row.nodes), "</td><td title=\"", html_escape(row.rejected),
-               "\">", html_escape(row.family), "</td><td><code>", html_escape(row.tiles),
+               "\">", html_escape(row.family), row.kind.empty() ? "" : "<br><small>" + html_escape(row.kind) + "</small>",
+               "</td><td><code>", html_escape(row.tiles),
                "</code></td><td>", html_escape(row.edges), "</td><td class=\"num\">", row.predicted,
                row.measured.empty() ? "" : "<br>measured " + html_escape(row.measured), "</td><td>",
                html_escape(row.bound), "</td></tr>\n");

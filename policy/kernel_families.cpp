@@ -1,6 +1,8 @@
 // Kernel families in the schedule (see kernel_families.h).
 #include "policy/kernel_families.h"
 
+#include "policy/sparse_kinds.h"
+
 #include "tilegraph/error.h"
 
 namespace tessel {
@@ -46,10 +48,11 @@ int record_missing_kernel_families(const OpGraph& graph, const HwSpec& spec, con
 Schedule schedule_with_families(const Policy& policy, const PolicyContext& ctx, const KernelFamilies* families) {
   if (!families) return policy.schedule(ctx);
   const FamilyPricedCost priced(ctx.cost, *families);
-  PolicyContext with{ctx.graph, ctx.spec, priced, families};
+  PolicyContext with{ctx.graph, ctx.spec, priced, families, ctx.sparse};
   Schedule s = policy.schedule(with);
   // Each group's prediction already prices its family (the policy priced it through `priced`).
   record_missing_kernel_families(ctx.graph, ctx.spec, *families, s);
+  choose_sparse_kinds(ctx.graph, ctx.spec, ctx.cost, families, s, ctx.sparse);
   return s;
 }
 

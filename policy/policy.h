@@ -21,12 +21,17 @@ namespace tessel {
 
 class KernelFamilies;  // policy/kernel_families.h
 
+/// How a contraction reading a sparse weight gets its kernel (policy/sparse_kinds.h): the cheaper
+/// of dense and block-sparse by the cost model, or always one of them (to measure both sides).
+enum class SparseKernels : uint8_t { cost, dense, block_sparse };
+
 struct PolicyContext {
   const OpGraph& graph;
   const HwSpec& spec;
   const CostModel& cost;  // run through schedule_with_families, it prices each group's kernel family
   /// The backend's kernel families, when scheduling for one (schedule_with_families sets it).
   const KernelFamilies* families = nullptr;
+  SparseKernels sparse = SparseKernels::cost;
 };
 
 class Measurer;

@@ -32,6 +32,8 @@ struct ScheduleGroup {
   std::optional<double> measured_s;
   /// The candidates measured, the cost model's order (its top-1 first); empty when not tuned.
   std::vector<TuneTrial> trials;
+  /// For a contraction reading a sparse weight: the tile kind chosen and why (sparse_kinds.h).
+  std::string kind_choice{};
 };
 
 /// Why an edge between two nodes ended up in device memory.

@@ -166,7 +166,7 @@ class Reader {
   }
 
   ScheduleGroup read_group(const json& j, const std::string& ptr) const {
-    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "stream_chunk", "kernel", "predicted", "measured_s", "trials"});
+    check_keys(j, ptr, {"nodes", "tiles", "edge_levels", "stream_chunk", "kernel", "predicted", "measured_s", "trials", "kind_choice"});
     ScheduleGroup sg;
     if (!j.contains("nodes")) fail(ptr, "missing key \"nodes\"");
     const json& nodes = read_array(j["nodes"], ptr + "/nodes");
@@ -198,6 +198,7 @@ class Reader {
     if (j.contains("kernel")) sg.group.kernel = read_kernel(j["kernel"], ptr + "/kernel");
     if (j.contains("predicted")) sg.predicted = read_cost(j["predicted"], ptr + "/predicted");
     if (j.contains("measured_s")) sg.measured_s = read_double(j["measured_s"], ptr + "/measured_s");
+    if (j.contains("kind_choice")) sg.kind_choice = read_string(j["kind_choice"], ptr + "/kind_choice");
     if (j.contains("trials")) {
       const json& trials = read_array(j["trials"], ptr + "/trials");
       for (size_t i = 0; i < trials.size(); ++i) {
@@ -350,6 +351,7 @@ std::string schedule_to_json(const Schedule& s, const OpGraph& graph) {
     }
     g["predicted"] = write_cost(sg.predicted);
     if (sg.measured_s) g["measured_s"] = number(*sg.measured_s);
+    if (!sg.kind_choice.empty()) g["kind_choice"] = sg.kind_choice;
     if (!sg.trials.empty()) {
       g["trials"] = json::array();
       for (const TuneTrial& t : sg.trials) {

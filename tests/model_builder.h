@@ -27,6 +27,12 @@ class ModelBuilder {
     m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, lo, hi, seed}});
     return name;
   }
+  /// Seeded uniform weights in [lo, hi) with a sparsity attribute (pruned when it has a density).
+  std::string sparse_weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed, const Sparsity& sparsity) {
+    weight(name, std::move(shape), seed);
+    m_.weights.back().sparsity = sparsity;
+    return name;
+  }
   /// An i64 weight with these values (shapes, axes, indices): 1-D unless `scalar` (one value, rank 0).
   std::string weight_i64(const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
     const TensorType type{DType::i64, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())}};

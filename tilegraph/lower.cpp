@@ -172,7 +172,7 @@ OpGraph lower_model(const ModelDef& model, const LowerOptions& options) {
       v.constant = *data;
       ctx.name_constant(v, w.name);
     } else {
-      v.tensor = graph.add_weight(w.name, w.type, w.source);
+      v.tensor = graph.add_weight(w.name, w.type, w.source, w.sparsity);
     }
     values[w.name] = v;
   }

@@ -39,6 +39,7 @@ struct WeightDef {
   std::string name;
   TensorType type;
   WeightSource source;  // data, or a seeded random init
+  std::optional<Sparsity> sparsity = std::nullopt;  // a declared pattern (sparsity.h); pruned values when it has a density
 };
 
 struct ModelDef {

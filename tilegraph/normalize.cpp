@@ -53,8 +53,11 @@ HostTensor transpose(const HostTensor& t, const std::vector<int64_t>& perm) {
 }
 
 HostTensor values_of(const WeightDef& w) {
-  if (const auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&w.source)) return **data;
-  return materialize_random(w.type, std::get<RandomInit>(w.source));
+  HostTensor values = [&] {
+    if (const auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&w.source)) return **data;
+    return materialize_random(w.type, std::get<RandomInit>(w.source));
+  }();
+  return w.sparsity ? apply_sparsity(std::move(values), *w.sparsity) : values;
 }
 
 class Normalizer {

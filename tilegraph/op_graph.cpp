@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -21,8 +22,23 @@ struct EdgeData {
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, NodeId, EdgeData>;
 }  // namespace
 
+// Non-zero maps of sparse weights, computed on first use. A copied graph starts with an empty
+// cache (its tensors may change after the copy).
+struct NonzeroCache {
+  std::mutex mutex;
+  std::map<TensorId, std::shared_ptr<const NonzeroMap>> maps;
+  NonzeroCache() = default;
+  NonzeroCache(const NonzeroCache&) {}
+  NonzeroCache& operator=(const NonzeroCache&) {
+    std::lock_guard<std::mutex> lock(mutex);
+    maps.clear();
+    return *this;
+  }
+};
+
 struct OpGraph::Impl {
   Graph graph;  // vertex i is node i
+  NonzeroCache nonzero;
   std::vector<NodeRef> nodes;
   std::vector<std::vector<TensorId>> node_inputs;
   std::vector<TensorId> node_outputs;
@@ -55,11 +71,13 @@ TensorId OpGraph::add_input(const std::string& name, const TensorType& type) {
   return id;
 }
 
-TensorId OpGraph::add_weight(const std::string& name, const TensorType& type, WeightSource source) {
+TensorId OpGraph::add_weight(const std::string& name, const TensorType& type, WeightSource source,
+                            std::optional<Sparsity> sparsity) {
   if (auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&source))
     TESSEL_ASSERT(*data && (*data)->type() == type, "weight '", name, "' data does not match ",
                   type.print());
-  const TensorId id = add_tensor({name, type, TensorKind::weight, -1, std::move(source)});
+  if (sparsity) TESSEL_ASSERT(check_sparsity(*sparsity, type.shape).empty(), "weight '", name, "': ", check_sparsity(*sparsity, type.shape));
+  const TensorId id = add_tensor({name, type, TensorKind::weight, -1, std::move(source), sparsity});
   impl_->weights.push_back(id);
   return id;
 }
@@ -164,8 +182,24 @@ std::vector<NodeId> OpGraph::topological_order() const {
 HostTensor OpGraph::weight_values(TensorId t) const {
   const TensorInfo& info = tensor(t);
   TESSEL_ASSERT(info.kind == TensorKind::weight && info.weight, "'", info.name, "' is not a weight");
-  if (auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&*info.weight)) return **data;
-  return materialize_random(info.type, std::get<RandomInit>(*info.weight));
+  HostTensor values = [&] {
+    if (auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&*info.weight)) return **data;
+    return materialize_random(info.type, std::get<RandomInit>(*info.weight));
+  }();
+  return info.sparsity ? apply_sparsity(std::move(values), *info.sparsity) : values;
+}
+
+std::shared_ptr<const NonzeroMap> OpGraph::nonzero_map(TensorId t) const {
+  const TensorInfo& info = tensor(t);
+  TESSEL_ASSERT(info.kind == TensorKind::weight && info.sparsity, "'", info.name, "' is not a sparse weight");
+  NonzeroCache& cache = impl_->nonzero;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (auto it = cache.maps.find(t); it != cache.maps.end()) return it->second;
+  }
+  auto map = std::make_shared<const NonzeroMap>(tessel::nonzero_map(weight_values(t)));
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.maps.emplace(t, std::move(map)).first->second;
 }
 
 std::string OpGraph::print() const {
@@ -177,6 +211,7 @@ std::string OpGraph::print() const {
     if (auto* r = std::get_if<RandomInit>(&*info.weight))
       out += cat(r->dist == RandomInit::Dist::normal ? " normal(" : " uniform(", r->a, ", ", r->b,
                  ") seed ", r->seed);
+    if (info.sparsity) out += cat(" sparsity ", print_sparsity(*info.sparsity));
     out += "\n";
   }
   for (NodeId n : topological_order()) {
@@ -196,7 +231,7 @@ OpGraph extract_subgraph(const OpGraph& graph, const std::vector<NodeId>& keep) 
     if (auto it = remap.find(t); it != remap.end()) return it->second;
     const TensorInfo& info = graph.tensor(t);
     const TensorId id = info.kind == TensorKind::weight
-                            ? sub.add_weight(info.name, info.type, *info.weight)
+                            ? sub.add_weight(info.name, info.type, *info.weight, info.sparsity)
                             : sub.add_input(info.name, info.type);
     remap[t] = id;
     return id;
@@ -241,7 +276,8 @@ OpGraph eliminate_dead_nodes(const OpGraph& graph) {
       for (TensorId t : graph.node_inputs(n)) used.insert(t);
   for (TensorId t : graph.outputs()) used.insert(t);
   for (TensorId t : graph.weights())
-    if (used.count(t)) remap[t] = out.add_weight(graph.tensor(t).name, graph.tensor(t).type, *graph.tensor(t).weight);
+    if (used.count(t)) remap[t] = out.add_weight(graph.tensor(t).name, graph.tensor(t).type, *graph.tensor(t).weight,
+                                graph.tensor(t).sparsity);
   for (NodeId n : graph.topological_order()) {
     if (!live[n]) continue;
     std::vector<TensorId> ins;

@@ -14,6 +14,7 @@
 
 #include "tilegraph/host_tensor.h"
 #include "tilegraph/node.h"
+#include "tilegraph/sparsity.h"
 
 namespace tessel {
 
@@ -31,6 +32,7 @@ struct TensorInfo {
   TensorKind kind = TensorKind::intermediate;
   NodeId producer = -1;                 // for intermediates
   std::optional<WeightSource> weight;   // for weights
+  std::optional<Sparsity> sparsity = std::nullopt;  // for weights that declare a pattern (sparsity.h)
 };
 
 class OpGraph {
@@ -44,7 +46,8 @@ class OpGraph {
 
   // Building. Names must be unique among tensors (InternalError otherwise).
   TensorId add_input(const std::string& name, const TensorType& type);
-  TensorId add_weight(const std::string& name, const TensorType& type, WeightSource source);
+  TensorId add_weight(const std::string& name, const TensorType& type, WeightSource source,
+                      std::optional<Sparsity> sparsity = std::nullopt);
   /// Adds a node reading `inputs` (one per node input, same types) and returns its output tensor.
   TensorId add_node(NodeRef node, const std::vector<TensorId>& inputs,
                     const std::string& output_name);
@@ -71,8 +74,11 @@ class OpGraph {
   /// order). Raises UserError naming a tensor on the cycle if the graph has one.
   std::vector<NodeId> topological_order() const;
 
-  /// Weight values, generating random ones on demand.
+  /// Weight values, generating random ones on demand, pruned as the weight's sparsity says.
   HostTensor weight_values(TensorId t) const;
+  /// The non-zero cells of a weight with a sparsity attribute (sparsity.h), computed once per
+  /// graph object and shared by its users (thread-safe). InternalError for another tensor.
+  std::shared_ptr<const NonzeroMap> nonzero_map(TensorId t) const;
 
   /// Stable text of the whole graph: inputs, weights, nodes in topological order, outputs.
   std::string print() const;

@@ -1,6 +1,9 @@
 // The tile-kind registry and the dense tile kind (tile_kind.h).
 #include "tilegraph/tile_kind.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "tilegraph/error.h"
 
 namespace tessel {
@@ -113,9 +116,120 @@ StorePlan DenseTileKind::store_plan(const TileQuery& q) const {
   return p;
 }
 
+// ---- block_sparse ----
+
+namespace {
+
+const BlockSparseProps& bsr(const TileKindProps& props) {
+  const auto* p = std::get_if<BlockSparseProps>(&props);
+  TESSEL_ASSERT(p, "tile kind 'block_sparse' got the properties of '", tile_kind_name(props), "'");
+  return *p;
+}
+
+// Bytes of block indices a tile walks: one per non-zero block of the sparse input's region (the
+// expected count: density x the blocks the region covers), plus a row pointer.
+int64_t index_bytes_of(const Region& box, const BlockSparseProps& p) {
+  const size_t r = box.dims.size();
+  if (r < 2) return 0;
+  const int64_t rows = box.dims[r - 2].count(), cols = box.dims[r - 1].count();
+  const double blocks = static_cast<double>((rows + p.block_m - 1) / p.block_m) * static_cast<double>((cols + p.block_n - 1) / p.block_n);
+  return static_cast<int64_t>(std::ceil(p.density * blocks)) * p.index_bytes + p.index_bytes;
+}
+
+}  // namespace
+
+std::string check_block_sparse(const TeNode& node, const BlockSparseProps& p) {
+  if (p.input < 0 || p.input >= static_cast<int>(node.inputs().size()))
+    return cat("block_sparse input ", p.input, " but '", node.name(), "' has ", node.inputs().size(), " inputs");
+  const Access& acc = node.inputs()[p.input];
+  const int rank = acc.type.rank();
+  if (rank < 2 || acc.is_gather()) return cat("input ", p.input, " of '", node.name(), "' is not a matrix read");
+  bool reduction = false;
+  for (int d = rank - 2; d < rank; ++d) {
+    const AffineExpr& row = acc.map.result(d);
+    int axes = 0;
+    for (int a = 0; a < node.num_axes(); ++a)
+      if (row.coeffs[a] != 0) {
+        ++axes;
+        if (row.coeffs[a] != 1) axes += 2;
+        reduction |= a >= node.num_spatial();
+      }
+    if (axes != 1 || row.offset != 0)
+      return cat("dimension ", d, " of input ", p.input, " of '", node.name(), "' is not read along one axis");
+  }
+  if (!reduction) return cat("input ", p.input, " of '", node.name(), "' is not summed over: no block can be skipped");
+  if (p.block_m <= 0 || p.block_n <= 0) return cat("block ", p.block_m, "x", p.block_n, " is not positive");
+  if (!(p.density >= 0 && p.density <= 1)) return cat("density ", p.density, " is not in [0, 1]");
+  if (p.index_bytes <= 0) return cat("index_bytes ", p.index_bytes, " is not positive");
+  return "";
+}
+
+TileFootprint BlockSparseTileKind::footprint(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                                             const TileKindProps& props) const {
+  const BlockSparseProps& p = bsr(props);
+  TileFootprint f = tile_footprint(node, tile, params);
+  // Capacity is the dense bound (any block of the tile may be non-zero) plus its indices.
+  const DomainTile step = representative_tile(node, tile, /*whole_reduction=*/false);
+  const int64_t idx = index_bytes_of(bounding_box(input_region(node, p.input, step)), BlockSparseProps{p.input, p.block_m, p.block_n, 1.0, p.index_bytes});
+  f.input_bytes[p.input] += idx;
+  f.total_bytes += idx;
+  return f;
+}
+
+TileTraffic BlockSparseTileKind::traffic(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                                         const TileKindProps& props) const {
+  const BlockSparseProps& p = bsr(props);
+  TileTraffic t = tile_traffic(node, tile, params);
+  // Every input read along the reduction is read only where the sparse operand's block is not
+  // zero: the expected bytes are the dense ones times the density.
+  int64_t total = t.output_bytes;
+  for (size_t i = 0; i < t.input_bytes.size(); ++i) {
+    if (!t.input_reused[i]) t.input_bytes[i] = static_cast<int64_t>(std::ceil(p.density * static_cast<double>(t.input_bytes[i])));
+    total += t.input_bytes[i];
+  }
+  const DomainTile step = representative_tile(node, tile, /*whole_reduction=*/true);
+  const int64_t idx = t.num_tiles * index_bytes_of(bounding_box(input_region(node, p.input, step)), p);
+  t.input_bytes[p.input] += idx;
+  t.total_bytes = total + idx;
+  return t;
+}
+
+int64_t BlockSparseTileKind::effective_flops(const TileQuery& q) const {
+  TESSEL_ASSERT(q.node && q.config, "TileQuery without node or config");
+  return static_cast<int64_t>(std::ceil(bsr(q.config->kind).density * static_cast<double>(q.node->flops())));
+}
+
+std::optional<std::string> BlockSparseTileKind::check_legal(const TileQuery& q) const {
+  TESSEL_ASSERT(q.node && q.config, "TileQuery without node or config");
+  const auto* p = std::get_if<BlockSparseProps>(&q.config->kind);
+  if (!p) return "tile kind 'block_sparse' got the properties of another kind";
+  if (q.level < 0 || q.level >= static_cast<int>(q.config->levels.size()))
+    return cat("level index ", q.level, " but the config has ", q.config->levels.size(), " levels");
+  if (std::string why = check_block_sparse(*q.node, *p); !why.empty()) return why;
+  return check_tile_config(*q.node, *q.config);
+}
+
+std::vector<LoadPlan> BlockSparseTileKind::load_plans(const TileQuery& q) const {
+  static const DenseTileKind dense;
+  std::vector<LoadPlan> plans = dense.load_plans(q);
+  const BlockSparseProps& p = bsr(q.config->kind);
+  LoadPlan& sparse = plans.at(p.input);
+  sparse.kind = LoadKind::bsr_blocks;
+  sparse.metadata_bytes = index_bytes_of(sparse.box, p);
+  for (LoadPlan& l : plans)
+    if (!l.once_per_tile) l.data_bytes = static_cast<int64_t>(std::ceil(p.density * static_cast<double>(l.data_bytes)));
+  return plans;
+}
+
+StorePlan BlockSparseTileKind::store_plan(const TileQuery& q) const {
+  static const DenseTileKind dense;
+  return dense.store_plan(q);
+}
+
 const std::vector<const TileKind*>& tile_kinds() {
   static const DenseTileKind dense;
-  static const std::vector<const TileKind*> kinds = {&dense};
+  static const BlockSparseTileKind block_sparse;
+  static const std::vector<const TileKind*> kinds = {&dense, &block_sparse};
   return kinds;
 }
 
@@ -150,12 +264,12 @@ std::optional<std::string> check_tile(const TeNode& node, const TileConfig& conf
   return kind->check_legal(TileQuery{&node, &config, 0, {}});
 }
 
-std::optional<std::string> non_dense_plan(const TeNode& node, const TileConfig& config) {
+std::optional<std::string> non_dense_plan(const TeNode& node, const TileConfig& config, const std::vector<LoadKind>& also) {
   const TileKind& kind = tile_kind_of(config);
   const TileQuery q{&node, &config, 0, {}};
   static constexpr const char* kLoads[] = {"dense_box", "bsr_blocks", "nm_compressed", "collective_then_box"};
   for (const LoadPlan& p : kind.load_plans(q))
-    if (p.kind != LoadKind::dense_box) return cat(kind.name(), " ", kLoads[static_cast<int>(p.kind)]);
+    if (p.kind != LoadKind::dense_box && std::find(also.begin(), also.end(), p.kind) == also.end()) return cat(kind.name(), " ", kLoads[static_cast<int>(p.kind)]);
   if (kind.store_plan(q).kind != StoreKind::dense_box) return cat(kind.name(), " collective_then_box");
   return std::nullopt;
 }

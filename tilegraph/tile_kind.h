@@ -1,9 +1,9 @@
 // Tile kinds: how a tile is stored and moved (DESIGN.md, "Tile kind"; STYLE.md habit 9). Every
 // kind implements one capability interface -- footprint per memory level, traffic for the cost
 // model, legality, and codegen hooks for loads and stores -- and keeps its properties in a named
-// struct. `dense` is implemented; `block_sparse`, `nm_sparse` and `sharded` are expressible through
-// the same interface (their property structs are here) and docs/tile-kinds.md says how each maps
-// onto it.
+// struct. `dense` and `block_sparse` are implemented; `nm_sparse` and `sharded` are expressible
+// through the same interface (their property structs are here) and docs/tile-kinds.md says how
+// each maps onto it.
 //
 // Which operand a kind applies to: a kind describes the tiles of one node; properties name the
 // input they change (a sparse weight) or the tensor dimensions they split (a sharded tensor).
@@ -110,7 +110,7 @@ class TileKind {
   virtual StorePlan store_plan(const TileQuery& q) const = 0;
 };
 
-/// Dense tiles; the only kind implemented so far. Requires DenseProps.
+/// Dense tiles. Requires DenseProps.
 class DenseTileKind final : public TileKind {
  public:
   std::string_view name() const override { return "dense"; }
@@ -125,7 +125,32 @@ class DenseTileKind final : public TileKind {
   StorePlan store_plan(const TileQuery& q) const override;
 };
 
-/// Every built-in tile kind, in a fixed order (only "dense" now). STYLE.md habit 8: adding a kind
+/// Block-sparse operand (BSR, BlockSparseProps): the compute tile walks only the non-zero
+/// blocks of input `input` along the reduction; a zero block also skips the matching loads of
+/// the other operands. Sizes are the dense ones (any block may be non-zero) plus the block
+/// indices; traffic and FLOPs are the dense ones scaled by the density. Whether the blocks match
+/// the kernel's tile is the backend's check: it knows the tile it emits (kernels/cuda's
+/// contraction plan).
+class BlockSparseTileKind final : public TileKind {
+ public:
+  std::string_view name() const override { return "block_sparse"; }
+  TileFootprint footprint(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                          const TileKindProps& props) const override;
+  TileTraffic traffic(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                      const TileKindProps& props) const override;
+  int64_t communication_bytes(const TileQuery& q) const override { return 0; }
+  int64_t effective_flops(const TileQuery& q) const override;
+  std::optional<std::string> check_legal(const TileQuery& q) const override;
+  std::vector<LoadPlan> load_plans(const TileQuery& q) const override;
+  StorePlan store_plan(const TileQuery& q) const override;
+};
+
+/// Why `props` cannot describe input `props.input` of `node`: the input must be a plain matrix
+/// read (its last two dimensions each one axis of the node, at least one of them a reduction
+/// axis), blocks positive, density in [0, 1]. "" when it can.
+std::string check_block_sparse(const TeNode& node, const BlockSparseProps& props);
+
+/// Every built-in tile kind, in a fixed order. STYLE.md habit 8: adding a kind
 /// is a class plus one line here.
 const std::vector<const TileKind*>& tile_kinds();
 
@@ -143,9 +168,9 @@ inline const TileKind& tile_kind_of(const TileConfig& config) { return tile_kind
 /// and the backends call. Returns the reason, or nullopt if legal.
 std::optional<std::string> check_tile(const TeNode& node, const TileConfig& config);
 
-/// The first load or store plan of `config`'s kind at level 0 that is not a dense box, as
-/// "<kind> <plan>" ("block_sparse bsr_blocks"), or nullopt when every plan is a dense box: what
-/// a backend without code generation for other plans refuses.
-std::optional<std::string> non_dense_plan(const TeNode& node, const TileConfig& config);
+/// The first load or store plan of `config`'s kind at level 0 that is neither a dense box nor
+/// one of `also`, as "<kind> <plan>" ("block_sparse bsr_blocks"), or nullopt: what a backend
+/// without code generation for other plans refuses.
+std::optional<std::string> non_dense_plan(const TeNode& node, const TileConfig& config, const std::vector<LoadKind>& also = {});
 
 }  // namespace tessel

@@ -12,10 +12,12 @@
 #include "kernels/cuda/contraction_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
 
 namespace tessel::cuda {
 
@@ -34,6 +36,9 @@ constexpr int kDefaultBlockM = 128, kDefaultBlockN = 256;  // block tile when th
 constexpr int kBlockK = 32;            // K step per pipeline stage
 constexpr int kMaxBlockK = 64;         // the largest K step taken from a schedule
 constexpr int kMaxStages = 4;          // deepest cp.async pipeline
+// How far a block_sparse kind's recorded density may be from the weight's (both are the same
+// count ratio; a schedule's JSON keeps doubles to 17 digits).
+constexpr double kDensityTolerance = 1e-9;
 constexpr int kMaxSplitStages = 8;     // deepest one of a plan whose K is split (split_k)
 constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f32 accumulators)
 constexpr int kMinWarps = 4, kMaxWarps = 8;
@@ -435,6 +440,54 @@ int64_t stage_bytes(const ContractionPlan& p) {
 /// deep within the budget and the part's length. (H100, ncu, M = 16, K = N = 4096 in 2 parts,
 /// L2 warm: K step 32 through 4 stages in 4 parts 15.5 us; step 32 through 6 / 8 / 12 stages in
 /// 2 parts 14.0 / 13.7 / 13.8 us; step 64 through 6 / 8 stages 13.0 / 13.1 us.)
+// Step 8 of plan_contraction: the K tiles each panel of a block-sparse operand walks (see
+// ContractionPlan::sparse_*).
+std::string plan_sparse(const OpGraph& graph, NodeId cid, const BlockSparseProps& props, ContractionPlan& p) {
+  const TeNode& c = graph.node(cid);
+  if (std::string why = check_block_sparse(c, props); !why.empty()) return why;
+  if (p.implicit) return "a block-sparse convolution (implicit GEMM) is not supported";
+  if (p.warpgroup || p.split_k > 1) return "a block-sparse K loop needs mma.sync over the whole K (the recorded plan is wgmma or splits K)";
+  const TensorId t = graph.node_inputs(cid)[props.input];
+  const bool is_a = t == p.a.tensor, is_b = t == p.b.tensor;
+  if (!is_a && !is_b) return cat("the block-sparse input '", graph.tensor(t).name, "' is read through an in-group copy");
+  const TensorInfo& info = graph.tensor(t);
+  if (info.kind != TensorKind::weight || !info.sparsity)
+    return cat("the block-sparse input '", info.name, "' is not a weight with a sparsity attribute: its zero blocks are unknown at compile time");
+  const MmaOperand& o = is_a ? p.a : p.b;
+  if (is_a && p.flat_m()) return "a block-sparse A with batch axes folded into m is not supported";
+  for (int64_t s : o.batch_strides)
+    if (s != 0) return cat("the block-sparse weight '", info.name, "' differs per batch point");
+  const std::vector<int64_t>& shape = info.type.shape;
+  const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  if (o.offset != 0 || o.ld != cols || info.type.num_elements() != rows * cols)
+    return cat("the block-sparse weight '", info.name, "' is not read as its own matrix");
+  // The kernel's tile of the weight: its K step along k, the block's m or n along the other.
+  const int64_t own = is_a ? p.block_m : p.block_n;
+  const int64_t tile_rows = o.k_contiguous ? own : p.block_k, tile_cols = o.k_contiguous ? p.block_k : own;
+  if (props.block_m != tile_rows || props.block_n != tile_cols)
+    return cat("block_sparse blocks ", props.block_m, "x", props.block_n, " of '", info.name, "' are not the kernel's ", tile_rows, "x",
+               tile_cols, " tiles of it");
+  const std::shared_ptr<const NonzeroMap> map = graph.nonzero_map(t);
+  const std::vector<uint8_t> nz = map->tiles(tile_rows, tile_cols);
+  const int64_t tr = ceil_div(rows, tile_rows), tc = ceil_div(cols, tile_cols);
+  const int64_t panels = o.k_contiguous ? tr : tc, ktiles = o.k_contiguous ? tc : tr;
+  if (panels != (is_a ? p.tiles_m : p.tiles_n) || ktiles != ceil_div(p.k, p.block_k))
+    return cat("the block-sparse weight '", info.name, "' does not match the kernel's tiles");
+  p.sparse_operand = is_a ? 0 : 1;
+  p.sparse_ptr.assign(1, 0);
+  p.sparse_tiles.clear();
+  for (int64_t q = 0; q < panels; ++q) {
+    for (int64_t kt = 0; kt < ktiles; ++kt)
+      if (nz[o.k_contiguous ? q * tc + kt : kt * tc + q]) p.sparse_tiles.push_back(static_cast<int>(kt));
+    p.sparse_ptr.push_back(static_cast<int>(p.sparse_tiles.size()));
+  }
+  p.sparse_density = panels * ktiles > 0 ? static_cast<double>(p.sparse_tiles.size()) / static_cast<double>(panels * ktiles) : 1.0;
+  if (std::abs(p.sparse_density - props.density) > kDensityTolerance)
+    return cat("block_sparse density ", props.density, " of '", info.name, "' is not its weight's ", p.sparse_density, " at ", tile_rows,
+               "x", tile_cols, " tiles");
+  return "";
+}
+
 std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
   if (p.tiles() >= spec.compute.units) return "";
   if (spec.limits.max_cluster_blocks < 2) return cat("spec '", spec.name, "' has no thread-block clusters");
@@ -722,9 +775,15 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   if (p.threads(kMmaLanes) > spec.limits.max_threads_per_block) return fail("too many threads per block");
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
   // 6. Hopper: the wgmma kernel when it applies; else K split over clusters when the tiles leave
-  //    SMs idle.
-  p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
-  if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
+  //    SMs idle. (A block-sparse K loop runs on mma.sync over the whole K.)
+  const BlockSparseProps* sparse = cfg != group.tiles.end() ? std::get_if<BlockSparseProps>(&cfg->second.kind) : nullptr;
+  if (sparse) {
+    p.warpgroup_reason = "the block-sparse K loop runs on mma.sync";
+    p.split_reason = "the block-sparse K loop is not split";
+  } else {
+    p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
+    if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
+  }
   // 7. Parameters the schedule recorded for a tensor-core family (chosen among
   //    contraction_variants, e.g. by tuning) replace the derived ones.
   const KernelChoice& recorded = group.kernel;
@@ -733,6 +792,9 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     if (std::string why = apply_recorded(p, recorded, spec); !why.empty()) return fail(why);
   }
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
+  // 8. The block-sparse K loop.
+  if (sparse)
+    if (std::string why = plan_sparse(graph, cid, *sparse, p); !why.empty()) return fail(why);
   return ContractionMatch{p, ""};
 }
 
@@ -815,6 +877,9 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",
              p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group,
              p.split_k > 1 ? cat("; K's ", ceil_div(p.k, p.block_k), " tiles split in ", p.split_k, " parts over a cluster") : std::string(),
+             p.sparse_operand >= 0 ? cat("; block-sparse ", p.sparse_operand == 0 ? "A" : "B", ": ", p.sparse_tiles.size(), " of ",
+                                         (p.sparse_ptr.size() - 1) * ceil_div(p.k, p.block_k), " K tiles walked (density ",
+                                         p.sparse_density, ")") : std::string(),
              p.split_reason.empty() ? "" : cat("; K not split: ", p.split_reason),
              p.warpgroup_reason.empty() ? "" : cat("; wgmma not used: ", p.warpgroup_reason));
 }

@@ -47,6 +47,12 @@
 // (non-batched, not implicit) product with A stored M x K, M and N at least 128 and 16-byte
 // aligned rows runs on the Hopper kernel instead (device/wgmma.cuh: TMA copies, wgmma, a producer
 // warpgroup and two consumers); the others keep mma.sync and the plan says why.
+//
+// A contraction whose tile kind is block_sparse (the policy chose it for a weight with a sparsity
+// attribute, tilegraph/sparsity.h) runs on mma.sync with its K loop over the non-zero tiles of the
+// weight only (ContractionPlan::sparse_*): the weight must be A or B itself (no in-group copy),
+// broadcast over any batch axes, a plain product (not an implicit GEMM), and the kind's blocks
+// must be the kernel's tiles along the weight's two dimensions, its density theirs.
 #pragma once
 
 #include <map>
@@ -143,6 +149,14 @@ struct ContractionPlan {
   bool warpgroup = false;
   int warpgroups = 0;
   std::string warpgroup_reason;
+  // A block-sparse operand (the contraction's tile kind is block_sparse, tile_kind.h): operand
+  // `sparse_operand` (0: A, 1: B, -1: none) is a weight whose zero block_k x block_n (B) or
+  // block_m x block_k (A) tiles are skipped. The tile in panel q (its n tile for B, m tile for A)
+  // walks the K tiles sparse_tiles[sparse_ptr[q] .. sparse_ptr[q + 1]), ascending; built from the
+  // weight's values, so the kernel is specific to them. Runs on mma.sync, K not split.
+  int sparse_operand = -1;
+  double sparse_density = 1;
+  std::vector<int> sparse_ptr, sparse_tiles;
 
   bool flat_m() const { return !m_axes.empty(); }
   int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }

@@ -109,6 +109,18 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
         << ", \"the partial sums of a split K must fit the kernel's shared memory\");\n";
   if (c.implicit) emit_gather_copy(c);
+  if (c.sparse_operand >= 0) {
+    // The block-sparse K loop's lists (ContractionPlan::sparse_*), from the weight's values.
+    auto list = [&](const char* what, const std::vector<int>& v) {
+      os_ << "static __device__ const int " << name << "_" << what << "[" << std::max<size_t>(v.size(), 1) << "] = {";
+      for (size_t i = 0; i < v.size(); ++i) os_ << (i ? (i % 32 == 0 ? ",\n  " : ",") : "") << v[i];
+      os_ << (v.empty() ? "0" : "") << "};\n";
+    };
+    os_ << "// block-sparse " << (c.sparse_operand == 0 ? "A" : "B") << ": per " << (c.sparse_operand == 0 ? "m" : "n")
+        << " panel, the K tiles holding a non-zero block (density " << c.sparse_density << ")\n";
+    list("sparse_ptr", c.sparse_ptr);
+    list("sparse_tiles", c.sparse_tiles);
+  }
   // One block per SM is enough to hold the pipeline; the register budget is the compiler's.
   emit_signature(name, 1);
   os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
@@ -147,6 +159,16 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << "  TslGemm tsl_gemm;\n";
   if (c.warpgroup) {
     // A and B come through tsl_map0 and tsl_map1.
+  } else if (c.sparse_operand >= 0) {
+    const std::string panel = c.sparse_operand == 0 ? cat("tsl_m0 / ", c.block_m) : cat("tsl_n0 / ", c.block_n);
+    os_ << "  const int tsl_panel = " << panel << ";\n";
+    os_ << "  const int tsl_first_tile = " << name << "_sparse_ptr[tsl_panel], tsl_ktiles = "
+        << name << "_sparse_ptr[tsl_panel + 1] - tsl_first_tile;\n";
+    os_ << "  TslGemm::CopyA tsl_dense_a(tsl_a, " << (c.a.k_contiguous ? "tsl_m0, 0" : "0, tsl_m0") << ");\n";
+    os_ << "  TslGemm::CopyB tsl_dense_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";
+    os_ << "  tsl::mma::ListCopy<TslGemm::CopyA> tsl_copy_a(tsl_dense_a, " << name << "_sparse_tiles + tsl_first_tile);\n";
+    os_ << "  tsl::mma::ListCopy<TslGemm::CopyB> tsl_copy_b(tsl_dense_b, " << name << "_sparse_tiles + tsl_first_tile);\n";
+    os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b, tsl_ktiles);\n";
   } else if (c.implicit) {
     os_ << "  TslGatherA tsl_copy_a(tsl_a, tsl_m0);\n";
     os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";

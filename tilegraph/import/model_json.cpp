@@ -171,6 +171,7 @@ class ModelReader {
   std::vector<double> data_at(const json& j, const std::string& ptr, const TensorType& type) const;
   HostTensor external_at(const json& j, const std::string& ptr, const TensorType& type) const;
   RandomInit init_at(const json& j, const std::string& ptr) const;
+  Sparsity sparsity_at(const json& j, const std::string& ptr, const TensorType& type) const;
   AttrValue attr_at(const json& j, const std::string& ptr) const;
   AttrValue typed_attr_at(const json& j, const std::string& ptr) const;
   AttrValue list_attr_at(const json& j, const std::string& ptr) const;
@@ -472,7 +473,7 @@ ValueDecl ModelReader::input_at(const json& j, const std::string& ptr) const {
 }
 
 WeightDef ModelReader::weight_at(const json& j, const std::string& ptr) const {
-  check_keys(j, ptr, {"name", "dtype", "shape"}, {"init", "data", "external"});
+  check_keys(j, ptr, {"name", "dtype", "shape"}, {"init", "data", "external", "sparsity"});
   const DimRule rule = j.contains("data") ? DimRule::constant : DimRule::weight;
   WeightDef w{name_at(j["name"], child(ptr, "name")), type_of(j, ptr, rule), {}};
   const int sources =
@@ -489,7 +490,25 @@ WeightDef ModelReader::weight_at(const json& j, const std::string& ptr) const {
     w.source = std::make_shared<const HostTensor>(
         external_at(j["external"], child(ptr, "external"), w.type));
   }
+  if (j.contains("sparsity")) w.sparsity = sparsity_at(j["sparsity"], child(ptr, "sparsity"), w.type);
   return w;
+}
+
+Sparsity ModelReader::sparsity_at(const json& j, const std::string& ptr, const TensorType& type) const {
+  check_keys(j, ptr, {"pattern", "block"}, {"density"});
+  const std::string pattern = string_at(j["pattern"], child(ptr, "pattern"));
+  if (pattern != "block") fail(child(ptr, "pattern"), cat("sparsity pattern ", quoted(pattern), " is not supported (supported: \"block\")"));
+  Sparsity s;
+  const json& block = array_at(j["block"], child(ptr, "block"));
+  if (block.size() != 2) fail(child(ptr, "block"), cat("expected [rows, cols], got ", block.size(), " entries"));
+  s.block_rows = int_at(block[0], child(child(ptr, "block"), size_t{0}));
+  s.block_cols = int_at(block[1], child(child(ptr, "block"), size_t{1}));
+  if (j.contains("density")) {
+    s.density = finite_at(j["density"], child(ptr, "density"));
+    if (!(s.density > 0 && s.density <= 1)) fail(child(ptr, "density"), cat("density ", s.density, " is not in (0, 1]"));
+  }
+  if (std::string why = check_sparsity(s, type.shape); !why.empty()) fail(ptr, why);
+  return s;
 }
 
 OpDef ModelReader::op_at(const json& j, const std::string& ptr) const {
@@ -713,6 +732,13 @@ ordered_json weight_json(const WeightDef& w, Sidecar* sidecar) {
   j["name"] = w.name;
   j["dtype"] = dtype_name(w.type.dtype);
   j["shape"] = w.type.shape;
+  if (w.sparsity) {
+    ordered_json sp;
+    sp["pattern"] = "block";
+    sp["block"] = {w.sparsity->block_rows, w.sparsity->block_cols};
+    if (w.sparsity->density > 0) sp["density"] = w.sparsity->density;
+    j["sparsity"] = sp;
+  }
   if (const auto* init = std::get_if<RandomInit>(&w.source)) {
     ordered_json i;
     const bool normal = init->dist == RandomInit::Dist::normal;

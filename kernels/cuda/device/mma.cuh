@@ -105,12 +105,13 @@ struct TileCopy {
   const u16* base;  // the view (a valid address for chunks that read nothing)
   const u16* ptr;   // this thread's first chunk of the next tile
   int row, col;     // its position in the view
+  int row_first, col_first;  // ... in the first tile (seek)
   unsigned dst;     // its byte offset in a stage
 
   __device__ __forceinline__ TileCopy(const u16* __restrict__ g, int row0, int col0) : base(g) {
     const int t = static_cast<int>(threadIdx.x);
-    row = row0 + t / kChunksPerRow;
-    col = col0 + (t % kChunksPerRow) * kChunkElems;
+    row = row_first = row0 + t / kChunksPerRow;
+    col = col_first = col0 + (t % kChunksPerRow) * kChunkElems;
     ptr = g + static_cast<long long>(row) * LD + col;
     dst = static_cast<unsigned>(((t / kChunksPerRow) * (COLS + kPadElems) + (t % kChunksPerRow) * kChunkElems) * 2);
   }
@@ -128,6 +129,13 @@ struct TileCopy {
     }
   }
 
+  // Moves to tile `kt` along K (counted from the one the copy started at).
+  __device__ __forceinline__ void seek(int kt) {
+    if (K_IN_COLS) col = col_first + kt * COLS;
+    else row = row_first + kt * ROWS;
+    ptr = base + static_cast<long long>(row) * LD + col;
+  }
+
   // Moves to the next tile along K.
   __device__ __forceinline__ void advance() {
     if (K_IN_COLS) {
@@ -138,6 +146,22 @@ struct TileCopy {
       row += ROWS;
     }
   }
+};
+
+// A copier (TileCopy) walking a list of K tiles instead of every one: the block-sparse K loop,
+// which skips the tiles where the sparse operand's block is zero. `tiles` lists `count` tile
+// indices, ascending; run_with calls copy() for the first `count` tiles only.
+template <class C>
+struct ListCopy {
+  C& inner;
+  const int* tiles;
+  int next;
+  __device__ __forceinline__ ListCopy(C& c, const int* list) : inner(c), tiles(list), next(0) {}
+  __device__ __forceinline__ void copy(unsigned stage) {
+    inner.seek(__ldg(tiles + next));
+    inner.copy(stage);
+  }
+  __device__ __forceinline__ void advance() { ++next; }
 };
 
 // ---- the block's main loop ----------------------------------------------------------------------

@@ -1,0 +1,100 @@
+// choose_sparse_kinds (sparse_kinds.h).
+#include "policy/sparse_kinds.h"
+
+#include <cmath>
+
+#include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
+
+namespace tessel {
+namespace {
+
+std::string ms(double s) { return cat(std::round(s * 1e6) / 1e3, " ms"); }
+
+// The kernel tile edge that covers dimension `dim` of input `input` of `node` (its one axis):
+// block_k along a reduction axis, block_n along the last spatial axis, block_m along the one
+// before; 0 when the parameters do not say.
+int64_t tile_edge(const TeNode& node, int input, int dim, const std::map<std::string, int64_t>& params) {
+  const AffineExpr& row = node.inputs()[input].map.result(dim);
+  const int ns = node.num_spatial();
+  for (int a = 0; a < node.num_axes(); ++a) {
+    if (row.coeffs[a] == 0) continue;
+    const char* name = a >= ns ? "block_k" : a == ns - 1 ? "block_n" : a == ns - 2 ? "block_m" : nullptr;
+    if (!name) return 0;
+    auto it = params.find(name);
+    return it == params.end() ? 0 : it->second;
+  }
+  return 0;
+}
+
+struct Candidate {
+  ScheduledGroup group;
+  CostBreakdown cost;
+};
+
+}  // namespace
+
+int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostModel& cost, const KernelFamilies* families,
+                        Schedule& schedule, SparseKernels mode) {
+  if (!families) return 0;
+  int chosen = 0;
+  for (ScheduleGroup& sg : schedule.groups) {
+    NodeId cid = -1;
+    for (NodeId n : sg.group.nodes)
+      if (graph.node(n).num_reduction() > 0) cid = cid < 0 ? n : -2;
+    if (cid < 0 || !sg.group.tiles.count(cid)) continue;
+    const TeNode& node = graph.node(cid);
+    for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
+      const TensorId t = graph.node_inputs(cid)[i];
+      const TensorInfo& info = graph.tensor(t);
+      if (info.kind != TensorKind::weight || !info.sparsity) continue;
+      if (!check_block_sparse(node, BlockSparseProps{i, 1, 1, 1.0, 4}).empty()) continue;
+      const int rank = node.inputs()[i].type.rank();
+      std::optional<Candidate> best;
+      for (const KernelChoice& v : families->variants(graph, sg.group, spec)) {
+        if (v.family != "mma" || (v.params.count("split_k") && v.params.at("split_k") > 1)) continue;
+        const int64_t rows = tile_edge(node, i, rank - 2, v.params), cols = tile_edge(node, i, rank - 1, v.params);
+        if (rows <= 0 || cols <= 0 || rows % kNonzeroUnit != 0 || cols % kNonzeroUnit != 0) continue;
+        Candidate c{sg.group, {}};
+        c.group.kernel = v;
+        c.group.kernel.rejected.clear();
+        const double density = graph.nonzero_map(t)->density(rows, cols);
+        c.group.tiles.at(cid).kind = BlockSparseProps{i, rows, cols, density, 4};
+        if (families->check(graph, c.group, spec)) continue;
+        c.cost = cost.estimate(graph, c.group, spec);
+        if (!best || c.cost.latency_s < best->cost.latency_s) best = std::move(c);
+      }
+      if (!best) {
+        sg.kind_choice = cat("dense: no block-sparse kernel of '", info.name, "' can be emitted here");
+        continue;
+      }
+      const auto& props = std::get<BlockSparseProps>(best->group.tiles.at(cid).kind);
+      const double dense_s = sg.predicted.latency_s, sparse_s = best->cost.latency_s;
+      // Where they would break even: the sparse kernel's time above its launch scales with the
+      // density (the K tiles it walks).
+      const double launch = best->cost.term("launch");
+      const double even = sparse_s > launch && props.density > 0
+                              ? std::min(1.0, props.density * (dense_s - launch) / (sparse_s - launch)) : 1.0;
+      const std::string comparison =
+          cat("'", info.name, "' has density ", props.density, " at ", props.block_m, "x", props.block_n, " blocks: block-sparse mma ",
+              ms(sparse_s), " vs dense ", sg.group.kernel.family, " ", ms(dense_s), " predicted; they break even near density ",
+              std::round(even * 1000) / 1000);
+      const bool take = mode == SparseKernels::block_sparse || (mode == SparseKernels::cost && sparse_s < dense_s);
+      const char* forced = mode == SparseKernels::cost ? "" : " (forced by --sparse-kernels)";
+      if (take) {
+        sg.group = std::move(best->group);
+        schedule.predicted_latency_s += sparse_s - dense_s;
+        sg.predicted = std::move(best->cost);
+        sg.measured_s.reset();  // a tuned time was the dense kernel's
+        sg.kind_choice = cat("block_sparse", forced, ": ", comparison);
+        ++chosen;
+      } else {
+        sg.kind_choice = cat("dense", forced, ": ", comparison);
+      }
+      break;  // one sparse operand per contraction
+    }
+  }
+  return chosen;
+}
+
+}  // namespace tessel

@@ -1,0 +1,25 @@
+// The choice between a dense and a block-sparse kernel for every contraction that reads a weight
+// with a sparsity attribute (tilegraph/sparsity.h; the block_sparse tile kind, tile_kind.h). Runs
+// on a finished schedule, after each group's kernel family is recorded (schedule_with_families):
+// for each such group it prices, with the schedule's cost model, the recorded dense kernel and a
+// block-sparse kernel for every tensor-core parameter set the backend offers (KernelFamilies::
+// variants, mma.sync without split K), each with the weight's measured density at that kernel's
+// tiles, and keeps the cheapest one the backend can emit. The group records the kind in its
+// contraction's tile config and the comparison, with the density where the two would break even,
+// in ScheduleGroup::kind_choice (explain prints it).
+#pragma once
+
+#include "policy/kernel_families.h"
+#include "policy/schedule.h"
+
+namespace tessel {
+
+/// Chooses dense or block_sparse for every group of `schedule` whose contraction reads a weight
+/// with a sparsity attribute; returns how many groups became block-sparse. `families` supplies
+/// the kernels (none: nothing changes, the kind stays dense).
+/// `mode` other than cost forces the kind where a block-sparse kernel can be emitted (the
+/// comparison is recorded either way).
+int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostModel& cost, const KernelFamilies* families,
+                        Schedule& schedule, SparseKernels mode = SparseKernels::cost);
+
+}  // namespace tessel

@@ -1,0 +1,180 @@
+// Block-sparse weights on the CUDA backend (tilegraph/sparsity.h, the block_sparse tile kind,
+// policy/sparse_kinds.h, kernels/cuda/contraction_plan.h's step 8): the policy weighs a dense and
+// a block-sparse kernel and records the cheaper with its reason; the sparse kernel walks only the
+// non-zero K tiles of its panel, compiles with NVRTC (no GPU needed), replays from JSON, refuses
+// a schedule whose blocks or density do not match the weight; and, on a GPU, matches the
+// interpreter (odd shapes, K tails, transposed weights, fused epilogues, an all-zero panel).
+#include <doctest/doctest.h>
+
+#include "../model_builder.h"
+#include "../schedule_util.h"
+#include "cuda_check.h"
+#include "kernels/cuda/kernel_families.h"
+#include "policy/kernel_families.h"
+#include "policy/schedule_json.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+Schedule sparse_schedule(const OpGraph& g, const std::string& policy) {
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  for (const auto& p : policies())
+    if (p->name() == policy) return schedule_with_families(*p, PolicyContext{g, gpu_spec(), cost}, &families);
+  FAIL("no policy ", policy);
+  return {};
+}
+
+/// x[m, k] @ w (w [k, n], or [n, k] through Gemm's transB), w block-sparse; optionally + bias, GELU.
+OpGraph sparse_gemm(DType dt, int64_t m, int64_t k, int64_t n, Sparsity s, bool trans_b = false, bool epilogue = false) {
+  ModelBuilder b(dt);
+  const std::string x = b.input("x", {m, k});
+  const std::string w = b.sparse_weight("w", trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 7, s);
+  std::string y = trans_b ? b.op("Gemm", {x, w}, {{"transB", int64_t{1}}}) : b.op("MatMul", {x, w});
+  if (epilogue) y = b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})});
+  return b.graph(y);
+}
+
+Sparsity block(int64_t r, int64_t c, double density) { return Sparsity{Sparsity::Pattern::block, r, c, density}; }
+
+/// The group of `s` holding the contraction, and its tile kind.
+const ScheduleGroup& contraction_group(const OpGraph& g, const Schedule& s) {
+  for (const ScheduleGroup& sg : s.groups)
+    for (NodeId n : sg.group.nodes)
+      if (g.node(n).num_reduction() > 0) return sg;
+  FAIL("no contraction group");
+  return s.groups.front();
+}
+
+const BlockSparseProps* sparse_kind(const OpGraph& g, const ScheduleGroup& sg) {
+  for (const auto& [n, cfg] : sg.group.tiles)
+    if (g.node(n).num_reduction() > 0) return std::get_if<BlockSparseProps>(&cfg.kind);
+  return nullptr;
+}
+
+struct SparseCase {
+  std::string name;
+  OpGraph graph;
+};
+
+std::vector<SparseCase> cases() {
+  std::vector<SparseCase> out;
+  out.push_back({"2048x2048x2048 f16, 64x64 blocks at 10%", sparse_gemm(DType::f16, 2048, 2048, 2048, block(64, 64, 0.1))});
+  out.push_back({"1000x1000x1000 f16 (tails), 32x32 blocks at 20%", sparse_gemm(DType::f16, 1000, 1000, 1000, block(32, 32, 0.2))});
+  out.push_back({"Gemm transB bf16 1024x1536x768, 64x64 at 10%", sparse_gemm(DType::bf16, 1024, 1536, 768, block(64, 64, 0.1), true)});
+  out.push_back({"bias + GELU epilogue, 512x4096x1024 f16, 128x128 at 5%",
+                 sparse_gemm(DType::f16, 512, 4096, 1024, block(128, 128, 0.05), false, true)});
+  out.push_back({"one block left: 256x1024x512 f16, 256x256 blocks at 1%", sparse_gemm(DType::f16, 256, 1024, 512, block(256, 256, 0.01))});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuda sparse: a sparse weight gets a block-sparse kernel when the model predicts it faster, and says why") {
+  for (const std::string policy : {"welder", "roller"}) {
+    INFO(policy);
+    const OpGraph sparse = sparse_gemm(DType::f16, 2048, 2048, 2048, block(64, 64, 0.1));
+    const Schedule s = sparse_schedule(sparse, policy);
+    const ScheduleGroup& sg = contraction_group(sparse, s);
+    const BlockSparseProps* props = sparse_kind(sparse, sg);
+    REQUIRE(props != nullptr);
+    INFO(sg.kind_choice);
+    CHECK(sg.kind_choice.rfind("block_sparse: 'w' has density ", 0) == 0);
+    CHECK(sg.kind_choice.find("break even near density") != std::string::npos);
+    CHECK(sg.group.kernel.family == "mma");
+    // The recorded density is the weight's at the recorded blocks, which are the kernel's tiles.
+    CHECK(props->density == doctest::Approx(sparse.nonzero_map(sparse.weights()[0])->density(props->block_m, props->block_n)));
+    CHECK(props->density < 0.35);
+    const cuda::GeneratedKernel k = emit_kernel(sparse, s, static_cast<int>(&sg - s.groups.data()), gpu_spec());
+    CHECK(k.source.find("tsl::mma::ListCopy") != std::string::npos);
+    CHECK(k.source.find("_sparse_tiles") != std::string::npos);
+    CHECK(nvrtc_compile_all(sparse, s, gpu_spec()) >= 1);
+
+    // The same weight with its pattern declared but every block kept: dense, and it says so.
+    const OpGraph full = sparse_gemm(DType::f16, 2048, 2048, 2048, block(64, 64, 0));
+    const Schedule d = sparse_schedule(full, policy);
+    const ScheduleGroup& dg = contraction_group(full, d);
+    CHECK(sparse_kind(full, dg) == nullptr);
+    CHECK(dg.kind_choice.rfind("dense: 'w' has density 1 ", 0) == 0);
+  }
+}
+
+TEST_CASE("cuda sparse: every case's kernels compile with NVRTC, and replay from JSON to the same kernel") {
+  for (const SparseCase& c : cases()) {
+    INFO(c.name);
+    const Schedule s = sparse_schedule(c.graph, "welder");
+    CHECK(sparse_kind(c.graph, contraction_group(c.graph, s)) != nullptr);
+    CHECK(nvrtc_compile_all(c.graph, s, gpu_spec()) >= 1);
+    const Schedule back = schedule_from_json(schedule_to_json(s, c.graph), "replayed", c.graph);
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
+      CHECK(emit_kernel(c.graph, back, i, gpu_spec()).source == emit_kernel(c.graph, s, i, gpu_spec()).source);
+  }
+}
+
+TEST_CASE("cuda sparse: a schedule whose blocks or density do not match the weight is refused with the reason") {
+  const OpGraph g = sparse_gemm(DType::f16, 1024, 1024, 1024, block(64, 64, 0.1));
+  const Schedule s = sparse_schedule(g, "welder");
+  const int gi = static_cast<int>(&contraction_group(g, s) - s.groups.data());
+  for (const auto& [n, cfg] : s.groups[gi].group.tiles) {
+    const auto* p = std::get_if<BlockSparseProps>(&cfg.kind);
+    if (!p) continue;
+    Schedule wrong_density = s, wrong_blocks = s;
+    std::get<BlockSparseProps>(wrong_density.groups[gi].group.tiles.at(n).kind).density = p->density / 2;
+    std::get<BlockSparseProps>(wrong_blocks.groups[gi].group.tiles.at(n).kind).block_m = p->block_m * 2;
+    CHECK_THROWS_WITH_AS(emit_kernel(g, wrong_density, gi, gpu_spec()), doctest::Contains("is not its weight's"), UserError);
+    CHECK_THROWS_WITH_AS(emit_kernel(g, wrong_blocks, gi, gpu_spec()), doctest::Contains("are not the kernel's"), UserError);
+  }
+}
+
+TEST_CASE("cuda sparse run: block-sparse kernels match the interpreter (odd shapes, tails, transposed weights, epilogues)") {
+  if (!gpu_available()) return;
+  for (const SparseCase& c : cases()) {
+    for (const std::string policy : {"welder", "roller"}) {
+      INFO(c.name, " (", policy, ")");
+      const Schedule s = sparse_schedule(c.graph, policy);
+      REQUIRE(sparse_kind(c.graph, contraction_group(c.graph, s)) != nullptr);
+      const std::vector<HostTensor> inputs = gpu_test_inputs(c.graph, 11);
+      const Compilation compiled = compile_with(c.graph, gpu_spec(), s, "cuda");
+      const std::vector<HostTensor> got = compiled.executable->run(inputs);
+      const std::vector<HostTensor> expected = interpret(c.graph, inputs);
+      REQUIRE(got.size() == expected.size());
+      for (size_t o = 0; o < expected.size(); ++o) {
+        const CompareResult r = compare_compiled(got[o], expected[o], computed_precision(c.graph, c.graph.outputs()[o]));
+        INFO(r.message);
+        CHECK(r.ok);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda sparse: --sparse-kernels forces either kind and still records the comparison; the CPU keeps dense and says why") {
+  const OpGraph g = sparse_gemm(DType::f16, 1024, 1024, 1024, block(64, 64, 0.1));
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  const std::unique_ptr<Policy> welder = std::move(policies().front());
+  for (const SparseKernels mode : {SparseKernels::dense, SparseKernels::block_sparse}) {
+    const Schedule s = schedule_with_families(*welder, PolicyContext{g, gpu_spec(), cost, nullptr, mode}, &families);
+    const ScheduleGroup& sg = contraction_group(g, s);
+    INFO(sg.kind_choice);
+    CHECK((sparse_kind(g, sg) != nullptr) == (mode == SparseKernels::block_sparse));
+    CHECK(sg.kind_choice.find("(forced by --sparse-kernels)") != std::string::npos);
+    CHECK(sg.kind_choice.find(" predicted; they break even near density ") != std::string::npos);
+  }
+  // A dense-favoured point forced sparse: full density, still emitted and compiled.
+  const OpGraph full = sparse_gemm(DType::f16, 512, 512, 512, block(32, 32, 0));
+  const Schedule forced = schedule_with_families(*welder, PolicyContext{full, gpu_spec(), cost, nullptr, SparseKernels::block_sparse}, &families);
+  CHECK(sparse_kind(full, contraction_group(full, forced)) != nullptr);
+  CHECK(nvrtc_compile_all(full, forced, gpu_spec()) >= 1);
+
+  // The CPU backend has no block-sparse code generation: dense, with the reason.
+  ModelBuilder b(DType::f32);
+  const OpGraph cpu_graph = b.graph(b.op("MatMul", {b.input("x", {64, 256}), b.sparse_weight("w", {256, 128}, 3, block(32, 32, 0.1))}));
+  const std::unique_ptr<KernelFamilies> cpu = find_backend("cpu")->kernel_families();
+  REQUIRE(cpu != nullptr);
+  const Schedule c = schedule_with_families(*welder, PolicyContext{cpu_graph, shipped_spec("x86-64-avx512-server"), cost}, cpu.get());
+  const ScheduleGroup& cg = contraction_group(cpu_graph, c);
+  CHECK(sparse_kind(cpu_graph, cg) == nullptr);
+  CHECK(cg.kind_choice == "dense: no block-sparse kernel of 'w' can be emitted here");
+}
