@@ -304,10 +304,16 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   std::vector<LevelCost> levels;
   if (llc >= 0) {
     const MemoryLevel& cache = spec.memory_levels[llc];
-    // A wave's working set: the panels of its concurrent blocks.
-    const double wave_set = std::min(a_bytes + b_bytes, static_cast<double>(std::min(out.blocks, out.blocks_per_unit * units)) /
-                                                            static_cast<double>(std::max<int64_t>(split, 1)) *
-                                                            density * static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes));
+    // A wave's working set: the distinct panels of its concurrent tiles. Tiles are rasterized in
+    // groups of raster_group block rows, column by column, so a wave of W tiles spans about
+    // min(raster, W) block rows and W / raster block columns, and its tiles share those panels.
+    const int64_t tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn;
+    const int64_t wave = std::max<int64_t>(std::min(out.blocks, out.blocks_per_unit * units) / std::max<int64_t>(split, 1), 1);
+    const int64_t raster = std::clamp<int64_t>(param("raster_group", 1), 1, tiles_m);
+    int64_t rows = std::min(raster, wave), cols = std::min(tiles_n, (wave + rows - 1) / rows);
+    if (wave > raster * tiles_n) rows = std::min(tiles_m, (wave + tiles_n - 1) / tiles_n), cols = tiles_n;
+    const double wave_set = std::min(a_bytes + b_bytes, density * static_cast<double>((rows * bm + cols * bn) * k) *
+                                                            static_cast<double>(in_bytes));
     const double hit = wave_set > 0 ? std::min(1.0, static_cast<double>(cache.chip_capacity_bytes()) / wave_set) : 1.0;
     dram_bytes += (panels - (a_bytes + b_bytes)) * std::max(0.0, 1.0 - hit);
     const double l2_bytes = panels + partials + side_bytes + epilogue_reads + written;

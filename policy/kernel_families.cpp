@@ -52,7 +52,7 @@ Schedule schedule_with_families(const Policy& policy, const PolicyContext& ctx, 
   Schedule s = policy.schedule(with);
   // Each group's prediction already prices its family (the policy priced it through `priced`).
   record_missing_kernel_families(ctx.graph, ctx.spec, *families, s);
-  choose_sparse_kinds(ctx.graph, ctx.spec, ctx.cost, families, s, ctx.sparse);
+  choose_sparse_kinds(ctx.graph, ctx.spec, ctx.cost, families, s, ctx.sparse, policy.tuning(), std::string(policy.name()));
   return s;
 }
 

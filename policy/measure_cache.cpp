@@ -16,6 +16,7 @@
 
 #include "tilegraph/error.h"
 #include "tilegraph/hash.h"
+#include "tilegraph/tile_kind_props.h"
 
 namespace tessel {
 
@@ -61,6 +62,16 @@ uint64_t group_canonical_hash(const OpGraph& graph, const ScheduledGroup& group)
     text += printed;
     auto tiles = group.tiles.find(n);
     text += cat("tiles ", tiles == group.tiles.end() ? std::string("-") : print_tile_config(tiles->second), "\n");
+    // A block-sparse kernel walks its weight's non-zero blocks: their pattern is part of it.
+    if (tiles != group.tiles.end())
+      if (const auto* bsr = std::get_if<BlockSparseProps>(&tiles->second.kind)) {
+        const TensorId w = graph.node_inputs(n).at(bsr->input);
+        std::string mask;
+        if (graph.tensor(w).sparsity && bsr->block_m % kNonzeroUnit == 0 && bsr->block_n % kNonzeroUnit == 0)
+          for (uint8_t b : graph.nonzero_map(w)->tiles(bsr->block_m, bsr->block_n)) mask += static_cast<char>('0' + b);
+        text += cat("block_sparse input ", bsr->input, " blocks ", bsr->block_m, "x", bsr->block_n, " density ", bsr->density,
+                    " mask ", fnv1a64(mask), "\n");
+      }
   }
   for (const auto& [tensor, level] : group.edge_levels)
     text += cat("edge g", position(graph.producer(tensor)), " ", level, "\n");

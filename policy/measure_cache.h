@@ -42,7 +42,8 @@ struct MeasureKey {
 /// A stable 64-bit hash (FNV-1a) of the group's canonical text: per node, print_node without
 /// the node's name and with its inputs named by their position in the group ("g0", ...) or as
 /// external ("x"), then its printed tile config; then the edge levels by position; then the
-/// recorded kernel family and parameters, when there are. Two groups
+/// recorded kernel family and parameters, when there are; for a block-sparse node, its blocks,
+/// density and the pattern of its weight's non-zero blocks. Two groups
 /// computing the same thing with the same tiles hash equal whatever their nodes are called.
 uint64_t group_canonical_hash(const OpGraph& graph, const ScheduledGroup& group);
 

@@ -50,6 +50,13 @@ class Policy {
     (void)measurer, (void)cache, (void)k;
     return false;
   }
+  /// What tune_with set: the measurer (null when the policy does not measure), its cache and K.
+  struct Tuning {
+    Measurer* measurer = nullptr;
+    MeasureCache* cache = nullptr;
+    int k = 0;
+  };
+  virtual Tuning tuning() const { return {}; }
 };
 
 /// Optional measurement of candidates on a real device: a policy given one (`--tune K`) times

@@ -65,6 +65,7 @@ class RollerPolicy : public Policy {
     options_.exhaustive = true;
     return true;
   }
+  Tuning tuning() const override { return {options_.measurer, options_.measure_cache, options_.tune}; }
 
  private:
   RollerOptions options_;

@@ -1,8 +1,12 @@
 // choose_sparse_kinds (sparse_kinds.h).
 #include "policy/sparse_kinds.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
+#include "policy/measure_cache.h"
+#include "policy/tune.h"
 #include "tilegraph/error.h"
 #include "tilegraph/tile_kind.h"
 
@@ -27,16 +31,12 @@ int64_t tile_edge(const TeNode& node, int input, int dim, const std::map<std::st
   return 0;
 }
 
-struct Candidate {
-  ScheduledGroup group;
-  CostBreakdown cost;
-};
-
 }  // namespace
 
 int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostModel& cost, const KernelFamilies* families,
-                        Schedule& schedule, SparseKernels mode) {
+                        Schedule& schedule, SparseKernels mode, const Policy::Tuning& tuning, const std::string& policy) {
   if (!families) return 0;
+  std::unique_ptr<MeasureCache> own_cache;
   int chosen = 0;
   for (ScheduleGroup& sg : schedule.groups) {
     NodeId cid = -1;
@@ -50,47 +50,69 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
       if (info.kind != TensorKind::weight || !info.sparsity) continue;
       if (!check_block_sparse(node, BlockSparseProps{i, 1, 1, 1.0, 4}).empty()) continue;
       const int rank = node.inputs()[i].type.rank();
-      std::optional<Candidate> best;
+      // Every block-sparse kernel the backend can emit, cheapest predicted first.
+      std::vector<GroupVariant> sparse;
       for (const KernelChoice& v : families->variants(graph, sg.group, spec)) {
-        if (v.family != "mma" || (v.params.count("split_k") && v.params.at("split_k") > 1)) continue;
+        if ((v.family != "mma" && v.family != "wgmma") || (v.params.count("split_k") && v.params.at("split_k") > 1)) continue;
         const int64_t rows = tile_edge(node, i, rank - 2, v.params), cols = tile_edge(node, i, rank - 1, v.params);
         if (rows <= 0 || cols <= 0 || rows % kNonzeroUnit != 0 || cols % kNonzeroUnit != 0) continue;
-        Candidate c{sg.group, {}};
+        GroupVariant c{sg.group, {}};
         c.group.kernel = v;
         c.group.kernel.rejected.clear();
         const double density = graph.nonzero_map(t)->density(rows, cols);
         c.group.tiles.at(cid).kind = BlockSparseProps{i, rows, cols, density, 4};
         if (families->check(graph, c.group, spec)) continue;
-        c.cost = cost.estimate(graph, c.group, spec);
-        if (!best || c.cost.latency_s < best->cost.latency_s) best = std::move(c);
+        c.predicted = cost.estimate(graph, c.group, spec);
+        if (std::isfinite(c.predicted.latency_s)) sparse.push_back(std::move(c));
       }
-      if (!best) {
+      std::stable_sort(sparse.begin(), sparse.end(),
+                       [](const GroupVariant& a, const GroupVariant& b) { return a.predicted.latency_s < b.predicted.latency_s; });
+      if (sparse.empty()) {
         sg.kind_choice = cat("dense: no block-sparse kernel of '", info.name, "' can be emitted here");
-        continue;
+        break;
       }
-      const auto& props = std::get<BlockSparseProps>(best->group.tiles.at(cid).kind);
-      const double dense_s = sg.predicted.latency_s, sparse_s = best->cost.latency_s;
+      const GroupVariant& best = sparse.front();
+      const auto& props = std::get<BlockSparseProps>(best.group.tiles.at(cid).kind);
+      const double dense_s = sg.predicted.latency_s, sparse_s = best.predicted.latency_s;
       // Where they would break even: the sparse kernel's time above its launch scales with the
       // density (the K tiles it walks).
-      const double launch = best->cost.term("launch");
+      const double launch = best.predicted.term("launch");
       const double even = sparse_s > launch && props.density > 0
                               ? std::min(1.0, props.density * (dense_s - launch) / (sparse_s - launch)) : 1.0;
       const std::string comparison =
-          cat("'", info.name, "' has density ", props.density, " at ", props.block_m, "x", props.block_n, " blocks: block-sparse mma ",
-              ms(sparse_s), " vs dense ", sg.group.kernel.family, " ", ms(dense_s), " predicted; they break even near density ",
-              std::round(even * 1000) / 1000);
-      const bool take = mode == SparseKernels::block_sparse || (mode == SparseKernels::cost && sparse_s < dense_s);
-      const char* forced = mode == SparseKernels::cost ? "" : " (forced by --sparse-kernels)";
-      if (take) {
-        sg.group = std::move(best->group);
-        schedule.predicted_latency_s += sparse_s - dense_s;
-        sg.predicted = std::move(best->cost);
-        sg.measured_s.reset();  // a tuned time was the dense kernel's
-        sg.kind_choice = cat("block_sparse", forced, ": ", comparison);
-        ++chosen;
+          cat("'", info.name, "' has density ", props.density, " at ", props.block_m, "x", props.block_n, " blocks: block-sparse ",
+              best.group.kernel.family, " ", ms(sparse_s), " vs dense ", sg.group.kernel.family, " ", ms(dense_s),
+              " predicted; they break even near density ", std::round(even * 1000) / 1000);
+      const double before = sg.predicted.latency_s;
+      if (tuning.measurer && tuning.k > 0 && mode == SparseKernels::cost) {
+        // Measured: the dense kernel first (the model's reference), then the sparse candidates.
+        std::vector<GroupVariant> variants{GroupVariant{sg.group, sg.predicted}};
+        variants.insert(variants.end(), sparse.begin(), sparse.end());
+        MeasureCache* cache = tuning.cache;
+        if (!cache) {
+          if (!own_cache) own_cache = std::make_unique<MeasureCache>(default_measure_cache_dir());
+          cache = own_cache.get();
+        }
+        ScheduleGroup out = sg;
+        measure_top_k(PolicyContext{graph, spec, cost, families}, *tuning.measurer, *cache, policy, variants, tuning.k, out);
+        const auto* kept = std::get_if<BlockSparseProps>(&out.group.tiles.at(cid).kind);
+        const std::string measured = out.measured_s ? cat(", kept ", kept ? "block-sparse " : "dense ", out.group.kernel.family,
+                                                          " measured ", ms(*out.measured_s)) : ", none could be measured";
+        sg = std::move(out);
+        sg.kind_choice = cat(kept ? "block_sparse" : "dense", " (measured): ", comparison, measured);
+        chosen += kept != nullptr;
       } else {
-        sg.kind_choice = cat("dense", forced, ": ", comparison);
+        const bool take = mode == SparseKernels::block_sparse || (mode == SparseKernels::cost && sparse_s < dense_s);
+        const char* forced = mode == SparseKernels::cost ? "" : " (forced by --sparse-kernels)";
+        if (take) {
+          sg.group = best.group;
+          sg.predicted = best.predicted;
+          sg.measured_s.reset();  // a tuned time was the dense kernel's
+          ++chosen;
+        }
+        sg.kind_choice = cat(take ? "block_sparse" : "dense", forced, ": ", comparison);
       }
+      schedule.predicted_latency_s += sg.predicted.latency_s - before;
       break;  // one sparse operand per contraction
     }
   }

@@ -18,8 +18,11 @@ namespace tessel {
 /// with a sparsity attribute; returns how many groups became block-sparse. `families` supplies
 /// the kernels (none: nothing changes, the kind stays dense).
 /// `mode` other than cost forces the kind where a block-sparse kernel can be emitted (the
-/// comparison is recorded either way).
+/// comparison is recorded either way). With `tuning`'s measurer (`--tune K`, mode cost), the
+/// dense kernel and the block-sparse candidates are ranked by the model and the K best distinct
+/// kernels measured (measure_top_k, keyed with `policy`); the fastest measured is kept.
 int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostModel& cost, const KernelFamilies* families,
-                        Schedule& schedule, SparseKernels mode = SparseKernels::cost);
+                        Schedule& schedule, SparseKernels mode = SparseKernels::cost, const Policy::Tuning& tuning = {},
+                        const std::string& policy = "");
 
 }  // namespace tessel

@@ -57,6 +57,7 @@ class WelderPolicy : public Policy {
     options_.roller.tune = k;
     return true;
   }
+  Tuning tuning() const override { return {options_.roller.measurer, options_.roller.measure_cache, options_.roller.tune}; }
 
  private:
   WelderOptions options_;

@@ -220,7 +220,7 @@ def list_points(points, dense):
 
 def tessel_base(args, model, cache, report):
     cmd = [args.tessel, "run", model, "--device", args.device, "--cache", cache, "--report", report]
-    return cmd + ["--hw", args.hw]
+    return cmd + ["--hw", args.hw] + args.tessel_args.split()
 
 
 def extra_args(args, mid):
@@ -286,7 +286,7 @@ def phase_a(args, mid, work):
     if status != 0:
         row["log"] = text[-1500:]
     # What the policy chose: `tessel explain` on the same spec (the run above scheduled with it).
-    cmd = [args.tessel, "explain", model, "--hw", args.hw] + extra_args(args, mid)
+    cmd = [args.tessel, "explain", model, "--hw", args.hw, "--cache", cache] + args.tessel_args.split() + extra_args(args, mid)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tessel_timeout)
         row["explain_status"] = proc.returncode
@@ -1266,6 +1266,10 @@ def main():
                    help="extra `tessel run`/`tessel explain` arguments that force the block-sparse kernel: every "
                         "block point also runs with them, so that a dense pick can be judged (default: "
                         "'--sparse-kernels block_sparse'; '' to skip the forced runs)")
+    p.add_argument("--tessel-args", default="",
+                   help="extra arguments for every `tessel run` and `tessel explain` (e.g. '--tune 6': the dense and "
+                        "block-sparse kernels measured, the faster kept; explain shares run's --cache); use with "
+                        "--jobs 1 so that measurements do not overlap")
     p.add_argument("--list", action="store_true", help="print the points and exit")
     p.add_argument("--write-models", metavar="DIR", help="write the Tessel models into DIR and exit")
     p.add_argument("--render", nargs="+", metavar="SPARSE_JSON", help="merge runs; write report.md and speedup.png")

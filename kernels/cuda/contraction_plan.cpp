@@ -446,7 +446,7 @@ std::string plan_sparse(const OpGraph& graph, NodeId cid, const BlockSparseProps
   const TeNode& c = graph.node(cid);
   if (std::string why = check_block_sparse(c, props); !why.empty()) return why;
   if (p.implicit) return "a block-sparse convolution (implicit GEMM) is not supported";
-  if (p.warpgroup || p.split_k > 1) return "a block-sparse K loop needs mma.sync over the whole K (the recorded plan is wgmma or splits K)";
+  if (p.split_k > 1) return "a block-sparse K loop walks the whole K (the recorded plan splits it)";
   const TensorId t = graph.node_inputs(cid)[props.input];
   const bool is_a = t == p.a.tensor, is_b = t == p.b.tensor;
   if (!is_a && !is_b) return cat("the block-sparse input '", graph.tensor(t).name, "' is read through an in-group copy");
@@ -775,15 +775,11 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   if (p.threads(kMmaLanes) > spec.limits.max_threads_per_block) return fail("too many threads per block");
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
   // 6. Hopper: the wgmma kernel when it applies; else K split over clusters when the tiles leave
-  //    SMs idle. (A block-sparse K loop runs on mma.sync over the whole K.)
+  //    SMs idle. (A block-sparse K loop walks the whole K.)
   const BlockSparseProps* sparse = cfg != group.tiles.end() ? std::get_if<BlockSparseProps>(&cfg->second.kind) : nullptr;
-  if (sparse) {
-    p.warpgroup_reason = "the block-sparse K loop runs on mma.sync";
-    p.split_reason = "the block-sparse K loop is not split";
-  } else {
-    p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
-    if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
-  }
+  p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
+  if (sparse) p.split_reason = "the block-sparse K loop is not split";
+  else if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
   // 7. Parameters the schedule recorded for a tensor-core family (chosen among
   //    contraction_variants, e.g. by tuning) replace the derived ones.
   const KernelChoice& recorded = group.kernel;

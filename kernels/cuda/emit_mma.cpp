@@ -157,13 +157,15 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
 
   // 3. The main loop (the wgmma kernel runs it with the epilogue, below).
   os_ << "  TslGemm tsl_gemm;\n";
+  if (c.sparse_operand >= 0) {
+    const std::string panel = c.sparse_operand == 0 ? cat("tsl_m0 / ", c.block_m) : cat("tsl_n0 / ", c.block_n);
+    os_ << "  const int tsl_panel = " << panel << ";  // the block-sparse K loop walks this panel's list\n";
+    os_ << "  const int tsl_first_tile = " << name << "_sparse_ptr[tsl_panel], tsl_ktiles = " << name
+        << "_sparse_ptr[tsl_panel + 1] - tsl_first_tile;\n";
+  }
   if (c.warpgroup) {
     // A and B come through tsl_map0 and tsl_map1.
-  } else if (c.sparse_operand >= 0) {
-    const std::string panel = c.sparse_operand == 0 ? cat("tsl_m0 / ", c.block_m) : cat("tsl_n0 / ", c.block_n);
-    os_ << "  const int tsl_panel = " << panel << ";\n";
-    os_ << "  const int tsl_first_tile = " << name << "_sparse_ptr[tsl_panel], tsl_ktiles = "
-        << name << "_sparse_ptr[tsl_panel + 1] - tsl_first_tile;\n";
+  } else if (c.sparse_operand >= 0) {  // (the wgmma kernel walks the list inside its run, below)
     os_ << "  TslGemm::CopyA tsl_dense_a(tsl_a, " << (c.a.k_contiguous ? "tsl_m0, 0" : "0, tsl_m0") << ");\n";
     os_ << "  TslGemm::CopyB tsl_dense_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";
     os_ << "  tsl::mma::ListCopy<TslGemm::CopyA> tsl_copy_a(tsl_dense_a, " << name << "_sparse_tiles + tsl_first_tile);\n";
@@ -227,7 +229,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "    if (tsl_xn + 1 < " << c.n << "LL) { tsl_acc = tsl_v1; g_out0[tsl_off + 1] = "
         << to_storage(sdt, cat("val", s, "(", args1, ")")) << "; }\n";
   }
-  os_ << "  });\n}\n";
+  if (c.warpgroup && c.sparse_operand >= 0) os_ << "  }, " << name << "_sparse_tiles + tsl_first_tile, tsl_ktiles);\n}\n";
+  else os_ << "  });\n}\n";
   return os_.str();
 }
 

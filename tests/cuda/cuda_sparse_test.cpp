@@ -6,12 +6,16 @@
 // interpreter (odd shapes, K tails, transposed weights, fused epilogues, an all-zero panel).
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "../model_builder.h"
 #include "../schedule_util.h"
 #include "cuda_check.h"
 #include "kernels/cuda/kernel_families.h"
 #include "policy/kernel_families.h"
+#include "policy/measure_cache.h"
 #include "policy/schedule_json.h"
+#include "../temp_dir.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -66,6 +70,7 @@ std::vector<SparseCase> cases() {
   out.push_back({"Gemm transB bf16 1024x1536x768, 64x64 at 10%", sparse_gemm(DType::bf16, 1024, 1536, 768, block(64, 64, 0.1), true)});
   out.push_back({"bias + GELU epilogue, 512x4096x1024 f16, 128x128 at 5%",
                  sparse_gemm(DType::f16, 512, 4096, 1024, block(128, 128, 0.05), false, true)});
+  out.push_back({"wgmma: 1024x2048x1024 f16, 128x128 blocks at 10%", sparse_gemm(DType::f16, 1024, 2048, 1024, block(128, 128, 0.1))});
   out.push_back({"one block left: 256x1024x512 f16, 256x256 blocks at 1%", sparse_gemm(DType::f16, 256, 1024, 512, block(256, 256, 0.01))});
   return out;
 }
@@ -83,12 +88,13 @@ TEST_CASE("cuda sparse: a sparse weight gets a block-sparse kernel when the mode
     INFO(sg.kind_choice);
     CHECK(sg.kind_choice.rfind("block_sparse: 'w' has density ", 0) == 0);
     CHECK(sg.kind_choice.find("break even near density") != std::string::npos);
-    CHECK(sg.group.kernel.family == "mma");
+    CHECK((sg.group.kernel.family == "mma" || sg.group.kernel.family == "wgmma"));
     // The recorded density is the weight's at the recorded blocks, which are the kernel's tiles.
     CHECK(props->density == doctest::Approx(sparse.nonzero_map(sparse.weights()[0])->density(props->block_m, props->block_n)));
     CHECK(props->density < 0.35);
     const cuda::GeneratedKernel k = emit_kernel(sparse, s, static_cast<int>(&sg - s.groups.data()), gpu_spec());
-    CHECK(k.source.find("tsl::mma::ListCopy") != std::string::npos);
+    CHECK(k.source.find(sg.group.kernel.family == "mma" ? "tsl::mma::ListCopy" : "_sparse_tiles + tsl_first_tile, tsl_ktiles);") !=
+          std::string::npos);
     CHECK(k.source.find("_sparse_tiles") != std::string::npos);
     CHECK(nvrtc_compile_all(sparse, s, gpu_spec()) >= 1);
 
@@ -99,6 +105,25 @@ TEST_CASE("cuda sparse: a sparse weight gets a block-sparse kernel when the mode
     CHECK(sparse_kind(full, dg) == nullptr);
     CHECK(dg.kind_choice.rfind("dense: 'w' has density 1 ", 0) == 0);
   }
+}
+
+TEST_CASE("cuda sparse: the cases cover both block-sparse kernels: mma.sync's ListCopy and wgmma's producer walking the list") {
+  std::set<std::string> families;
+  for (const SparseCase& c : cases()) {
+    const Schedule s = sparse_schedule(c.graph, "welder");
+    const ScheduleGroup& sg = contraction_group(c.graph, s);
+    INFO(c.name, ": ", sg.kind_choice);
+    REQUIRE(sparse_kind(c.graph, sg) != nullptr);
+    families.insert(sg.group.kernel.family);
+    const cuda::GeneratedKernel k = emit_kernel(c.graph, s, static_cast<int>(&sg - s.groups.data()), gpu_spec());
+    if (sg.group.kernel.family == "wgmma") {
+      CHECK(k.source.find("tsl::wg::WarpgroupGemm") != std::string::npos);
+      CHECK(k.source.find("_sparse_tiles + tsl_first_tile, tsl_ktiles);") != std::string::npos);
+    } else {
+      CHECK(k.source.find("tsl::mma::ListCopy") != std::string::npos);
+    }
+  }
+  CHECK(families == std::set<std::string>{"mma", "wgmma"});
 }
 
 TEST_CASE("cuda sparse: every case's kernels compile with NVRTC, and replay from JSON to the same kernel") {
@@ -177,4 +202,47 @@ TEST_CASE("cuda sparse: --sparse-kernels forces either kind and still records th
   const ScheduleGroup& cg = contraction_group(cpu_graph, c);
   CHECK(sparse_kind(cpu_graph, cg) == nullptr);
   CHECK(cg.kind_choice == "dense: no block-sparse kernel of 'w' can be emitted here");
+}
+
+namespace {
+
+// Times dense kernels at 1 us and block-sparse ones at 5 us: the opposite of what the model
+// predicts for a weight at 10% density.
+class SparseSlowMeasurer : public Measurer {
+ public:
+  int calls = 0;
+  std::optional<double> measure(const OpGraph&, const ScheduledGroup& group, const HwSpec&) override {
+    ++calls;
+    for (const auto& [n, cfg] : group.tiles)
+      if (std::holds_alternative<BlockSparseProps>(cfg.kind)) return 5e-6;
+    return 1e-6;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuda sparse: with --tune, the dense and block-sparse kernels are measured and the faster measured is kept") {
+  const OpGraph g = sparse_gemm(DType::f16, 1024, 1024, 1024, block(64, 64, 0.1));
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  TempDir dir;
+  MeasureCache cache(dir.file("cache"));
+  SparseSlowMeasurer slow;
+  const std::unique_ptr<Policy> welder = std::move(policies().front());
+  REQUIRE(welder->tune_with(&slow, &cache, 3));
+  const Schedule s = schedule_with_families(*welder, PolicyContext{g, gpu_spec(), cost}, &families);
+  const ScheduleGroup& sg = contraction_group(g, s);
+  INFO(sg.kind_choice);
+  CHECK(sparse_kind(g, sg) == nullptr);  // the model predicted sparse faster; the measurements say dense
+  CHECK(sg.kind_choice.rfind("dense (measured): 'w' has density ", 0) == 0);
+  CHECK(sg.kind_choice.find("kept dense") != std::string::npos);
+  REQUIRE(sg.measured_s.has_value());
+  CHECK(*sg.measured_s == doctest::Approx(1e-6));
+  bool sparse_trial = false;
+  for (const TuneTrial& t : sg.trials) sparse_trial |= t.tiles.find("kind block_sparse") != std::string::npos && t.measured_s == 5e-6;
+  CHECK(sparse_trial);
+  const int calls = slow.calls;
+  // Measured once: a second schedule is answered from the cache.
+  schedule_with_families(*welder, PolicyContext{g, gpu_spec(), cost}, &families);
+  CHECK(slow.calls == calls);
 }

@@ -251,10 +251,12 @@ struct WarpgroupGemm {
   // Computes the tile at (m0, n0) and calls epilogue(m, n, v0, v1) for every pair of horizontally
   // adjacent accumulators (v0 at (m, n), v1 at (m, n + 1), relative to the tile, n even) in the
   // consumer threads. Each role is one branch (setmaxnreg needs that), so the epilogue runs
-  // inside the consumers' branch.
+  // inside the consumers' branch. With `tiles`, only the `ktiles` K tiles it lists (ascending) are
+  // loaded and multiplied: the block-sparse K loop, which skips the tiles where the sparse
+  // operand is zero.
   template <class F>
   __device__ __forceinline__ void run(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, int m0, int n0,
-                                      F&& epilogue) {
+                                      F&& epilogue, const int* tiles = nullptr, int ktiles = kKTiles) {
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
     const unsigned bars = base + STAGES * kStageBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
@@ -271,12 +273,13 @@ struct WarpgroupGemm {
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0) {
-        for (int kt = 0; kt < kKTiles; ++kt) {
-          const int s = kt % STAGES;
+        for (int i = 0; i < ktiles; ++i) {
+          const int kt = tiles ? __ldg(tiles + i) : i;
+          const int s = i % STAGES;
           const unsigned full = bars + 8 * s;
           // Round r of a stage waits for the consumers' release of round r - 1 (at r = 0 the
           // phase before the first counts as complete).
-          mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) & 1) ^ 1);
+          mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
           const unsigned a = base + s * kStageBytes, b = a + kABytes;
           mbar_expect_tx(full, kStageBytes);
           tma_load_2d(a, map_a, full, kt * BK, m0);
@@ -294,7 +297,7 @@ struct WarpgroupGemm {
       for (int i = 0; i < kAccs; ++i) acc[i] = 0.0f;
       const int c = wg - 1;
       const bool signals = threadIdx.x % kWarpgroup == 0;
-      for (int kt = 0; kt < kKTiles; ++kt) {
+      for (int kt = 0; kt < ktiles; ++kt) {
         const int s = kt % STAGES;
         mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
         const unsigned a = base + s * kStageBytes + c * kInstM * kRowBytes, b = base + s * kStageBytes + kABytes;
