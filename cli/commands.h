@@ -15,5 +15,6 @@ int cmd_version(const std::vector<std::string>& argv);
 int cmd_hw(const std::vector<std::string>& argv);
 int cmd_schedule(const std::vector<std::string>& argv);
 int cmd_explain(const std::vector<std::string>& argv);
+int cmd_sparsify(const std::vector<std::string>& argv);
 
 }  // namespace tessel

@@ -26,6 +26,8 @@ const char* kUsage =
     "                         fuse and tile a model for a chip; save the schedule as JSON\n"
     "  explain MODEL --hw SPEC [--format text|dot|html]\n"
     "                         why each kernel, tile and memory level was chosen\n"
+    "  sparsify MODEL --hw SPEC -o OUT.json (--density D | --detect)\n"
+    "                         block-sparse linear weights: prune (choosing blocks) or mark pruned ones\n"
     "  version                version and build information\n";
 
 }  // namespace
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
     if (command == "hw") return tessel::cmd_hw(rest);
     if (command == "schedule") return tessel::cmd_schedule(rest);
     if (command == "explain") return tessel::cmd_explain(rest);
+    if (command == "sparsify") return tessel::cmd_sparsify(rest);
     if (command == "version" || command == "--version") return tessel::cmd_version(rest);
     std::cerr << "tessel: error: unknown command '" << command << "'\n" << kUsage;
     return 2;

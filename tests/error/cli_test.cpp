@@ -54,7 +54,7 @@ fs::path temp_dir(const std::string& name) {
 }  // namespace
 
 TEST_CASE("cli: --help on every subcommand") {
-  for (const char* cmd : {"inspect", "run", "convert", "compile", "schedule", "explain"}) {
+  for (const char* cmd : {"inspect", "run", "convert", "compile", "schedule", "explain", "sparsify"}) {
     CAPTURE(cmd);
     const Result r = tessel(std::string(cmd) + " --help");
     CHECK(r.status == 0);
@@ -305,5 +305,45 @@ TEST_CASE("cli: hw calibrate fits family efficiencies from kernels measured here
   const Result z3 = tessel("schedule " + (dir / "mlp.json").string() + " --hw " + spec + " --tune 2 --policy z3");
   CHECK(z3.status == 2);
   CHECK(z3.output.find("does not measure candidates") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: sparsify prunes linear weights choosing blocks, detect marks them again, explain shows the kernel's choice") {
+  const fs::path dir = temp_dir("sparsify");
+  const std::string model = (dir / "mm.json").string(), pruned = (dir / "pruned.json").string();
+  std::ofstream(model) << R"({"format": "tessel-model", "version": 1, "name": "mm", "inputs": [{"name": "x", "dtype": "f16", "shape": [1024, 512]}],
+    "weights": [{"name": "w", "dtype": "f16", "shape": [512, 1024], "init": {"dist": "normal", "std": 0.02, "seed": 3}}],
+    "ops": [{"name": "mm", "op": "MatMul", "inputs": ["x", "w"], "outputs": ["y"]}], "outputs": ["y"]})";
+  const std::string h100 = kSpecs + "nvidia-h100-sxm.json";
+  Result r = tessel("sparsify " + model + " --hw " + h100 + " --density 0.1 --blocks 32x32,64x64 -o " + pruned);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("<- kept") != std::string::npos);
+  CHECK(r.output.find("block_sparse") != std::string::npos);
+  std::stringstream text;
+  text << std::ifstream(pruned).rdbuf();
+  CHECK(text.str().find(R"("sparsity": {"pattern": "block", "block": [)") != std::string::npos);
+  r = tessel("explain " + pruned + " --hw " + h100);
+  CHECK(r.output.find("kind      block_sparse: 'w' has density ") != std::string::npos);
+  r = tessel("explain " + pruned + " --hw " + h100 + " --sparse-kernels dense");
+  CHECK(r.output.find("kind      dense (forced by --sparse-kernels): 'w'") != std::string::npos);
+  CHECK(tessel("explain " + pruned + " --hw " + h100 + " --sparse-kernels sometimes").output.find("--sparse-kernels: unknown choice") !=
+        std::string::npos);
+  // The pruned values' zero blocks are found again by --detect; the marked model keeps them as data
+  // and runs to the same outputs as the pruned one.
+  const std::string marked = (dir / "marked.json").string();
+  r = tessel("sparsify " + pruned + " --detect --blocks 16x16,128x128 -o " + marked);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("marked 1 of 1 linear weights") != std::string::npos);
+  const Result a = tessel("run " + pruned + " --interp"), b = tessel("run " + marked + " --interp");
+  CHECK(a.status == 0);
+  REQUIRE(a.output.find("'y':") != std::string::npos);
+  CHECK(a.output.substr(a.output.find("'y':")) == b.output.substr(b.output.find("'y':")));
+  // Bad input: exit 2, one line.
+  CHECK(tessel("sparsify " + model + " --hw " + h100 + " -o " + pruned).output.find("exactly one of --density D") != std::string::npos);
+  CHECK(tessel("sparsify " + model + " --hw " + h100 + " --density 0 -o " + pruned).status == 2);
+  CHECK(tessel("sparsify " + model + " --hw " + h100 + " --density 0.1 --blocks 64by64 -o " + pruned).output.find("ROWSxCOLS") !=
+        std::string::npos);
   fs::remove_all(dir);
 }
