@@ -393,3 +393,21 @@ TEST_CASE("regressions: every saved reproducer under tests/regressions passes") 
     }
   MESSAGE(count, " reproducers");
 }
+
+TEST_CASE("differential: the generator gives some MatMul and Gemm weights a block-sparse pattern, leaving the other graphs as they were") {
+  int sparse = 0, graphs = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const ModelDef m = random_model(seed);
+    bool any = false;
+    for (const WeightDef& w : m.weights)
+      if (w.sparsity) {
+        any = true;
+        CHECK(check_sparsity(*w.sparsity, w.type.shape).empty());
+        CHECK((w.sparsity->density == 0.25 || w.sparsity->density == 0.5));
+      }
+    sparse += any;
+    ++graphs;
+  }
+  MESSAGE(sparse, " of ", graphs, " random graphs have a sparse weight");
+  CHECK(sparse > 0);
+}

@@ -88,6 +88,19 @@ class Generator {
     return name;
   }
 
+  // Every third such weight declares a block-sparse pattern pruned to density 1/4 or 1/2 (blocks of
+  // 8 to 32, no larger than the matrix), chosen from the weight's seed so that the generator's
+  // random stream -- and every other graph -- stays as it was.
+  std::string maybe_sparse(const std::string& name) {
+    WeightDef& w = model_.weights.back();
+    const uint64_t s = std::get<RandomInit>(w.source).seed;
+    if (s % 3 != 0 || w.type.rank() != 2) return name;
+    const int64_t side = int64_t{8} << (s / 3 % 3);
+    w.sparsity = Sparsity{Sparsity::Pattern::block, std::min(side, w.type.shape[0]), std::min(side, w.type.shape[1]),
+                          s / 9 % 2 == 0 ? 0.25 : 0.5};
+    return name;
+  }
+
   std::string ints(const std::vector<int64_t>& v) {
     const std::string name = fresh("c");
     std::vector<double> data(v.begin(), v.end());
@@ -193,14 +206,14 @@ class Generator {
     if (out.empty()) out = {n};
     if (x.shape.size() == 2 && coin(40)) {  // Gemm with transposes and a broadcast bias
       const bool tb = coin(50);
-      const std::string w = weight(tb ? Shape{n, k} : Shape{k, n});
+      const std::string w = maybe_sparse(weight(tb ? Shape{n, k} : Shape{k, n}));
       std::vector<std::string> in = {x.name, w};
       if (coin(70)) in.push_back(weight(coin(50) ? Shape{n} : Shape{1, n}));
       emit("Gemm", in, {x.shape[0], n}, DType::f32,
            {{"alpha", 0.5}, {"beta", 1.0}, {"transA", int64_t{0}}, {"transB", int64_t{tb ? 1 : 0}}});
       return;
     }
-    emit("MatMul", {x.name, weight({k, n}, DType::f32, -0.5, 0.5)}, out, DType::f32);
+    emit("MatMul", {x.name, maybe_sparse(weight({k, n}, DType::f32, -0.5, 0.5))}, out, DType::f32);
   }
 
   // A 4-D value to convolve or pool: an existing one, or a new input.
@@ -376,7 +389,7 @@ class Generator {
       if (m * k * n > options_.max_macs) return;
       const std::string x = add_input({m, k}).name;
       const Value h = emit("Cast", {x}, {m, k}, DType::f16, to_f16);
-      y = emit("MatMul", {h.name, weight({k, n}, DType::f16, -0.5, 0.5)}, {m, n}, DType::f16);
+      y = emit("MatMul", {h.name, maybe_sparse(weight({k, n}, DType::f16, -0.5, 0.5))}, {m, n}, DType::f16);
     } else {
       const int64_t batch = 1 + static_cast<int64_t>(below(2)), hh = 3 + static_cast<int64_t>(below(10)),
                     ww = 3 + static_cast<int64_t>(below(10)), c = dim(), m = dim();

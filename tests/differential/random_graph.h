@@ -3,7 +3,9 @@
 // NumPy broadcasting, strided / dilated / padded / grouped convolutions and pools, reductions over
 // every axis, softmax and layer norm, data movement (transpose, reshape, slice, concat) and f16
 // islands between casts: elementwise ops, or a MatMul or channels-last Conv sized for the GPU's
-// tensor-core paths most of the time. The same seed always gives the same model.
+// tensor-core paths most of the time. Every third MatMul or Gemm weight declares a block-sparse
+// pattern pruned to a density (docs/sparsity.md), so the policies' dense / block-sparse choice and
+// the sparse kernels are checked too. The same seed always gives the same model.
 //
 // Every tensor stays small (RandomGraphOptions::max_elements) so that the reference interpreter
 // runs a graph in milliseconds, and values stay finite: the unary operators are bounded or
