@@ -2,8 +2,10 @@
 #include "policy/sparse_kinds.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
+#include <thread>
 
 #include "policy/measure_cache.h"
 #include "policy/tune.h"
@@ -36,6 +38,27 @@ int64_t tile_edge(const TeNode& node, int input, int dim, const std::map<std::st
 int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostModel& cost, const KernelFamilies* families,
                         Schedule& schedule, SparseKernels mode, const Policy::Tuning& tuning, const std::string& policy) {
   if (!families) return 0;
+  // The non-zero maps of every sparse weight, computed in parallel up front: each needs the
+  // weight's values (generated and pruned), which dominates the pass.
+  std::vector<TensorId> sparse_weights;
+  for (TensorId t : graph.weights())
+    if (graph.tensor(t).sparsity) sparse_weights.push_back(t);
+  {
+    std::atomic<size_t> next{0};
+    const size_t workers = std::min<size_t>(sparse_weights.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t w = 0; w < workers; ++w)
+      pool.emplace_back([&] {
+        for (size_t i = next++; i < sparse_weights.size(); i = next++) {
+          try {
+            graph.nonzero_map(sparse_weights[i]);
+          } catch (...) {
+            // Raised again, on this thread, where the map is asked for below.
+          }
+        }
+      });
+    for (std::thread& t : pool) t.join();
+  }
   std::unique_ptr<MeasureCache> own_cache;
   int chosen = 0;
   for (ScheduleGroup& sg : schedule.groups) {
@@ -61,12 +84,21 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
         c.group.kernel.rejected.clear();
         const double density = graph.nonzero_map(t)->density(rows, cols);
         c.group.tiles.at(cid).kind = BlockSparseProps{i, rows, cols, density, 4};
-        if (families->check(graph, c.group, spec)) continue;
         c.predicted = cost.estimate(graph, c.group, spec);
         if (std::isfinite(c.predicted.latency_s)) sparse.push_back(std::move(c));
       }
       std::stable_sort(sparse.begin(), sparse.end(),
                        [](const GroupVariant& a, const GroupVariant& b) { return a.predicted.latency_s < b.predicted.latency_s; });
+      // The ones the backend can emit, best predicted first: as many as are compared or measured
+      // (asking the backend emits the kernel, so only those are asked).
+      const size_t wanted = tuning.measurer && tuning.k > 0 && mode == SparseKernels::cost
+                                ? static_cast<size_t>(tuning.k) * kTuneCandidatesPerMeasured : 1;
+      std::vector<GroupVariant> legal;
+      for (GroupVariant& c : sparse) {
+        if (legal.size() >= wanted) break;
+        if (!families->check(graph, c.group, spec)) legal.push_back(std::move(c));
+      }
+      sparse = std::move(legal);
       if (sparse.empty()) {
         sg.kind_choice = cat("dense: no block-sparse kernel of '", info.name, "' can be emitted here");
         break;
