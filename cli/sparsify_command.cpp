@@ -71,10 +71,8 @@ double parse_fraction(const Args& args, const std::string& name, double dflt, bo
   return d;
 }
 
-HostTensor values_of(const WeightDef& w) {
-  if (const auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&w.source)) return **data;
-  return materialize_random(w.type, std::get<RandomInit>(w.source));
-}
+/// The weight's values as the model gives them (pruned already if it declares a density).
+HostTensor values_of(const WeightDef& w) { return weight_source_values(w.source, w.type, w.sparsity); }
 
 /// The linear weights: rank-2 float weights read as the second operand of a MatMul or Gemm (the
 /// weight of x W or x W^T).
@@ -148,8 +146,7 @@ int cmd_sparsify(const std::vector<std::string>& argv) {
     std::cout << std::left << std::setw(28) << "weight" << "  block     zero blocks\n";
     for (int i : chosen) {
       WeightDef& w = model.weights[i];
-      // The weight's values as the model gives them (pruned already if it declares a density).
-      const HostTensor v = w.sparsity ? apply_sparsity(values_of(w), *w.sparsity) : values_of(w);
+      const HostTensor v = values_of(w);
       std::optional<Sparsity> best;
       double best_zero = 0;
       for (const Block& b : blocks) {
@@ -193,8 +190,8 @@ int cmd_sparsify(const std::vector<std::string>& argv) {
       WeightDef& w = trial.weights[chosen[c]];
       const Sparsity s{Sparsity::Pattern::block, blocks[b].rows, blocks[b].cols, density};
       if (!check_sparsity(s, w.type.shape).empty()) continue;
-      w.sparsity = s;
       const HostTensor v = values_of(w), pruned = apply_sparsity(v, s);
+      w.sparsity = s;
       double all = 0, kept = 0;
       for (int64_t e = 0; e < v.size(); ++e) all += std::fabs(v[e]), kept += std::fabs(pruned[e]);
       score[c][b].kept = all > 0 ? kept / all : 1.0;

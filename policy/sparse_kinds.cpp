@@ -71,7 +71,7 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
       const TensorId t = graph.node_inputs(cid)[i];
       const TensorInfo& info = graph.tensor(t);
       if (info.kind != TensorKind::weight || !info.sparsity) continue;
-      if (!check_block_sparse(node, BlockSparseProps{i, 1, 1, 1.0, 4}).empty()) continue;
+      if (!check_block_sparse(node, BlockSparseProps{.input = i, .block_m = 1, .block_n = 1}).empty()) continue;
       const int rank = node.inputs()[i].type.rank();
       // Every block-sparse kernel the backend can emit, cheapest predicted first.
       std::vector<GroupVariant> sparse;
@@ -83,7 +83,7 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
         c.group.kernel = v;
         c.group.kernel.rejected.clear();
         const double density = graph.nonzero_map(t)->density(rows, cols);
-        c.group.tiles.at(cid).kind = BlockSparseProps{i, rows, cols, density, 4};
+        c.group.tiles.at(cid).kind = BlockSparseProps{.input = i, .block_m = rows, .block_n = cols, .density = density};
         c.predicted = cost.estimate(graph, c.group, spec);
         if (std::isfinite(c.predicted.latency_s)) sparse.push_back(std::move(c));
       }

@@ -52,13 +52,7 @@ HostTensor transpose(const HostTensor& t, const std::vector<int64_t>& perm) {
   return HostTensor(TensorType{t.dtype(), out}, std::move(values));
 }
 
-HostTensor values_of(const WeightDef& w) {
-  HostTensor values = [&] {
-    if (const auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&w.source)) return **data;
-    return materialize_random(w.type, std::get<RandomInit>(w.source));
-  }();
-  return w.sparsity ? apply_sparsity(std::move(values), *w.sparsity) : values;
-}
+HostTensor values_of(const WeightDef& w) { return weight_source_values(w.source, w.type, w.sparsity); }
 
 class Normalizer {
  public:

@@ -182,11 +182,15 @@ std::vector<NodeId> OpGraph::topological_order() const {
 HostTensor OpGraph::weight_values(TensorId t) const {
   const TensorInfo& info = tensor(t);
   TESSEL_ASSERT(info.kind == TensorKind::weight && info.weight, "'", info.name, "' is not a weight");
+  return weight_source_values(*info.weight, info.type, info.sparsity);
+}
+
+HostTensor weight_source_values(const WeightSource& source, const TensorType& type, const std::optional<Sparsity>& sparsity) {
   HostTensor values = [&] {
-    if (auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&*info.weight)) return **data;
-    return materialize_random(info.type, std::get<RandomInit>(*info.weight));
+    if (auto* data = std::get_if<std::shared_ptr<const HostTensor>>(&source)) return **data;
+    return materialize_random(type, std::get<RandomInit>(source));
   }();
-  return info.sparsity ? apply_sparsity(std::move(values), *info.sparsity) : values;
+  return sparsity ? apply_sparsity(std::move(values), *sparsity) : values;
 }
 
 std::shared_ptr<const NonzeroMap> OpGraph::nonzero_map(TensorId t) const {

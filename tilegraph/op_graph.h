@@ -26,6 +26,10 @@ enum class TensorKind : uint8_t { input, weight, intermediate };
 /// Where a weight's values come from.
 using WeightSource = std::variant<std::shared_ptr<const HostTensor>, RandomInit>;
 
+/// The values of a weight: its data, or its random init generated, then pruned as `sparsity` says
+/// (apply_sparsity). OpGraph::weight_values and everything reading a ModelDef's weights use it.
+HostTensor weight_source_values(const WeightSource& source, const TensorType& type, const std::optional<Sparsity>& sparsity);
+
 struct TensorInfo {
   std::string name;
   TensorType type;

@@ -25,8 +25,8 @@ struct BlockSparseProps {
   int input = 1;
   int64_t block_m = 64;
   int64_t block_n = 64;
-  double density = 1.0;  // fraction of non-zero blocks, in (0, 1]
-  int index_bytes = 4;
+  double density = 1.0;  // fraction of non-zero blocks, in [0, 1]
+  int index_bytes = 4;   // the kernels' block lists hold 32-bit ints
   bool operator==(const BlockSparseProps&) const = default;
 };
 

@@ -87,6 +87,15 @@ def read_report(path):
     return {}
 
 
+def run_tessel(cmd, timeout):
+    """Runs a tessel command: (exit status or "timeout", stdout + stderr)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired:
+        return "timeout", "timed out after %d s" % timeout
+
+
 def phase_a_tessel(args, inst, work):
     """Cold compile + check, no timing. Returns the row's Tessel fields."""
     model = os.path.join(work, "models", inst.id + ".json")
@@ -95,11 +104,7 @@ def phase_a_tessel(args, inst, work):
     report = os.path.join(work, "reports", inst.id + ".check.json")
     cmd = tessel_cmd(args, inst, model, cache, report) + ["--check", "--threads", str(args.interp_threads)]
     t0 = time.time()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tessel_timeout)
-        status, text = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired:
-        status, text = "timeout", "timed out after %d s" % args.tessel_timeout
+    status, text = run_tessel(cmd, args.tessel_timeout)
     rep = read_report(report)
     row = {"tessel_status": status, "tessel_check_wall_s": time.time() - t0}
     outs = rep.get("outputs", [])

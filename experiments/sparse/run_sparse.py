@@ -265,11 +265,7 @@ def phase_a(args, mid, work):
     cmd = tessel_base(args, model, cache, report) + ["--check", "--threads", str(args.interp_threads)]
     cmd += extra_args(args, mid)
     t0 = time.time()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tessel_timeout)
-        status, text = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired:
-        status, text = "timeout", "timed out after %d s" % args.tessel_timeout
+    status, text = sweep.run_tessel(cmd, args.tessel_timeout)
     rep = sweep.read_report(report)
     outs = rep.get("outputs", [])
     row = {"status": status, "check_wall_s": round(time.time() - t0, 3),

@@ -111,9 +111,10 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   if (c.implicit) emit_gather_copy(c);
   if (c.sparse_operand >= 0) {
     // The block-sparse K loop's lists (ContractionPlan::sparse_*), from the weight's values.
+    constexpr size_t kPerLine = 32;  // values per line of the generated source
     auto list = [&](const char* what, const std::vector<int>& v) {
       os_ << "static __device__ const int " << name << "_" << what << "[" << std::max<size_t>(v.size(), 1) << "] = {";
-      for (size_t i = 0; i < v.size(); ++i) os_ << (i ? (i % 32 == 0 ? ",\n  " : ",") : "") << v[i];
+      for (size_t i = 0; i < v.size(); ++i) os_ << (i ? (i % kPerLine == 0 ? ",\n  " : ",") : "") << v[i];
       os_ << (v.empty() ? "0" : "") << "};\n";
     };
     os_ << "// block-sparse " << (c.sparse_operand == 0 ? "A" : "B") << ": per " << (c.sparse_operand == 0 ? "m" : "n")
