@@ -48,6 +48,7 @@ const char* kRunHelp =
     "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
     "                  [--check-whole] [--report FILE] [--no-graph] [--cold-l2]\n"
     "                  [--time-lock FILE] [--tune K] [--sparse-kernels MODE] [--no-normalize]\n"
+    "                  [--mesh M [--shard \"T=L ...\"]]\n"
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
@@ -80,7 +81,11 @@ const char* kRunHelp =
     "             attribute: the kernel the cost model predicts faster (default), or always the dense\n"
     "             or the block-sparse one where it can be emitted (docs/sparsity.md)\n"
     "  --no-normalize  compile the model as imported: no view clean-ups, no BatchNormalization\n"
-    "             folding, no channels-last convolutions (docs/architecture.md, normalize)\n";
+    "             folding, no channels-last convolutions (docs/architecture.md, normalize)\n"
+    "  --mesh M   run over a device mesh (2, 2x4, dp=2,tp=4) as `tessel shard` plans it (--shard pins\n"
+    "             tensors): under mpirun one rank per process (CPU ranks), else the ranks are threads\n"
+    "             of this process; --check compares every rank's outputs with the single-device\n"
+    "             interpreter (docs/distributed.md)\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx -o MODEL.json\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). Weight data over\n"
@@ -118,11 +123,16 @@ int cmd_inspect(const std::vector<std::string>& argv) {
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
-             "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels"});
+             "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels", "mesh", "shard", "exhaustive", "descent"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
   const auto device = args.option("device");
   if (args.flag("interp") == device.has_value())
     throw UserError("command line", "", "'tessel run' needs exactly one of --interp and --device cpu|cuda");
+  if (args.option("mesh")) {
+    for (const char* alone : {"inputs", "outputs", "expect", "schedule", "time", "report", "tune"})
+      if (args.option(alone)) throw UserError("command line", "", cat("--", alone, " is not supported with --mesh yet"));
+    return run_on_mesh(args);
+  }
   // Import first: given inputs bind the shapes the model leaves unknown before it is normalized.
   CompileRequest import_only;
   import_only.model_path = args.one_positional("MODEL");

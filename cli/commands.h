@@ -16,5 +16,9 @@ int cmd_hw(const std::vector<std::string>& argv);
 int cmd_schedule(const std::vector<std::string>& argv);
 int cmd_explain(const std::vector<std::string>& argv);
 int cmd_sparsify(const std::vector<std::string>& argv);
+int cmd_shard(const std::vector<std::string>& argv);
+class Args;
+/// `tessel run --mesh`: the model over a device mesh (shard_commands.cpp).
+int run_on_mesh(const Args& args);
 
 }  // namespace tessel

@@ -28,6 +28,8 @@ const char* kUsage =
     "                         why each kernel, tile and memory level was chosen\n"
     "  sparsify MODEL --hw SPEC -o OUT.json (--density D | --detect)\n"
     "                         block-sparse linear weights: prune (choosing blocks) or mark pruned ones\n"
+    "  shard MODEL --hw SPEC --mesh M\n"
+    "                         spread a model over a device mesh: the plan, its collectives and times\n"
     "  version                version and build information\n";
 
 }  // namespace
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
     if (command == "schedule") return tessel::cmd_schedule(rest);
     if (command == "explain") return tessel::cmd_explain(rest);
     if (command == "sparsify") return tessel::cmd_sparsify(rest);
+    if (command == "shard") return tessel::cmd_shard(rest);
     if (command == "version" || command == "--version") return tessel::cmd_version(rest);
     std::cerr << "tessel: error: unknown command '" << command << "'\n" << kUsage;
     return 2;

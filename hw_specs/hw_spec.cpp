@@ -349,7 +349,7 @@ LimitSpec SpecReader::limits_at(const json& j, const std::string& ptr, const std
 }
 
 InterconnectSpec SpecReader::interconnect_at(const json& j, const std::string& ptr) const {
-  check_keys(j, ptr, {"devices"}, {"links", "source"});
+  check_keys(j, ptr, {"devices"}, {"links", "levels", "source"});
   InterconnectSpec ic;
   ic.devices = int_at(j["devices"], child(ptr, "devices"), 1);
   if (j.contains("links")) {
@@ -372,6 +372,30 @@ InterconnectSpec SpecReader::interconnect_at(const json& j, const std::string& p
       link.kind = name_at(e["kind"], child(eptr, "kind"));
       ic.links.push_back(link);
     }
+  }
+  if (j.contains("levels")) {
+    const std::string lptr = child(ptr, "levels");
+    if (!j["levels"].is_array() || j["levels"].empty()) expected(lptr, "a non-empty list", j["levels"]);
+    for (size_t i = 0; i < j["levels"].size(); ++i) {
+      const json& e = j["levels"][i];
+      const std::string eptr = child(lptr, i);
+      check_keys(e, eptr, {"name", "devices", "bandwidth_gbps", "latency_us"}, {"source"});
+      InterconnectLevel level;
+      level.name = name_at(e["name"], child(eptr, "name"));
+      level.devices = int_at(e["devices"], child(eptr, "devices"), 1);
+      level.bandwidth_gbps = number_at(e["bandwidth_gbps"], child(eptr, "bandwidth_gbps"), true);
+      level.latency_us = number_at(e["latency_us"], child(eptr, "latency_us"), false);
+      if (e.contains("source")) level.source = string_at(e["source"], child(eptr, "source"));
+      const int64_t inner = ic.levels.empty() ? 1 : ic.levels.back().devices;
+      if (level.devices <= inner && !ic.levels.empty())
+        fail(child(eptr, "devices"), cat(level.devices, " devices: a level must span more devices than the one inside it (", inner, ")"));
+      if (level.devices % inner != 0)
+        fail(child(eptr, "devices"), cat(level.devices, " devices is not a multiple of the level inside it (", inner, ")"));
+      ic.levels.push_back(level);
+    }
+    if (ic.levels.back().devices != ic.devices)
+      fail(child(lptr, j["levels"].size() - 1), cat("the outermost level spans ", ic.levels.back().devices,
+                                                     " devices; the system has ", ic.devices));
   }
   if (j.contains("source")) ic.source = string_at(j["source"], child(ptr, "source"));
   return ic;
@@ -554,6 +578,14 @@ ordered_json spec_json(const HwSpec& s) {
   for (const LinkSpec& k : s.interconnect.links)
     ic["links"].push_back(ordered_json{{"from", k.from}, {"to", k.to}, {"bandwidth_gbps", k.bandwidth_gbps},
                                        {"latency_us", k.latency_us}, {"kind", k.kind}});
+  if (!s.interconnect.levels.empty()) {
+    ic["levels"] = ordered_json::array();
+    for (const InterconnectLevel& l : s.interconnect.levels) {
+      ordered_json e{{"name", l.name}, {"devices", l.devices}, {"bandwidth_gbps", l.bandwidth_gbps}, {"latency_us", l.latency_us}};
+      if (!l.source.empty()) e["source"] = l.source;
+      ic["levels"].push_back(std::move(e));
+    }
+  }
   ic["source"] = s.interconnect.source;
   doc["interconnect"] = std::move(ic);
 
@@ -762,6 +794,9 @@ std::string format_hw_spec_table(const HwSpec& s) {
   for (const LinkSpec& k : s.interconnect.links)
     os << "; " << k.from << "<->" << k.to << " " << k.kind << " " << fixed(k.bandwidth_gbps, 0)
        << " GB/s per direction, " << fixed(k.latency_us, 1) << " us";
+  for (const InterconnectLevel& l : s.interconnect.levels)
+    os << "\n    level " << pad_right(l.name, 14) << " domains of " << l.devices << " devices, " << fixed(l.bandwidth_gbps, 0)
+       << " GB/s per device per direction, " << fixed(l.latency_us, 1) << " us";
   os << "\n";
 
   os << "\n  sources:\n";

@@ -108,9 +108,27 @@ struct LinkSpec {
   bool operator==(const LinkSpec&) const = default;
 };
 
+/// One level of a multi-device system, innermost first: devices are numbered so that each run of
+/// `devices` consecutive numbers shares one domain of the level (an NVSwitch box of 8 GPUs, a
+/// rack, the whole cluster). A collective among devices of one domain goes at this level's
+/// speed; `bandwidth_gbps` is what one device can send (and receive) at once over it, per
+/// direction, as a ring collective sees it.
+struct InterconnectLevel {
+  std::string name;  // "nvswitch", "infiniband", "shared_memory", ...
+  int64_t devices = 1;
+  double bandwidth_gbps = 0;
+  double latency_us = 0;
+  std::string source;
+  bool operator==(const InterconnectLevel&) const = default;
+};
+
 struct InterconnectSpec {
-  int64_t devices = 1;  // devices of this kind in the node
+  int64_t devices = 1;  // devices of this kind in the system (a node, or a cluster of them)
   std::vector<LinkSpec> links;
+  /// The levels devices communicate over, innermost first; each level's `devices` divides the
+  /// next one's and the last one's is `devices` (hw_spec.cpp checks). Empty: collectives use the
+  /// links (their slowest) among all `devices`, or are not priced when there are none.
+  std::vector<InterconnectLevel> levels;
   std::string source;
   bool operator==(const InterconnectSpec&) const = default;
 };

@@ -550,8 +550,17 @@ HwSpec probe_host_cpu(const ProbeOptions& options) {
                     " MiB; capacity from /proc/meminfo");
   spec.memory_levels.push_back(dram);
 
-  spec.interconnect.devices = 1;
-  spec.interconnect.source = "single host";
+  // Processes on one host (MPI ranks) exchange data through shared memory: each byte is copied
+  // in and out of a shared buffer (read and write each), and every rank shares the memory bus.
+  spec.interconnect.devices = topo.threads;
+  InterconnectLevel shm;
+  shm.name = "shared_memory";
+  shm.devices = topo.threads;
+  shm.bandwidth_gbps = rounded(dram.bandwidth_gbps / (4.0 * topo.threads));
+  shm.latency_us = 2;
+  shm.source = "estimate: the measured DRAM bandwidth over 4 memory passes per byte and the ranks sharing it; latency an estimate";
+  spec.interconnect.levels.push_back(shm);
+  spec.interconnect.source = "one host: its hardware threads as ranks over shared memory";
   return spec;
 }
 

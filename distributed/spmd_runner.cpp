@@ -1,0 +1,147 @@
+#include "distributed/spmd_runner.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "tilegraph/error.h"
+#include "tilegraph/interpreter.h"
+
+namespace tessel {
+
+SegmentCompiler compiled_segments(const CompileRequest& base) {
+  return [base](const OpGraph& segment) -> SegmentRun {
+    CompileRequest request = base;
+    request.model_path.clear();
+    request.model = nullptr;
+    request.graph = &segment;
+    request.last = Stage::load;
+    auto compiled = std::make_shared<Compilation>(compile(request));
+    return [compiled](const std::vector<HostTensor>& inputs) { return compiled->executable->run(inputs); };
+  };
+}
+
+SegmentCompiler interpreter_segments() {
+  return [](const OpGraph& segment) -> SegmentRun {
+    auto graph = std::make_shared<OpGraph>(segment);
+    return [graph](const std::vector<HostTensor>& inputs) { return interpret(*graph, inputs); };
+  };
+}
+
+HostTensor run_transfer(const Transfer& t, const HostTensor& source, const Mesh& mesh, Communicator& comm) {
+  const LayoutStep& s = t.step;
+  const std::vector<int64_t> group = mesh.group(comm.rank(), s.mesh_axis);
+  const int64_t parts = static_cast<int64_t>(group.size());
+  std::vector<int64_t> shape = source.shape();
+  std::vector<double> values = source.values();
+  switch (s.collective) {
+    case Collective::all_reduce: comm.all_reduce(values, s.op, group); break;
+    case Collective::all_gather:
+      values = comm.all_gather(values, group);
+      shape.insert(shape.begin(), parts);
+      break;
+    case Collective::reduce_scatter:
+      values = comm.reduce_scatter(values, s.op, group);
+      shape.erase(shape.begin());
+      break;
+    case Collective::all_to_all: values = comm.all_to_all(values, group); break;
+    case Collective::none: TESSEL_ASSERT(false, "a transfer without a collective");
+  }
+  return HostTensor(TensorType{source.dtype(), shape}, std::move(values));
+}
+
+SpmdRunner::SpmdRunner(SpmdProgram program, SegmentCompiler compile) : program_(std::move(program)) {
+  const OpGraph& g = program_.local;
+  std::set<TensorId> ready(g.inputs().begin(), g.inputs().begin() + static_cast<long>(g.inputs().size() - program_.transfers.size()));
+  for (TensorId w : g.weights()) ready.insert(w);
+  std::vector<bool> done(g.num_nodes(), false);
+  const std::vector<NodeId> order = g.topological_order();
+  size_t next_transfer = 0;
+  int left = g.num_nodes();
+  while (left > 0 || next_transfer < program_.transfers.size()) {
+    std::vector<NodeId> nodes;
+    for (NodeId n : order) {
+      if (done[n]) continue;
+      const auto& ins = g.node_inputs(n);
+      if (!std::all_of(ins.begin(), ins.end(), [&](TensorId t) { return ready.count(t) > 0; })) continue;
+      nodes.push_back(n);
+      done[n] = true;
+      ready.insert(g.node_output(n));
+      --left;
+    }
+    if (!nodes.empty()) {
+      Segment seg;
+      seg.graph = extract_subgraph(g, nodes);
+      for (TensorId t : seg.graph.inputs()) seg.inputs.push_back(*g.find_tensor(seg.graph.tensor(t).name));
+      for (TensorId t : seg.graph.outputs()) seg.outputs.push_back(*g.find_tensor(seg.graph.tensor(t).name));
+      seg.run = compile(seg.graph);
+      steps_.push_back({static_cast<int>(segments_.size()), -1});
+      segments_.push_back(std::move(seg));
+    }
+    bool moved = !nodes.empty();
+    while (next_transfer < program_.transfers.size() && ready.count(program_.transfers[next_transfer].source)) {
+      ready.insert(program_.transfers[next_transfer].result);
+      steps_.push_back({-1, static_cast<int>(next_transfer++)});
+      moved = true;
+    }
+    TESSEL_ASSERT(moved, "an SPMD program whose segments and transfers cannot be ordered");
+  }
+}
+
+std::vector<HostTensor> SpmdRunner::run(const std::vector<HostTensor>& pieces, Communicator& comm) const {
+  const OpGraph& g = program_.local;
+  std::map<TensorId, HostTensor> values;
+  const size_t given = g.inputs().size() - program_.transfers.size();
+  TESSEL_ASSERT(pieces.size() == given, "SpmdRunner::run takes one piece per graph input");
+  for (size_t i = 0; i < given; ++i) {
+    if (pieces[i].type() != g.tensor(g.inputs()[i]).type)
+      throw UserError("", cat("input '", g.tensor(g.inputs()[i]).name, "'"),
+                      cat("this device's piece is ", pieces[i].type().print(), ", the program needs ",
+                          g.tensor(g.inputs()[i]).type.print()));
+    values[g.inputs()[i]] = pieces[i];
+  }
+  for (const Step& step : steps_) {
+    if (step.segment >= 0) {
+      const Segment& seg = segments_[step.segment];
+      std::vector<HostTensor> ins;
+      for (TensorId t : seg.inputs) ins.push_back(values.at(t));
+      std::vector<HostTensor> outs = seg.run(ins);
+      for (size_t k = 0; k < seg.outputs.size(); ++k) values[seg.outputs[k]] = std::move(outs[k]);
+    } else {
+      const Transfer& t = program_.transfers[step.transfer];
+      values[t.result] = run_transfer(t, values.at(t.source), program_.mesh, comm);
+    }
+  }
+  std::vector<HostTensor> out;
+  for (TensorId t : program_.outputs) out.push_back(values.count(t) ? values.at(t) : g.weight_values(t));
+  return out;
+}
+
+std::vector<HostTensor> run_sharded(const OpGraph& graph, const ShardPlan& plan, const std::vector<HostTensor>& inputs,
+                                    Communicator& comm, const SegmentCompiler& compile) {
+  TESSEL_ASSERT(comm.size() == plan.mesh.devices(), "run_sharded: the communicator's ranks are not the mesh's devices");
+  SpmdRunner runner(partition(graph, plan, comm.rank()), compile);
+  std::vector<HostTensor> pieces;
+  for (size_t i = 0; i < inputs.size(); ++i) pieces.push_back(take_piece(inputs[i], plan.inputs[i], plan.mesh, comm.rank()));
+  std::vector<HostTensor> local = runner.run(pieces, comm);
+  std::vector<int64_t> everyone(plan.mesh.devices());
+  for (int64_t d = 0; d < plan.mesh.devices(); ++d) everyone[d] = d;
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < local.size(); ++i) {
+    const TensorLayout& layout = plan.outputs[i];
+    const bool whole = std::all_of(layout.begin(), layout.end(), [](const AxisLayout& l) { return l.kind == AxisLayout::Kind::replicate; });
+    if (whole) {
+      out.push_back(std::move(local[i]));
+      continue;
+    }
+    const std::vector<double> all = comm.all_gather(local[i].values(), everyone);
+    const size_t n = local[i].values().size();
+    std::vector<HostTensor> per_device;
+    for (int64_t d = 0; d < plan.mesh.devices(); ++d)
+      per_device.emplace_back(local[i].type(), std::vector<double>(all.begin() + d * n, all.begin() + (d + 1) * n));
+    out.push_back(assemble(per_device, graph.tensor(graph.outputs()[i]).type.shape, layout, plan.mesh));
+  }
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,69 @@
+// Running one device's SPMD program (tilegraph/spmd.h) with a Communicator (docs/distributed.md,
+// "Runtime").
+//
+// The local graph is cut into segments at its transfers: a segment is every node computable from
+// what is ready (inputs, weights, earlier segments' results, transfers done), compiled once as a
+// graph of its own by the pipeline (driver/compile.h) or run by the reference interpreter; between
+// segments the transfers run as collectives. Every device builds the same sequence, so the
+// collectives meet.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/communicator.h"
+#include "driver/compile.h"
+#include "tilegraph/spmd.h"
+
+namespace tessel {
+
+/// Runs one segment's graph on its inputs (in the graph's input order).
+using SegmentRun = std::function<std::vector<HostTensor>(const std::vector<HostTensor>&)>;
+/// Makes the runner of one segment (compiles it, or wraps the interpreter).
+using SegmentCompiler = std::function<SegmentRun(const OpGraph& segment)>;
+
+/// The reference interpreter as a segment compiler.
+SegmentCompiler interpreter_segments();
+/// The pipeline as a segment compiler: `base` (backend, spec, policy, options) with each segment's
+/// graph, compiled and loaded.
+SegmentCompiler compiled_segments(const CompileRequest& base);
+
+class SpmdRunner {
+ public:
+  /// Cuts `program` into segments and compiles each with `compile`.
+  SpmdRunner(SpmdProgram program, SegmentCompiler compile);
+
+  const SpmdProgram& program() const { return program_; }
+  int segments() const { return static_cast<int>(segments_.size()); }
+
+  /// Runs on this device's pieces of the graph inputs (program().local's first inputs); returns
+  /// this device's pieces of the graph outputs. `comm` is this device's communicator.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& pieces, Communicator& comm) const;
+
+ private:
+  struct Segment {
+    OpGraph graph;
+    std::vector<TensorId> inputs, outputs;  // tensors of program_.local
+    SegmentRun run;
+  };
+  struct Step {
+    int segment = -1;   // a segment, or
+    int transfer = -1;  // a transfer of program_.transfers
+  };
+  SpmdProgram program_;
+  std::vector<Segment> segments_;
+  std::vector<Step> steps_;
+};
+
+/// Carries out one transfer on this device's `source` piece; returns its `result` piece.
+HostTensor run_transfer(const Transfer& transfer, const HostTensor& source, const Mesh& mesh, Communicator& comm);
+
+/// The whole graph on a mesh: every device partitions, runs, and the outputs are assembled (an
+/// all-gather over the mesh where an output is not replicated), so every device returns the whole
+/// outputs. `inputs` are the whole graph inputs (each device takes its piece).
+std::vector<HostTensor> run_sharded(const OpGraph& graph, const ShardPlan& plan, const std::vector<HostTensor>& inputs,
+                                    Communicator& comm, const SegmentCompiler& compile);
+
+}  // namespace tessel

@@ -1,0 +1,369 @@
+#include "policy/shard_plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "tilegraph/error.h"
+
+namespace tessel {
+
+namespace {
+
+double bytes_of(const TensorType& t) { return static_cast<double>(t.num_elements()) * dtype_bytes(t.dtype); }
+
+std::string node_split_text(const TeNode& node, const NodeSharding& s, const Mesh& mesh) {
+  std::string out;
+  for (int m = 0; m < mesh.rank(); ++m) {
+    if (s.split[m] < 0) continue;
+    out += cat(out.empty() ? "" : ", ", node.axes()[s.split[m]].name, " over ", mesh.axis_names[m]);
+  }
+  return out.empty() ? "whole on every device" : out;
+}
+
+/// Prices plans: the graph's candidate choices and one evaluation of a whole plan.
+class PlanPricer {
+ public:
+  PlanPricer(const OpGraph& graph, const HwSpec& spec, const Mesh& mesh)
+      : g_(graph), spec_(spec), mesh_(mesh), order_(graph.topological_order()) {}
+
+  /// Evaluates `plan`; fills `out` when non-null (the transfers and weight bytes). With `prefix`
+  /// >= 0, only the first `prefix` nodes in topological order (and not the outputs).
+  double evaluate(const ShardPlan& plan, PlanCost* out, int prefix = -1) {
+    std::vector<std::vector<TensorLayout>> held(g_.num_tensors());
+    std::map<TensorId, std::set<std::string>> weight_layouts;
+    std::vector<PlannedTransfer> transfers;
+    double compute = 0, comm = 0;
+    for (size_t i = 0; i < g_.inputs().size(); ++i) held[g_.inputs()[i]].push_back(plan.inputs[i]);
+    auto need = [&](TensorId t, const TensorLayout& layout, const std::string& consumer) {
+      const TensorInfo& info = g_.tensor(t);
+      if (info.kind == TensorKind::weight) {
+        weight_layouts[t].insert(print_layout(layout));
+        if (out) weight_bytes_[t][print_layout(layout)] = bytes_of({info.type.dtype, local_shape(info.type.shape, layout, mesh_)});
+        return;
+      }
+      std::vector<TensorLayout>& h = held[t];
+      if (std::find(h.begin(), h.end(), layout) != h.end()) return;
+      int best = -1;
+      std::vector<LayoutStep> best_steps;
+      long best_collectives = 0;
+      for (size_t k = 0; k < h.size(); ++k) {
+        auto steps = conversion_steps(h[k], layout);
+        if (!steps) continue;
+        const long n = std::count_if(steps->begin(), steps->end(), [](const LayoutStep& s) { return s.kind == LayoutStep::Kind::collective; });
+        if (best < 0 || n < best_collectives) {
+          best = static_cast<int>(k);
+          best_steps = *steps;
+          best_collectives = n;
+        }
+      }
+      if (best < 0) {
+        comm += std::numeric_limits<double>::infinity();
+        return;
+      }
+      TensorLayout cur = h[best];
+      for (const LayoutStep& step : best_steps) {
+        TensorLayout next = cur;
+        next[step.mesh_axis] = step.kind == LayoutStep::Kind::slice || step.collective == Collective::reduce_scatter
+                                   ? AxisLayout::sharded(step.dim)
+                               : step.collective == Collective::all_to_all ? AxisLayout::sharded(step.to_dim)
+                                                                            : AxisLayout::replicated();
+        if (check_layout(info.type.shape, next, mesh_)) {
+          comm += std::numeric_limits<double>::infinity();
+          return;
+        }
+        const CollectiveCost c = collective_cost(spec_, mesh_, step, info.type, cur);
+        comm += c.seconds;
+        if (out && step.kind == LayoutStep::Kind::collective) transfers.push_back({info.name, consumer, step, cur, c});
+        cur = next;
+        h.push_back(cur);
+      }
+    };
+    int visited = 0;
+    for (NodeId n : order_) {
+      if (prefix >= 0 && visited++ >= prefix) return compute + comm;
+      const ShardedNode& sn = sharded(n, plan.nodes[n]);
+      for (size_t i = 0; i < g_.node_inputs(n).size(); ++i) need(g_.node_inputs(n)[i], sn.inputs[i], g_.node(n).name());
+      held[g_.node_output(n)] = {sn.output};
+      compute += time(n, plan.nodes[n]);
+    }
+    if (prefix >= 0) return compute + comm;
+    for (size_t i = 0; i < g_.outputs().size(); ++i) need(g_.outputs()[i], plan.outputs[i], "output");
+    if (out) {
+      out->compute_s = compute;
+      out->communication_s = comm;
+      out->transfers = std::move(transfers);
+      out->weight_bytes_per_device = 0;
+      for (const auto& [t, layouts] : weight_layouts)
+        for (const std::string& l : layouts) out->weight_bytes_per_device += static_cast<int64_t>(weight_bytes_[t][l]);
+    }
+    return compute + comm;
+  }
+
+  const ShardedNode& sharded(NodeId n, const NodeSharding& s) {
+    auto key = std::make_pair(n, s.split);
+    auto it = sharded_.find(key);
+    if (it == sharded_.end()) {
+      auto r = shard_node(g_.node(n), s, mesh_);
+      TESSEL_ASSERT(std::holds_alternative<ShardedNode>(r), "pricing an illegal sharding");
+      it = sharded_.emplace(key, std::get<ShardedNode>(r)).first;
+    }
+    return it->second;
+  }
+
+  double time(NodeId n, const NodeSharding& s) {
+    auto key = std::make_pair(n, s.split);
+    auto it = times_.find(key);
+    if (it == times_.end()) it = times_.emplace(key, node_time(g_.node(n), s, mesh_, spec_)).first;
+    return it->second;
+  }
+
+ private:
+  const OpGraph& g_;
+  const HwSpec& spec_;
+  const Mesh& mesh_;
+  std::vector<NodeId> order_;
+  std::map<std::pair<NodeId, std::vector<int>>, ShardedNode> sharded_;
+  std::map<std::pair<NodeId, std::vector<int>>, double> times_;
+  std::map<TensorId, std::map<std::string, double>> weight_bytes_;
+};
+
+/// Every legal sharding of `node` on `mesh` (the whole node first).
+std::vector<NodeSharding> choices(const TeNode& node, const Mesh& mesh) {
+  std::vector<NodeSharding> out;
+  std::vector<int> split(mesh.rank(), -1);
+  std::function<void(int)> rec = [&](int m) {
+    if (m == mesh.rank()) {
+      if (std::holds_alternative<ShardedNode>(shard_node(node, NodeSharding{split}, mesh))) out.push_back({split});
+      return;
+    }
+    for (int a = -1; a < node.num_axes(); ++a) {
+      if (a >= 0 && (mesh.shape[m] == 1 || std::find(split.begin(), split.begin() + m, a) != split.begin() + m)) continue;
+      split[m] = a;
+      rec(m + 1);
+    }
+    split[m] = -1;
+  };
+  rec(0);
+  return out;
+}
+
+}  // namespace
+
+TensorLayout parse_layout(const std::string& text, const Mesh& mesh, const std::string& what) {
+  TensorLayout layout;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (part == "R") {
+      layout.push_back(AxisLayout::replicated());
+    } else if (part.size() >= 2 && part[0] == 'S' && part.size() <= 4 &&
+               std::all_of(part.begin() + 1, part.end(), ::isdigit)) {
+      layout.push_back(AxisLayout::sharded(std::stoi(part.substr(1))));
+    } else {
+      throw UserError("", "", cat(what, ": '", part, "' in '", text, "' is not a layout (R, or S followed by a dimension, e.g. S0)"));
+    }
+  }
+  if (static_cast<int>(layout.size()) != mesh.rank())
+    throw UserError("", "", cat(what, ": '", text, "' gives ", layout.size(), " mesh axes; the mesh ", mesh.print(), " has ", mesh.rank()));
+  return layout;
+}
+
+void parse_pin(const std::string& text, const Mesh& mesh, ShardConstraints& into) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UserError("", "", cat("--shard: '", text, "' is not TENSOR=LAYOUT (e.g. x=S0 or w1=R,S1)"));
+  into.pins[text.substr(0, eq)] = parse_layout(text.substr(eq + 1), mesh, cat("--shard ", text));
+}
+
+double node_time(const TeNode& node, const NodeSharding& sharding, const Mesh& mesh, const HwSpec& spec) {
+  double parts = 1;
+  for (int m = 0; m < mesh.rank(); ++m)
+    if (sharding.split[m] >= 0) parts *= static_cast<double>(mesh.shape[m]);
+  const double flops = static_cast<double>(node.flops()) / parts;
+  double bytes = bytes_of(node.output()) / parts;
+  // Each input's piece: split axes that index it divide it.
+  for (const Access& acc : node.inputs()) {
+    double share = 1;
+    for (int m = 0; m < mesh.rank(); ++m)
+      if (sharding.split[m] >= 0 && acc.map.uses_axis(sharding.split[m])) share *= static_cast<double>(mesh.shape[m]);
+    bytes += bytes_of(acc.type) / share;
+  }
+  const bool contraction = node.num_reduction() > 0 && node.inputs().size() >= 2;
+  double peak = contraction ? spec.peak_flops(node.output().dtype, true) : 0;
+  if (peak <= 0) peak = spec.peak_flops(node.output().dtype, false);
+  if (peak <= 0) peak = spec.peak_flops(DType::f32, false);
+  const double dram = spec.memory_levels.empty() ? 0 : spec.memory_levels.back().bandwidth_gbps * 1e9;
+  const double t_compute = peak > 0 ? flops / peak : 0;
+  const double t_memory = dram > 0 ? bytes / dram : 0;
+  return std::max(t_compute, t_memory) + spec.compute.launch_overhead_us * 1e-6;
+}
+
+PlanCost price_plan(const OpGraph& graph, const ShardPlan& plan, const HwSpec& spec) {
+  if (auto why = check_mesh(spec, plan.mesh)) throw UserError("", "", *why);
+  PlanPricer pricer(graph, spec, plan.mesh);
+  PlanCost cost;
+  pricer.evaluate(plan, &cost);
+  return cost;
+}
+
+ShardSearch search_shard_plan(const OpGraph& graph, const Mesh& mesh, const HwSpec& spec, const ShardSearchOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (auto why = check_mesh(spec, mesh)) throw UserError("", "", *why);
+  const ShardConstraints& cons = options.constraints;
+  for (const auto& [name, layout] : cons.pins) {
+    auto t = graph.find_tensor(name);
+    if (!t) throw UserError("", "", cat("--shard: no tensor named '", name, "' in the graph"));
+    if (auto why = check_layout(graph.tensor(*t).type.shape, layout, mesh))
+      throw UserError("", "", cat("--shard ", name, "=", print_layout(layout), ": ", *why));
+  }
+  auto pin_of = [&](TensorId t) -> const TensorLayout* {
+    auto it = cons.pins.find(graph.tensor(t).name);
+    return it == cons.pins.end() ? nullptr : &it->second;
+  };
+
+  ShardSearch result;
+  result.plan = replicated_plan(graph, mesh);
+  for (size_t i = 0; i < graph.inputs().size(); ++i)
+    if (const TensorLayout* p = pin_of(graph.inputs()[i])) result.plan.inputs[i] = *p;
+  for (size_t i = 0; i < graph.outputs().size(); ++i)
+    if (const TensorLayout* p = pin_of(graph.outputs()[i])) result.plan.outputs[i] = *p;
+
+  PlanPricer pricer(graph, spec, mesh);
+  std::vector<std::vector<NodeSharding>> cand(graph.num_nodes());
+  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
+    for (const NodeSharding& c : choices(graph.node(n), mesh)) {
+      const ShardedNode& sn = pricer.sharded(n, c);
+      bool ok = true;
+      if (const TensorLayout* p = pin_of(graph.node_output(n))) ok &= sn.output == *p;
+      for (size_t i = 0; i < graph.node_inputs(n).size(); ++i) {
+        const TensorId t = graph.node_inputs(n)[i];
+        if (graph.tensor(t).kind != TensorKind::weight) continue;
+        if (const TensorLayout* p = pin_of(t)) ok &= sn.inputs[i] == *p;
+      }
+      if (ok) cand[n].push_back(c);
+    }
+    if (cand[n].empty())
+      throw UserError("", "", cat("--shard: no way to split node '", graph.node(n).name(), "' agrees with the pins"));
+  }
+
+  // Exhaustive when small.
+  double space = 1;
+  for (const auto& c : cand) space *= static_cast<double>(c.size());
+  ShardPlan plan = result.plan;
+  double best = std::numeric_limits<double>::infinity();
+  if (space <= static_cast<double>(options.exhaustive_limit)) {
+    std::vector<size_t> idx(graph.num_nodes(), 0);
+    for (;;) {
+      for (NodeId n = 0; n < graph.num_nodes(); ++n) plan.nodes[n] = cand[n][idx[n]];
+      const double c = pricer.evaluate(plan, nullptr);
+      ++result.plans_priced;
+      if (c < best) {
+        best = c;
+        result.plan = plan;
+      }
+      int n = 0;
+      for (; n < graph.num_nodes(); ++n) {
+        if (++idx[n] < cand[n].size()) break;
+        idx[n] = 0;
+      }
+      if (n == graph.num_nodes()) break;
+    }
+    result.exact = true;
+  }
+
+  // Forward pass: each node's cheapest choice given its producers', priced on the plan so far
+  // (the nodes before it and its own input conversions), then coordinate descent on whole plans.
+  {
+    ShardPlan g = result.exact ? replicated_plan(graph, mesh) : plan;
+    g.inputs = result.plan.inputs;
+    g.outputs = result.plan.outputs;
+    for (NodeId n = 0; n < graph.num_nodes(); ++n) g.nodes[n] = cand[n][0];
+    const std::vector<NodeId> order = graph.topological_order();
+    for (size_t pos = 0; pos < order.size(); ++pos) {
+      const NodeId n = order[pos];
+      double local_best = std::numeric_limits<double>::infinity();
+      NodeSharding pick = cand[n][0];
+      for (const NodeSharding& c : cand[n]) {
+        g.nodes[n] = c;
+        const double v = pricer.evaluate(g, nullptr, static_cast<int>(pos + 1));
+        ++result.plans_priced;
+        if (v < local_best) {
+          local_best = v;
+          pick = c;
+        }
+      }
+      g.nodes[n] = pick;
+    }
+    result.greedy_s = pricer.evaluate(g, nullptr);
+    auto descend = [&](ShardPlan& p) {
+      double cur = pricer.evaluate(p, nullptr);
+      for (int pass = 0; pass < options.max_descent_passes; ++pass) {
+        bool improved = false;
+        for (NodeId n : order) {
+          const NodeSharding keep = p.nodes[n];
+          for (const NodeSharding& c : cand[n]) {
+            if (c == keep) continue;
+            p.nodes[n] = c;
+            const double v = pricer.evaluate(p, nullptr);
+            ++result.plans_priced;
+            if (v < cur * (1 - 1e-9)) {
+              cur = v;
+              improved = true;
+              break;
+            }
+            p.nodes[n] = keep;
+          }
+        }
+        if (!improved) break;
+      }
+      return cur;
+    };
+    // Two starting points: the forward pass's plan, and every node at its first choice (whole on
+    // every device where the pins allow), which wins when communication outweighs the split work.
+    ShardPlan whole = g;
+    for (NodeId n = 0; n < graph.num_nodes(); ++n) whole.nodes[n] = cand[n][0];
+    double cur = descend(g);
+    if (const double w = options.max_descent_passes > 0 ? descend(whole) : cur; w < cur) {
+      cur = w;
+      g = whole;
+    }
+    if (!result.exact) {
+      result.plan = g;
+      best = cur;
+    } else if (cur < best) {  // cannot happen: the enumeration saw this plan
+      TESSEL_ASSERT(false, "coordinate descent beat the exhaustive search");
+    }
+  }
+  if (!std::isfinite(best)) throw UserError("", "", "no shard plan can run this graph (every plan needs a layout no collective makes)");
+  result.cost = price_plan(graph, result.plan, spec);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string format_shard_plan(const OpGraph& graph, const ShardPlan& plan, const PlanCost& cost, const HwSpec& spec) {
+  std::ostringstream os;
+  auto ms = [](double s) { return cat(std::round(s * 1e6) / 1e3, " ms"); };
+  os << "mesh " << plan.mesh.print() << " of " << spec.name << ": predicted " << ms(cost.total_s()) << " = compute "
+     << ms(cost.compute_s) << " + communication " << ms(cost.communication_s) << " (" << cost.transfers.size()
+     << " collectives, no overlap); weights " << (cost.weight_bytes_per_device >> 20) << " MiB per device\n";
+  if (std::string note = mesh_note(spec, plan.mesh); !note.empty()) os << "  note: " << note << "\n";
+  for (size_t i = 0; i < graph.inputs().size(); ++i)
+    os << "  input  " << graph.tensor(graph.inputs()[i]).name << " " << print_layout(plan.inputs[i]) << "\n";
+  for (NodeId n : graph.topological_order())
+    os << "  node   " << graph.node(n).name() << ": " << node_split_text(graph.node(n), plan.nodes[n], plan.mesh) << "\n";
+  for (size_t i = 0; i < graph.outputs().size(); ++i)
+    os << "  output " << graph.tensor(graph.outputs()[i]).name << " " << print_layout(plan.outputs[i]) << "\n";
+  for (const PlannedTransfer& t : cost.transfers)
+    os << "  collective " << print_step(t.step, plan.mesh) << " of '" << t.tensor << "' " << print_layout(t.before)
+       << " for " << (t.consumer == "output" ? "the output" : cat("'", t.consumer, "'")) << ": "
+       << std::round(t.cost.bytes_per_device / 1024) << " KiB per device over " << t.cost.level << ", " << ms(t.cost.seconds)
+       << "\n";
+  return os.str();
+}
+
+}  // namespace tessel

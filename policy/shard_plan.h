@@ -1,0 +1,90 @@
+// Choosing how a graph is spread over a device mesh (docs/distributed.md, "Plan search").
+//
+// For every node the policy picks which loop axis each mesh axis splits (tilegraph/sharding.h);
+// the layouts of all tensors follow, and a collective runs wherever a consumer needs a tensor in
+// another layout than its producer made. A plan is priced as the sum over nodes of each device's
+// share of the work (a roofline of the node on the spec's device: FLOPs over the peak, bytes over
+// DRAM bandwidth, whichever is longer) plus every collective's time on the spec's interconnect
+// (cost_model/collective_cost.h), with no overlap.
+//
+// The search: a forward pass picks for each node, in topological order, the choice cheapest given
+// what its producers chose; then passes of coordinate descent re-choose one node at a time with
+// the whole plan re-priced, until none improves. For small graphs (the product of the nodes'
+// choice counts at most `exhaustive_limit`) every plan is enumerated, which gives the optimum to
+// measure the heuristic against (ShardSearch::exact).
+//
+// Constraints in the nnScaler style pin tensors to layouts: `x=S0` gives input x sharded along its
+// dimension 0 over the first mesh axis, `w1=R,S1` pins a weight on a 2-D mesh. Nodes whose
+// choices disagree with a pin are not considered.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cost_model/collective_cost.h"
+#include "hw_specs/hw_spec.h"
+#include "tilegraph/spmd.h"
+
+namespace tessel {
+
+/// "S0", "R", "P(sum)" per mesh axis, comma-separated ("S0,R"); UserError naming `what`.
+TensorLayout parse_layout(const std::string& text, const Mesh& mesh, const std::string& what);
+
+struct ShardConstraints {
+  std::map<std::string, TensorLayout> pins;  // tensor name -> layout
+};
+
+/// `NAME=LAYOUT` (parse_layout), added to `into`; UserError naming the flag otherwise.
+void parse_pin(const std::string& text, const Mesh& mesh, ShardConstraints& into);
+
+/// One collective of a priced plan.
+struct PlannedTransfer {
+  std::string tensor;
+  std::string consumer;  // the node that needs it, or "output"
+  LayoutStep step;
+  TensorLayout before;
+  CollectiveCost cost;
+};
+
+struct PlanCost {
+  double compute_s = 0;      // sum of the nodes' per-device roofline times
+  double communication_s = 0;
+  double total_s() const { return compute_s + communication_s; }
+  int64_t weight_bytes_per_device = 0;  // the most any device holds
+  std::vector<PlannedTransfer> transfers;
+};
+
+/// The per-device roofline time of `node` split as `sharding` on `spec` (see above).
+double node_time(const TeNode& node, const NodeSharding& sharding, const Mesh& mesh, const HwSpec& spec);
+
+/// Prices `plan` (which must pass check_plan) the way partition() would run it.
+PlanCost price_plan(const OpGraph& graph, const ShardPlan& plan, const HwSpec& spec);
+
+struct ShardSearchOptions {
+  ShardConstraints constraints;
+  int64_t exhaustive_limit = 20000;  // enumerate every plan up to this many
+  int max_descent_passes = 8;
+};
+
+struct ShardSearch {
+  ShardPlan plan;
+  PlanCost cost;
+  bool exact = false;          // every plan was enumerated: `plan` is the optimum under the model
+  int64_t plans_priced = 0;
+  double greedy_s = 0;         // the forward pass's plan, before descent
+  double seconds = 0;          // search time
+};
+
+/// The cheapest plan found for `graph` on `mesh` with `spec`'s device and interconnect. UserError
+/// when the spec cannot price collectives on the mesh, a pin names no tensor or cannot hold, or
+/// no node choice satisfies the pins.
+ShardSearch search_shard_plan(const OpGraph& graph, const Mesh& mesh, const HwSpec& spec,
+                              const ShardSearchOptions& options = {});
+
+/// A readable report: the mesh, each node's split, every collective with its bytes, level and
+/// predicted time, the totals.
+std::string format_shard_plan(const OpGraph& graph, const ShardPlan& plan, const PlanCost& cost, const HwSpec& spec);
+
+}  // namespace tessel

@@ -1,0 +1,224 @@
+// Graphs spread over a device mesh (docs/distributed.md): plans found by the search and plans
+// pinned by hand, every collective kind, partitioned per device and run with ranks as threads
+// (distributed/), each checked against the single-device interpreter. The same under mpirun with
+// processes as ranks: tests/CMakeLists.txt's mpirun tests.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "distributed/spmd_runner.h"
+#include "../model_builder.h"
+#include "policy/shard_plan.h"
+#include "tilegraph/compare.h"
+#include "tilegraph/interpreter.h"
+
+using namespace tessel;
+using tessel::testing::ModelBuilder;
+
+namespace {
+
+HwSpec cpu_cluster() { return load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx512-cluster-16.json"); }
+HwSpec dgx() { return load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-dgx-h100.json"); }
+
+std::vector<HostTensor> random_inputs(const OpGraph& g) {
+  std::vector<HostTensor> out;
+  uint64_t seed = 11;
+  for (TensorId t : g.inputs()) out.push_back(materialize_random(g.tensor(t).type, RandomInit{RandomInit::Dist::normal, 0, 1, seed++}));
+  return out;
+}
+
+/// Runs `plan` on threads as ranks and checks every rank's outputs against the interpreter.
+/// Returns the transfers device 0 ran.
+std::vector<Transfer> check_plan_runs(const OpGraph& g, const ShardPlan& plan, SegmentCompiler compile = interpreter_segments()) {
+  const std::vector<HostTensor> inputs = random_inputs(g);
+  const std::vector<HostTensor> expected = interpret(g, inputs);
+  const int64_t n = plan.mesh.devices();
+  std::vector<std::unique_ptr<Communicator>> comms = thread_mesh(n);
+  std::vector<std::vector<HostTensor>> got(n);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        got[r] = run_sharded(g, plan, inputs, *comms[r], compile);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+        comms[r]->abort();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int64_t r = 0; r < n; ++r) {
+    INFO("rank " << r << ": " << errors[r]);
+    REQUIRE(errors[r].empty());
+    REQUIRE(got[r].size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const CompareResult c = compare_tensors(got[r][i], expected[i]);
+      INFO("output " << i << ": " << c.message);
+      CHECK(c.ok);
+    }
+  }
+  return partition(g, plan, 0).transfers;
+}
+
+bool has(const std::vector<Transfer>& ts, Collective c) {
+  return std::any_of(ts.begin(), ts.end(), [&](const Transfer& t) { return t.step.collective == c; });
+}
+
+OpGraph mlp(int64_t tokens, int64_t hidden, int64_t ffn) {
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {tokens, hidden});
+  const std::string h = b.op("MatMul", {x, b.weight("w1", {hidden, ffn}, 1, -0.3, 0.3)});
+  const std::string a = b.op("Relu", {h});
+  const std::string y = b.op("MatMul", {a, b.weight("w2", {ffn, hidden}, 2, -0.3, 0.3)});
+  return b.graph(b.op("Add", {y, x}));
+}
+
+/// A BERT-style encoder layer: 4 heads of 8, batch 2, sequence 8.
+OpGraph bert_layer() {
+  const int64_t B = 2, S = 8, H = 32, heads = 4, hd = 8, F = 64;
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {B, S, H});
+  auto proj = [&](const std::string& in, const std::string& name, int64_t k, int64_t n, uint64_t seed) {
+    const std::string mm = b.op("MatMul", {in, b.weight(name + "_w", {k, n}, seed, -0.3, 0.3)});
+    return b.op("Add", {mm, b.weight(name + "_b", {n}, seed + 100, -0.1, 0.1)});
+  };
+  auto heads_of = [&](const std::string& t, std::vector<int64_t> perm) {
+    const std::string r = b.op("Reshape", {t, b.weight_i64(t + "_shape", {B, S, heads, hd})});
+    return b.op("Transpose", {r}, {{"perm", perm}});
+  };
+  const std::string q = heads_of(proj(x, "q", H, H, 1), {0, 2, 1, 3});
+  const std::string k = heads_of(proj(x, "k", H, H, 2), {0, 2, 3, 1});
+  const std::string v = heads_of(proj(x, "v", H, H, 3), {0, 2, 1, 3});
+  const std::string s = b.op("Mul", {b.op("MatMul", {q, k}), b.weight("scale", {1}, 9, 0.35, 0.35)});
+  const std::string p = b.op("Softmax", {s});
+  const std::string o = b.op("Transpose", {b.op("MatMul", {p, v})}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  const std::string merged = b.op("Reshape", {o, b.weight_i64("merged_shape", {B, S, H})});
+  const std::string attn = b.op("Add", {proj(merged, "o", H, H, 4), x});
+  const std::string ln1 = b.op("LayerNormalization", {attn, b.weight("g1", {H}, 5, 0.9, 1.1), b.weight("b1", {H}, 6, -0.1, 0.1)});
+  const std::string f = b.op("Gelu", {proj(ln1, "f1", H, F, 7)});
+  const std::string out = b.op("Add", {proj(f, "f2", F, H, 8), ln1});
+  return b.graph(b.op("LayerNormalization", {out, b.weight("g2", {H}, 10, 0.9, 1.1), b.weight("b2", {H}, 11, -0.1, 0.1)}));
+}
+
+/// A LLaMA-style block's MLP half: RMSNorm, SwiGLU, residual.
+OpGraph llama_mlp(int64_t tokens, int64_t hidden, int64_t ffn) {
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {tokens, hidden});
+  const std::string n = b.op("RMSNormalization", {x, b.weight("norm", {hidden}, 1, 0.9, 1.1)});
+  const std::string gate = b.op("MatMul", {n, b.weight("gate_w", {hidden, ffn}, 2, -0.3, 0.3)});
+  const std::string up = b.op("MatMul", {n, b.weight("up_w", {hidden, ffn}, 3, -0.3, 0.3)});
+  const std::string act = b.op("Mul", {b.op("Mul", {gate, b.op("Sigmoid", {gate})}), up});
+  const std::string down = b.op("MatMul", {act, b.weight("down_w", {ffn, hidden}, 4, -0.3, 0.3)});
+  return b.graph(b.op("Add", {down, x}));
+}
+
+ShardSearch search(const OpGraph& g, const std::string& mesh, const std::string& pins = "", const HwSpec& spec = cpu_cluster()) {
+  const Mesh m = parse_mesh(mesh, "test");
+  ShardSearchOptions o;
+  std::istringstream ss(pins);
+  std::string pin;
+  while (ss >> pin) parse_pin(pin, m, o.constraints);
+  return search_shard_plan(g, m, spec, o);
+}
+
+}  // namespace
+
+TEST_CASE("distributed: an MLP in Megatron's plan (pinned) moves one all-reduce's bytes and matches the interpreter on 2 and 4 ranks") {
+  const OpGraph g = mlp(16, 32, 64);
+  for (int64_t ranks : {2, 4}) {
+    CAPTURE(ranks);
+    const ShardSearch s = search(g, std::to_string(ranks), "w1=S1 w2=S0");
+    const std::vector<Transfer> ts = check_plan_runs(g, s.plan);
+    // The row-parallel product's partial sums: one all-reduce, or (Megatron's sequence-parallel
+    // form, cheaper for the residual add after it) a reduce-scatter and an all-gather.
+    REQUIRE(!ts.empty());
+    REQUIRE(ts.size() <= 2);
+    CHECK((has(ts, Collective::all_reduce) || has(ts, Collective::reduce_scatter)));
+    double bytes = 0;
+    for (const PlannedTransfer& t : s.cost.transfers) bytes += t.cost.bytes_per_device;
+    const double p = static_cast<double>(ranks);
+    CHECK(bytes == doctest::Approx(2 * (p - 1) / p * 16 * 32 * 4));
+  }
+}
+
+TEST_CASE("distributed: every collective kind runs and matches the interpreter") {
+  const OpGraph g = mlp(16, 32, 64);
+  const Mesh mesh = parse_mesh("4", "t");
+  REQUIRE(g.num_nodes() == 4);
+  // Nodes: MatMul, Relu, MatMul, Add. Domain axes: MatMul (m, n, k); Relu, Add (m, n).
+  ShardPlan plan = replicated_plan(g, mesh);
+  // Megatron with the output left sharded by rows: the partial sums are reduce-scattered.
+  plan.nodes = {{{1}}, {{1}}, {{2}}, {{0}}};
+  CHECK(has(check_plan_runs(g, plan), Collective::reduce_scatter));
+  // Rows first, then columns from the ReLU on: an all-to-all turns rows into columns.
+  plan.nodes = {{{0}}, {{1}}, {{1}}, {{0}}};
+  const auto ts = check_plan_runs(g, plan);
+  CHECK(has(ts, Collective::all_to_all));
+  // Rows everywhere, the output gathered at the end.
+  plan.nodes = {{{0}}, {{0}}, {{0}}, {{0}}};
+  CHECK(has(check_plan_runs(g, plan), Collective::all_gather));
+  // Given sharded, returned sharded: no communication at all.
+  plan.inputs = {{AxisLayout::sharded(0)}};
+  plan.outputs = {{AxisLayout::sharded(0)}};
+  CHECK(check_plan_runs(g, plan).empty());
+}
+
+TEST_CASE("distributed: a BERT layer, searched and pinned to head parallelism, on 2, 4 and 2x2 ranks") {
+  const OpGraph g = bert_layer();
+  for (const char* mesh : {"2", "4", "2x2"}) {
+    CAPTURE(mesh);
+    const ShardSearch s = search(g, mesh);
+    check_plan_runs(g, s.plan);
+    CHECK(std::isfinite(s.cost.total_s()));
+  }
+  // Heads over 2 ranks: Q/K/V column-parallel, the output projection row-parallel.
+  const ShardSearch heads = search(g, "2", "q_w=S1 k_w=S1 v_w=S1 o_w=S0 f1_w=S1 f2_w=S0");
+  const auto ts = check_plan_runs(g, heads.plan);
+  CHECK((has(ts, Collective::all_reduce) || has(ts, Collective::reduce_scatter)));
+  // Batch over one mesh axis, heads over the other.
+  const ShardSearch both = search(g, "dp=2,tp=2", "x=S0,R q_w=R,S1 k_w=R,S1 v_w=R,S1 o_w=R,S0");
+  check_plan_runs(g, both.plan);
+}
+
+TEST_CASE("distributed: a LLaMA MLP on 2 and 4 ranks, with kernels compiled for the CPU") {
+  const OpGraph g = llama_mlp(16, 32, 64);
+  CompileRequest base;
+  base.backend = "cpu";
+  base.options.threads = 1;
+  base.options.opt_level = 1;
+  for (const char* mesh : {"2", "4"}) {
+    CAPTURE(mesh);
+    const ShardSearch s = search(g, mesh, "gate_w=S1 up_w=S1 down_w=S0");
+    const auto ts = check_plan_runs(g, s.plan, compiled_segments(base));
+    CHECK((has(ts, Collective::all_reduce) || has(ts, Collective::reduce_scatter)));
+  }
+}
+
+TEST_CASE("distributed: the search finds the optimum on small graphs and the heuristic is close to it") {
+  const OpGraph g = mlp(8192, 4096, 16384);  // priced only, never run
+  Mesh mesh = parse_mesh("2", "t");
+  ShardSearchOptions exact;
+  const ShardSearch e = search_shard_plan(g, mesh, dgx(), exact);
+  CHECK(e.exact);
+  ShardSearchOptions heuristic;
+  heuristic.exhaustive_limit = 0;
+  const ShardSearch h = search_shard_plan(g, mesh, dgx(), heuristic);
+  CHECK_FALSE(h.exact);
+  CHECK(h.cost.total_s() >= e.cost.total_s() * (1 - 1e-9));
+  CHECK(h.cost.total_s() <= e.cost.total_s() * 1.5);
+  // The plan found beats computing everything on every device.
+  CHECK(e.cost.total_s() < price_plan(g, replicated_plan(g, mesh), dgx()).total_s());
+}
+
+TEST_CASE("distributed: bad pins and meshes are UserErrors naming them") {
+  const OpGraph g = mlp(16, 32, 64);
+  CHECK_THROWS_WITH_AS(search(g, "2", "nothing=S0"), doctest::Contains("nothing"), UserError);
+  CHECK_THROWS_WITH_AS(search(g, "2", "w1=S5"), doctest::Contains("w1"), UserError);
+  CHECK_THROWS_WITH_AS(search(g, "2", "w1=S0,S1"), doctest::Contains("mesh axes"), UserError);
+  CHECK_THROWS_WITH_AS(search(g, "3", "w1=S1"), doctest::Contains("divide"), UserError);
+  const HwSpec lone = load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx512-server.json");
+  CHECK_THROWS_WITH_AS(search(g, "2", "", lone), doctest::Contains("interconnect"), UserError);
+}
