@@ -129,7 +129,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (args.flag("interp") == device.has_value())
     throw UserError("command line", "", "'tessel run' needs exactly one of --interp and --device cpu|cuda");
   if (args.option("mesh")) {
-    for (const char* alone : {"inputs", "outputs", "expect", "schedule", "time", "report", "tune"})
+    for (const char* alone : {"inputs", "outputs", "expect", "schedule", "report", "tune"})
       if (args.option(alone)) throw UserError("command line", "", cat("--", alone, " is not supported with --mesh yet"));
     return run_on_mesh(args);
   }

@@ -10,11 +10,13 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/device_commands.h"
+#include "distributed/device_runner.h"
 #include "distributed/spmd_runner.h"
 #include "policy/shard_plan.h"
 #include "tilegraph/compare.h"
 #include "tilegraph/error.h"
 #include "tilegraph/interpreter.h"
+#include "tilegraph/sampled_reference.h"
 
 namespace tessel {
 
@@ -115,11 +117,55 @@ int run_on_mesh(const Args& args) {
   import_only.last = Stage::import;
   const Compilation imported = compile(import_only);
   const std::vector<HostTensor> inputs = make_inputs(args, *imported.model, g);
-  const SegmentCompiler segments = device ? compiled_segments(base) : interpreter_segments();
-
+  const bool on_gpu = device && find_backend(*device)->device_count() > 0 && *device != "cpu";
   std::vector<std::vector<HostTensor>> outputs(mesh.devices());
   const auto start = Clock::now();
-  if (mpi) {
+  const int repeats = static_cast<int>(args.int_option("time", 0, 0, 1000000));
+  std::vector<std::vector<double>> times(mesh.devices());
+  bool graph_used = false;
+  if (on_gpu) {
+    // One thread per GPU of this process, NCCL between them, every tensor resident.
+    if (mpi) throw UserError("command line", "--device", "--device cuda with --mesh runs one process driving its GPUs; start it without mpirun");
+    const std::unique_ptr<Backend> backend = find_backend(*device);
+    if (backend->device_count() < mesh.devices())
+      throw UserError("command line", "--mesh", cat("the mesh ", mesh.print(), " needs ", mesh.devices(), " GPUs; this machine has ",
+                                                    backend->device_count()));
+    std::string why;
+    std::vector<std::unique_ptr<DeviceCommunicator>> comms = nccl_mesh(mesh.devices(), &why);
+    if (comms.empty()) throw UserError("", "", cat("--mesh on GPUs: ", why));
+    std::vector<std::exception_ptr> errors(mesh.devices());
+    std::vector<std::thread> threads;
+    TimingOptions timing;
+    timing.repeats = repeats;
+    timing.graph = !args.flag("no-graph");
+    for (int64_t r = 0; r < mesh.devices(); ++r)
+      threads.emplace_back([&, r] {
+        try {
+          std::unique_ptr<DeviceContext> ctx = backend->device_context(static_cast<int>(r));
+          DeviceSpmdRunner runner(partition(g, s.plan, r), base, *ctx, *comms[r]);
+          std::vector<HostTensor> pieces;
+          for (size_t i = 0; i < inputs.size(); ++i) pieces.push_back(take_piece(inputs[i], s.plan.inputs[i], mesh, r));
+          runner.set_inputs(pieces);
+          runner.enqueue_step();
+          outputs[r] = runner.outputs();
+          if (repeats > 0) times[r] = runner.time(timing, r == 0 ? &graph_used : nullptr);
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    // Each device holds its pieces: put the whole outputs together.
+    std::vector<HostTensor> whole;
+    for (size_t i = 0; i < outputs[0].size(); ++i) {
+      std::vector<HostTensor> pieces;
+      for (int64_t r = 0; r < mesh.devices(); ++r) pieces.push_back(outputs[r][i]);
+      whole.push_back(assemble(pieces, g.tensor(g.outputs()[i]).type.shape, s.plan.outputs[i], mesh));
+    }
+    for (auto& o : outputs) o = whole;
+  } else if (mpi) {
+    const SegmentCompiler segments = device ? compiled_segments(base) : interpreter_segments();
     try {
       outputs[mpi->rank()] = run_sharded(g, s.plan, inputs, *mpi, segments);
     } catch (const std::exception& e) {
@@ -128,6 +174,7 @@ int run_on_mesh(const Args& args) {
       throw;
     }
   } else {
+    const SegmentCompiler segments = device ? compiled_segments(base) : interpreter_segments();
     std::vector<std::unique_ptr<Communicator>> comms = thread_mesh(mesh.devices());
     std::vector<std::exception_ptr> errors(mesh.devices());
     std::vector<std::thread> threads;
@@ -144,29 +191,55 @@ int run_on_mesh(const Args& args) {
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
   }
+  if (repeats > 0 && !on_gpu) throw UserError("command line", "--time", "--time with --mesh times GPU runs only (--device cuda)");
   const int64_t me = mpi ? mpi->rank() : 0;
   if (speak)
-    std::cout << "ran '" << imported.model->name << "' on " << mesh.devices() << " ranks (" << (mpi ? "MPI processes" : "threads")
-              << ", " << (device ? cat(*device, " kernels") : std::string("interpreter")) << ") in " << seconds_since(start)
-              << " s\n";
+    std::cout << "compiled and ran '" << imported.model->name << "' on " << mesh.devices() << " ranks ("
+              << (on_gpu ? "GPUs, NCCL" : mpi ? "MPI processes" : "threads") << ", "
+              << (device ? cat(*device, " kernels") : std::string("interpreter")) << ") in " << seconds_since(start) << " s\n";
+  if (repeats > 0 && speak) {
+    // A step ends when its slowest device ends; every device's median is shown.
+    std::string per;
+    double slowest = 0;
+    for (int64_t r = 0; r < mesh.devices(); ++r) {
+      std::vector<double> t = times[r];
+      std::sort(t.begin(), t.end());
+      const double median = t[t.size() / 2];
+      slowest = std::max(slowest, median);
+      per += cat(r ? ", " : "", median * 1e3);
+    }
+    std::cout << "time: " << slowest * 1e3 << " ms per step (median of " << repeats << ", the slowest device; per device "
+              << per << " ms; GPU time, " << (graph_used ? "CUDA-graph replays" : "direct launches") << ", L2 warm)\n";
+  }
   int status = 0;
-  std::vector<HostTensor> expected;
-  if (args.flag("check")) expected = interpret(g, inputs);
-  for (size_t i = 0; i < outputs[me].size(); ++i) {
-    std::string verdict;
-    if (args.flag("check")) {
-      // Every rank holds the whole output: each is compared.
-      for (int64_t r = mpi ? me : 0; r < (mpi ? me + 1 : mesh.devices()); ++r) {
-        const CompareResult c = compare_tensors(outputs[r][i], expected[i]);
+  if (args.flag("check")) {
+    // The single-device interpreter: whole, or on a sample of every output for large graphs.
+    std::vector<HostTensor> expected;
+    std::vector<std::vector<int64_t>> index(g.outputs().size());
+    if (graph_flops(g) > kWholeCheckMaxFlops) {
+      SampledReference sampled = interpret_sample(g, inputs);
+      if (sampled.ok)
+        for (size_t i = 0; i < g.outputs().size(); ++i) {
+          index[i] = std::move(sampled.outputs[i].flat_index);
+          expected.push_back(std::move(sampled.outputs[i].expected));
+        }
+    }
+    if (expected.empty()) expected = interpret(g, inputs);
+    for (int64_t r = mpi ? me : 0; r < (mpi ? me + 1 : mesh.devices()); ++r)
+      for (size_t i = 0; i < g.outputs().size(); ++i) {
+        const HostTensor actual = index[i].empty() ? outputs[r][i] : gather_elements(outputs[r][i], index[i]);
+        const CompareResult c = device ? compare_compiled(actual, expected[i], computed_precision(g, g.outputs()[i]))
+                                       : compare_tensors(actual, expected[i]);
         if (!c.ok) {
           status = 1;
           std::cout << "MISMATCH rank " << r << " output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << c.message << "\n";
         }
       }
-      verdict = status ? "" : " (matches the single-device interpreter)";
-    }
-    if (speak) std::cout << "  output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << describe(outputs[me][i]) << verdict << "\n";
   }
+  for (size_t i = 0; i < outputs[me].size(); ++i)
+    if (speak)
+      std::cout << "  output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << describe(outputs[me][i])
+                << (args.flag("check") && status == 0 ? " (matches the single-device interpreter)" : "") << "\n";
   return status;
 }
 

@@ -50,15 +50,16 @@ HostTensor run_transfer(const Transfer& t, const HostTensor& source, const Mesh&
   return HostTensor(TensorType{source.dtype(), shape}, std::move(values));
 }
 
-SpmdRunner::SpmdRunner(SpmdProgram program, SegmentCompiler compile) : program_(std::move(program)) {
-  const OpGraph& g = program_.local;
-  std::set<TensorId> ready(g.inputs().begin(), g.inputs().begin() + static_cast<long>(g.inputs().size() - program_.transfers.size()));
+ProgramCut cut_program(const SpmdProgram& program) {
+  ProgramCut cut;
+  const OpGraph& g = program.local;
+  std::set<TensorId> ready(g.inputs().begin(), g.inputs().begin() + static_cast<long>(g.inputs().size() - program.transfers.size()));
   for (TensorId w : g.weights()) ready.insert(w);
   std::vector<bool> done(g.num_nodes(), false);
   const std::vector<NodeId> order = g.topological_order();
   size_t next_transfer = 0;
   int left = g.num_nodes();
-  while (left > 0 || next_transfer < program_.transfers.size()) {
+  while (left > 0 || next_transfer < program.transfers.size()) {
     std::vector<NodeId> nodes;
     for (NodeId n : order) {
       if (done[n]) continue;
@@ -70,22 +71,26 @@ SpmdRunner::SpmdRunner(SpmdProgram program, SegmentCompiler compile) : program_(
       --left;
     }
     if (!nodes.empty()) {
-      Segment seg;
+      ProgramCut::Segment seg;
       seg.graph = extract_subgraph(g, nodes);
       for (TensorId t : seg.graph.inputs()) seg.inputs.push_back(*g.find_tensor(seg.graph.tensor(t).name));
       for (TensorId t : seg.graph.outputs()) seg.outputs.push_back(*g.find_tensor(seg.graph.tensor(t).name));
-      seg.run = compile(seg.graph);
-      steps_.push_back({static_cast<int>(segments_.size()), -1});
-      segments_.push_back(std::move(seg));
+      cut.steps.push_back({static_cast<int>(cut.segments.size()), -1});
+      cut.segments.push_back(std::move(seg));
     }
     bool moved = !nodes.empty();
-    while (next_transfer < program_.transfers.size() && ready.count(program_.transfers[next_transfer].source)) {
-      ready.insert(program_.transfers[next_transfer].result);
-      steps_.push_back({-1, static_cast<int>(next_transfer++)});
+    while (next_transfer < program.transfers.size() && ready.count(program.transfers[next_transfer].source)) {
+      ready.insert(program.transfers[next_transfer].result);
+      cut.steps.push_back({-1, static_cast<int>(next_transfer++)});
       moved = true;
     }
     TESSEL_ASSERT(moved, "an SPMD program whose segments and transfers cannot be ordered");
   }
+  return cut;
+}
+
+SpmdRunner::SpmdRunner(SpmdProgram program, SegmentCompiler compile) : program_(std::move(program)), cut_(cut_program(program_)) {
+  for (const ProgramCut::Segment& seg : cut_.segments) runs_.push_back(compile(seg.graph));
 }
 
 std::vector<HostTensor> SpmdRunner::run(const std::vector<HostTensor>& pieces, Communicator& comm) const {
@@ -100,12 +105,12 @@ std::vector<HostTensor> SpmdRunner::run(const std::vector<HostTensor>& pieces, C
                           g.tensor(g.inputs()[i]).type.print()));
     values[g.inputs()[i]] = pieces[i];
   }
-  for (const Step& step : steps_) {
+  for (const ProgramCut::Step& step : cut_.steps) {
     if (step.segment >= 0) {
-      const Segment& seg = segments_[step.segment];
+      const ProgramCut::Segment& seg = cut_.segments[step.segment];
       std::vector<HostTensor> ins;
       for (TensorId t : seg.inputs) ins.push_back(values.at(t));
-      std::vector<HostTensor> outs = seg.run(ins);
+      std::vector<HostTensor> outs = runs_[step.segment](ins);
       for (size_t k = 0; k < seg.outputs.size(); ++k) values[seg.outputs[k]] = std::move(outs[k]);
     } else {
       const Transfer& t = program_.transfers[step.transfer];

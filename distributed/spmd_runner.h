@@ -30,31 +30,37 @@ SegmentCompiler interpreter_segments();
 /// graph, compiled and loaded.
 SegmentCompiler compiled_segments(const CompileRequest& base);
 
+/// A program cut into segments at its transfers, in the order every device runs them.
+struct ProgramCut {
+  struct Segment {
+    OpGraph graph;                          // extract_subgraph of the local graph
+    std::vector<TensorId> inputs, outputs;  // tensors of the local graph, in the segment graph's order
+  };
+  struct Step {
+    int segment = -1;   // a segment, or
+    int transfer = -1;  // a transfer of the program
+  };
+  std::vector<Segment> segments;
+  std::vector<Step> steps;
+};
+ProgramCut cut_program(const SpmdProgram& program);
+
 class SpmdRunner {
  public:
   /// Cuts `program` into segments and compiles each with `compile`.
   SpmdRunner(SpmdProgram program, SegmentCompiler compile);
 
   const SpmdProgram& program() const { return program_; }
-  int segments() const { return static_cast<int>(segments_.size()); }
+  int segments() const { return static_cast<int>(cut_.segments.size()); }
 
   /// Runs on this device's pieces of the graph inputs (program().local's first inputs); returns
   /// this device's pieces of the graph outputs. `comm` is this device's communicator.
   std::vector<HostTensor> run(const std::vector<HostTensor>& pieces, Communicator& comm) const;
 
  private:
-  struct Segment {
-    OpGraph graph;
-    std::vector<TensorId> inputs, outputs;  // tensors of program_.local
-    SegmentRun run;
-  };
-  struct Step {
-    int segment = -1;   // a segment, or
-    int transfer = -1;  // a transfer of program_.transfers
-  };
   SpmdProgram program_;
-  std::vector<Segment> segments_;
-  std::vector<Step> steps_;
+  ProgramCut cut_;
+  std::vector<SegmentRun> runs_;  // per segment
 };
 
 /// Carries out one transfer on this device's `source` piece; returns its `result` piece.

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,9 @@
 #include "tilegraph/host_tensor.h"
 
 namespace tessel {
+
+struct TimingOptions;
+class DeviceContext;
 
 struct CompileOptions {
   /// Directory of the on-disk compile cache; empty = $TESSEL_CACHE_DIR, else ~/.cache/tessel.
@@ -37,6 +41,10 @@ struct CompileOptions {
   /// generator). 3 is what users run; lower levels compile several times faster, for tests that
   /// check the emitted IR's semantics over many graphs (tests/differential).
   int opt_level = 3;
+  /// Device backends: run on this context's device and queue (DeviceContext), so that several
+  /// executables and collectives chain on one device in order; null: device 0 and a queue of the
+  /// executable's own. Non-owning; must outlive the executable.
+  DeviceContext* context = nullptr;
 };
 
 struct CompileStats {
@@ -78,6 +86,44 @@ class Executable {
   virtual int64_t peak_memory_bytes() const = 0;
   /// Kernel launches (or parallel regions) per run.
   virtual int launches_per_run() const = 0;
+
+  /// Device-resident running, for runtimes that chain executables on one device (distributed/):
+  /// the device addresses of the graph's inputs and outputs, in graph order. nullptr for a backend
+  /// whose buffers are host memory.
+  struct DeviceIo {
+    std::vector<uint64_t> inputs, outputs;
+  };
+  virtual const DeviceIo* device_io() const { return nullptr; }
+  /// Enqueues one run on the executable's queue (CompileOptions::context's), reading the inputs and
+  /// writing the outputs where device_io() says: no copies, no poisoning, no synchronization.
+  /// Only where device_io() is not null.
+  virtual void enqueue();
+};
+
+/// One device's memory and its ordered queue of work, for runtimes that chain executables and
+/// collectives on a device without host round trips (distributed/). Copies, executables compiled
+/// with this context (CompileOptions::context) and collectives enqueued on stream() run in order.
+class DeviceContext {
+ public:
+  virtual ~DeviceContext() = default;
+  virtual int device() const = 0;
+  /// The queue (CUDA: a CUstream).
+  virtual void* stream() const = 0;
+  /// Makes this device current on the calling thread.
+  virtual void make_current() = 0;
+  /// Device memory, freed with the context.
+  virtual uint64_t alloc(int64_t bytes) = 0;
+  /// Synchronous copies between the host and the device, in the tensor's packed form.
+  virtual void upload(uint64_t dst, const HostTensor& tensor) = 0;
+  virtual HostTensor download(uint64_t src, const TensorType& type) = 0;
+  /// An enqueued device-to-device copy.
+  virtual void copy(uint64_t dst, uint64_t src, int64_t bytes) = 0;
+  virtual void synchronize() = 0;
+  /// Times `step` (which enqueues one whole step) as Executable::time does: `options.warmup`
+  /// untimed steps, then each of `options.repeats` timed between device events, captured once as a
+  /// graph and replayed when options.graph (falling back to direct launches, with `graph_used`
+  /// false, when something in the step cannot be captured).
+  virtual std::vector<double> time(const std::function<void()>& step, const TimingOptions& options, bool* graph_used) = 0;
 };
 
 class Backend {
@@ -110,6 +156,11 @@ class Backend {
   /// Generates, compiles and loads every kernel of `schedule`. Needs the device (unavailable()).
   virtual std::unique_ptr<Executable> compile(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
                                               const CompileOptions& options) const = 0;
+  /// Device `device` of this backend as a DeviceContext; nullptr for a backend without device
+  /// memory (the CPU). UserError when there is no such device.
+  virtual std::unique_ptr<DeviceContext> device_context(int device) const { return nullptr; }
+  /// How many devices of this backend this machine has (0 when it cannot run).
+  virtual int device_count() const { return unavailable() ? 0 : 1; }
 };
 
 /// Every built-in backend.

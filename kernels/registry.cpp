@@ -25,4 +25,8 @@ std::unique_ptr<Backend> find_backend(std::string_view name) {
   throw UserError("command line", "--device", cat("unknown device '", name, "' (backends: ", known.empty() ? "none" : known, ")"));
 }
 
+void Executable::enqueue() {
+  TESSEL_ASSERT(false, "Executable::enqueue on an executable without device-resident buffers");
+}
+
 }  // namespace tessel

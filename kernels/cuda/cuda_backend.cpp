@@ -96,10 +96,14 @@ class CudaExecutable : public Executable {
     stats_.compile_s = seconds_since(start);
 
     // 3. Device, modules, buffers.
-    d_.check(d_.cuDeviceGet(&device_, 0), "cuDeviceGet");
+    d_.check(d_.cuDeviceGet(&device_, options.context ? options.context->device() : 0), "cuDeviceGet");
     d_.check(d_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
     d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
-    d_.check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    if (options.context)
+      stream_ = static_cast<CUstream>(options.context->stream());
+    else
+      d_.check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    owns_stream_ = !options.context;
     std::map<std::string, CUmodule> module_of;
     for (const auto& [name, cubin] : cubins) {
       CUmodule m = nullptr;
@@ -152,6 +156,8 @@ class CudaExecutable : public Executable {
       for (CUtensorMap& m : l.maps) l.arg_ptrs.push_back(&m);
     }
     for (TensorId t : graph.outputs()) output_where_.push_back(where[t]);
+    io_.inputs.assign(input_buffers_.begin(), input_buffers_.end());
+    io_.outputs.assign(output_where_.begin(), output_where_.end());
     peak_bytes_ += plan_.arena_bytes + scratch_bytes;
   }
 
@@ -188,7 +194,7 @@ class CudaExecutable : public Executable {
     if (graph_exec_) d_.cuGraphExecDestroy(graph_exec_);
     for (CUdeviceptr p : allocations_) d_.cuMemFree(p);
     for (CUmodule m : modules_) d_.cuModuleUnload(m);
-    if (stream_) d_.cuStreamDestroy(stream_);
+    if (stream_ && owns_stream_) d_.cuStreamDestroy(stream_);
     if (ctx_) d_.cuDevicePrimaryCtxRelease(device_);
     graph_exec_ = nullptr;
     allocations_.clear();
@@ -283,6 +289,8 @@ class CudaExecutable : public Executable {
   const CompileStats& compile_stats() const override { return stats_; }
   int64_t peak_memory_bytes() const override { return peak_bytes_; }
   int launches_per_run() const override { return static_cast<int>(launches_.size()); }
+  const DeviceIo* device_io() const override { return &io_; }
+  void enqueue() override { launch_all(); }
 
  private:
   const OpGraph graph_;  // a copy: the executable may outlive the caller's graph
@@ -291,6 +299,8 @@ class CudaExecutable : public Executable {
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
+  bool owns_stream_ = true;  // false: the stream is a DeviceContext's
+  DeviceIo io_;
   CUgraphExec graph_exec_ = nullptr;
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> allocations_;
@@ -402,6 +412,105 @@ Schedule with_families(const OpGraph& graph, const Schedule& schedule, const HwS
   return out;
 }
 
+/// A GPU of this machine as a DeviceContext: its primary context and one stream.
+class CudaDeviceContext : public DeviceContext {
+ public:
+  explicit CudaDeviceContext(int device) : d_(CudaDriver::get()), index_(device) {
+    int count = 0;
+    d_.check(d_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (device < 0 || device >= count)
+      throw UserError("", "", cat("CUDA device ", device, " asked for; this machine has ", count));
+    d_.check(d_.cuDeviceGet(&device_, device), "cuDeviceGet");
+    d_.check(d_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+    d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    d_.check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
+  ~CudaDeviceContext() override {
+    d_.cuCtxSetCurrent(ctx_);
+    if (graph_exec_) d_.cuGraphExecDestroy(graph_exec_);
+    for (CUdeviceptr p : allocations_) d_.cuMemFree(p);
+    d_.cuStreamDestroy(stream_);
+    d_.cuDevicePrimaryCtxRelease(device_);
+  }
+  int device() const override { return index_; }
+  void* stream() const override { return stream_; }
+  void make_current() override { d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+  uint64_t alloc(int64_t bytes) override {
+    CUdeviceptr p = 0;
+    const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 16));
+    d_.check(d_.cuMemAlloc(&p, n), cat("cuMemAlloc (", n, " bytes)").c_str());
+    allocations_.push_back(p);
+    return p;
+  }
+  void upload(uint64_t dst, const HostTensor& tensor) override {
+    const std::vector<uint8_t> data = pack_tensor(tensor);
+    if (data.empty()) return;
+    d_.check(d_.cuMemcpyHtoDAsync(dst, data.data(), data.size(), stream_), "cuMemcpyHtoD");
+    synchronize();
+  }
+  HostTensor download(uint64_t src, const TensorType& type) override {
+    std::vector<uint8_t> data(static_cast<size_t>(type.num_elements() * dtype_bytes(type.dtype)));
+    if (!data.empty()) d_.check(d_.cuMemcpyDtoHAsync(data.data(), src, data.size(), stream_), "cuMemcpyDtoH");
+    synchronize();
+    return unpack_tensor(type, data.data());
+  }
+  void copy(uint64_t dst, uint64_t src, int64_t bytes) override {
+    if (bytes > 0 && dst != src) d_.check(d_.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(bytes), stream_), "cuMemcpyDtoD");
+  }
+  void synchronize() override { d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+
+  std::vector<double> time(const std::function<void()>& step, const TimingOptions& options, bool* graph_used) override {
+    make_current();
+    for (int i = 0; i < options.warmup; ++i) step();
+    synchronize();
+    bool graph = options.graph;
+    if (graph && !graph_exec_) {
+      CUgraph g = nullptr;
+      d_.check(d_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+      bool captured = true;
+      try {
+        step();
+      } catch (...) {
+        captured = false;
+      }
+      const CUresult end = d_.cuStreamEndCapture(stream_, &g);
+      if (captured && end == CUDA_SUCCESS && g) captured = d_.cuGraphInstantiate(&graph_exec_, g, 0) == CUDA_SUCCESS;
+      if (g) d_.cuGraphDestroy(g);
+      if (!captured) {
+        graph_exec_ = nullptr;
+        graph = false;
+      }
+    }
+    if (graph_used) *graph_used = graph;
+    std::vector<CUevent> events(2 * static_cast<size_t>(options.repeats));
+    for (CUevent& e : events) d_.check(d_.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+    std::vector<double> out;
+    for (int i = 0; i < options.repeats; ++i) {
+      d_.check(d_.cuEventRecord(events[2 * i], stream_), "cuEventRecord");
+      if (graph) d_.check(d_.cuGraphLaunch(graph_exec_, stream_), "cuGraphLaunch");
+      else step();
+      d_.check(d_.cuEventRecord(events[2 * i + 1], stream_), "cuEventRecord");
+    }
+    synchronize();
+    for (int i = 0; i < options.repeats; ++i) {
+      float ms = 0;
+      d_.check(d_.cuEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]), "cuEventElapsedTime");
+      out.push_back(ms * 1e-3);
+    }
+    for (CUevent e : events) d_.cuEventDestroy(e);
+    return out;
+  }
+
+ private:
+  CudaDriver& d_;
+  int index_ = 0;
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUgraphExec graph_exec_ = nullptr;
+  std::vector<CUdeviceptr> allocations_;
+};
+
 class CudaBackend : public Backend {
  public:
   std::string_view name() const override { return "cuda"; }
@@ -410,6 +519,15 @@ class CudaBackend : public Backend {
   }
   bool supports(const HwSpec& spec) const override { return spec.kind == "gpu" && spec.target.backend == "cuda"; }
   std::optional<std::string> unavailable() const override { return CudaDriver::unavailable(); }
+  std::unique_ptr<DeviceContext> device_context(int device) const override {
+    if (auto why = CudaDriver::unavailable()) throw UnsupportedError("", "", *why);
+    return std::make_unique<CudaDeviceContext>(device);
+  }
+  int device_count() const override {
+    if (CudaDriver::unavailable()) return 0;
+    int count = 0;
+    return CudaDriver::get().cuDeviceGetCount(&count) == CUDA_SUCCESS ? count : 0;
+  }
   std::vector<std::string> emit_formats() const override { return {"cuda"}; }
   std::unique_ptr<KernelFamilies> kernel_families() const override { return std::make_unique<CudaKernelFamilies>(); }
   // The tensor-core convolutions (implicit GEMM, contraction_plan.h) read NHWC activations.

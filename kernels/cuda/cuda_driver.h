@@ -33,7 +33,8 @@ struct CudaDriver {
   X(cuStreamBeginCapture, "cuStreamBeginCapture_v2") X(cuStreamEndCapture, "cuStreamEndCapture")    \
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags") X(cuGraphLaunch, "cuGraphLaunch")            \
   X(cuGraphExecDestroy, "cuGraphExecDestroy") X(cuGraphDestroy, "cuGraphDestroy")                   \
-  X(cuGetErrorName, "cuGetErrorName") X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")
+  X(cuGetErrorName, "cuGetErrorName") X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")          \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")
 #define TESSEL_CUDA_DRIVER_MEMBER(fn, sym) decltype(&::fn) fn = nullptr;
   TESSEL_CUDA_DRIVER_FUNCTIONS(TESSEL_CUDA_DRIVER_MEMBER)
 #undef TESSEL_CUDA_DRIVER_MEMBER

@@ -1,0 +1,44 @@
+// Running one device's SPMD program on a GPU with every tensor resident on it (docs/distributed.md,
+// "Runtime"): the program is cut into segments as SpmdRunner cuts it, each segment compiled by the
+// pipeline onto the device's DeviceContext, and one step enqueues -- on the context's one stream,
+// so in order -- each segment's input copies and kernels and each transfer's NCCL collective. No
+// host round trip between segments; a whole step can be captured as one CUDA graph and timed.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "distributed/device_comm.h"
+#include "distributed/spmd_runner.h"
+
+namespace tessel {
+
+class DeviceSpmdRunner {
+ public:
+  /// Compiles every segment with `base` (its backend, spec, policy, options) on `context`.
+  DeviceSpmdRunner(SpmdProgram program, const CompileRequest& base, DeviceContext& context, DeviceCommunicator& comm);
+  ~DeviceSpmdRunner();
+
+  const SpmdProgram& program() const { return program_; }
+  int segments() const { return static_cast<int>(cut_.segments.size()); }
+
+  /// Uploads this device's pieces of the graph inputs (kept resident for later steps).
+  void set_inputs(const std::vector<HostTensor>& pieces);
+  /// Enqueues one step (set_inputs first).
+  void enqueue_step();
+  /// This device's pieces of the graph outputs after the steps enqueued so far (synchronizes).
+  std::vector<HostTensor> outputs();
+  /// GPU time of each of options.repeats steps (DeviceContext::time).
+  std::vector<double> time(const TimingOptions& options, bool* graph_used);
+
+ private:
+  int64_t bytes_of(TensorId t) const;
+  SpmdProgram program_;
+  ProgramCut cut_;
+  DeviceContext& ctx_;
+  DeviceCommunicator& comm_;
+  std::vector<std::unique_ptr<Compilation>> compiled_;  // per segment
+  std::vector<uint64_t> home_;                          // per local tensor: where its values live (0: nowhere)
+};
+
+}  // namespace tessel
