@@ -6,6 +6,8 @@ token counts M:
   tessel_1gpu      tessel run --device cuda (one GPU)
   tessel_2gpu      tessel run --device cuda --mesh 2: the plan Tessel's cost model chose
   tessel_megatron  the same with Megatron's plan pinned (gate/up column-parallel, down row-parallel)
+  tessel_2gpu_rows_out  the cost model's plan with the output left sharded by rows (y=S0), as a next
+                   layer consuming it sharded would take it: no output collective
   torch_1gpu       PyTorch eager on one GPU (cuBLAS), CUDA graph replays
   torch_tp         PyTorch with the same Megatron plan on 2 processes (torch.distributed, NCCL):
                    column-parallel gate/up, row-parallel down, one all-reduce; CUDA graph replays
@@ -197,7 +199,8 @@ def main():
         row = {"M": m}
         for key, extra in (("tessel_1gpu", ["--hw", a.hw]),
                            ("tessel_2gpu", ["--mesh", "2", "--hw", a.hw2]),
-                           ("tessel_megatron", ["--mesh", "2", "--hw", a.hw2, "--shard", "gate_w=S1 up_w=S1 down_w=S0"])):
+                           ("tessel_megatron", ["--mesh", "2", "--hw", a.hw2, "--shard", "gate_w=S1 up_w=S1 down_w=S0"]),
+                           ("tessel_2gpu_rows_out", ["--mesh", "2", "--hw", a.hw2, "--shard", "y=S0"])):
             rc, text, wall = run([a.tessel, "run", path, "--device", "cuda", "--check", "--time", str(a.repeats)] + extra)
             row[key + "_ms"] = tessel_time(text) if rc == 0 else None
             row[key + "_ok"] = rc == 0
