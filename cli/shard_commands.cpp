@@ -33,7 +33,8 @@ const char* kShardHelp =
     "  --shard       pins, space-separated: TENSOR=LAYOUT with one of R (replicated) or Sd (dimension\n"
     "                d sharded) per mesh axis, comma-separated: \"x=S0 w1=S1\" or \"w1=R,S1\"\n"
     "  --exhaustive  enumerate every plan when there are at most N (default 20000): the optimum\n"
-    "  --descent     passes of coordinate descent after the forward pass (default 8; 0: none)\n";
+    "  --descent     passes of coordinate descent after the forward pass (default 8; 0: none)\n"
+    "  --memory-per-device BYTES  the weights each device may hold (activations not counted)\n";
 
 Mesh mesh_option(const Args& args) {
   auto text = args.option("mesh");
@@ -50,6 +51,7 @@ ShardSearchOptions search_options(const Args& args, const Mesh& mesh) {
   }
   o.exhaustive_limit = args.int_option("exhaustive", o.exhaustive_limit, 0, int64_t{1} << 40);
   o.max_descent_passes = static_cast<int>(args.int_option("descent", o.max_descent_passes, 0, 1000));
+  o.memory_per_device_bytes = args.int_option("memory-per-device", 0, 0, int64_t{1} << 50);
   return o;
 }
 
@@ -70,7 +72,7 @@ OpGraph normalized_graph(const Args& args, const std::string& model_path, Compil
 }  // namespace
 
 int cmd_shard(const std::vector<std::string>& argv) {
-  Args args("shard", argv, {"no-normalize", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "shape"});
+  Args args("shard", argv, {"no-normalize", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "memory-per-device", "shape"});
   if (args.flag("help")) { std::cout << kShardHelp; return 0; }
   const Mesh mesh = mesh_option(args);
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, "");

@@ -28,22 +28,21 @@ std::string node_split_text(const TeNode& node, const NodeSharding& s, const Mes
 /// Prices plans: the graph's candidate choices and one evaluation of a whole plan.
 class PlanPricer {
  public:
-  PlanPricer(const OpGraph& graph, const HwSpec& spec, const Mesh& mesh)
-      : g_(graph), spec_(spec), mesh_(mesh), order_(graph.topological_order()) {}
+  PlanPricer(const OpGraph& graph, const HwSpec& spec, const Mesh& mesh, double memory_cap = 0)
+      : g_(graph), spec_(spec), mesh_(mesh), order_(graph.topological_order()), memory_cap_(memory_cap) {}
 
   /// Evaluates `plan`; fills `out` when non-null (the transfers and weight bytes). With `prefix`
   /// >= 0, only the first `prefix` nodes in topological order (and not the outputs).
   double evaluate(const ShardPlan& plan, PlanCost* out, int prefix = -1) {
     std::vector<std::vector<TensorLayout>> held(g_.num_tensors());
-    std::map<TensorId, std::set<std::string>> weight_layouts;
+    std::map<std::pair<TensorId, std::string>, double> weights;  // (weight, layout) -> bytes per device
     std::vector<PlannedTransfer> transfers;
     double compute = 0, comm = 0;
     for (size_t i = 0; i < g_.inputs().size(); ++i) held[g_.inputs()[i]].push_back(plan.inputs[i]);
     auto need = [&](TensorId t, const TensorLayout& layout, const std::string& consumer) {
       const TensorInfo& info = g_.tensor(t);
       if (info.kind == TensorKind::weight) {
-        weight_layouts[t].insert(print_layout(layout));
-        if (out) weight_bytes_[t][print_layout(layout)] = bytes_of({info.type.dtype, local_shape(info.type.shape, layout, mesh_)});
+        weights[{t, print_layout(layout)}] = bytes_of({info.type.dtype, local_shape(info.type.shape, layout, mesh_)});
         return;
       }
       std::vector<TensorLayout>& h = held[t];
@@ -83,25 +82,31 @@ class PlanPricer {
         h.push_back(cur);
       }
     };
+    // Over the memory cap: worse than any plan within it, and the further over the worse.
+    auto penalty = [&] {
+      double bytes = 0;
+      for (const auto& [key, b] : weights) bytes += b;
+      return memory_cap_ > 0 && bytes > memory_cap_ ? 1.0 + (bytes - memory_cap_) * 1e-9 : 0.0;
+    };
     int visited = 0;
     for (NodeId n : order_) {
-      if (prefix >= 0 && visited++ >= prefix) return compute + comm;
+      if (prefix >= 0 && visited++ >= prefix) return compute + comm + penalty();
       const ShardedNode& sn = sharded(n, plan.nodes[n]);
       for (size_t i = 0; i < g_.node_inputs(n).size(); ++i) need(g_.node_inputs(n)[i], sn.inputs[i], g_.node(n).name());
       held[g_.node_output(n)] = {sn.output};
       compute += time(n, plan.nodes[n]);
     }
-    if (prefix >= 0) return compute + comm;
+    if (prefix >= 0) return compute + comm + penalty();
     for (size_t i = 0; i < g_.outputs().size(); ++i) need(g_.outputs()[i], plan.outputs[i], "output");
     if (out) {
       out->compute_s = compute;
       out->communication_s = comm;
       out->transfers = std::move(transfers);
       out->weight_bytes_per_device = 0;
-      for (const auto& [t, layouts] : weight_layouts)
-        for (const std::string& l : layouts) out->weight_bytes_per_device += static_cast<int64_t>(weight_bytes_[t][l]);
+      for (const auto& [key, b] : weights) out->weight_bytes_per_device += static_cast<int64_t>(b);
+      out->fits = memory_cap_ <= 0 || out->weight_bytes_per_device <= memory_cap_;
     }
-    return compute + comm;
+    return compute + comm + penalty();
   }
 
   const ShardedNode& sharded(NodeId n, const NodeSharding& s) {
@@ -129,7 +134,7 @@ class PlanPricer {
   std::vector<NodeId> order_;
   std::map<std::pair<NodeId, std::vector<int>>, ShardedNode> sharded_;
   std::map<std::pair<NodeId, std::vector<int>>, double> times_;
-  std::map<TensorId, std::map<std::string, double>> weight_bytes_;
+  double memory_cap_ = 0;
 };
 
 /// Every legal sharding of `node` on `mesh` (the whole node first).
@@ -233,7 +238,7 @@ ShardSearch search_shard_plan(const OpGraph& graph, const Mesh& mesh, const HwSp
   for (size_t i = 0; i < graph.outputs().size(); ++i)
     if (const TensorLayout* p = pin_of(graph.outputs()[i])) result.plan.outputs[i] = *p;
 
-  PlanPricer pricer(graph, spec, mesh);
+  PlanPricer pricer(graph, spec, mesh, static_cast<double>(options.memory_per_device_bytes));
   std::vector<std::vector<NodeSharding>> cand(graph.num_nodes());
   for (NodeId n = 0; n < graph.num_nodes(); ++n) {
     for (const NodeSharding& c : choices(graph.node(n), mesh)) {
@@ -341,6 +346,13 @@ ShardSearch search_shard_plan(const OpGraph& graph, const Mesh& mesh, const HwSp
   }
   if (!std::isfinite(best)) throw UserError("", "", "no shard plan can run this graph (every plan needs a layout no collective makes)");
   result.cost = price_plan(graph, result.plan, spec);
+  if (options.memory_per_device_bytes > 0) {
+    result.cost.fits = result.cost.weight_bytes_per_device <= options.memory_per_device_bytes;
+    if (!result.cost.fits)
+      throw UserError("", "--memory-per-device",
+                      cat("no plan found keeps the weights within ", options.memory_per_device_bytes >> 20,
+                          " MiB per device; the best needs ", result.cost.weight_bytes_per_device >> 20, " MiB (pin weights sharded with --shard)"));
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -13,6 +13,8 @@
 // choice counts at most `exhaustive_limit`) every plan is enumerated, which gives the optimum to
 // measure the heuristic against (ShardSearch::exact).
 //
+// A memory cap per device (weights only) makes plans over it lose to every plan within it.
+//
 // Constraints in the nnScaler style pin tensors to layouts: `x=S0` gives input x sharded along its
 // dimension 0 over the first mesh axis, `w1=R,S1` pins a weight on a 2-D mesh. Nodes whose
 // choices disagree with a pin are not considered.
@@ -53,6 +55,7 @@ struct PlanCost {
   double communication_s = 0;
   double total_s() const { return compute_s + communication_s; }
   int64_t weight_bytes_per_device = 0;  // the most any device holds
+  bool fits = true;                     // within ShardSearchOptions::memory_per_device_bytes
   std::vector<PlannedTransfer> transfers;
 };
 
@@ -66,6 +69,9 @@ struct ShardSearchOptions {
   ShardConstraints constraints;
   int64_t exhaustive_limit = 20000;  // enumerate every plan up to this many
   int max_descent_passes = 8;
+  /// > 0: the weights each device holds must fit in this many bytes (activations are not
+  /// counted); plans over it are priced worse than any plan within it.
+  int64_t memory_per_device_bytes = 0;
 };
 
 struct ShardSearch {

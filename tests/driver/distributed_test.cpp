@@ -222,3 +222,19 @@ TEST_CASE("distributed: bad pins and meshes are UserErrors naming them") {
   const HwSpec lone = load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx512-server.json");
   CHECK_THROWS_WITH_AS(search(g, "2", "", lone), doctest::Contains("interconnect"), UserError);
 }
+
+TEST_CASE("distributed: a memory cap per device makes the search shard the weights, and the plan runs") {
+  const OpGraph g = bert_layer();
+  const Mesh mesh = parse_mesh("4", "t");
+  ShardSearchOptions free;
+  const ShardSearch whole = search_shard_plan(g, mesh, cpu_cluster(), free);
+  ShardSearchOptions capped;
+  capped.memory_per_device_bytes = whole.cost.weight_bytes_per_device / 3;
+  REQUIRE(capped.memory_per_device_bytes > 0);
+  const ShardSearch s = search_shard_plan(g, mesh, cpu_cluster(), capped);
+  CHECK(s.cost.fits);
+  CHECK(s.cost.weight_bytes_per_device <= capped.memory_per_device_bytes);
+  check_plan_runs(g, s.plan);
+  capped.memory_per_device_bytes = 16;  // less than any split of the weights
+  CHECK_THROWS_WITH_AS(search_shard_plan(g, mesh, cpu_cluster(), capped), doctest::Contains("MiB per device"), UserError);
+}
