@@ -147,7 +147,7 @@ def main():
         speed = "%.2fx" % (r["dense"]["ms"] / r["cost"]["ms"]) if r["dense"].get("ms") and r["cost"].get("ms") else "-"
         kinds = "; ".join(k.split(":")[0] for k in r["cost"].get("kinds", []))
         lines.append("| %s | %s | %s | %s | %s | %s |" % (name, ms("dense"), ms("cost"), ms("block_sparse"), speed, kinds))
-    lines += ["", "Target: the sparse BERT-base layer (FFN weights at 90%% block sparsity, `bert_ffn`) >= 1.5x the dense "
+    lines += ["", "Target: the sparse BERT-base layer (FFN weights at 90% block sparsity, `bert_ffn`) >= 1.5x the dense "
               "Tessel layer."]
     open(os.path.join(args.out, "layers.md"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
