@@ -82,7 +82,12 @@ CollectiveCost collective_cost(const HwSpec& spec, const Mesh& mesh, const Layou
     case Collective::none: return c;
   }
   c.level = level->name;
-  c.seconds = c.steps * level->latency_us * 1e-6 + c.bytes_per_device / (level->bandwidth_gbps * 1e9);
+  double bandwidth = level->bandwidth_gbps, latency = level->latency_us;
+  if (auto it = level->collectives.find(std::string(collective_name(step.collective))); it != level->collectives.end()) {
+    bandwidth = it->second.bandwidth_gbps;
+    latency = it->second.latency_us;
+  }
+  c.seconds = c.steps * latency * 1e-6 + c.bytes_per_device / (bandwidth * 1e9);
   return c;
 }
 

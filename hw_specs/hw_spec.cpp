@@ -379,12 +379,24 @@ InterconnectSpec SpecReader::interconnect_at(const json& j, const std::string& p
     for (size_t i = 0; i < j["levels"].size(); ++i) {
       const json& e = j["levels"][i];
       const std::string eptr = child(lptr, i);
-      check_keys(e, eptr, {"name", "devices", "bandwidth_gbps", "latency_us"}, {"source"});
+      check_keys(e, eptr, {"name", "devices", "bandwidth_gbps", "latency_us"}, {"collectives", "source"});
       InterconnectLevel level;
       level.name = name_at(e["name"], child(eptr, "name"));
       level.devices = int_at(e["devices"], child(eptr, "devices"), 1);
       level.bandwidth_gbps = number_at(e["bandwidth_gbps"], child(eptr, "bandwidth_gbps"), true);
       level.latency_us = number_at(e["latency_us"], child(eptr, "latency_us"), false);
+      if (e.contains("collectives")) {
+        const std::string cptr = child(eptr, "collectives");
+        if (!e["collectives"].is_object()) expected(cptr, "an object", e["collectives"]);
+        for (const auto& [name, fit] : e["collectives"].items()) {
+          const std::string fptr = child(cptr, name);
+          if (name != "all_reduce" && name != "all_gather" && name != "reduce_scatter" && name != "all_to_all")
+            fail(fptr, cat("unknown collective \"", name, "\" (all_reduce, all_gather, reduce_scatter, all_to_all)"));
+          check_keys(fit, fptr, {"bandwidth_gbps", "latency_us"}, {});
+          level.collectives[name] = {number_at(fit["bandwidth_gbps"], child(fptr, "bandwidth_gbps"), true),
+                                     number_at(fit["latency_us"], child(fptr, "latency_us"), false)};
+        }
+      }
       if (e.contains("source")) level.source = string_at(e["source"], child(eptr, "source"));
       const int64_t inner = ic.levels.empty() ? 1 : ic.levels.back().devices;
       if (level.devices <= inner && !ic.levels.empty())
@@ -582,6 +594,12 @@ ordered_json spec_json(const HwSpec& s) {
     ic["levels"] = ordered_json::array();
     for (const InterconnectLevel& l : s.interconnect.levels) {
       ordered_json e{{"name", l.name}, {"devices", l.devices}, {"bandwidth_gbps", l.bandwidth_gbps}, {"latency_us", l.latency_us}};
+      if (!l.collectives.empty()) {
+        ordered_json c = ordered_json::object();
+        for (const auto& [name, fit] : l.collectives)
+          c[name] = ordered_json{{"bandwidth_gbps", fit.bandwidth_gbps}, {"latency_us", fit.latency_us}};
+        e["collectives"] = std::move(c);
+      }
       if (!l.source.empty()) e["source"] = l.source;
       ic["levels"].push_back(std::move(e));
     }

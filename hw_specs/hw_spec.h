@@ -118,6 +118,15 @@ struct InterconnectLevel {
   int64_t devices = 1;
   double bandwidth_gbps = 0;
   double latency_us = 0;
+  /// Measured per collective ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"): its own
+  /// bandwidth and per-step latency where a library's algorithm beats or trails the ring (NCCL's
+  /// all-reduce on two GPUs); a collective not listed uses the level's.
+  struct Fit {
+    double bandwidth_gbps = 0;
+    double latency_us = 0;
+    bool operator==(const Fit&) const = default;
+  };
+  std::map<std::string, Fit> collectives;
   std::string source;
   bool operator==(const InterconnectLevel&) const = default;
 };

@@ -35,6 +35,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HIDDEN, FFN = 4096, 11008
+COLL_SIZES = [1, 4, 16, 64, 256]  # MiB; --coll-sizes
 
 
 def mlp_model(m):
@@ -97,7 +98,7 @@ def torch_worker(rank, world, m, repeats, port, queue):
     # Collectives at several sizes (only on the 2-process run).
     coll = []
     if world > 1:
-        for mib in (1, 4, 16, 64, 256):
+        for mib in COLL_SIZES:
             n = mib * (1 << 20) // 2
             buf = torch.randn(n, device=dev, dtype=torch.float16)
             out = torch.empty(n * world, device=dev, dtype=torch.float16)
@@ -154,6 +155,7 @@ def torch_run(world, m, repeats, port):
 def predicted_collective_ms(spec, name, mib, world):
     """cost_model/collective_cost.h's ring formulas on the spec's level (restated)."""
     level = spec["interconnect"]["levels"][0]
+    fit = level.get("collectives", {}).get(name, level)
     b = mib * (1 << 20)
     p = world
     if name == "all_reduce":
@@ -162,7 +164,7 @@ def predicted_collective_ms(spec, name, mib, world):
         vol, steps = (p - 1) * b, p - 1
     else:  # reduce_scatter of a b-byte tensor
         vol, steps = (p - 1) / p * b, p - 1
-    return 1e3 * (steps * level["latency_us"] * 1e-6 + vol / (level["bandwidth_gbps"] * 1e9))
+    return 1e3 * (steps * fit["latency_us"] * 1e-6 + vol / (fit["bandwidth_gbps"] * 1e9))
 
 
 def resolve_spec(path):
@@ -187,12 +189,19 @@ def main():
     ap.add_argument("--hw", default=os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm.json"))
     ap.add_argument("--hw2", default=os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm-x2.json"))
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--coll-sizes", type=int, nargs="+", help="MiB of the collectives measured (default 1 4 16 64 256)")
+    ap.add_argument("--collectives-only", action="store_true", help="only the collectives (no MLP runs)")
     a = ap.parse_args()
+    if a.coll_sizes:
+        COLL_SIZES[:] = a.coll_sizes
     os.makedirs(a.out, exist_ok=True)
     import torch
     machine = "%s x %d (torch %s)" % (torch.cuda.get_device_name(0), torch.cuda.device_count(), torch.__version__)
     rows, logs, coll = [], [], []
     port = 29500
+    if a.collectives_only:
+        _, coll = torch_run(2, 256, 3, port)
+        a.m = []
     for m in a.m:
         path = os.path.join(a.out, "mlp_m%d.json" % m)
         json.dump(mlp_model(m), open(path, "w"), indent=1)

@@ -34,9 +34,18 @@ std::vector<fs::path> files_in(const fs::path& dir, const std::string& ext) {
   return out;
 }
 
+// Every shipped spec of a distinct chip: a multi-device system (nvidia-dgx-h100.json, ...) differs
+// from its chip's spec only in the interconnect, which scheduling one device does not read.
 std::vector<HwSpec> shipped_specs() {
   std::vector<HwSpec> specs;
-  for (const fs::path& p : files_in(fs::path(TESSEL_SOURCE_DIR) / "hw_specs", ".json")) specs.push_back(load_hw_spec(p.string()));
+  for (const fs::path& p : files_in(fs::path(TESSEL_SOURCE_DIR) / "hw_specs", ".json")) {
+    HwSpec spec = load_hw_spec(p.string());
+    const bool same_chip = std::any_of(specs.begin(), specs.end(), [&](const HwSpec& s) {
+      return s.kind == spec.kind && s.memory_levels == spec.memory_levels && s.compute == spec.compute &&
+             s.limits == spec.limits && s.target == spec.target;
+    });
+    if (!same_chip) specs.push_back(std::move(spec));
+  }
   return specs;
 }
 

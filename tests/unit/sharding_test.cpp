@@ -213,3 +213,29 @@ TEST_CASE("sharding: interconnect levels are read strictly") {
                   UserError);
   CHECK_THROWS_AS(parse_hw_spec(spec_with(R"([{"name": "a", "devices": 8, "latency_us": 1}])", 8), "t.json"), UserError);
 }
+
+TEST_CASE("sharding: a level's measured pair for one collective replaces the ring's") {
+  const std::string base = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-h100-sxm.json";
+  auto spec_with = [&](const std::string& collectives) {
+    return std::string("{\"extends\": \"") + base +
+           "\", \"name\": \"t\", \"interconnect\": {\"devices\": 2, \"levels\": [{\"name\": \"nvlink\", \"devices\": 2, "
+           "\"bandwidth_gbps\": 100, \"latency_us\": 10, \"collectives\": " + collectives + "}]}}";
+  };
+  const HwSpec spec = parse_hw_spec(spec_with(R"({"all_reduce": {"bandwidth_gbps": 200, "latency_us": 5}})"), "t.json");
+  CHECK(parse_hw_spec(write_hw_spec(spec), "t.json") == spec);
+  const Mesh mesh = parse_mesh("2", "t");
+  const TensorType t{DType::f16, {1024, 1024}};  // 2 MiB
+  const double bytes = 1024.0 * 1024 * 2;
+  LayoutStep ar;
+  ar.collective = Collective::all_reduce;
+  ar.op = Combiner::sum;
+  CHECK(collective_cost(spec, mesh, ar, t, {AxisLayout::partial_of(Combiner::sum)}).seconds ==
+        doctest::Approx(2 * 5e-6 + bytes / 200e9));
+  LayoutStep ag;  // not listed: the level's pair
+  ag.collective = Collective::all_gather;
+  ag.dim = 0;
+  CHECK(collective_cost(spec, mesh, ag, t, {AxisLayout::sharded(0)}).seconds == doctest::Approx(10e-6 + bytes / 2 / 100e9));
+  CHECK_THROWS_WITH_AS(parse_hw_spec(spec_with(R"({"broadcast": {"bandwidth_gbps": 1, "latency_us": 1}})"), "t.json"),
+                       doctest::Contains("broadcast"), UserError);
+  CHECK_THROWS_AS(parse_hw_spec(spec_with(R"({"all_reduce": {"bandwidth_gbps": 0, "latency_us": 1}})"), "t.json"), UserError);
+}
