@@ -23,7 +23,7 @@ namespace tessel {
 namespace {
 
 const char* kShardHelp =
-    "usage: tessel shard MODEL --hw SPEC --mesh M [--shard \"T=L ...\"] [--exhaustive N]\n"
+    "usage: tessel shard MODEL --hw SPEC --mesh M [--shard \"T=L ...\"] [--exhaustive N] [--no-schedule]\n"
     "                    [--shape NAME=D0xD1...] [--no-normalize]\n"
     "  Chooses how MODEL is spread over a device mesh and prints the plan: each node's split, every\n"
     "  collective with its bytes, interconnect level and predicted time, and the predicted step time\n"
@@ -34,7 +34,9 @@ const char* kShardHelp =
     "                d sharded) per mesh axis, comma-separated: \"x=S0 w1=S1\" or \"w1=R,S1\"\n"
     "  --exhaustive  enumerate every plan when there are at most N (default 20000): the optimum\n"
     "  --descent     passes of coordinate descent after the forward pass (default 8; 0: none)\n"
-    "  --memory-per-device BYTES  the weights each device may hold (activations not counted)\n";
+    "  --memory-per-device BYTES  the weights each device may hold (activations not counted)\n"
+    "  --no-schedule skip scheduling device 0's segments (the 'scheduled:' line: the step predicted\n"
+    "                from the kernels the pipeline would emit rather than the search's roofline)\n";
 
 Mesh mesh_option(const Args& args) {
   auto text = args.option("mesh");
@@ -69,10 +71,27 @@ OpGraph normalized_graph(const Args& args, const std::string& model_path, Compil
   return compile(request).graph;
 }
 
+/// Device 0's program scheduled segment by segment by `base`'s policy and cost model: the
+/// predicted kernel time of one step (the plan search's roofline replaced by the scheduler's
+/// prediction of the kernels it would emit). Weight values are not materialized, so sparse
+/// weights are priced dense here.
+double scheduled_compute_s(const OpGraph& g, const ShardPlan& plan, CompileRequest base) {
+  const ProgramCut cut = cut_program(partition(g, plan, 0, /*weight_values=*/false));
+  double total = 0;
+  for (const ProgramCut::Segment& seg : cut.segments) {
+    base.model_path.clear();
+    base.model = nullptr;
+    base.graph = &seg.graph;
+    base.last = Stage::schedule;
+    total += compile(base).schedule.predicted_latency_s;
+  }
+  return total;
+}
+
 }  // namespace
 
 int cmd_shard(const std::vector<std::string>& argv) {
-  Args args("shard", argv, {"no-normalize", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "memory-per-device", "shape"});
+  Args args("shard", argv, {"no-normalize", "no-schedule", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "memory-per-device", "shape"});
   if (args.flag("help")) { std::cout << kShardHelp; return 0; }
   const Mesh mesh = mesh_option(args);
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, "");
@@ -80,6 +99,12 @@ int cmd_shard(const std::vector<std::string>& argv) {
   const OpGraph g = normalized_graph(args, args.one_positional("MODEL"), pipeline->request);
   const ShardSearch s = search_shard_plan(g, mesh, spec, search_options(args, mesh));
   std::cout << format_shard_plan(g, s.plan, s.cost, spec);
+  if (!args.flag("no-schedule")) {
+    const double kernels = scheduled_compute_s(g, s.plan, pipeline->request);
+    std::cout << "scheduled: predicted " << (kernels + s.cost.communication_s) * 1e3 << " ms per step = kernels "
+              << kernels * 1e3 << " ms (device 0's segments scheduled by " << pipeline->policy->name()
+              << ") + communication " << s.cost.communication_s * 1e3 << " ms\n";
+  }
   std::cout << "searched " << s.plans_priced << " plans in " << s.seconds << " s ("
             << (s.exact ? "every plan: the optimum under the model" : "forward pass and coordinate descent")
             << "; forward pass alone " << s.greedy_s * 1e3 << " ms)\n";
@@ -99,11 +124,21 @@ int run_on_mesh(const Args& args) {
       throw UserError("command line", "--mesh",
                       cat("the mesh ", mesh.print(), " has ", mesh.devices(), " devices; mpirun started ", mpi->size(), " ranks"));
   }
+  // Ranks as threads of this process: a mesh of at most this many (a larger one runs under mpirun).
+  constexpr int64_t kMaxThreadRanks = 256;
+  if (!mpi && mesh.devices() > kMaxThreadRanks)
+    throw UserError("command line", "--mesh", cat("the mesh ", mesh.print(), " has ", mesh.devices(), " devices; ranks as threads of one process: at most ",
+                                                  kMaxThreadRanks, " (start it under mpirun)"));
   const bool speak = !mpi || mpi->rank() == 0;
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, device.value_or("cpu"));
   if (device) require_runnable(*device);
   CompileRequest& base = pipeline->request;
-  const HwSpec spec = base.spec ? *base.spec : machine_spec(*find_backend(device.value_or("cpu")));
+  HwSpec spec;
+  if (base.spec) spec = *base.spec;
+  else if (!mpi || mpi->rank() == 0) spec = machine_spec(*find_backend(device.value_or("cpu")));
+  // Every rank plans with rank 0's spec (a probe measures slightly different numbers on each),
+  // so that every rank arrives at the same plan and program.
+  if (mpi) spec = parse_hw_spec(mpi->broadcast(write_hw_spec(spec), 0), base.spec ? base.spec->file : "rank 0's probe");
   base.spec = spec;
   // Each rank's CPU kernels get their share of this host's threads.
   const int64_t local_ranks = mpi ? std::max<int64_t>(1, std::atoll(std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE") ? std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE") : "1"))
@@ -113,6 +148,17 @@ int run_on_mesh(const Args& args) {
   const OpGraph g = normalized_graph(args, model_path, base);
   const ShardSearch s = search_shard_plan(g, mesh, spec, search_options(args, mesh));
   if (speak) std::cout << format_shard_plan(g, s.plan, s.cost, spec);
+  if (mpi) {
+    // A check that every process planned alike (they run one program and must meet in its collectives).
+    const std::string mine = format_shard_plan(g, s.plan, s.cost, spec);
+    std::vector<double> same{mpi->broadcast(mine, 0) == mine ? 1.0 : 0.0};
+    mpi->all_reduce(same, Combiner::min, [&] {
+      std::vector<int64_t> all(mpi->size());
+      for (int64_t r = 0; r < mpi->size(); ++r) all[r] = r;
+      return all;
+    }());
+    if (same[0] != 1.0) throw UserError("", "--mesh", "the MPI ranks arrived at different shard plans (is the model the same file on every host?)");
+  }
 
   CompileRequest import_only;
   import_only.model_path = model_path;

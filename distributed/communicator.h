@@ -38,6 +38,8 @@ class Communicator {
   /// `blocks` holds one equal-sized block per member in group order; member k receives block k of
   /// everyone. Returns the blocks received, in group order.
   virtual std::vector<double> all_to_all(const std::vector<double>& blocks, const std::vector<int64_t>& group) = 0;
+  /// `text` as rank `root` has it, on every rank of the whole mesh.
+  virtual std::string broadcast(const std::string& text, int64_t root) = 0;
   /// This rank failed: the others must not wait for it (threads: their pending and later
   /// collectives raise UserError; MPI: MPI_Abort ends the job).
   virtual void abort() = 0;

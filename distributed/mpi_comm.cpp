@@ -91,6 +91,13 @@ class MpiComm : public Communicator {
           "MPI_Alltoall");
     return out;
   }
+  std::string broadcast(const std::string& text, int64_t root) override {
+    int64_t n = static_cast<int64_t>(text.size());
+    check(MPI_Bcast(&n, 1, MPI_INT64_T, static_cast<int>(root), MPI_COMM_WORLD), "MPI_Bcast");
+    std::string out = rank_ == root ? text : std::string(static_cast<size_t>(n), '\0');
+    check(MPI_Bcast(out.data(), count(out.size()), MPI_CHAR, static_cast<int>(root), MPI_COMM_WORLD), "MPI_Bcast");
+    return out;
+  }
   void abort() override { MPI_Abort(MPI_COMM_WORLD, 2); }
 
  private:

@@ -70,6 +70,13 @@ class ThreadComm : public Communicator {
       out.insert(out.end(), theirs.begin() + me * block, theirs.begin() + (me + 1) * block);
     return out;
   }
+  std::string broadcast(const std::string& text, int64_t root) override {
+    std::vector<int64_t> everyone(size_);
+    for (int64_t r = 0; r < size_; ++r) everyone[r] = r;
+    const std::vector<double> mine(text.begin(), text.end());
+    const std::vector<double>& theirs = exchange(mine, everyone)[root];
+    return std::string(theirs.begin(), theirs.end());
+  }
   void abort() override {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->aborted = true;

@@ -94,13 +94,13 @@ Mesh parse_mesh(const std::string& text, const std::string& what) {
       throw bad(cat("'", size, "' is not a size"));
     const int64_t n = std::stoll(size);
     if (n < 1) throw bad("a size is 0");
+    if (n > (int64_t{1} << 20) || mesh.devices() * n > (int64_t{1} << 20)) throw bad("more than 2^20 devices");
     if (named && std::find(mesh.axis_names.begin(), mesh.axis_names.end(), name) != mesh.axis_names.end())
       throw bad(cat("axis '", name, "' named twice"));
     mesh.shape.push_back(n);
     mesh.axis_names.push_back(named ? name : cat("m", mesh.axis_names.size()));
   }
   if (mesh.shape.empty()) throw bad("no axes");
-  if (mesh.devices() > (int64_t{1} << 20)) throw bad("more than 2^20 devices");
   return mesh;
 }
 

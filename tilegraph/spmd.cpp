@@ -52,7 +52,8 @@ double combine(Combiner op, double a, double b) {
 
 class Partitioner {
  public:
-  Partitioner(const OpGraph& graph, const ShardPlan& plan, int64_t device) : g_(graph), plan_(plan), device_(device) {
+  Partitioner(const OpGraph& graph, const ShardPlan& plan, int64_t device, bool with_values)
+      : g_(graph), plan_(plan), device_(device), with_values_(with_values) {
     prog_.mesh = plan.mesh;
     prog_.device = device;
     prog_.input_layouts = plan.inputs;
@@ -231,6 +232,13 @@ class Partitioner {
 
   TensorId weight_piece(TensorId t, const TensorLayout& layout) {
     const TensorInfo& info = g_.tensor(t);
+    if (!with_values_) {  // shapes only: a stand-in init of the piece's shape, dense
+      const TensorType type{info.type.dtype, local_shape(info.type.shape, layout, plan_.mesh)};
+      const bool first = avail_[t].empty();
+      const TensorId id = prog_.local.add_weight(first ? info.name : cat(info.name, "@", ++renames_), type, RandomInit{});
+      avail_[t].push_back({layout, id});
+      return id;
+    }
     if (!full_.count(t)) full_[t] = std::make_shared<HostTensor>(g_.weight_values(t));
     auto piece = std::make_shared<const HostTensor>(take_piece(*full_[t], layout, plan_.mesh, device_));
     std::optional<Sparsity> sparsity = info.sparsity;
@@ -247,6 +255,7 @@ class Partitioner {
   const OpGraph& g_;
   const ShardPlan& plan_;
   int64_t device_;
+  bool with_values_;
   SpmdProgram prog_;
   std::map<TensorId, std::vector<Held>> avail_;
   std::map<TensorId, std::shared_ptr<HostTensor>> full_;
@@ -288,10 +297,10 @@ std::optional<std::string> check_plan(const OpGraph& graph, const ShardPlan& pla
   return std::nullopt;
 }
 
-SpmdProgram partition(const OpGraph& graph, const ShardPlan& plan, int64_t device) {
+SpmdProgram partition(const OpGraph& graph, const ShardPlan& plan, int64_t device, bool weight_values) {
   if (auto why = check_plan(graph, plan)) throw UserError("", "", cat("shard plan: ", *why));
   TESSEL_ASSERT(device >= 0 && device < plan.mesh.devices(), "partition for a device outside the mesh");
-  return Partitioner(graph, plan, device).run();
+  return Partitioner(graph, plan, device, weight_values).run();
 }
 
 HostTensor take_piece(const HostTensor& whole, const TensorLayout& layout, const Mesh& mesh, int64_t device) {

@@ -66,8 +66,9 @@ struct SpmdProgram {
 };
 
 /// The program of device `device` (0 <= device < plan.mesh.devices()) for `graph` under `plan`.
-/// UserError naming the node or tensor when check_plan fails.
-SpmdProgram partition(const OpGraph& graph, const ShardPlan& plan, int64_t device);
+/// UserError naming the node or tensor when check_plan fails. Without `weight_values` the weight
+/// pieces are dense stand-ins of the right shapes (for scheduling and pricing, never running).
+SpmdProgram partition(const OpGraph& graph, const ShardPlan& plan, int64_t device, bool weight_values = true);
 
 /// Device `device`'s piece of a whole tensor in `layout` (a copy), and the whole tensor assembled
 /// from every device's piece (pieces[d] for device d; replicated and partial axes take device 0's

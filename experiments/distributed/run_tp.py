@@ -73,7 +73,7 @@ def tessel_time(text):
     return None
 
 
-def torch_worker(rank, world, m, repeats, port, queue):
+def torch_worker(rank, world, m, repeats, port, queue, sizes):
     import torch
     import torch.distributed as dist
     torch.cuda.set_device(rank)
@@ -98,7 +98,7 @@ def torch_worker(rank, world, m, repeats, port, queue):
     # Collectives at several sizes (only on the 2-process run).
     coll = []
     if world > 1:
-        for mib in COLL_SIZES:
+        for mib in sizes:
             n = mib * (1 << 20) // 2
             buf = torch.randn(n, device=dev, dtype=torch.float16)
             out = torch.empty(n * world, device=dev, dtype=torch.float16)
@@ -141,7 +141,7 @@ def torch_run(world, m, repeats, port):
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=torch_worker, args=(r, world, m, repeats, port, q)) for r in range(world)]
+    procs = [ctx.Process(target=torch_worker, args=(r, world, m, repeats, port, q, list(COLL_SIZES))) for r in range(world)]
     for p in procs:
         p.start()
     res = [q.get(timeout=600) for _ in procs]

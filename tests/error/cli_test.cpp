@@ -2,6 +2,7 @@
 // place and exit status 2; `run --expect` exits 1 on a mismatch; convert round-trips an ONNX model.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -54,7 +55,7 @@ fs::path temp_dir(const std::string& name) {
 }  // namespace
 
 TEST_CASE("cli: --help on every subcommand") {
-  for (const char* cmd : {"inspect", "run", "convert", "compile", "schedule", "explain", "sparsify"}) {
+  for (const char* cmd : {"inspect", "run", "convert", "compile", "schedule", "explain", "sparsify", "shard"}) {
     CAPTURE(cmd);
     const Result r = tessel(std::string(cmd) + " --help");
     CHECK(r.status == 0);
@@ -346,4 +347,27 @@ TEST_CASE("cli: sparsify prunes linear weights choosing blocks, detect marks the
   CHECK(tessel("sparsify " + model + " --hw " + h100 + " --density 0.1 --blocks 64by64 -o " + pruned).output.find("ROWSxCOLS") !=
         std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("cli: shard prints a plan with its collectives; run --mesh on thread ranks matches the interpreter; bad meshes exit 2") {
+  const std::string small = std::string(TESSEL_SOURCE_DIR) + "/tests/distributed/llama_block_small.json";
+  const std::string pins = " --shard \"attn_q_w=S1 attn_k_w=S1 attn_v_w=S1 attn_o_w=S0 mlp_gate_w=S1 mlp_up_w=S1 mlp_down_w=S0\"";
+  Result r = tessel("shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 4" + pins);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("collective ") != std::string::npos);
+  CHECK(r.output.find("scheduled: predicted") != std::string::npos);
+  r = tessel("run " + small + " --mesh 2 --interp --check --hw " + kSpecs + "x86-64-avx512-cluster-16.json" + pins);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("matches the single-device interpreter") != std::string::npos);
+  for (const std::string& bad : {"shard " + small + " --hw " + kSpecs + "x86-64-avx512-server.json --mesh 2",
+                                 "shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 0",
+                                 "shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 999999999x999999999x999999999",
+                                 "shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 2 --shard nothing=S0",
+                                 "run " + small + " --interp --mesh 4096"}) {
+    CAPTURE(bad);
+    r = tessel(bad);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("tessel: error: ") == 0);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  }
 }
