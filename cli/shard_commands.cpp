@@ -166,9 +166,11 @@ int run_on_mesh(const Args& args) {
   const Compilation imported = compile(import_only);
   const std::vector<HostTensor> inputs = make_inputs(args, *imported.model, g);
   const bool on_gpu = device && find_backend(*device)->device_count() > 0 && *device != "cpu";
+  double predicted_kernels_s = 0;
   std::vector<std::vector<HostTensor>> outputs(mesh.devices());
   const auto start = Clock::now();
   const int repeats = static_cast<int>(args.int_option("time", 0, 0, 1000000));
+  if (repeats > 0 && !on_gpu) throw UserError("command line", "--time", "--time with --mesh times GPU runs only (--device cuda)");
   std::vector<std::vector<double>> times(mesh.devices());
   bool graph_used = false;
   if (on_gpu) {
@@ -197,6 +199,7 @@ int run_on_mesh(const Args& args) {
           runner.enqueue_step();
           outputs[r] = runner.outputs();
           if (repeats > 0) times[r] = runner.time(timing, r == 0 ? &graph_used : nullptr);
+          if (r == 0) predicted_kernels_s = runner.predicted_kernels_s();
         } catch (...) {
           errors[r] = std::current_exception();
         }
@@ -239,7 +242,6 @@ int run_on_mesh(const Args& args) {
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
   }
-  if (repeats > 0 && !on_gpu) throw UserError("command line", "--time", "--time with --mesh times GPU runs only (--device cuda)");
   const int64_t me = mpi ? mpi->rank() : 0;
   if (speak)
     std::cout << "compiled and ran '" << imported.model->name << "' on " << mesh.devices() << " ranks ("
@@ -256,6 +258,8 @@ int run_on_mesh(const Args& args) {
       slowest = std::max(slowest, median);
       per += cat(r ? ", " : "", median * 1e3);
     }
+    std::cout << "predicted (scheduled): " << (predicted_kernels_s + s.cost.communication_s) * 1e3 << " ms per step = kernels "
+              << predicted_kernels_s * 1e3 << " ms (device 0's segments) + communication " << s.cost.communication_s * 1e3 << " ms\n";
     std::cout << "time: " << slowest * 1e3 << " ms per step (median of " << repeats << ", the slowest device; per device "
               << per << " ms; GPU time, " << (graph_used ? "CUDA-graph replays" : "direct launches") << ", L2 warm)\n";
   }

@@ -102,6 +102,12 @@ std::vector<HostTensor> DeviceSpmdRunner::outputs() {
   return out;
 }
 
+double DeviceSpmdRunner::predicted_kernels_s() const {
+  double total = 0;
+  for (const auto& c : compiled_) total += c->schedule.predicted_latency_s;
+  return total;
+}
+
 std::vector<double> DeviceSpmdRunner::time(const TimingOptions& options, bool* graph_used) {
   return ctx_.time([this] { enqueue_step(); }, options, graph_used);
 }

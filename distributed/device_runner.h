@@ -28,6 +28,9 @@ class DeviceSpmdRunner {
   void enqueue_step();
   /// This device's pieces of the graph outputs after the steps enqueued so far (synchronizes).
   std::vector<HostTensor> outputs();
+  /// The cost model's prediction for one step's kernels: the sum over segments of their schedules'
+  /// predicted latency (collectives not included).
+  double predicted_kernels_s() const;
   /// GPU time of each of options.repeats steps (DeviceContext::time).
   std::vector<double> time(const TimingOptions& options, bool* graph_used);
 
