@@ -12,17 +12,6 @@ namespace tessel {
 
 namespace {
 
-double combine(Combiner op, double a, double b) {
-  switch (op) {
-    case Combiner::sum: return a + b;
-    case Combiner::prod: return a * b;
-    case Combiner::max: return a > b || a != a ? a : b;
-    case Combiner::min: return a < b || a != a ? a : b;
-    case Combiner::none: break;
-  }
-  TESSEL_ASSERT(false, "all_reduce without a combiner");
-  return 0;
-}
 
 struct Shared {
   struct Slot {
@@ -46,7 +35,7 @@ class ThreadComm : public Communicator {
     const auto all = exchange(data, group);
     data = all[0];
     for (size_t k = 1; k < all.size(); ++k)
-      for (size_t i = 0; i < data.size(); ++i) data[i] = combine(op, data[i], all[k][i]);
+      for (size_t i = 0; i < data.size(); ++i) data[i] = combine_values(op, data[i], all[k][i]);
   }
   std::vector<double> all_gather(const std::vector<double>& mine, const std::vector<int64_t>& group) override {
     std::vector<double> out;
@@ -59,7 +48,7 @@ class ThreadComm : public Communicator {
     const auto all = exchange(blocks, group);
     std::vector<double> out(all[0].begin() + me * block, all[0].begin() + (me + 1) * block);
     for (size_t k = 1; k < all.size(); ++k)
-      for (size_t i = 0; i < block; ++i) out[i] = combine(op, out[i], all[k][me * block + i]);
+      for (size_t i = 0; i < block; ++i) out[i] = combine_values(op, out[i], all[k][me * block + i]);
     return out;
   }
   std::vector<double> all_to_all(const std::vector<double>& blocks, const std::vector<int64_t>& group) override {

@@ -47,30 +47,14 @@ class PlanPricer {
       }
       std::vector<TensorLayout>& h = held[t];
       if (std::find(h.begin(), h.end(), layout) != h.end()) return;
-      int best = -1;
-      std::vector<LayoutStep> best_steps;
-      long best_collectives = 0;
-      for (size_t k = 0; k < h.size(); ++k) {
-        auto steps = conversion_steps(h[k], layout);
-        if (!steps) continue;
-        const long n = std::count_if(steps->begin(), steps->end(), [](const LayoutStep& s) { return s.kind == LayoutStep::Kind::collective; });
-        if (best < 0 || n < best_collectives) {
-          best = static_cast<int>(k);
-          best_steps = *steps;
-          best_collectives = n;
-        }
-      }
-      if (best < 0) {
+      const std::optional<Conversion> conv = cheapest_conversion(h, layout);
+      if (!conv) {
         comm += std::numeric_limits<double>::infinity();
         return;
       }
-      TensorLayout cur = h[best];
-      for (const LayoutStep& step : best_steps) {
-        TensorLayout next = cur;
-        next[step.mesh_axis] = step.kind == LayoutStep::Kind::slice || step.collective == Collective::reduce_scatter
-                                   ? AxisLayout::sharded(step.dim)
-                               : step.collective == Collective::all_to_all ? AxisLayout::sharded(step.to_dim)
-                                                                            : AxisLayout::replicated();
+      TensorLayout cur = h[conv->from];
+      for (const LayoutStep& step : conv->steps) {
+        const TensorLayout next = after_step(cur, step);
         if (check_layout(info.type.shape, next, mesh_)) {
           comm += std::numeric_limits<double>::infinity();
           return;

@@ -251,16 +251,6 @@ struct NodeRun {
   bool contraction = false;     // body is in0 * in1 (affine reads), combiner sum: see contract_row
 };
 
-double combine(Combiner c, double acc, double v) {
-  switch (c) {
-    case Combiner::sum: return acc + v;
-    case Combiner::prod: return acc * v;
-    case Combiner::max: return (v > acc || v != v) ? v : acc;
-    case Combiner::min: return (v < acc || v != v) ? v : acc;
-    case Combiner::none: return v;
-  }
-  return v;
-}
 
 // Advances `point` over `axes` (odometer, last axis fastest); false when done.
 bool advance(std::vector<int64_t>& point, const std::vector<int>& axes,
@@ -403,7 +393,7 @@ void run_rows(const NodeRun& run, int64_t row_begin, int64_t row_end) {
       if (run.lane_axis >= 0) point[run.lane_axis] = first;
       do {
         evaluate_batch(run, point, n, regs.data());
-        for (int l = 0; l < n; ++l) acc[l] = combine(combiner, acc[l], result[l]);
+        for (int l = 0; l < n; ++l) acc[l] = combine_values(combiner, acc[l], result[l]);
       } while (advance(point, run.inner_axes, run.extents));
       const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
       out_off += first * ostep;
@@ -419,12 +409,12 @@ void run_rows(const NodeRun& run, int64_t row_begin, int64_t row_end) {
         const int n = static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first));
         point[run.lane_axis] = first;
         evaluate_batch(run, point, n, regs.data());
-        for (int l = 0; l < n; ++l) acc[l] = combine(combiner, acc[l], result[l]);
+        for (int l = 0; l < n; ++l) acc[l] = combine_values(combiner, acc[l], result[l]);
       }
       point[run.lane_axis] = 0;
     } while (advance(point, run.inner_axes, run.extents));
     double total = run.node.init();
-    for (int l = 0; l < lanes; ++l) total = combine(combiner, total, acc[l]);
+    for (int l = 0; l < lanes; ++l) total = combine_values(combiner, total, acc[l]);
     run.out[out_off] = round_to(out_dtype, total);
   }
 }
@@ -526,9 +516,9 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
     for (int a = 0; a < ns; ++a) o += (point[a] - out_begin[a]) * out_strides[a];
     if (!touched[o]) {
       touched[o] = true;
-      out.data()[o] = node.num_reduction() > 0 ? combine(node.combiner(), node.init(), v) : v;
+      out.data()[o] = node.num_reduction() > 0 ? combine_values(node.combiner(), node.init(), v) : v;
     } else {
-      out.data()[o] = combine(node.combiner(), out.data()[o], v);
+      out.data()[o] = combine_values(node.combiner(), out.data()[o], v);
     }
     int a = na - 1;
     for (; a >= 0; --a) {

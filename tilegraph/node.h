@@ -45,6 +45,18 @@ struct Axis {
 
 enum class Combiner : uint8_t { none, sum, prod, max, min };
 std::string_view combiner_name(Combiner c);
+/// `acc` combined with `v` (a NaN wins max and min; none: `v`). The interpreter's reductions and
+/// the combining of partial results across devices use it, so both agree.
+inline double combine_values(Combiner c, double acc, double v) {
+  switch (c) {
+    case Combiner::sum: return acc + v;
+    case Combiner::prod: return acc * v;
+    case Combiner::max: return (v > acc || v != v) ? v : acc;
+    case Combiner::min: return (v < acc || v != v) ? v : acc;
+    case Combiner::none: return v;
+  }
+  return v;
+}
 
 /// How a node reads one input.
 struct Access {

@@ -266,6 +266,32 @@ std::optional<std::vector<LayoutStep>> conversion_steps(const TensorLayout& from
   return steps;
 }
 
+TensorLayout after_step(const TensorLayout& layout, const LayoutStep& step) {
+  TensorLayout next = layout;
+  if (step.kind == LayoutStep::Kind::slice || step.collective == Collective::reduce_scatter)
+    next[step.mesh_axis] = AxisLayout::sharded(step.dim);
+  else if (step.collective == Collective::all_to_all)
+    next[step.mesh_axis] = AxisLayout::sharded(step.to_dim);
+  else
+    next[step.mesh_axis] = AxisLayout::replicated();
+  return next;
+}
+
+std::optional<Conversion> cheapest_conversion(const std::vector<TensorLayout>& held, const TensorLayout& to) {
+  std::optional<Conversion> best;
+  long best_collectives = 0;
+  for (size_t k = 0; k < held.size(); ++k) {
+    auto steps = conversion_steps(held[k], to);
+    if (!steps) continue;
+    const long n = std::count_if(steps->begin(), steps->end(), [](const LayoutStep& x) { return x.kind == LayoutStep::Kind::collective; });
+    if (!best || n < best_collectives) {
+      best = Conversion{k, std::move(*steps)};
+      best_collectives = n;
+    }
+  }
+  return best;
+}
+
 std::string print_step(const LayoutStep& step, const Mesh& mesh) {
   const std::string& axis = mesh.axis_names[step.mesh_axis];
   if (step.kind == LayoutStep::Kind::slice) return cat("slice(", axis, ", dim ", step.dim, ")");

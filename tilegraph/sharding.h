@@ -114,6 +114,18 @@ struct LayoutStep {
 /// axis after another; nullopt when no step can (nothing produces a partial layout).
 std::optional<std::vector<LayoutStep>> conversion_steps(const TensorLayout& from, const TensorLayout& to);
 
+/// The layout `layout` is in after `step`.
+TensorLayout after_step(const TensorLayout& layout, const LayoutStep& step);
+
+/// Of the layouts a tensor is held in, the one that reaches `to` with the fewest collectives (the
+/// first on ties) and its steps; nullopt when none does. What the partitioner runs and the plan
+/// search prices.
+struct Conversion {
+  size_t from = 0;  // index into the held layouts
+  std::vector<LayoutStep> steps;
+};
+std::optional<Conversion> cheapest_conversion(const std::vector<TensorLayout>& held, const TensorLayout& to);
+
 /// "all_gather(m0, dim 1)", "slice(m1, dim 0)", ...
 std::string print_step(const LayoutStep& step, const Mesh& mesh);
 

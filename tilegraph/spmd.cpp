@@ -38,17 +38,6 @@ void for_box(const std::vector<int64_t>& shape, const std::vector<int64_t>& orig
   }
 }
 
-double combine(Combiner op, double a, double b) {
-  switch (op) {
-    case Combiner::sum: return a + b;
-    case Combiner::prod: return a * b;
-    case Combiner::max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case Combiner::min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    case Combiner::none: break;
-  }
-  TESSEL_ASSERT(false, "combining partial values without a combiner");
-  return 0;
-}
 
 class Partitioner {
  public:
@@ -99,30 +88,16 @@ class Partitioner {
       if (h.layout == layout) return h.id;
     if (info.kind == TensorKind::weight) return weight_piece(t, layout);
     // From the holding that needs the fewest collectives.
-    const Held* best = nullptr;
-    std::vector<LayoutStep> best_steps;
-    for (const Held& h : held) {
-      auto steps = conversion_steps(h.layout, layout);
-      if (!steps) continue;
-      auto collectives = [](const std::vector<LayoutStep>& s) {
-        return std::count_if(s.begin(), s.end(), [](const LayoutStep& x) { return x.kind == LayoutStep::Kind::collective; });
-      };
-      if (!best || collectives(*steps) < collectives(best_steps)) {
-        best = &h;
-        best_steps = *steps;
-      }
-    }
-    if (!best)
+    std::vector<TensorLayout> layouts;
+    for (const Held& h : held) layouts.push_back(h.layout);
+    const std::optional<Conversion> conv = cheapest_conversion(layouts, layout);
+    if (!conv)
       throw UserError("", "", cat("shard plan: tensor '", info.name, "' is needed in layout ", print_layout(layout),
                           " but no collective makes it from ", held.empty() ? "nothing" : print_layout(held[0].layout)));
-    TensorLayout cur = best->layout;
-    TensorId id = best->id;
-    for (const LayoutStep& step : best_steps) {
-      TensorLayout next = cur;
-      next[step.mesh_axis] = step.kind == LayoutStep::Kind::slice || step.collective == Collective::reduce_scatter
-                                 ? AxisLayout::sharded(step.dim)
-                             : step.collective == Collective::all_to_all ? AxisLayout::sharded(step.to_dim)
-                                                                          : AxisLayout::replicated();
+    TensorLayout cur = held[conv->from].layout;
+    TensorId id = held[conv->from].id;
+    for (const LayoutStep& step : conv->steps) {
+      const TensorLayout next = after_step(cur, step);
       if (auto why = check_layout(info.type.shape, next, plan_.mesh))
         throw UserError("", "", cat("shard plan: tensor '", info.name, "' cannot pass through layout ", print_layout(next), ": ", *why));
       const std::string name = cat(info.name, "@", ++renames_);
@@ -331,7 +306,7 @@ HostTensor assemble(const std::vector<HostTensor>& pieces, const std::vector<int
     const double* in = pieces[d].data();
     double* out = whole.data();
     for_box(shape, local_origin(shape, layout, mesh, d), box, [&](int64_t dst, int64_t src) {
-      out[dst] = written[dst] ? combine(op, out[dst], in[src]) : in[src];
+      out[dst] = written[dst] ? combine_values(op, out[dst], in[src]) : in[src];
       written[dst] = 1;
     });
   }
