@@ -281,7 +281,7 @@ std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::strin
   r.options.threads = static_cast<int>(args.int_option("threads", 0, 0, 4096));
   if (auto dir = args.option("cache")) r.options.cache_dir = *dir;
   r.options.use_cache = !args.flag("no-cache");
-  if (args.flag("no-normalize")) r.normalize = NormalizeOptions{false, false, 0, false};
+  if (args.flag("no-normalize")) r.normalize = NormalizeOptions{false, false, 0, false, {}};
   if (args.option("tune")) {
     const int k = static_cast<int>(args.int_option("tune", 0, 1, 1000));
     if (args.option("schedule"))

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -148,6 +149,10 @@ class Backend {
   /// The multiple of bytes its fast convolutions need the input channels of one pixel in (0: none);
   /// the normalize stage zero-pads channels that are not (tilegraph/normalize.h).
   virtual int conv_channel_alignment_bytes() const { return 0; }
+  /// Per operand dtype, the multiple of bytes the rows of a MatMul's or Gemm's operands must start
+  /// at for its fast contraction family; the normalize stage re-lays out constant operands and
+  /// zero-pads K where they do not (tilegraph/normalize.h, rewrite 3). Empty: no such need.
+  virtual std::map<DType, int> contraction_alignment_bytes() const { return {}; }
   /// The kernel families this backend emits (policy/kernel_families.h), for the policy to choose
   /// among and record in the schedule; nullptr when it has none to choose among. emit() and
   /// compile() emit each group's recorded family; a group that records none gets this backend's

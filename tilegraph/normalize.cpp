@@ -72,6 +72,7 @@ class Normalizer {
     if (options_.simplify_views) views();
     if (options_.fold_batch_norm) fold_batch_norms();
     if (options_.channels_last) channels_last();
+    if (!options_.contraction_alignment_bytes.empty()) align_contractions();
     return std::move(out_);
   }
 
@@ -542,6 +543,77 @@ class Normalizer {
     out_.ops = std::move(ops_);
   }
 
+  // ---- 3. Aligned contraction operands ----------------------------------------------------------
+
+  /// The MatMuls and Gemms by a constant matrix whose operand rows would not start at the
+  /// backend's alignment: the weight re-laid out once here (k-contiguous [N, K] when its N rows
+  /// are not aligned, K zero-padded when K is not), and the activation's K zero-padded by a Pad.
+  void align_contractions() {
+    refresh_weights();
+    std::vector<OpDef> pads;
+    for (OpDef& op : out_.ops) align_contraction(op, pads);
+    for (OpDef& p : pads) out_.ops.push_back(std::move(p));
+  }
+
+  void align_contraction(OpDef& op, std::vector<OpDef>& pads) {
+    const bool gemm = op.op_type == "Gemm";
+    if (!op.domain.empty() || (op.op_type != "MatMul" && !gemm) || op.inputs.size() < 2) return;
+    if (gemm && attr_int(op, "transA", 0) != 0) return;
+    const auto a = type_of(op.inputs[0]);
+    const WeightDef* w = weight(op.inputs[1]);
+    if (!a || a->rank() < 2 || weight(op.inputs[0]) || !w || w->sparsity || w->type.rank() != 2 || w->type.dtype != a->dtype) return;
+    const auto align = options_.contraction_alignment_bytes.find(a->dtype);
+    const int64_t bytes = dtype_bytes(a->dtype);
+    if (align == options_.contraction_alignment_bytes.end() || bytes <= 0 || align->second % bytes != 0) return;
+    const int64_t multiple = align->second / bytes;
+    const bool trans = attr_int(op, "transB", 0) != 0;
+    const int64_t k = w->type.shape[trans ? 1 : 0], n = w->type.shape[trans ? 0 : 1];
+    if (a->shape.back() != k) return;  // lowering reports the mismatch
+    const bool pad_k = k % multiple != 0, relayout = !trans && n % multiple != 0;
+    if (!pad_k && !relayout) return;
+    const int64_t kp = (k + multiple - 1) / multiple * multiple;
+    const bool out_trans = trans || relayout;
+
+    const std::string key = cat(op.inputs[1], "#aligned", out_trans ? "T" : "");
+    if (auto it = aligned_.find(key); it != aligned_.end()) {
+      op.inputs[1] = it->second;
+    } else {
+      // B as [N, kp] (k-contiguous) or [kp, N], the padded k rows or columns zero.
+      const HostTensor v = values_of(*w);
+      std::vector<double> values(static_cast<size_t>(n * kp), 0.0);
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t nn = 0; nn < n; ++nn)
+          values[out_trans ? nn * kp + kk : kk * n + nn] = v[trans ? nn * k + kk : kk * n + nn];
+      const std::vector<int64_t> shape = out_trans ? std::vector<int64_t>{n, kp} : std::vector<int64_t>{kp, n};
+      const std::string name = add_weight(op.inputs[1] + "_aligned", HostTensor(TensorType{w->type.dtype, shape}, std::move(values)));
+      aligned_[key] = name;
+      op.inputs[1] = name;
+    }
+    if (out_trans) op.attrs["transB"] = int64_t{1};
+    ++report_.contractions_aligned;
+    if (!pad_k) return;
+    const std::string pkey = op.inputs[0] + "#kpadded";
+    if (auto it = aligned_.find(pkey); it != aligned_.end()) {
+      op.inputs[0] = it->second;
+      return;
+    }
+    OpDef pad;
+    pad.name = fresh("pad_" + op.inputs[0], op_names_);
+    pad.op_type = "Pad";
+    pad.inputs = {op.inputs[0]};
+    pad.outputs = {fresh(op.inputs[0] + "_kpadded", names_)};
+    std::vector<int64_t> pads_attr(2 * a->rank(), 0);
+    pads_attr.back() = kp - k;
+    pad.attrs["pads"] = pads_attr;
+    TensorType padded = *a;
+    padded.shape.back() = kp;
+    added_types_[pad.outputs[0]] = padded;
+    aligned_[pkey] = pad.outputs[0];
+    op.inputs[0] = pad.outputs[0];
+    pads.push_back(std::move(pad));
+    ++report_.contraction_pads;
+  }
+
   const ModelDef& in_;
   const OpGraph& lowered_;
   const NormalizeOptions& options_;
@@ -555,6 +627,8 @@ class Normalizer {
   std::map<std::string, std::string> nhwc_;
   std::set<std::string> converted_, materialized_;
   std::vector<OpDef> ops_;
+  // Aligned contraction operands: the re-laid-out weight or padded activation of a tensor.
+  std::map<std::string, std::string> aligned_;
 };
 
 }  // namespace
@@ -574,6 +648,10 @@ std::string NormalizeReport::summary() const {
     if (convs_channels_padded) out += cat(", ", convs_channels_padded, " with input channels zero-padded");
     out += cat(", ", transposes, " transposes");
     if (transposes_absorbed) out += cat(" (", transposes_absorbed, " of the model's own absorbed)");
+  }
+  if (contractions_aligned) {
+    out += cat(out.empty() ? "" : "; ", contractions_aligned, " contractions by a weight re-laid out for aligned rows");
+    if (contraction_pads) out += cat(" (", contraction_pads, " activations with K zero-padded)");
   }
   return out;
 }

@@ -22,11 +22,18 @@
 //      ungrouped convolution whose input channels are not a multiple of the backend's alignment
 //      (3 for an RGB image) gets them zero-padded: a Pad of its NHWC input, its weights padded
 //      once here (the zero channels add nothing to any sum).
+//   3. Aligned contraction operands (when the backend asks: Backend::contraction_alignment_bytes):
+//      a MatMul or Gemm by a constant 2-D matrix whose operand rows would not start at the
+//      alignment its fast contraction family needs (a vocabulary of 50257, a hidden width of 1023)
+//      gets the weight re-laid out once here -- k-contiguous, [N, K] read through transB, when its
+//      N is not a multiple, and K zero-padded when K is not -- and, when K is padded, the
+//      activation's K zero-padded by a Pad (a copy at run time; the zeros add nothing to any sum).
 //
 // Shapes come from lowering the model as imported (lower_model), which is also the reference the
 // normalized model is checked against.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +53,9 @@ struct NormalizeOptions {
   /// The clean-ups of normalize_views.h: scalar ops before transposes, view chains in canonical
   /// form, MatMul reading a transposed B directly.
   bool simplify_views = true;
+  /// Per operand dtype: the multiple of bytes the rows of a MatMul's or Gemm's operands must start
+  /// at for the backend's fast contraction family (rewrite 3); empty: never.
+  std::map<DType, int> contraction_alignment_bytes;
 };
 
 /// What normalize_model changed.
@@ -61,9 +71,11 @@ struct NormalizeReport {
   int ops_channels_last = 0;    // other ops run in NHWC
   int transposes = 0;           // inserted where a tensor crosses between the layouts
   int transposes_absorbed = 0;  // the model's own Transposes to or from NHWC, made redundant
+  int contractions_aligned = 0;  // MatMuls and Gemms whose weight was re-laid out for aligned rows
+  int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
     return scalars_moved + view_chains + matmuls_trans_b + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
-               transposes_absorbed > 0;
+               transposes_absorbed + contractions_aligned > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops
   /// in NHWC, 3 transposes".

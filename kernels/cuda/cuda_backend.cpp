@@ -534,6 +534,10 @@ class CudaBackend : public Backend {
   bool prefers_channels_last() const override { return true; }
   // The implicit GEMM copies whole 16-byte chunks of one pixel's channels (contraction_plan.h).
   int conv_channel_alignment_bytes() const override { return kChunkElems * 2; }
+  // The tensor-core families' operand rows: whole 16-byte chunks (cp.async, TMA boxes).
+  std::map<DType, int> contraction_alignment_bytes() const override {
+    return {{DType::f16, kChunkElems * dtype_bytes(DType::f16)}, {DType::bf16, kChunkElems * dtype_bytes(DType::bf16)}};
+  }
 
   std::vector<std::string> emit(const OpGraph& graph, const Schedule& given, const HwSpec& spec,
                                 const std::string& format, const std::string& dir) const override {

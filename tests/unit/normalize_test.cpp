@@ -105,7 +105,7 @@ int count_ops(const ModelDef& m, const std::string& type) {
 TEST_CASE("normalize: BatchNormalization folded into the convolution before it") {
   const ModelDef m = small_cnn();
   NormalizeReport report;
-  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, false}, &report);
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, false, 0, true, {}}, &report);
   CHECK(report.batch_norms_folded == 2);  // c1, c2; the last one follows a pool
   CHECK(report.transposes == 0);
   CHECK(report.convs_channels_last == 0);
@@ -118,7 +118,7 @@ TEST_CASE("normalize: BatchNormalization folded into the convolution before it")
 TEST_CASE("normalize: NCHW convolutions and the ops between them run channels-last") {
   const ModelDef m = small_cnn();
   NormalizeReport report;
-  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true}, &report);
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0, true, {}}, &report);
   CHECK(report.convs_channels_last == 3);
   CHECK(report.batch_norms_scaled == 1);
   // ReLU, MaxPool, Add, PRelu, Concat, AveragePool, GlobalAveragePool.
@@ -151,14 +151,14 @@ TEST_CASE("normalize: what is not rewritten") {
   const std::string s = b.op("Softmax", {z}, {{"axis", int64_t{1}}});
   const ModelDef m = b.model({y, s});
   NormalizeReport report;
-  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true}, &report);
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0, true, {}}, &report);
   CHECK(report.batch_norms_folded == 0);
   CHECK(report.batch_norms_scaled == 1);
   CHECK(report.convs_channels_last == 1);
   CHECK(report.transposes == 3);  // x in; y and z out
   check_same_outputs(m, n, 7);
   NormalizeReport none;
-  normalize_model(m, lower_model(m), NormalizeOptions{false, false, 0, false}, &none);
+  normalize_model(m, lower_model(m), NormalizeOptions{false, false, 0, false, {}}, &none);
   CHECK_FALSE(none.changed());
   CHECK(none.summary() == "nothing to fold or re-lay out");
 }
@@ -176,7 +176,7 @@ TEST_CASE("normalize: a model's own permutes around a channels-last block are ab
   h = b.op("Transpose", {h}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
   const ModelDef m = b.model({conv(b.op("Add", {h, x}), 5)});
   NormalizeReport report;
-  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true}, &report);
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0, true, {}}, &report);
   CHECK(report.convs_channels_last == 2);
   CHECK(report.transposes_absorbed == 2);
   CHECK(report.transposes == 2);  // x into NHWC (read by the first conv and the add), the output back
@@ -203,7 +203,7 @@ TEST_CASE("normalize: an RGB stem convolution gets its input channels zero-padde
                              {{"kernel_shape", std::vector<int64_t>{7, 7}}, {"pads", std::vector<int64_t>{3, 3, 3, 3}},
                               {"strides", std::vector<int64_t>{2, 2}}});
   const ModelDef m = b.model({b.op("Relu", {y})});
-  NormalizeOptions options{true, true, 16};
+  NormalizeOptions options{true, true, 16, true, {}};
   NormalizeReport report;
   const ModelDef n = normalize_model(m, lower_model(m), options, &report);
   CHECK(report.convs_channels_last == 1);
@@ -225,7 +225,7 @@ TEST_CASE("normalize: an RGB stem convolution gets its input channels zero-padde
   CHECK(tensor_cores);
   // Without the alignment (the CPU), nothing is padded.
   NormalizeReport unpadded;
-  normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0}, &unpadded);
+  normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0, true, {}}, &unpadded);
   CHECK(unpadded.convs_channels_padded == 0);
 }
 
@@ -245,12 +245,12 @@ TEST_CASE("normalize: compile() rewrites for the backend that prefers channels-l
   const Compilation cpu = compile(r);
   CHECK(cpu.normalized.batch_norms_folded == gpu.normalized.batch_norms_folded);
   CHECK(cpu.normalized.convs_channels_last == 0);
-  r.normalize = NormalizeOptions{false, false, 0, false};
+  r.normalize = NormalizeOptions{false, false, 0, false, {}};
   const Compilation as_imported = compile(r);
   CHECK(as_imported.graph.print() == as_imported.reference.print());
   // The normalized GPU graph computes what the imported model does.
   const ModelDef m = load_model(path);
-  NormalizeOptions both{true, true};
+  NormalizeOptions both{true, true, 0, true, {}};
   check_same_outputs(m, normalize_model(m, lower_model(m), both), 11);
 }
 
@@ -348,6 +348,64 @@ TEST_CASE("normalize: MatMul's transB reads B transposed in its last two dimensi
   CHECK_THROWS_WITH_AS(bad.graph(y), doctest::Contains("attribute 'transB' is 2, not 0 or 1"), UserError);
 }
 
+TEST_CASE("normalize: contractions by a weight whose rows are not 16-byte aligned are re-laid out, K zero-padded") {
+  // f16: 8 elements per 16 bytes. A vocabulary-like N of 37 (re-laid out k-contiguous), a K of 19
+  // (zero-padded: the activation by a Pad, the weight once here), both, a Gemm storing B as [N, K]
+  // with a K of 19, and one weight and one activation read by two contractions (one copy each).
+  ModelBuilder b(DType::f16);
+  const std::string x = b.input("x", {2, 5, 24}), h = b.input("h", {6, 19});
+  const std::string w_vocab = b.weight("w_vocab", {24, 37}, 1, -0.3, 0.3);
+  const std::string vocab = b.op("MatMul", {x, w_vocab});
+  const std::string vocab2 = b.op("MatMul", {b.op("Relu", {x}), w_vocab});
+  const std::string odd_k = b.op("Gemm", {h, b.weight("w_k", {19, 16}, 2, -0.3, 0.3), b.weight("bias", {16}, 3)});
+  const std::string both = b.op("MatMul", {h, b.weight("w_both", {19, 21}, 4, -0.3, 0.3)});
+  const std::string gemm_t = b.op("Gemm", {h, b.weight("w_t", {21, 19}, 5, -0.3, 0.3)}, {{"transB", int64_t{1}}});
+  const ModelDef m = b.model({vocab, vocab2, odd_k, both, gemm_t});
+  NormalizeOptions options;
+  options.contraction_alignment_bytes = {{DType::f16, 16}};
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), options, &report);
+  CHECK(report.contractions_aligned == 5);
+  CHECK(report.contraction_pads == 1);  // h is padded once for its three readers
+  int pads = 0;
+  std::map<std::string, std::vector<int64_t>> weights;
+  for (const OpDef& op : n.ops) pads += op.op_type == "Pad";
+  for (const WeightDef& w : n.weights) weights[w.name] = w.type.shape;
+  CHECK(pads == 1);
+  CHECK(weights.at("w_vocab_aligned") == std::vector<int64_t>{37, 24});
+  CHECK(weights.at("w_k_aligned") == std::vector<int64_t>{24, 16});
+  CHECK(weights.at("w_both_aligned") == std::vector<int64_t>{21, 24});
+  CHECK(weights.at("w_t_aligned") == std::vector<int64_t>{21, 24});
+  CHECK_FALSE(weights.count("w_vocab_aligned_2"));
+  CHECK(report.summary().find("5 contractions by a weight re-laid out") != std::string::npos);
+  check_same_outputs(m, n, 23);
+
+  // Through compile() for the H100 spec every contraction takes a tensor-core family; for the CPU
+  // nothing is re-laid out.
+  CompileRequest r;
+  r.model = &m;
+  r.backend.clear();
+  r.spec = shipped_spec("nvidia-h100-sxm");
+  r.last = Stage::schedule;
+  const Compilation gpu = compile(r);
+  CHECK(gpu.normalized.contractions_aligned == 5);
+  int generic = 0, tensor_cores = 0;
+  for (const ScheduleGroup& g : gpu.schedule.groups) {
+    generic += g.group.kernel.family == "generic";
+    tensor_cores += g.group.kernel.family == "mma" || g.group.kernel.family == "wgmma";
+  }
+  CHECK(generic == 0);
+  CHECK(tensor_cores >= 4);
+  r.spec = shipped_spec("x86-64-avx2-generic");
+  CHECK(compile(r).normalized.contractions_aligned == 0);
+  // f32 operands (no tensor-core family) and aligned ones are left as they are.
+  ModelBuilder f(DType::f32);
+  const ModelDef m32 = f.model({f.op("MatMul", {f.input("x", {4, 19}), f.weight("w", {19, 37}, 1)})});
+  NormalizeReport none;
+  normalize_model(m32, lower_model(m32), options, &none);
+  CHECK(none.contractions_aligned == 0);
+}
+
 TEST_CASE("normalize: exported attention compiles to the streamed attention kernel for the GPU") {
   // d 64 and 197 tokens: without the rewrites, K^T is stored [B, H, d, S] with rows 197 elements
   // apart, which the tensor-core kernels cannot read, and the whole attention takes the generic
@@ -365,7 +423,7 @@ TEST_CASE("normalize: exported attention compiles to the streamed attention kern
   };
   const Compilation normalized = compile(r);
   CHECK(families(normalized)["flash"] == 1);
-  r.normalize = NormalizeOptions{false, false, 0, false};
+  r.normalize = NormalizeOptions{false, false, 0, false, {}};
   CHECK(families(compile(r))["flash"] == 0);
 }
 

@@ -36,10 +36,18 @@ __device__ __forceinline__ unsigned short f32_to_f16(float f) {
   return h;
 }
 __device__ __forceinline__ float bf16_to_f32(unsigned short h) { return __int_as_float(static_cast<int>(h) << 16); }
+// sm_80 and newer convert in one instruction (round to nearest even, subnormals kept, a NaN stays
+// a NaN); older targets round the bits by hand, the same way.
 __device__ __forceinline__ unsigned short f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
   const u32 x = static_cast<u32>(__float_as_int(f));
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<unsigned short>((x >> 16) | 0x40u);  // NaN
   return static_cast<unsigned short>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+#endif
 }
 __device__ __forceinline__ float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 __device__ __forceinline__ float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
