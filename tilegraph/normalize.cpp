@@ -72,6 +72,7 @@ class Normalizer {
     if (options_.simplify_views) views();
     if (options_.fold_batch_norm) fold_batch_norms();
     if (options_.channels_last) channels_last();
+    if (options_.channel_alignment_bytes > 0) pad_nhwc_convs();
     if (!options_.contraction_alignment_bytes.empty()) align_contractions();
     return std::move(out_);
   }
@@ -353,7 +354,8 @@ class Normalizer {
     if (align <= 0 || attr_int(op, "group", 1) != 1 || !x || !w) return;
     const int64_t bytes = dtype_bytes(x->dtype);
     if (bytes <= 0 || align % bytes != 0) return;
-    const int64_t multiple = align / bytes, channels = x->shape[1];
+    const bool nhwc_in = attr_string(op, "layout", "NCHW") == "NHWC";  // a convolution the model runs in NHWC
+    const int64_t multiple = align / bytes, channels = x->shape[nhwc_in ? 3 : 1];
     if (channels % multiple == 0) return;
     const int64_t padded = (channels + multiple - 1) / multiple * multiple;
     const std::string key = c.inputs[0] + "#padded";
@@ -543,6 +545,23 @@ class Normalizer {
     out_.ops = std::move(ops_);
   }
 
+  /// Convolutions the model itself runs in NHWC get their input channels zero-padded like those
+  /// rewrite 2 converts (a ViT's patch embedding or a ConvNeXt stem over 3 RGB channels).
+  void pad_nhwc_convs() {
+    refresh_weights();
+    ops_.clear();
+    for (OpDef& op : out_.ops) {
+      if (op.op_type == "Conv" && op.domain.empty() && attr_string(op, "layout", "NCHW") == "NHWC" && op.inputs.size() >= 2 &&
+          rank4(op.inputs[0]) && rank4(op.inputs[1]) && !op.attrs.count("weight_layout")) {
+        OpDef c = op;
+        pad_channels(op, c);
+        op = std::move(c);
+      }
+    }
+    for (OpDef& p : ops_) out_.ops.push_back(std::move(p));
+    ops_.clear();
+  }
+
   // ---- 3. Aligned contraction operands ----------------------------------------------------------
 
   /// The MatMuls and Gemms by a constant matrix whose operand rows would not start at the
@@ -649,6 +668,8 @@ std::string NormalizeReport::summary() const {
     out += cat(", ", transposes, " transposes");
     if (transposes_absorbed) out += cat(" (", transposes_absorbed, " of the model's own absorbed)");
   }
+  if (convs_channels_padded && !convs_channels_last)
+    out += cat(out.empty() ? "" : "; ", convs_channels_padded, " NHWC convolutions with input channels zero-padded");
   if (contractions_aligned) {
     out += cat(out.empty() ? "" : "; ", contractions_aligned, " contractions by a weight re-laid out for aligned rows");
     if (contraction_pads) out += cat(" (", contraction_pads, " activations with K zero-padded)");

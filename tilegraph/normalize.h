@@ -21,7 +21,8 @@
 //      outputs and before any op that has no NHWC form, each at most once per tensor. An
 //      ungrouped convolution whose input channels are not a multiple of the backend's alignment
 //      (3 for an RGB image) gets them zero-padded: a Pad of its NHWC input, its weights padded
-//      once here (the zero channels add nothing to any sum).
+//      once here (the zero channels add nothing to any sum). So do convolutions the model
+//      already runs in NHWC (Tessel's layout attribute: a patch embedding over 3 RGB channels).
 //   3. Aligned contraction operands (when the backend asks: Backend::contraction_alignment_bytes):
 //      a MatMul or Gemm by a constant 2-D matrix whose operand rows would not start at the
 //      alignment its fast contraction family needs (a vocabulary of 50257, a hidden width of 1023)
@@ -67,7 +68,7 @@ struct NormalizeReport {
   int batch_norms_folded = 0;   // into the convolution before them
   int batch_norms_scaled = 0;   // run in NHWC as a per-channel scale and shift
   int convs_channels_last = 0;  // NCHW convolutions run in NHWC
-  int convs_channels_padded = 0;  // of those, input channels zero-padded to the alignment
+  int convs_channels_padded = 0;  // input channels zero-padded to the alignment (converted or NHWC already)
   int ops_channels_last = 0;    // other ops run in NHWC
   int transposes = 0;           // inserted where a tensor crosses between the layouts
   int transposes_absorbed = 0;  // the model's own Transposes to or from NHWC, made redundant
@@ -75,7 +76,7 @@ struct NormalizeReport {
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
     return scalars_moved + view_chains + matmuls_trans_b + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
-               transposes_absorbed + contractions_aligned > 0;
+               transposes_absorbed + convs_channels_padded + contractions_aligned > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops
   /// in NHWC, 3 transposes".

@@ -421,6 +421,7 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   p.tiles_n = ceil_div(p.n, bn);
   p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, schedule_raster > 1 ? schedule_raster : kRasterGroup));
   p.smem_bytes = smem(stages);
+  p.persistent = p.tiles() > spec.compute.units ? spec.compute.units : 0;
   return "";
 }
 
@@ -473,6 +474,7 @@ std::string plan_sparse(const OpGraph& graph, NodeId cid, const BlockSparseProps
   const int64_t panels = o.k_contiguous ? tr : tc, ktiles = o.k_contiguous ? tc : tr;
   if (panels != (is_a ? p.tiles_m : p.tiles_n) || ktiles != ceil_div(p.k, p.block_k))
     return cat("the block-sparse weight '", info.name, "' does not match the kernel's tiles");
+  p.persistent = 0;  // the block-sparse K loop runs one tile per block
   p.sparse_operand = is_a ? 0 : 1;
   p.sparse_ptr.assign(1, 0);
   p.sparse_tiles.clear();
@@ -541,6 +543,9 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
     p.smem_bytes = smem;
     p.tiles_n = ceil_div(p.n, bn);
     p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, raster));
+    const int64_t persistent = param("persistent");
+    if (persistent > 1) return cat("a recorded persistent flag is 0 or 1, not ", persistent);
+    p.persistent = persistent == 1 && p.tiles() > spec.compute.units ? spec.compute.units : 0;
     return "";
   }
   // mma.sync, also where wgmma could run (the schedule chose mma).
@@ -589,6 +594,7 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
                                      {"implicit", p.implicit}};
   if (p.warpgroup) {
     out["warpgroups"] = p.warpgroups;
+    if (p.persistent > 0) out["persistent"] = 1;
   } else {
     out["warps_m"] = p.warps_m;
     out["warps_n"] = p.warps_n;
@@ -611,8 +617,9 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
   if (p.warpgroup)
     for (int64_t bn : {int64_t{kWgBlockNWide}, int64_t{kWgBlockN}})
       for (int64_t stages = kWgMaxStages; stages >= 3; --stages)
-        add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
-                      {"split_k", 1}, {"raster_group", raster}, {"implicit", p.implicit}});
+        for (int64_t persistent : {1, 0})
+          add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
+                        {"split_k", 1}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent}});
   for (int64_t bm : {256, 128, 64, 32, 16})
     for (int64_t bn : {256, 128, 64, 32})
       for (int64_t bk : {int64_t{kBlockK}, int64_t{kMaxBlockK}})

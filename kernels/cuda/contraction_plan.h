@@ -149,6 +149,11 @@ struct ContractionPlan {
   bool warpgroup = false;
   int warpgroups = 0;
   std::string warpgroup_reason;
+  // A persistent wgmma kernel: `persistent` blocks (one per SM), each looping over tiles
+  // blockIdx.x, blockIdx.x + gridDim.x, ..., so that the next tile's first stages load while a
+  // tile is stored (device/wgmma.cuh, run_tiles); 0: one block per tile. Taken when the tiles
+  // outnumber the SMs, not with a block-sparse K loop.
+  int64_t persistent = 0;
   // A block-sparse operand (the contraction's tile kind is block_sparse, tile_kind.h): operand
   // `sparse_operand` (0: A, 1: B, -1: none) is a weight whose zero block_k x block_n (B) or
   // block_m x block_k (A) tiles are skipped. The tile in panel q (its n tile for B, m tile for A)
@@ -161,7 +166,7 @@ struct ContractionPlan {
   bool flat_m() const { return !m_axes.empty(); }
   int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }
   int64_t tiles() const { return batch * tiles_m * tiles_n; }
-  int64_t blocks() const { return tiles() * split_k; }
+  int64_t blocks() const { return persistent > 0 ? persistent : tiles() * split_k; }
 };
 
 /// A plan for the tensor-core kernel, or why the group keeps the generic kernel.

@@ -138,14 +138,23 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  const int tsl_part = static_cast<int>(TslGemm::cluster_rank());\n";
     os_ << "  const int tsl_kt0 = tsl_part * " << ktiles << " / " << c.split_k << ", tsl_kt1 = (tsl_part + 1) * " << ktiles
         << " / " << c.split_k << ";\n";
-  } else {
+  } else if (!c.persistent) {
     os_ << "  long long tsl_t = blockIdx.x;\n";
   }
   if (!c.batch_axes.empty()) os_ << "  long long tsl_batch = tsl_t / " << tiles << "LL; tsl_t %= " << tiles << "LL;\n";
-  os_ << "  const long long tsl_first = (tsl_t / " << width << "LL) * " << c.raster_group << "LL;\n";
-  os_ << "  const long long tsl_rows = tsl::imin(" << c.tiles_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
-  os_ << "  const int tsl_m0 = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
-  os_ << "  const int tsl_n0 = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
+  // Tile tsl_t's origin; a persistent kernel computes it per tile (tsl_origin).
+  const char* in = c.persistent ? "    " : "  ";
+  const std::string m0 = c.persistent ? "tsl_m0 = tsl_om0" : "const int tsl_m0", n0 = c.persistent ? "tsl_n0 = tsl_on0" : "const int tsl_n0";
+  if (c.persistent) {
+    os_ << "  // a persistent grid: the block's tiles are blockIdx.x, blockIdx.x + gridDim.x, ... of " << tiles << "\n";
+    os_ << "  int tsl_m0 = 0, tsl_n0 = 0;\n";
+    os_ << "  auto tsl_origin = [&](long long tsl_t, int& tsl_om0, int& tsl_on0) {\n";
+  }
+  os_ << in << "const long long tsl_first = (tsl_t / " << width << "LL) * " << c.raster_group << "LL;\n";
+  os_ << in << "const long long tsl_rows = tsl::imin(" << c.tiles_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
+  os_ << in << m0 << " = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
+  os_ << in << n0 << " = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
+  if (c.persistent) os_ << "  };\n";
   emit_batch_point(c.batch_axes, c.batch_extents);
   auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(c.batch_axes, strides); };
   const char* elem = "unsigned short";
@@ -206,7 +215,10 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   // which is also the row-major order of the sink's domain (n last): the offset is m * n + n.
   if (c.flat_m()) off = cat("tsl_xm * ", c.n, "LL");
   const std::string args1 = args.substr(0, args.rfind("tsl_xn")) + "tsl_xn + 1";
-  if (c.warpgroup)
+  if (c.warpgroup && c.persistent)
+    os_ << "  tsl_gemm.run_tiles(tsl_smem, &tsl_map0, &tsl_map1, " << tiles
+        << "LL, tsl_origin, [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+  else if (c.warpgroup)
     os_ << "  tsl_gemm.run(tsl_smem, &tsl_map0, &tsl_map1, tsl_m0, tsl_n0, [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
   else
     os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";

@@ -13,7 +13,7 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
       {"flash", "a streamed attention group as one flash-style kernel (online softmax over key chunks)",
        {"rows", "chunk", "stages", "threads", "warpgroup"}},
       {"wgmma", "contraction + elementwise epilogue on warpgroup MMA with TMA loads",
-       {"block_m", "block_n", "block_k", "warpgroups", "stages", "split_k", "raster_group", "implicit"}},
+       {"block_m", "block_n", "block_k", "warpgroups", "stages", "split_k", "raster_group", "implicit", "persistent"}},
       {"mma", "contraction + elementwise epilogue on mma.sync tensor-core instructions",
        {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit"}},
       {"row", "rows reduced and normalized in registers (softmax, layer norm)",

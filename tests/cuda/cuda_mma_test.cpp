@@ -133,6 +133,10 @@ std::vector<MmaCase> mma_cases() {
   add("wgmma matmul 300x200x264", matmul(DType::f16, 300, 200, 264));
   add("wgmma bf16 gemm transB 257x136x1000", gemm(DType::bf16, 257, 136, 1000, false, true));
   add("wgmma 128x256 tiles 1536x64x2816", matmul(DType::f16, 1536, 64, 2816));
+  // More tiles than SMs: the persistent grid (288 and 576 tiles of 128 x 128 over 132 blocks;
+  // edges of N and K).
+  add("wgmma persistent 4096x136x1096", matmul(DType::f16, 4096, 136, 1096));
+  add("wgmma persistent bf16 gemm transB 2300x64x4000", gemm(DType::bf16, 2300, 64, 4000, false, true));
   // K split over a cluster (the tiles leave SMs idle): decode-sized M with an epilogue, A and B
   // stored transposed (the K parts start at rows of the K x M / K x N views), a batch, bf16, and a
   // K whose 41 tiles do not divide into the parts (1304 = 40 x 32 + 24: a K tail in the last).
@@ -288,6 +292,30 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK(k.source.find("typedef tsl::wg::WarpgroupGemm<128, 6, false, false, 72> TslGemm;") != std::string::npos);
   CHECK(k.source.find("const __grid_constant__ tsl::wg::TensorMap tsl_map1") != std::string::npos);
   CHECK(k.source.find("wgmma m64n128k16 f16, TMA") != std::string::npos);
+  CHECK(c.persistent == 0);  // 6 tiles: one block each
+  CHECK(k.source.find("tsl_gemm.run(tsl_smem, &tsl_map0") != std::string::npos);
+
+  // More tiles than SMs: a persistent grid of one block per SM looping over the tiles; a
+  // schedule that records no `persistent` gets one block per tile.
+  {
+    const OpGraph pg = matmul(DType::f16, 4096, 136, 1096);
+    Schedule ps = schedule_with(pg, gpu_spec(), "roller");
+    const cuda::GeneratedKernel pk = emit_kernel(pg, ps, 0, gpu_spec());
+    REQUIRE(pk.path == "wgmma");
+    CHECK(pk.contraction->tiles() == 32 * 9);
+    CHECK(pk.contraction->persistent == gpu_spec().compute.units);
+    CHECK(pk.plan.blocks == gpu_spec().compute.units);
+    CHECK(pk.source.find("tsl_gemm.run_tiles(") != std::string::npos);
+    KernelChoice recorded{"wgmma", cuda::contraction_params(*pk.contraction), {}};
+    REQUIRE(recorded.params.count("persistent"));
+    CHECK(recorded.params.at("persistent") == 1);
+    recorded.params.erase("persistent");
+    ps.groups[0].group.kernel = recorded;
+    const cuda::GeneratedKernel one = emit_kernel(pg, ps, 0, gpu_spec());
+    CHECK(one.contraction->persistent == 0);
+    CHECK(one.plan.blocks == 32 * 9);
+    CHECK(one.source.find("tsl_gemm.run_tiles(") == std::string::npos);
+  }
 
   // Enough tiles for the SMs: 128 x 256; B stored N x K (bf16) is one box of the block's n rows.
   const cuda::GeneratedKernel big = roller_kernel(gemm(DType::bf16, 2048, 64, 4096, false, true));

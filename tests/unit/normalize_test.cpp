@@ -229,6 +229,32 @@ TEST_CASE("normalize: an RGB stem convolution gets its input channels zero-padde
   CHECK(unpadded.convs_channels_padded == 0);
 }
 
+TEST_CASE("normalize: a convolution the model already runs in NHWC gets its RGB channels zero-padded too") {
+  // A ViT-style patch embedding: 4 x 4 kernel, stride 4, over 3 channels, NHWC in the model.
+  ModelBuilder b(DType::f16);
+  const std::string x = b.input("x", {2, 16, 16, 3});
+  const std::string y = b.op("Conv", {x, b.weight("w", {24, 4, 4, 3}, 1, -0.2, 0.2), b.weight("b", {24}, 2)},
+                             {{"kernel_shape", std::vector<int64_t>{4, 4}}, {"strides", std::vector<int64_t>{4, 4}},
+                              {"layout", std::string("NHWC")}});
+  const ModelDef m = b.model({y});
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 16, true, {}}, &report);
+  CHECK(report.convs_channels_last == 0);
+  CHECK(report.convs_channels_padded == 1);
+  CHECK(report.changed());
+  CHECK(report.summary().find("1 NHWC convolutions with input channels zero-padded") != std::string::npos);
+  check_same_outputs(m, n, 29);
+  CompileRequest r;
+  r.model = &m;
+  r.backend.clear();
+  r.spec = shipped_spec("nvidia-h100-sxm");
+  r.last = Stage::schedule;
+  const Compilation c = compile(r);
+  bool tensor_cores = false;
+  for (const ScheduleGroup& g : c.schedule.groups) tensor_cores |= g.group.kernel.family == "mma" || g.group.kernel.family == "wgmma";
+  CHECK(tensor_cores);
+}
+
 TEST_CASE("normalize: compile() rewrites for the backend that prefers channels-last, and checks against the import") {
   const std::string path = source_path("experiments/models/resnet50_bottleneck.json");
   CompileRequest r;

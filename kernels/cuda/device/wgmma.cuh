@@ -333,6 +333,96 @@ struct WarpgroupGemm {
           epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
     }
   }
+
+  // The persistent form (a grid of at most one block per SM): the block computes tiles
+  // blockIdx.x, blockIdx.x + gridDim.x, ... of `tiles`, origin(t, m0, n0) placing tile t, and
+  // calls epilogue(m, n, v0, v1) for each as run does. The stages' round count runs on across
+  // tiles, and the consumers release a tile's last stage before its epilogue, so the producer
+  // loads the first stages of the next tile while the consumers store this one.
+  template <class Origin, class F>
+  __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, long long tiles,
+                                            Origin&& origin, F&& epilogue) {
+    const unsigned raw = mma::smem_address(smem);
+    const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
+    const unsigned bars = base + STAGES * kStageBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bars + 8 * s, 1);
+        mbar_init(bars + 8 * (STAGES + s), kConsumers);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+      if (threadIdx.x == 0) {
+        int i = 0;  // stage rounds so far, over all of this block's tiles
+        for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+          int m0 = 0, n0 = 0;
+          origin(t, m0, n0);
+          for (int kt = 0; kt < kKTiles; ++kt, ++i) {
+            const int s = i % STAGES;
+            const unsigned full = bars + 8 * s;
+            mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
+            const unsigned a = base + s * kStageBytes, b = a + kABytes;
+            mbar_expect_tx(full, kStageBytes);
+            tma_load_2d(a, map_a, full, kt * BK, m0);
+            if (B_K_CONTIG) {
+              tma_load_2d(b, map_b, full, kt * BK, n0);
+            } else {
+#pragma unroll
+              for (int j = 0; j < BN / kRowElems; ++j) tma_load_2d(b + j * BK * kRowBytes, map_b, full, n0 + j * kRowElems, kt * BK);
+            }
+          }
+        }
+      }
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
+      const int c = wg - 1;
+      const bool signals = threadIdx.x % kWarpgroup == 0;
+      const int t_in = static_cast<int>(threadIdx.x) % kWarpgroup, w = t_in / mma::kLanes, lane = t_in % mma::kLanes;
+      int i = 0;
+      for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int m0 = 0, n0 = 0;
+        origin(t, m0, n0);
+#pragma unroll
+        for (int j = 0; j < kAccs; ++j) acc[j] = 0.0f;
+        for (int kt = 0; kt < kKTiles; ++kt, ++i) {
+          const int s = i % STAGES;
+          mbar_wait(bars + 8 * s, (i / STAGES) & 1);
+          const unsigned a = base + s * kStageBytes + c * kInstM * kRowBytes, b = base + s * kStageBytes + kABytes;
+          fence_registers(acc);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < BK / kInstK; ++kk) {
+            const u64 da = smem_desc(a + kk * kInstK * 2, 16, kAtomBytes);
+            const u64 db = B_K_CONTIG ? smem_desc(b + kk * kInstK * 2, 16, kAtomBytes)
+                                      : smem_desc(b + kk * kInstK * kRowBytes, BK * kRowBytes, kAtomBytes);
+            if constexpr (BN == 256) wgmma_n256<BF16, !B_K_CONTIG>(acc, da, db);
+            else wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
+          }
+          wgmma_commit();
+          fence_registers(acc);
+          if (kt > 0) {
+            wgmma_wait<1>();
+            fence_registers(acc);
+            if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+          }
+        }
+        wgmma_wait<0>();
+        fence_registers(acc);
+        // The tile's last stage is free: the producer refills it while this tile is stored.
+        if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+    }
+  }
 };
 
 }  // namespace wg
