@@ -71,7 +71,10 @@ class Normalizer {
     refresh_weights();
     if (options_.simplify_views) views();
     if (options_.fold_batch_norm) fold_batch_norms();
-    if (options_.channels_last) channels_last();
+    if (options_.channels_last) {
+      conv1d_as_2d();
+      channels_last();
+    }
     if (options_.channel_alignment_bytes > 0) pad_nhwc_convs();
     if (!options_.contraction_alignment_bytes.empty()) align_contractions();
     return std::move(out_);
@@ -249,6 +252,70 @@ class Normalizer {
   }
 
   // ---- 2. Channels-last -------------------------------------------------------------------------
+
+  std::string add_shape(const std::string& base, const std::vector<int64_t>& shape) {
+    std::vector<double> v(shape.begin(), shape.end());
+    return add_weight(base, HostTensor(TensorType{DType::i64, {static_cast<int64_t>(shape.size())}}, std::move(v)));
+  }
+  std::vector<int64_t> attr_ints(const OpDef& op, const std::string& name) const {
+    auto it = op.attrs.find(name);
+    if (it == op.attrs.end()) return {};
+    const std::vector<int64_t>* v = std::get_if<std::vector<int64_t>>(&it->second);
+    return v ? *v : std::vector<int64_t>{};
+  }
+
+  /// A 1-D convolution (NCW, constant weights [M, C/g, k]) becomes a 2-D one over a height of 1
+  /// between two Reshapes, so that the channels-last rewrite below runs it as an implicit GEMM
+  /// (Whisper's and wav2vec's front ends).
+  void conv1d_as_2d() {
+    refresh_weights();
+    std::vector<OpDef> out;
+    for (OpDef& op : out_.ops) {
+      const auto x = op.op_type == "Conv" && op.domain.empty() && op.inputs.size() >= 2 && op.outputs.size() == 1
+                         ? type_of(op.inputs[0]) : std::nullopt;
+      const WeightDef* w = x ? weight(op.inputs[1]) : nullptr;
+      const auto y = w ? type_of(op.outputs[0]) : std::nullopt;
+      if (!x || !w || !y || x->rank() != 3 || w->type.rank() != 3 || y->rank() != 3 || attr_string(op, "layout", "NCHW") != "NCHW") {
+        out.push_back(std::move(op));
+        continue;
+      }
+      auto one_more = [](std::vector<int64_t> v, int64_t first) {
+        v.insert(v.begin(), first);
+        return v;
+      };
+      const HostTensor wv = values_of(*w);  // (before add_weight moves the weights)
+      const std::vector<int64_t> ws = w->type.shape;
+      OpDef c = op;
+      // [N, C, W] -> [N, C, 1, W]; weights [M, C/g, k] -> [M, C/g, 1, k]; attributes gain a leading
+      // height of 1 (no padding, stride or dilation along it).
+      OpDef in;
+      in.name = fresh("conv1d_in_" + op.name, op_names_);
+      in.op_type = "Reshape";
+      const TensorType x4{x->dtype, {x->shape[0], x->shape[1], 1, x->shape[2]}};
+      in.inputs = {op.inputs[0], add_shape(op.name + "_shape4", x4.shape)};
+      in.outputs = {fresh(op.inputs[0] + "_h1", names_)};
+      added_types_[in.outputs[0]] = x4;
+      c.inputs[0] = in.outputs[0];
+      c.inputs[1] = add_weight(op.inputs[1] + "_h1", HostTensor(TensorType{wv.dtype(), {ws[0], ws[1], 1, ws[2]}}, wv.values()));
+      if (auto k = attr_ints(op, "kernel_shape"); !k.empty()) c.attrs["kernel_shape"] = one_more(k, 1);
+      if (auto st = attr_ints(op, "strides"); !st.empty()) c.attrs["strides"] = one_more(st, 1);
+      if (auto d = attr_ints(op, "dilations"); !d.empty()) c.attrs["dilations"] = one_more(d, 1);
+      if (auto pads = attr_ints(op, "pads"); pads.size() == 2) c.attrs["pads"] = std::vector<int64_t>{0, pads[0], 0, pads[1]};
+      const TensorType y4{y->dtype, {y->shape[0], y->shape[1], 1, y->shape[2]}};
+      c.outputs = {fresh(op.outputs[0] + "_h1", names_)};
+      added_types_[c.outputs[0]] = y4;
+      OpDef back;
+      back.name = fresh("conv1d_out_" + op.name, op_names_);
+      back.op_type = "Reshape";
+      back.inputs = {c.outputs[0], add_shape(op.name + "_shape3", y->shape)};
+      back.outputs = op.outputs;
+      out.push_back(std::move(in));
+      out.push_back(std::move(c));
+      out.push_back(std::move(back));
+      ++report_.convs_1d;
+    }
+    out_.ops = std::move(out);
+  }
 
   std::vector<int> topological_order() const {
     std::map<std::string, int> producer;
@@ -668,6 +735,7 @@ std::string NormalizeReport::summary() const {
     out += cat(", ", transposes, " transposes");
     if (transposes_absorbed) out += cat(" (", transposes_absorbed, " of the model's own absorbed)");
   }
+  if (convs_1d) out += cat(out.empty() ? "" : "; ", convs_1d, " 1-D convolutions as 2-D ones over a height of 1");
   if (convs_channels_padded && !convs_channels_last)
     out += cat(out.empty() ? "" : "; ", convs_channels_padded, " NHWC convolutions with input channels zero-padded");
   if (contractions_aligned) {

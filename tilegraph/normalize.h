@@ -18,7 +18,8 @@
 //      GlobalMaxPool (a pool over the whole image), Concat along the channels, and the model's own
 //      Transposes into or out of NHWC (absorbed: ConvNeXt's permutes). A Transpose is
 //      inserted only where a tensor is needed in the other layout: at the model's inputs and
-//      outputs and before any op that has no NHWC form, each at most once per tensor. An
+//      outputs and before any op that has no NHWC form, each at most once per tensor. A
+//      1-D convolution (NCW) runs as a 2-D one over a height of 1 between two Reshapes. An
 //      ungrouped convolution whose input channels are not a multiple of the backend's alignment
 //      (3 for an RGB image) gets them zero-padded: a Pad of its NHWC input, its weights padded
 //      once here (the zero channels add nothing to any sum). So do convolutions the model
@@ -67,6 +68,7 @@ struct NormalizeReport {
   int matmuls_trans_b = 0;      // MatMuls reading a transposed B directly
   int batch_norms_folded = 0;   // into the convolution before them
   int batch_norms_scaled = 0;   // run in NHWC as a per-channel scale and shift
+  int convs_1d = 0;             // 1-D convolutions rewritten as 2-D ones over a height of 1
   int convs_channels_last = 0;  // NCHW convolutions run in NHWC
   int convs_channels_padded = 0;  // input channels zero-padded to the alignment (converted or NHWC already)
   int ops_channels_last = 0;    // other ops run in NHWC
@@ -76,7 +78,7 @@ struct NormalizeReport {
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
     return scalars_moved + view_chains + matmuls_trans_b + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
-               transposes_absorbed + convs_channels_padded + contractions_aligned > 0;
+               transposes_absorbed + convs_channels_padded + contractions_aligned + convs_1d > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops
   /// in NHWC, 3 transposes".

@@ -237,6 +237,14 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "      tsl_acc = tsl_v1;\n      const unsigned tsl_s1 = " << to_storage(sdt, cat("val", s, "(", args1, ")")) << ";\n";
     os_ << "      *reinterpret_cast<unsigned*>(g_out0 + tsl_off) = tsl_s0 | (tsl_s1 << 16);\n    }\n";
   } else {
+    if (dtype_bytes(sdt) == 2) {
+      // An odd n: rows alternate between even and odd starts; a pair at an even offset is still
+      // one aligned 32-bit store (the output starts at least 4-byte aligned).
+      os_ << "    if (tsl_xn + 1 < " << c.n << "LL && (tsl_off & 1LL) == 0) {\n";
+      os_ << "      tsl_acc = tsl_v0;\n      const unsigned tsl_s0 = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n";
+      os_ << "      tsl_acc = tsl_v1;\n      const unsigned tsl_s1 = " << to_storage(sdt, cat("val", s, "(", args1, ")")) << ";\n";
+      os_ << "      *reinterpret_cast<unsigned*>(g_out0 + tsl_off) = tsl_s0 | (tsl_s1 << 16);\n      return;\n    }\n";
+    }
     os_ << "    if (tsl_xn < " << c.n << "LL) { tsl_acc = tsl_v0; g_out0[tsl_off] = " << to_storage(sdt, cat("val", s, "(", args, ")"))
         << "; }\n";
     os_ << "    if (tsl_xn + 1 < " << c.n << "LL) { tsl_acc = tsl_v1; g_out0[tsl_off + 1] = "

@@ -229,6 +229,37 @@ TEST_CASE("normalize: an RGB stem convolution gets its input channels zero-padde
   CHECK(unpadded.convs_channels_padded == 0);
 }
 
+TEST_CASE("normalize: 1-D convolutions (Whisper's front end) run as 2-D ones, channels-last, on tensor cores") {
+  ModelBuilder b(DType::f16);
+  const std::string x = b.input("x", {2, 16, 50});
+  std::string h = b.op("Conv", {x, b.weight("w1", {32, 16, 3}, 1, -0.2, 0.2), b.weight("b1", {32}, 2)},
+                       {{"kernel_shape", std::vector<int64_t>{3}}, {"pads", std::vector<int64_t>{1, 1}}});
+  h = b.op("Gelu", {h});
+  h = b.op("Conv", {h, b.weight("w2", {24, 32, 3}, 3, -0.2, 0.2), b.weight("b2", {24}, 4)},
+           {{"kernel_shape", std::vector<int64_t>{3}}, {"pads", std::vector<int64_t>{1, 1}}, {"strides", std::vector<int64_t>{2}},
+            {"dilations", std::vector<int64_t>{1}}});
+  const ModelDef m = b.model({b.op("Gelu", {h})});
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 16, true, {}}, &report);
+  CHECK(report.convs_1d == 2);
+  CHECK(report.convs_channels_last == 2);
+  CHECK(report.summary().find("2 1-D convolutions as 2-D ones") != std::string::npos);
+  check_same_outputs(m, n, 31);
+  CompileRequest r;
+  r.model = &m;
+  r.backend.clear();
+  r.spec = shipped_spec("nvidia-h100-sxm");
+  r.last = Stage::schedule;
+  int tensor_cores = 0;
+  for (const ScheduleGroup& g : compile(r).schedule.groups)
+    tensor_cores += g.group.kernel.family == "mma" || g.group.kernel.family == "wgmma";
+  CHECK(tensor_cores == 2);
+  // Without channels-last (the CPU) they stay 1-D.
+  NormalizeReport cpu;
+  normalize_model(m, lower_model(m), NormalizeOptions{true, false, 0, true, {}}, &cpu);
+  CHECK(cpu.convs_1d == 0);
+}
+
 TEST_CASE("normalize: a convolution the model already runs in NHWC gets its RGB channels zero-padded too") {
   // A ViT-style patch embedding: 4 x 4 kernel, stride 4, over 3 channels, NHWC in the model.
   ModelBuilder b(DType::f16);
