@@ -226,6 +226,18 @@ std::vector<TileBox> tile_boxes(const OpGraph& graph, const GroupPlan& plan, int
   return boxes;
 }
 
+namespace {
+// A reduction this long in a group of few outputs is shared by a block's threads (plan_group's
+// step 1): below it one thread's loop is as fast as a shared-memory step.
+constexpr int64_t kSharedSumMinPoints = 1024;
+
+int64_t reduction_points(const TeNode& node) {
+  int64_t r = 1;
+  for (int a = node.num_spatial(); a < node.num_axes(); ++a) r *= node.axes()[a].extent;
+  return r;
+}
+}  // namespace
+
 GroupPlan plan_group(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) {
   TESSEL_ASSERT(!group.nodes.empty(), "empty group");
   TESSEL_ASSERT(spec.kind == "gpu", "plan_group needs a GPU spec, got '", spec.kind, "'");
@@ -247,6 +259,9 @@ GroupPlan plan_group(const OpGraph& graph, const ScheduledGroup& group, const Hw
     p.writes_global = i == n - 1 || leaves_group(graph, group, p.node);
   }
   plan.nodes.back().role = NodeRole::sink;
+  // Few outputs in all (no more than the SMs): the block's threads go to the reductions.
+  const bool tiny_output = sink.output().num_elements() <= spec.compute.units;
+  bool wide_block = tiny_output && sink.num_reduction() > 0 && reduction_points(sink) >= kSharedSumMinPoints;
   for (int i = n - 2; i >= 0; --i) {
     NodePlan& p = plan.nodes[i];
     const TeNode& node = graph.node(p.node);
@@ -262,8 +277,15 @@ GroupPlan plan_group(const OpGraph& graph, const ScheduledGroup& group, const Hw
         all_one_to_one &= one_to_one(graph.node(c), graph.node(c).inputs()[k]);
       }
     }
-    const bool inline_ok = !p.writes_global && reads >= 1 && all_one_to_one && (node.num_reduction() == 0 || reads == 1);
+    // A long reduction in a group of few outputs (a whole tensor summed to one value) is staged,
+    // so that its sum is shared by the lanes of a whole block (step 6) instead of one thread's
+    // loop.
+    const bool shared_sum = node.num_reduction() > 0 && tiny_output && reduction_points(node) >= kSharedSumMinPoints;
+    const bool inline_ok =
+        !p.writes_global && reads >= 1 && all_one_to_one && (node.num_reduction() == 0 || reads == 1) && !shared_sum;
     p.role = inline_ok ? NodeRole::inlined : NodeRole::staged;
+    wide_block |= p.role != NodeRole::inlined && node.num_reduction() > 0 && tiny_output &&
+                  reduction_points(node) >= kSharedSumMinPoints;
   }
 
   // 2. The grid of sink tiles and the block size.
@@ -283,6 +305,7 @@ GroupPlan plan_group(const OpGraph& graph, const ScheduledGroup& group, const Hw
   const GroupFootprint fp = group_footprint(graph, group, spec);
   int64_t threads = std::max<int64_t>(fp.threads_per_block, plan.warp);
   threads = (threads + plan.warp - 1) / plan.warp * plan.warp;
+  if (wide_block) threads = spec.limits.max_threads_per_block;  // lanes for the shared sums (step 6)
   threads = std::min<int64_t>(threads, spec.limits.max_threads_per_block / plan.warp * plan.warp);
   plan.threads = static_cast<int>(threads);
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../model_builder.h"
 #include "../temp_dir.h"
 #include "cuda_check.h"
 #include "kernels/cuda/group_plan.h"
@@ -122,4 +123,39 @@ TEST_CASE("cuda codegen: emit writes one file per kernel and a manifest") {
   CHECK(text.find("l0_ln2") != std::string::npos);
   for (size_t i = 0; i + 1 < files.size(); ++i) CHECK(std::filesystem::file_size(files[i]) > 0);
   CHECK_THROWS_AS(find_backend("cuda")->emit(g, s, spec, "llvm", out), UserError);
+}
+
+TEST_CASE("cuda codegen: a whole tensor summed to one value is shared by a block's threads (T5's isinf().any())") {
+  // x summed to one value, compared and selected (Hugging Face T5's clamp in f16): the sum was
+  // inlined into its one reader and walked by one thread (1 ms for 65536 elements on an H100).
+  // Staged, it is summed by the lanes of a 1024-thread block.
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {1, 128, 512});
+  const std::string sum = b.op("ReduceSum", {x}, {{"keepdims", int64_t{0}}});
+  const std::string big = b.op("Greater", {sum, b.weight("zero", {1}, 1, 0.0, 0.0)});
+  const std::string y = b.op("Where", {big, b.weight("hi", {1}, 2), b.weight("lo", {1}, 3)});
+  const OpGraph g = b.graph(y);
+  const HwSpec& spec = gpu_spec();
+  for (const std::string policy : {"welder", "roller"}) {
+    INFO(policy);
+    const Schedule s = schedule_with(g, spec, policy);
+    bool shared = false;
+    for (const ScheduleGroup& sg : s.groups) {
+      const cuda::GroupPlan plan = cuda::plan_group(g, sg.group, spec);
+      for (const cuda::NodePlan& np : plan.nodes)
+        if (g.node(np.node).num_reduction() > 0) {
+          CHECK(np.role != cuda::NodeRole::inlined);
+          CHECK(np.lanes == spec.limits.max_threads_per_block);
+          shared = true;
+        }
+    }
+    CHECK(shared);
+    if (gpu_available()) check_on_gpu(g, policy, {random_f32({1, 128, 512}, 7)});
+    else CHECK(nvrtc_compile_all(g, s, spec) >= 1);
+  }
+  // Many outputs keep one thread per point (the grid has the parallelism).
+  ModelBuilder rows(DType::f32);
+  const OpGraph many = rows.graph(rows.op("ReduceSum", {rows.input("x", {4096, 2048}), rows.weight_i64("axes", {1})}));
+  const Schedule s = schedule_with(many, spec, "welder");
+  CHECK(cuda::plan_group(many, s.groups[0].group, spec).threads < spec.limits.max_threads_per_block);
 }
