@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -227,6 +228,15 @@ std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, con
 LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inputs, const ModelDef& model) {
   LowerOptions opts;
   opts.input_shapes = parse_shapes(args);
+  for (const auto& [name, shape] : opts.input_shapes) {
+    std::string known;
+    bool found = false;
+    for (const ValueDecl& v : model.inputs) {
+      found |= v.name == name;
+      known += cat(known.empty() ? "" : ", ", v.name);
+    }
+    if (!found) throw UserError("command line", "--shape", cat("the model has no input named '", name, "' (inputs: ", known, ")"));
+  }
   if (inputs)
     for (size_t i = 0; i < model.inputs.size() && i < inputs->size(); ++i)
       opts.input_shapes.emplace(model.inputs[i].name, (*inputs)[i].shape());
@@ -253,12 +263,68 @@ std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
   throw UserError("command line", "--cost-model", cat("unknown cost model \"", name, "\" (known: ", known, ")"));
 }
 
+namespace {
+
+/// Folders shipped specs are looked up in, in order.
+std::vector<fs::path> hw_spec_dirs() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("TESSEL_HW_SPECS"); env && *env) dirs.emplace_back(env);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "tessel" / "hw_specs");
+  dirs.emplace_back(TESSEL_BUILD_HW_SPECS_DIR);
+  return dirs;
+}
+
+/// Levenshtein distance (for "did you mean").
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string resolve_hw_spec(const std::string& name_or_path) {
+  std::error_code ec;
+  const bool is_name = name_or_path.find('/') == std::string::npos && fs::path(name_or_path).extension() != ".json";
+  if (!is_name || fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  std::set<std::string> shipped;
+  for (const fs::path& dir : hw_spec_dirs()) {
+    const fs::path file = dir / (name_or_path + ".json");
+    if (fs::is_regular_file(file, ec)) return file.string();
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".json") shipped.insert(e.path().stem().string());
+  }
+  std::vector<std::string> names(shipped.begin(), shipped.end());
+  std::stable_sort(names.begin(), names.end(), [&](const std::string& x, const std::string& y) {
+    return edit_distance(x, name_or_path) < edit_distance(y, name_or_path);
+  });
+  if (names.empty())
+    throw UserError("command line", "--hw", cat("no spec file or shipped spec named '", name_or_path, "' (no shipped specs found; set TESSEL_HW_SPECS)"));
+  std::string known;
+  for (size_t i = 0; i < names.size() && i < 6; ++i) known += cat(i ? ", " : "", names[i]);
+  throw UserError("command line", "--hw", cat("no spec file or shipped spec named '", name_or_path, "' (did you mean ", names.front(),
+                                              "? shipped: ", known, names.size() > 6 ? ", ..." : "", ")"));
+}
+
+HwSpec load_cli_hw_spec(const std::string& name_or_path) { return load_hw_spec(resolve_hw_spec(name_or_path)); }
+
 std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::string& device) {
   auto p = std::make_unique<CliPipeline>();
   CompileRequest& r = p->request;
   r.backend = device;
   if (auto file = args.option("hw")) {
-    r.spec = load_hw_spec(*file);
+    r.spec = load_cli_hw_spec(*file);
     if (!device.empty() && !find_backend(device)->supports(*r.spec))
       throw UserError(*file, "/kind", cat("a '", r.spec->kind, "' spec; --device ", device, " needs another kind"));
   } else if (device.empty()) {

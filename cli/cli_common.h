@@ -53,6 +53,12 @@ std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, con
 LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inputs, const ModelDef& model);
 
 /// The built-in policy or cost model of that name; UserError listing the known ones otherwise.
+/// The hardware spec `--hw` names: a spec file's path, or the name of a shipped spec (e.g.
+/// "nvidia-h100-sxm"), looked up as NAME.json in $TESSEL_HW_SPECS, then beside the binary
+/// (../share/tessel/hw_specs in a bundle), then in the source tree it was built from. A name that
+/// is none of these is a UserError listing the shipped names (the nearest first).
+std::string resolve_hw_spec(const std::string& name_or_path);
+HwSpec load_cli_hw_spec(const std::string& name_or_path);
 std::unique_ptr<Policy> find_policy(const std::string& name);
 std::unique_ptr<CostModel> find_cost_model(const std::string& name);
 

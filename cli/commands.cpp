@@ -43,7 +43,7 @@ const char* kInspectHelp =
     "  --dump    also print the IR of every node\n"
     "  --shape   concrete shapes for inputs with unknown dimensions\n";
 const char* kRunHelp =
-    "usage: tessel run MODEL (--interp | --device cpu|cuda) [--check] [--time N] [--hw SPEC]\n"
+    "usage: tessel run MODEL [--interp | --device cpu|cuda] [--check] [--time N] [--hw SPEC]\n"
     "                  [--policy P | --schedule FILE] [--inputs DIR] [--outputs DIR] [--expect DIR]\n"
     "                  [--seed N] [--threads N] [--shape NAME=D0xD1...] [--cache DIR] [--no-cache]\n"
     "                  [--check-whole] [--report FILE] [--no-graph] [--cold-l2]\n"
@@ -52,7 +52,7 @@ const char* kRunHelp =
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
-    "  --device   compile for a backend (cpu: LLVM; cuda: NVRTC) and run there\n"
+    "  --device   compile for a backend (cpu: LLVM; cuda: NVRTC) and run there (default: cpu)\n"
     "  --check    compare every compiled output with the interpreter (relative L2 error by dtype,\n"
     "             tilegraph/compare.h); exit 1 on a mismatch. Graphs over 20 GFLOP are checked on\n"
     "             a sample of at least 4096 elements of each output (tilegraph/sampled_reference.h)\n"
@@ -125,14 +125,16 @@ int cmd_run(const std::vector<std::string>& argv) {
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
              "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels", "mesh", "shard", "exhaustive", "descent", "memory-per-device"});
   if (args.flag("help")) { std::cout << kRunHelp; return 0; }
-  const auto device = args.option("device");
-  if (args.flag("interp") == device.has_value())
-    throw UserError("command line", "", "'tessel run' needs exactly one of --interp and --device cpu|cuda");
+  std::optional<std::string> device = args.option("device");
+  if (args.flag("interp") && device)
+    throw UserError("command line", "", "'tessel run' takes --interp or --device cpu|cuda, not both");
   if (args.option("mesh")) {
+    if (!args.flag("interp") && !device) throw UserError("command line", "", "'tessel run --mesh' needs --interp or --device cpu|cuda");
     for (const char* alone : {"inputs", "outputs", "expect", "schedule", "report", "tune"})
       if (args.option(alone)) throw UserError("command line", "", cat("--", alone, " is not supported with --mesh yet"));
     return run_on_mesh(args);
   }
+  if (!args.flag("interp") && !device) device = "cpu";  // the compiled path on this host
   // Import first: given inputs bind the shapes the model leaves unknown before it is normalized.
   CompileRequest import_only;
   import_only.model_path = args.one_positional("MODEL");
@@ -235,7 +237,7 @@ int cmd_compile(const std::vector<std::string>& argv) {
       }
   if (device.empty())
     if (auto file = args.option("hw")) {
-      const HwSpec spec = load_hw_spec(*file);
+      const HwSpec spec = load_cli_hw_spec(*file);
       for (const auto& b : backends())
         if (device.empty() && b->supports(spec)) device = std::string(b->name());
     }

@@ -59,7 +59,7 @@ int hw_show(const std::vector<std::string>& argv) {
     std::cout << kHwUsage;
     return 0;
   }
-  const HwSpec spec = load_hw_spec(args.one_positional("FILE"));
+  const HwSpec spec = load_cli_hw_spec(args.one_positional("FILE"));
   std::cout << format_hw_spec_table(spec);
   return 0;
 }
@@ -122,7 +122,7 @@ int hw_calibrate(const std::vector<std::string>& argv) {
   const auto file = args.option("hw");
   if (!file) throw UserError("command line", "--hw", "tessel hw calibrate needs --hw SPEC (the spec to calibrate)");
   if (args.positional().empty()) throw UserError("command line", "", "tessel hw calibrate needs at least one MODEL to measure");
-  const HwSpec spec = load_hw_spec(*file);
+  const HwSpec spec = load_cli_hw_spec(*file);
   HwSpec roofline = spec;  // predictions at the roofline: the fit's denominators
   roofline.compute.family_efficiency.clear();
   const std::unique_ptr<Backend> backend = backend_for(roofline);

@@ -175,7 +175,7 @@ int cmd_sparsify(const std::vector<std::string>& argv) {
   const double tolerance = parse_fraction(args, "tolerance", 0.02, false);
   auto hw = args.option("hw");
   if (!hw) throw UserError("command line", "", "--hw SPEC is required: the cost model predicts each block's time on it");
-  const HwSpec spec = load_hw_spec(*hw);
+  const HwSpec spec = load_cli_hw_spec(*hw);
   const std::unique_ptr<Policy> policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
   // Per block shape: every chosen weight pruned with it, the model scheduled once.
   struct Score {

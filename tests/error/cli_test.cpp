@@ -83,7 +83,10 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
       {"inspect " + (dir / "badkey.json").string(), "/ops/0/atrs"},
       {"inspect " + (dir / "model.txt").string(), "unknown model extension \".txt\""},
       {"inspect " + kModels + "bert_base_layer.json --bogus", "unknown option '--bogus'"},
-      {"run " + kModels + "bert_base_layer.json", "needs exactly one of --interp and --device cpu|cuda"},
+      {"run " + kModels + "bert_base_layer.json --interp --device cpu", "takes --interp or --device cpu|cuda, not both"},
+      {"run " + kModels + "bert_base_layer.json --interp --shape nosuch=2x3", "the model has no input named 'nosuch'"},
+      {"schedule " + kModels + "bert_base_layer.json --hw nvidia-h100-sxn -o " + (dir / "s.json").string(),
+       "no spec file or shipped spec named 'nvidia-h100-sxn' (did you mean nvidia-h100-sxm?"},
       {"run " + kModels + "bert_base_layer.json --device tpu", "unknown device 'tpu'"},
       {"run " + kModels + "bert_base_layer.json --interp --seed abc", "expects an integer, got \"abc\""},
       {"run " + kModels + "bert_base_layer.json --interp --inputs " + (dir / "none").string(), "not a directory"},
@@ -171,6 +174,12 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
   CHECK(fresh.status == 0);
   CHECK(replay.status == 0);
   CHECK(fresh.output == replay.output);  // the saved schedule replays to the same explanation
+  // A shipped spec by its name is the spec of its file.
+  CHECK(tessel("explain " + model + " --hw nvidia-h100-sxm").output == fresh.output);
+  // `run` with neither --interp nor --device compiles for this host.
+  const Result host = tessel("run " + kModels + "resnet50_bottleneck.json --check");
+  CHECK(host.status == 0);
+  CHECK(host.output.find("compiled") != std::string::npos);
   CHECK(fresh.output.find("not fused") != std::string::npos);
   CHECK(fresh.output.find("totals:") != std::string::npos);
   CHECK(fresh.output.find("  family    generic") != std::string::npos);  // the f32 layer's CUDA families
