@@ -87,9 +87,10 @@ const char* kRunHelp =
     "             of this process; --check compares every rank's outputs with the single-device\n"
     "             interpreter (docs/distributed.md)\n";
 const char* kConvertHelp =
-    "usage: tessel convert MODEL.onnx -o MODEL.json\n"
-    "  Converts a model to Tessel's JSON model format (docs/model-format.md). Weight data over\n"
-    "  4096 elements goes to a sidecar MODEL.bin.\n";
+    "usage: tessel convert MODEL.onnx [-o MODEL.json]\n"
+    "  Converts a model to Tessel's JSON model format (docs/model-format.md). With -o, weight data\n"
+    "  over 4096 elements goes to a sidecar MODEL.bin; without it the JSON, every weight inline,\n"
+    "  goes to standard output.\n";
 const char* kCompileHelp =
     "usage: tessel compile MODEL [--device cpu|cuda] [--hw SPEC] [--policy P | --schedule FILE]\n"
     "                      [--emit FORMAT -o DIR] [--dump FORMAT] [--run [--no-baseline] [--time N]]\n"
@@ -211,9 +212,12 @@ int cmd_convert(const std::vector<std::string>& argv) {
   if (args.flag("help")) { std::cout << kConvertHelp; return 0; }
   const std::string in = args.one_positional("MODEL");
   auto out = args.option("o");
-  if (!out) throw UserError("command line", "", "'tessel convert' needs -o OUTPUT.json");
   const ModelDef model = load_model(in);
   lower_model(model);  // reject models Tessel cannot lower before writing anything
+  if (!out) {  // to standard output, every weight inline
+    std::cout << write_model_json(model);
+    return 0;
+  }
   save_model_json(model, *out);
   std::cout << "wrote " << *out << " (" << model.ops.size() << " ops, " << model.weights.size() << " weights)\n";
   return 0;

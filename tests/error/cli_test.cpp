@@ -90,7 +90,6 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
       {"run " + kModels + "bert_base_layer.json --device tpu", "unknown device 'tpu'"},
       {"run " + kModels + "bert_base_layer.json --interp --seed abc", "expects an integer, got \"abc\""},
       {"run " + kModels + "bert_base_layer.json --interp --inputs " + (dir / "none").string(), "not a directory"},
-      {"convert " + kModels + "bert_base_layer.json", "needs -o"},
       // The backends' inputs: devices and specs of the wrong kind, code formats, counts.
       {"run " + kModels + "bert_base_layer.json --device cpu --hw " + kSpecs + "nvidia-h100-sxm.json", "a 'gpu' spec"},
       {"run " + kModels + "bert_base_layer.json --device cuda --hw " + kSpecs + "x86-64-avx2-generic.json", "a 'cpu' spec"},
@@ -176,6 +175,11 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
   CHECK(fresh.output == replay.output);  // the saved schedule replays to the same explanation
   // A shipped spec by its name is the spec of its file.
   CHECK(tessel("explain " + model + " --hw nvidia-h100-sxm").output == fresh.output);
+  // `convert` without -o writes the JSON model to standard output.
+  const Result converted = tessel("convert " + kModels + "resnet50_bottleneck.json");
+  CHECK(converted.status == 0);
+  CHECK(converted.output.rfind("{", 0) == 0);
+  CHECK(converted.output.find("\"tessel-model\"") != std::string::npos);
   // `run` with neither --interp nor --device compiles for this host.
   const Result host = tessel("run " + kModels + "resnet50_bottleneck.json --check");
   CHECK(host.status == 0);
