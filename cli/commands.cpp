@@ -52,7 +52,8 @@ const char* kRunHelp =
     "  Runs MODEL with the reference interpreter (fp64 accumulation) or compiled for a device, and\n"
     "  prints a summary of each output.\n"
     "  --interp   use the reference interpreter\n"
-    "  --device   compile for a backend (cpu: LLVM; cuda: NVRTC) and run there (default: cpu)\n"
+    "  --device   compile for a backend (cpu: LLVM; cuda: NVRTC) and run there (default: the\n"
+    "             --hw spec's backend, else cpu)\n"
     "  --check    compare every compiled output with the interpreter (relative L2 error by dtype,\n"
     "             tilegraph/compare.h); exit 1 on a mismatch. Graphs over 20 GFLOP are checked on\n"
     "             a sample of at least 4096 elements of each output (tilegraph/sampled_reference.h)\n"
@@ -121,6 +122,18 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   return 0;
 }
 
+namespace {
+/// The backend the --hw spec is for; "cpu" without one.
+std::string device_for_hw(const Args& args) {
+  if (auto file = args.option("hw")) {
+    const HwSpec spec = load_cli_hw_spec(*file);
+    for (const auto& b : backends())
+      if (b->supports(spec)) return std::string(b->name());
+  }
+  return "cpu";
+}
+}  // namespace
+
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
@@ -135,7 +148,7 @@ int cmd_run(const std::vector<std::string>& argv) {
       if (args.option(alone)) throw UserError("command line", "", cat("--", alone, " is not supported with --mesh yet"));
     return run_on_mesh(args);
   }
-  if (!args.flag("interp") && !device) device = "cpu";  // the compiled path on this host
+  if (!args.flag("interp") && !device) device = device_for_hw(args);  // compiled: for the --hw spec, else this host
   // Import first: given inputs bind the shapes the model leaves unknown before it is normalized.
   CompileRequest import_only;
   import_only.model_path = args.one_positional("MODEL");
@@ -239,13 +252,7 @@ int cmd_compile(const std::vector<std::string>& argv) {
         const std::vector<std::string> formats = b->emit_formats();
         if (std::find(formats.begin(), formats.end(), *format) != formats.end()) device = std::string(b->name());
       }
-  if (device.empty())
-    if (auto file = args.option("hw")) {
-      const HwSpec spec = load_cli_hw_spec(*file);
-      for (const auto& b : backends())
-        if (device.empty() && b->supports(spec)) device = std::string(b->name());
-    }
-  if (device.empty()) device = "cpu";
+  if (device.empty()) device = device_for_hw(args);
 
   std::unique_ptr<Backend> backend;
   for (auto& b : backends())

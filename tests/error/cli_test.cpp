@@ -183,7 +183,11 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
   // `run` with neither --interp nor --device compiles for this host.
   const Result host = tessel("run " + kModels + "resnet50_bottleneck.json --check");
   CHECK(host.status == 0);
-  CHECK(host.output.find("compiled") != std::string::npos);
+  CHECK(host.output.find("compiled for host-cpu") != std::string::npos);
+  // ... and with a GPU spec, for its backend (CUDA: refused here without a GPU, not "--device cpu").
+  const Result gpu_spec_run = tessel("run " + kModels + "resnet50_bottleneck.json --hw nvidia-h100-sxm");
+  CHECK(gpu_spec_run.output.find("--device cpu") == std::string::npos);
+  CHECK(gpu_spec_run.output.find("a 'gpu' spec") == std::string::npos);
   CHECK(fresh.output.find("not fused") != std::string::npos);
   CHECK(fresh.output.find("totals:") != std::string::npos);
   CHECK(fresh.output.find("  family    generic") != std::string::npos);  // the f32 layer's CUDA families
