@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tilegraph/attention_pattern.h"
 #include "tilegraph/error.h"
 #include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_traffic.h"
@@ -113,11 +114,12 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
                 s.n, "x", s.k));
 }
 
-int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec) {
-  if (!is_gpu(spec) || tiles >= spec.compute.units || spec.limits.max_cluster_blocks < 2) return 1;
-  // One wave: no unit gets two parts, so each part is a unit's whole share.
+int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec, int64_t per_unit) {
+  const int64_t slots = spec.compute.units * std::max<int64_t>(per_unit, 1);
+  if (!is_gpu(spec) || tiles >= slots || spec.limits.max_cluster_blocks < 2) return 1;
+  // One wave: no unit gets more parts than it runs at once, so each part is a slot's whole share.
   int split = 1;
-  while (2 * split <= spec.limits.max_cluster_blocks && tiles * 2 * split <= spec.compute.units &&
+  while (2 * split <= spec.limits.max_cluster_blocks && tiles * 2 * split <= slots &&
          k_steps / (2 * split) >= std::max<int64_t>(min_steps, 1))
     split *= 2;
   return split;
@@ -142,12 +144,26 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   out.tensor_cores = tc_peak > 0;
   if (tc_peak <= 0) tc_peak = simt_peak;
   auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
+  // The share of (query block, key chunk) pairs the kernel visits: a constant mask can exclude
+  // whole chunks (attention_pattern.h's key ranges); and the tensor-core work of the padded head
+  // tiles (a head of 40 in tiles of 64).
+  double visited = 1;
+  const std::optional<AttentionPattern> pattern = match_attention(graph, a.out);
+  TESSEL_ASSERT(pattern.has_value(), "a streamed group's sink is an attention pattern");
+  if (const std::optional<AttentionKeyRanges> r = attention_key_ranges(graph, *pattern, a.rows, a.chunk)) {
+    visited = static_cast<double>(r->visited()) / static_cast<double>(r->first.size() * r->chunks);
+    out.notes.push_back(cat("the mask excludes ", r->skipped(), " of ", r->first.size() * r->chunks,
+                            " (query block, key chunk) pairs per batch point: not visited"));
+  }
   double side_bytes = 0, compulsory = 0;
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
-    const double flops = static_cast<double>(node.flops());
+    const double flops = static_cast<double>(node.flops()) * visited;
     out.flops += flops;
-    compute_s += flops / (n == a.scores || n == a.out ? tc_peak : simt_peak);
+    const double padded = n == a.scores ? static_cast<double>(a.d_tile) / static_cast<double>(a.d)
+                          : n == a.out  ? static_cast<double>(a.dv_tile) / static_cast<double>(a.dv)
+                                        : 1.0;
+    compute_s += flops * padded / (n == a.scores || n == a.out ? tc_peak : simt_peak);
     for (size_t k = 0; k < node.inputs().size(); ++k) {
       const TensorId t = graph.node_inputs(n)[k];
       const NodeId p = graph.producer(t);
@@ -155,15 +171,19 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
       compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
       // Side inputs of the score steps are read once per score (Q, K and V are below).
       if (n != a.scores && n != a.out && node.inputs()[k].type.num_elements() > 1)
-        side_bytes += static_cast<double>(a.batch * a.queries * a.keys * dtype_bytes(node.inputs()[k].type.dtype));
+        side_bytes += static_cast<double>(a.batch * a.queries * a.keys * dtype_bytes(node.inputs()[k].type.dtype)) * visited;
     }
   }
-  out.blocks = a.blocks();
   const LimitSpec& lim = spec.limits;
   const int64_t regs = (a.register_bytes_per_thread() + 3) / 4;
   int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(a.threads, 1));
   if (a.smem_bytes() > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / a.smem_bytes());
   if (regs > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs * a.threads));
+  // Few blocks and many keys: the kernel splits the keys over a cluster (flash-decoding), as a
+  // contraction splits K, filling the units' block slots.
+  const int split = reduction_split(a.blocks(), (a.keys + a.chunk - 1) / a.chunk, 2, spec, std::max<int64_t>(per_sm, 1));
+  if (split > 1) out.notes.push_back(cat("the keys split over clusters of ", split, " blocks"));
+  out.blocks = a.blocks() * split;
   out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
   out.occupancy = static_cast<double>(out.blocks_per_unit * a.threads) / static_cast<double>(lim.max_threads_per_sm);
   const int64_t concurrent = out.blocks_per_unit * spec.compute.units;
@@ -172,7 +192,9 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   const double active =
       std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(spec.compute.units));
   const double written = static_cast<double>(bytes_of(graph.tensor(graph.node_output(a.out)).type));
-  const double streamed = static_cast<double>(out.blocks) * static_cast<double>((a.rows * a.d + a.keys * (a.d + a.dv)) * a.elem_bytes);
+  const double streamed =
+      static_cast<double>(a.blocks()) * (static_cast<double>(split * a.rows * a.d) + visited * static_cast<double>(a.keys * (a.d + a.dv))) *
+      static_cast<double>(a.elem_bytes);
   std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
   if (llc >= 0) levels.push_back({&spec.memory_levels[llc], streamed + side_bytes + written});
   out.bound = "compute";

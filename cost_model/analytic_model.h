@@ -37,6 +37,8 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
 /// M = 16, K = N = 4096 in 64 tiles, L2 warm: 2 parts, 128 blocks, 13.0-13.7 us; 4 parts, 256
 /// blocks, 15.5 us; 8 parts 20.3 us: more parts than one wave add partial sums and cluster
 /// placement without shortening the busiest SM's work.)
-int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec);
+/// `per_unit`: blocks that run on one unit at once (a streamed attention kernel's small blocks of
+/// one warp leave room for several; its parts then fill the units' slots, not the units).
+int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec, int64_t per_unit = 1);
 
 }  // namespace tessel

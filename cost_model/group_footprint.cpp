@@ -60,6 +60,8 @@ std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const 
   a.chunk = group.stream_chunk;
   a.d = s.axes()[s.num_spatial()].extent;
   a.dv = o.axes()[ns - 1].extent;
+  a.d_tile = streamed_head_tile(a.d);
+  a.dv_tile = streamed_head_tile(a.dv);
   a.threads = 1;
   for (int64_t t : cfg.threads) a.threads *= t;
   a.stages = cfg.pipeline_stages;
@@ -99,9 +101,15 @@ std::optional<std::string> streamed_attention_unsupported(const OpGraph& graph, 
     return cat("spec '", spec.name, "' lists no m16n8k16 tensor-core shape for ", dtype_name(dt));
   const int64_t d = s.axes()[s.num_spatial()].extent, dv = o.axes()[o.num_spatial() - 1].extent;
   for (int64_t h : {d, dv})
-    if (h <= 0 || h % kStreamedHeadStep != 0 || h > kStreamedMaxHead)
-      return cat("head dimension ", h, " is not a multiple of ", kStreamedHeadStep, " up to ", kStreamedMaxHead);
+    if (h <= 0 || h * dtype_bytes(dt) % kStreamedHeadAlignBytes != 0 || h > kStreamedMaxHead)
+      return cat("head dimension ", h, " is not a multiple of ", kStreamedHeadAlignBytes / dtype_bytes(dt), " up to ", kStreamedMaxHead);
   return std::nullopt;
+}
+
+int64_t streamed_head_tile(int64_t h) {
+  int64_t t = 16;
+  while (t < h) t *= 2;
+  return t;
 }
 
 GroupFootprint group_footprint(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) {

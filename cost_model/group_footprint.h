@@ -45,13 +45,18 @@ struct StreamedAttention {
   NodeId scores = -1, out = -1;
   int64_t rows = 0, chunk = 0, d = 0, dv = 0, threads = 0, stages = 0, elem_bytes = 0;
   int64_t queries = 0, keys = 0, batch = 1;  // m, n and the product of the batch extents
+  // The head dimensions of the kernel's tiles (streamed_head_tile): d and dv rounded up, the
+  // columns past them zero-filled.
+  int64_t d_tile = 0, dv_tile = 0;
   // Shared-memory rows carry kStreamedRowPadBytes of padding (device/flash.cuh: ldmatrix without
   // bank conflicts).
   int64_t smem_bytes() const {
     const int64_t pad = elem_bytes > 0 ? kStreamedRowPadBytes / elem_bytes : 0;
-    return (rows * (d + pad) + stages * chunk * (d + pad + dv + pad)) * elem_bytes;
+    return (rows * (d_tile + pad) + stages * chunk * (d_tile + pad + dv_tile + pad)) * elem_bytes;
   }
-  int64_t register_bytes_per_thread() const { return threads > 0 ? (rows * (dv + chunk) * 4 + rows * d * elem_bytes) / threads : 0; }
+  int64_t register_bytes_per_thread() const {
+    return threads > 0 ? (rows * (dv_tile + chunk) * 4 + rows * d_tile * elem_bytes) / threads : 0;
+  }
   int64_t blocks() const { return batch * ((queries + rows - 1) / rows); }
 };
 
@@ -65,12 +70,18 @@ struct AttentionPattern;
 /// Why the streamed kernel (kernels/cuda/device/flash.cuh) cannot run `pattern` on `spec`, or
 /// nullopt when it can: a CUDA target with cp.async, ldmatrix and mma.sync m16n8k16 for the
 /// dtype (sm_80+, listed in the spec, 32-lane warps); S, P, O and the operands all f16 or all
-/// bf16; head dimensions d and dv multiples of kStreamedHeadStep up to kStreamedMaxHead (Q's
-/// fragments and O's accumulators live in registers). The policy asks before it forms the group,
+/// bf16; head dimensions d and dv whole 16-byte chunks up to kStreamedMaxHead (Q's fragments and
+/// O's accumulators live in registers; a head that is not a power of two runs in a padded tile). The policy asks before it forms the group,
 /// the CUDA planner again before it emits the kernel.
 std::optional<std::string> streamed_attention_unsupported(const OpGraph& graph, const AttentionPattern& pattern,
                                                           const HwSpec& spec);
-constexpr int64_t kStreamedHeadStep = 32, kStreamedMaxHead = 128;
+constexpr int64_t kStreamedMaxHead = 128;
+/// The head dimension of the streamed kernel's tiles for a head of h elements: the power of two
+/// >= h, at least 16 (mma.sync's k16 steps; device/mma.cuh's tile copies give each thread one
+/// column of 16-byte chunks, so a tile row's chunks divide the block's threads).
+int64_t streamed_head_tile(int64_t h);
+/// A head's rows must be whole 16-byte chunks (the tile copies' and the tensor maps' unit).
+constexpr int64_t kStreamedHeadAlignBytes = 16;
 
 /// True if node `n` of `group` keeps the inputs it reads from outside the group in the level of
 /// its outer tile (see the file comment): always on a CPU and for a node without a thread

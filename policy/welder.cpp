@@ -397,14 +397,19 @@ std::optional<TileConfig> Welder::derive_config(NodeId n, const std::vector<int6
 // a block of kStreamRows query rows by the whole dv, the scores' nodes kStreamRows x kStreamChunk,
 // the row max and sum kStreamRows x 1 over a chunk, the operand copies a chunk of their domain --
 // threads one warp per kStreamRowsPerWarp rows; scores, softmax values and probabilities in
-// registers, the copied operands in the next level out. Nullopt when the spec lacks the levels.
+// registers, the copied operands in the next level out. Fewer queries than kStreamRows (decoding:
+// 1 to 16) take a block of their own count rounded up to whole warps, not 128 rows of which most
+// would be computed for nothing. Nullopt when the spec lacks the levels.
 std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) const {
   const OpGraph& g = ctx_.graph;
   const int64_t warp = ctx_.spec.compute.simd_width;
   if (levels_.size() < 2 || warp <= 0) return std::nullopt;
   const std::string& regs = register_level_;
   const std::string& block = levels_[1];
-  const int64_t warps = kStreamRows / kStreamRowsPerWarp;
+  const TeNode& o = g.node(p.out);
+  const int64_t queries = o.axes()[o.num_spatial() - 2].extent;
+  const int64_t block_rows = std::min(kStreamRows, (queries + kStreamRowsPerWarp - 1) / kStreamRowsPerWarp * kStreamRowsPerWarp);
+  const int64_t warps = block_rows / kStreamRowsPerWarp;
   ScheduledGroup sg;
   sg.nodes = p.nodes(g);
   sg.stream_chunk = kStreamChunk;
@@ -417,8 +422,14 @@ std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) 
     outer.spatial[ns - 2] = rows;
     outer.spatial[ns - 1] = cols;
     c.threads.assign(ns, 1);
-    const int64_t lanes = cols % warp == 0 ? warp : 1;
-    c.threads[ns - 2] = rows % warps == 0 ? warps : 1;
+    int64_t lanes = cols % warp == 0 ? warp : 1, row_threads = rows % warps == 0 ? warps : 1;
+    // The sink's block is the kernel's warps x lanes even when dv is not whole warps of columns
+    // (a head of 40: 8 columns by 32 rows of threads).
+    if (cols > 1 && lanes == 1 && rows % (warps * warp / std::gcd(cols, warp)) == 0) {
+      lanes = std::gcd(cols, warp);
+      row_threads = warps * warp / lanes;
+    }
+    c.threads[ns - 2] = row_threads;
     c.threads[ns - 1] = lanes;
     LevelTile inner{regs, std::vector<int64_t>(ns, 1), std::vector<int64_t>(node.num_reduction(), reduction)};
     inner.spatial[ns - 2] = rows / c.threads[ns - 2];
@@ -427,15 +438,14 @@ std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) 
     c.pipeline_stages = kStreamStages;
     return c;
   };
-  const TeNode& o = g.node(p.out);
   const int64_t dv = o.axes()[o.num_spatial() - 1].extent;
   for (NodeId n : sg.nodes) {
     const TeNode& node = g.node(n);
     const int ns = node.num_spatial();
     if (n == p.out) {
-      sg.tiles[n] = config(node, kStreamRows, dv, kStreamChunk);
+      sg.tiles[n] = config(node, block_rows, dv, kStreamChunk);
     } else if (n == p.max || n == p.sum) {
-      sg.tiles[n] = config(node, kStreamRows, 1, kStreamChunk);
+      sg.tiles[n] = config(node, block_rows, 1, kStreamChunk);
     } else if (std::find(p.operand_copies.begin(), p.operand_copies.end(), n) != p.operand_copies.end()) {
       TileConfig c;
       LevelTile outer{block, std::vector<int64_t>(ns, 1), {}};
@@ -444,7 +454,7 @@ std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) 
       sg.tiles[n] = c;
     } else {
       const int64_t d = node.num_reduction() ? node.axes()[ns].extent : 1;
-      sg.tiles[n] = config(node, kStreamRows, kStreamChunk, d);
+      sg.tiles[n] = config(node, block_rows, kStreamChunk, d);
     }
     if (n == p.out) continue;
     const bool copy = std::find(p.operand_copies.begin(), p.operand_copies.end(), n) != p.operand_copies.end();

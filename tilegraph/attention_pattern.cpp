@@ -3,9 +3,12 @@
 #include "tilegraph/attention_pattern.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "tilegraph/error.h"
+#include "tilegraph/value_bounds.h"
 
 namespace tessel {
 
@@ -194,6 +197,81 @@ std::optional<AttentionPattern> match_attention(const OpGraph& g, NodeId o, std:
   copies(p.scores, 1);
   copies(o, 1 - p.probs_slot);
   return p;
+}
+
+int64_t AttentionKeyRanges::visited() const {
+  int64_t n = 0;
+  for (size_t b = 0; b < first.size(); ++b) n += end[b] - first[b];
+  return n;
+}
+
+double attention_logit_bound(const OpGraph& graph, const AttentionPattern& p) {
+  const TeNode& x = graph.node(p.logits());
+  ValueBounds bounds(graph);
+  bounds.assume(graph.node_output(p.scores), Interval{-kAttentionScoreBound, kAttentionScoreBound});
+  IndexBox box;
+  for (int a = 0; a < x.num_spatial(); ++a) {
+    box.lo.push_back(0);
+    box.hi.push_back(x.axes()[a].extent - 1);
+  }
+  const Interval r = bounds.node(p.logits(), box);
+  // A finite logit is within its dtype's range: an f16 sum past 65504 is -inf (which the kernels
+  // handle), not a large finite value.
+  const double finite = x.output().dtype == DType::f16 ? 65504.0 : std::numeric_limits<double>::infinity();
+  return std::max(std::min(std::abs(r.lo), finite), std::min(std::abs(r.hi), finite));
+}
+
+std::optional<AttentionKeyRanges> attention_key_ranges(const OpGraph& graph, const AttentionPattern& p, int64_t rows,
+                                                       int64_t chunk) {
+  if (p.score_epilogue.empty() || rows <= 0 || chunk <= 0) return std::nullopt;
+  const TeNode& x = graph.node(p.logits());
+  const int ns = x.num_spatial();
+  if (ns < 2) return std::nullopt;
+  const std::vector<int64_t> extents = spatial_extents(x);
+  const int64_t queries = extents[ns - 2], keys = extents[ns - 1];
+  ValueBounds bounds(graph);
+  bounds.assume(graph.node_output(p.scores), Interval{-kAttentionScoreBound, kAttentionScoreBound});
+  // The logits over query rows [m0, m1] and keys [n0, n1] of every batch point.
+  auto logits = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    IndexBox box;
+    for (int a = 0; a < ns - 2; ++a) {
+      box.lo.push_back(0);
+      box.hi.push_back(extents[a] - 1);
+    }
+    box.lo.push_back(m0);
+    box.hi.push_back(m1);
+    box.lo.push_back(n0);
+    box.hi.push_back(n1);
+    return bounds.node(p.logits(), box);
+  };
+  AttentionKeyRanges r;
+  r.rows = rows;
+  r.chunk = chunk;
+  r.chunks = (keys + chunk - 1) / chunk;
+  const int64_t blocks = (queries + rows - 1) / rows;
+  bool any = false;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t m0 = b * rows, m1 = std::min(queries, m0 + rows) - 1;
+    std::vector<Interval> per_chunk;
+    double floor = -std::numeric_limits<double>::infinity();  // a lower bound of every row's maximum
+    for (int64_t c = 0; c < r.chunks; ++c) {
+      per_chunk.push_back(logits(m0, m1, c * chunk, std::min(keys, (c + 1) * chunk) - 1));
+      floor = std::max(floor, per_chunk.back().lo);
+    }
+    for (int64_t n : {int64_t{0}, keys - 1}) floor = std::max(floor, logits(m0, m1, n, n).lo);
+    int32_t first = 0, end = static_cast<int32_t>(r.chunks);
+    if (std::isfinite(floor)) {
+      auto excluded = [&](int64_t c) { return per_chunk[c].hi - floor < -kAttentionExcludedGap; };
+      while (first < end && excluded(first)) ++first;
+      while (end > first && excluded(end - 1)) --end;
+      TESSEL_ASSERT(first < end, "every chunk of a block excluded, yet its rows have a finite maximum");
+    }
+    any |= first > 0 || end < r.chunks;
+    r.first.push_back(first);
+    r.end.push_back(end);
+  }
+  if (!any) return std::nullopt;
+  return r;
 }
 
 }  // namespace tessel

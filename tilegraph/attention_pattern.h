@@ -42,4 +42,36 @@ struct AttentionPattern {
 /// given). Structural only: dtypes and extents are the kernel planner's business.
 std::optional<AttentionPattern> match_attention(const OpGraph& graph, NodeId out, std::string* why = nullptr);
 
+/// The key chunks a streamed kernel must visit, per block of query rows: block b (query rows
+/// [b * rows, (b + 1) * rows)) visits chunks [first[b], end[b]) of `chunk` keys; the others hold
+/// only keys the score steps exclude -- a causal or banded mask, built from constants (Trilu of a
+/// constant fill, a constant mask tensor, index comparisons), adds so large a negative number to
+/// them that their probabilities are below 2^-126 of the row's largest, which the kernel's
+/// exponential (ex2 with subnormals flushed) makes exactly 0, and the reference's e^x is below
+/// e^-90. Proved by interval arithmetic (value_bounds.h) over each block x chunk box of the
+/// logits, with the scores S bounded by +-kAttentionScoreBound: f16's largest value, a bound an
+/// f16 S never exceeds, and an assumption for bf16 and f32 (a score of 65504 before the scale has
+/// no meaning a softmax keeps). The row maximum's lower bound is the best lower bound of the
+/// logits over a chunk or over one key column (the first, the last) that every row of the block
+/// reads. Chunks between kept ones are kept.
+struct AttentionKeyRanges {
+  int64_t rows = 0, chunk = 0, chunks = 0;  // the geometry; chunks = ceil(keys / chunk)
+  std::vector<int32_t> first, end;          // per block of rows
+  int64_t visited() const;                   // sum of end - first
+  int64_t skipped() const { return static_cast<int64_t>(first.size()) * chunks - visited(); }
+};
+constexpr double kAttentionScoreBound = 65504;
+/// Gap (natural log) below the row maximum past which a key's probability is 0 in the kernel.
+constexpr double kAttentionExcludedGap = 90;
+
+/// The largest magnitude the logits of `p` can take (scores bounded as above), +inf when unknown
+/// (a mask given as a model input). A streamed kernel's fast exponent is exact below 2^20.
+double attention_logit_bound(const OpGraph& graph, const AttentionPattern& p);
+
+/// The key ranges of `p` for blocks of `rows` queries and chunks of `chunk` keys, or nullopt when
+/// no chunk of any block can be skipped (no score steps, no constant mask, or none that excludes
+/// a whole chunk).
+std::optional<AttentionKeyRanges> attention_key_ranges(const OpGraph& graph, const AttentionPattern& p, int64_t rows,
+                                                       int64_t chunk);
+
 }  // namespace tessel

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
 
 namespace tessel::cuda {
@@ -14,6 +15,40 @@ namespace {
 constexpr int64_t kRowsPerWarp = 16, kChunkStep = 16;
 
 AttentionMatch fail(std::string reason) { return AttentionMatch{std::nullopt, std::move(reason)}; }
+
+/// Packs the query heads that share a key/value head into the rows of a batch point
+/// (AttentionPlan::fold): the innermost batch axis, when K and V have stride 0 along it, Q's
+/// stride there is its M rows, the block has rows to spare (M < rows) and no score step reads a
+/// side input that depends on it. Returns whether it did.
+bool fold_query_groups(const OpGraph& graph, AttentionPlan& p) {
+  if (p.warpgroup || p.batch_axes.empty() || p.shape.queries >= p.rows) return false;
+  const size_t b = p.batch_axes.size() - 1;
+  const int axis = p.batch_axes[b];
+  const int64_t g = p.batch_extents[b];
+  if (g <= 1 || p.k.batch_strides[b] != 0 || p.v.batch_strides[b] != 0 || p.q.batch_strides[b] != p.shape.queries * p.q.ld)
+    return false;
+  for (NodeId n : p.pattern.score_epilogue) {
+    const TeNode& node = graph.node(n);
+    for (size_t k = 0; k < node.inputs().size(); ++k) {
+      const NodeId producer = graph.producer(graph.node_inputs(n)[k]);
+      const bool chain = producer == p.pattern.scores ||
+                         std::find(p.pattern.score_epilogue.begin(), p.pattern.score_epilogue.end(), producer) !=
+                             p.pattern.score_epilogue.end();
+      if (chain) continue;
+      const Access& acc = node.inputs()[k];
+      if (acc.is_gather()) return false;
+      for (const AffineExpr& row : acc.map.results())
+        if (axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] != 0) return false;
+    }
+  }
+  p.fold = static_cast<int>(g);
+  p.fold_axis = axis;
+  p.batch_axes.pop_back();
+  p.batch_extents.pop_back();
+  for (MmaOperand* op : {&p.q, &p.k, &p.v}) op->batch_strides.pop_back();
+  p.tiles_m = (p.queries() + p.rows - 1) / p.rows;
+  return true;
+}
 
 // The Hopper kernel's software choices (device/flash.cuh's WarpgroupAttention): chunks of 128
 // keys (S is one m64n128 wgmma per k step), up to kWgMaxStages stages of K and V.
@@ -27,10 +62,11 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   const StreamedAttention& sh = p.shape;
   if (!spec.target.has_gpu_feature("wgmma") || !spec.target.has_gpu_feature("tma"))
     return cat("spec '", spec.name, "' lists no wgmma and TMA (target.gpu_features)");
-  for (int n : {kWgChunk, static_cast<int>(sh.dv)})
+  for (int n : {kWgChunk, static_cast<int>(sh.dv <= 64 ? 64 : 128)})
     if (!wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
-  if (sh.d % kWgRowElems != 0) return cat("d ", sh.d, " is not a multiple of ", kWgRowElems);
-  if (sh.dv != 64 && sh.dv != 128) return cat("dv ", sh.dv, " is not 64 or 128");
+  // Tiles of whole 64-column boxes; O's accumulators are m64n64 or m64n128.
+  const int64_t d_tile = (sh.d + kWgRowElems - 1) / kWgRowElems * kWgRowElems, dv_tile = sh.dv <= 64 ? 64 : 128;
+  if (sh.dv > 128) return cat("dv ", sh.dv, " is more than 128");
   if (sh.queries < kWgInstM) return cat(sh.queries, " queries fill less than one 64-row wgmma tile");
   struct Op {
     const MmaOperand* view;
@@ -55,7 +91,7 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   // three per stage): device/flash.cuh's kSmemBytes, which the emitted kernel asserts equal.
   const int64_t rows = kWgConsumers * kWgInstM;
   auto smem = [&](int stages) {
-    return rows * sh.d * 2 + stages * kWgChunk * (sh.d + sh.dv) * 2 + kWgAtomBytes + (1 + 3 * stages) * kWgMbarrierBytes;
+    return rows * d_tile * 2 + stages * kWgChunk * (d_tile + dv_tile) * 2 + kWgAtomBytes + (1 + 3 * stages) * kWgMbarrierBytes;
   };
   int stages = kWgMaxStages;
   while (stages >= 2 && smem(stages) > spec.limits.smem_per_block_bytes) --stages;
@@ -67,6 +103,8 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   p.threads = threads;
   p.smem_bytes = smem(stages);
   p.tiles_m = (sh.queries + rows - 1) / rows;
+  p.d_tile = d_tile;
+  p.dv_tile = dv_tile;
   return "";
 }
 
@@ -125,9 +163,36 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
   p.chunk = static_cast<int>(shape->chunk);
   p.stages = static_cast<int>(shape->stages);
   p.threads = static_cast<int>(shape->threads);
+  p.d_tile = shape->d_tile;
+  p.dv_tile = shape->dv_tile;
   if (p.smem_bytes > spec.limits.smem_per_block_bytes)
     return fail(cat("needs ", p.smem_bytes, " bytes of shared memory per block, limit ", spec.limits.smem_per_block_bytes));
   p.warpgroup_reason = use_warpgroups(p, spec);
+  p.exact_exponent = !(attention_logit_bound(graph, p.pattern) < AttentionPlan::kFastExponentLimit);
+  if (fold_query_groups(graph, p)) {
+    // A block holds rows of all M queries (of several heads): the keys any of them sees.
+    if (const std::optional<AttentionKeyRanges> all = attention_key_ranges(graph, p.pattern, shape->queries, p.chunk)) {
+      AttentionKeyRanges r = *all;
+      r.rows = p.rows;
+      r.first.assign(p.tiles_m, all->first[0]);
+      r.end.assign(p.tiles_m, all->end[0]);
+      p.key_ranges = r;
+    }
+  } else {
+    p.key_ranges = attention_key_ranges(graph, p.pattern, p.rows, p.chunk);
+  }
+  if (!p.warpgroup) {
+    // Fewer blocks than the SMs' block slots: the keys split over a cluster, each part at least two
+    // chunks (the cost model's reduction_split, as a contraction splits K); the parts' merge
+    // reuses the stages' shared memory.
+    const int64_t chunks = (shape->keys + p.chunk - 1) / p.chunk;
+    const int64_t combine_bytes = (shape->dv_tile / 2 + 4) * p.threads * 4;  // flash.cuh's kCombineBytes
+    const LimitSpec& lim = spec.limits;
+    const int64_t per_sm = std::max<int64_t>(
+        1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / p.threads, lim.smem_per_sm_bytes / p.smem_bytes}));
+    const int split = reduction_split(p.batch() * p.tiles_m, chunks, 2, spec, per_sm);
+    if (split > 1 && combine_bytes <= p.smem_bytes) p.splits = split;
+  }
   return AttentionMatch{p, ""};
 }
 
@@ -139,7 +204,8 @@ GroupPlan attention_group_plan(const GroupPlan& generic, const AttentionPlan& a)
   plan.sink_tile[ns - 1] = a.shape.dv;
   plan.grid = a.batch_extents;
   plan.grid.push_back(a.tiles_m);
-  plan.grid.push_back(1);
+  plan.grid.push_back(a.splits);
+  plan.cluster_blocks = a.splits;
   plan.pool_bytes = a.smem_bytes;
   TESSEL_ASSERT(generic.outputs.size() == 1, "a streamed attention group writes only its sink");
   if (a.warpgroup) {
@@ -165,13 +231,25 @@ std::string print_attention_plan(const OpGraph& graph, const AttentionPlan& a) {
   const StreamedAttention& s = a.shape;
   std::string steps;
   for (NodeId n : a.pattern.score_epilogue) steps += cat(steps.empty() ? "" : ", ", graph.node(n).name());
-  const std::string how = a.warpgroup ? cat("wgmma m64n", a.chunk, "k16 and m64n", s.dv, "k16 ", dtype_name(a.dtype), ", TMA")
+  const std::string how = a.warpgroup ? cat("wgmma m64n", a.chunk, "k16 and m64n", a.dv_tile, "k16 ", dtype_name(a.dtype), ", TMA")
                                       : cat("mma.sync m16n8k16 ", dtype_name(a.dtype));
   return cat("streamed attention (flash, ", how, "): '", graph.node(a.pattern.out).name(), "' ", s.batch, " x ", s.queries,
              " queries x ", s.keys, " keys, d ", s.d, ", dv ", s.dv, "; score steps ", steps.empty() ? "none" : steps, "; ",
              print_mma_operand(graph, "Q", a.q), ", ", print_mma_operand(graph, "K", a.k), ", ", print_mma_operand(graph, "V", a.v),
              "; ", a.rows, " query rows per block (", a.threads, " threads", a.warpgroup ? ": a producer and two consumer warpgroups" : "",
-             "), keys in chunks of ", a.chunk, ", ", a.stages, " stages, ", a.smem_bytes, " bytes of shared memory",
+             "), keys in chunks of ", a.chunk,
+             a.key_ranges ? cat(" (", a.key_ranges->visited(), " of ", a.tiles_m * a.key_ranges->chunks,
+                                " per batch point: the mask excludes the others)")
+                          : std::string(),
+             a.d_tile != s.d || a.dv_tile != s.dv
+                 ? cat(", head tiles d ", a.d_tile, ", dv ", a.dv_tile)
+                 : std::string(),
+             a.splits > 1 ? cat(", the keys split over a cluster of ", a.splits, " blocks") : std::string(),
+             a.exact_exponent ? ", exponents as (s - m) log2 e (logits may reach 2^20)" : "",
+             a.fold > 1 ? cat(", the ", a.fold, " query heads sharing a key/value head packed into the rows (", a.queries(),
+                              " per batch point)")
+                        : std::string(),
+             ", ", a.stages, " stages, ", a.smem_bytes, " bytes of shared memory",
              a.warpgroup_reason.empty() ? "" : cat("; wgmma not used: ", a.warpgroup_reason));
 }
 

@@ -17,7 +17,7 @@
 // planner moves a qualifying group to the Hopper kernel (flash.cuh's WarpgroupAttention: TMA,
 // wgmma, a producer warpgroup and two consumers of 64 rows, 128-key chunks); the schedule's
 // geometry is the mma.sync kernel's, and `warpgroup_reason` says why a group stays there. It
-// needs d a multiple of 64, dv 64 or 128, at least 64 queries, 16-byte aligned rows and batch
+// needs d and dv at most 128 (tiles of whole 64-column boxes), at least 64 queries, 16-byte aligned rows and batch
 // strides (the tensor maps' rule), at most three batch axes with a nonzero stride per operand,
 // and two stages in shared memory.
 // The score steps (scale, mask) run per score in registers through the generic value functions,
@@ -51,8 +51,35 @@ struct AttentionPlan {
   std::string warpgroup_reason;       // why not, when it could have been considered
   int rows = 0, chunk = 0, stages = 0, threads = 0;
   std::vector<int> q_batch, k_batch, v_batch;
+  // The head dimensions of the kernel's tiles (d and dv rounded up: the mma.sync kernel's
+  // shape.d_tile and dv_tile, the Hopper kernel's whole 64-column boxes, dv 64 or 128).
+  int64_t d_tile = 0, dv_tile = 0;
+  // The key chunks each block of rows visits, when a constant mask excludes whole chunks
+  // (attention_pattern.h's attention_key_ranges for the kernel's rows and chunk); the blocks then
+  // run the rows with the most chunks first.
+  std::optional<AttentionKeyRanges> key_ranges;
+  // The keys of each block of rows split over a thread-block cluster of `splits` blocks (few
+  // blocks, many keys: decoding), merged in rank 0 (device/flash.cuh's combine_cluster); the
+  // mma.sync kernel only. 1: not split.
+  int splits = 1;
+  // Grouped-query attention packed into the rows: when K and V do not depend on the innermost
+  // batch axis (G query heads share a key/value head) and Q's rows of those heads follow one
+  // another (its stride there is M rows), the mma.sync kernel takes the G x M query rows of a
+  // key/value head as one batch point, so the keys are read once for all G heads -- decoding
+  // (M = 1) with 8 heads per group fills 8 rows of a block instead of 1 (fold = G; 1: none). The
+  // axis is then gone from batch_axes, batch_extents and the operands' batch strides;
+  // `fold_axis` is its position in O's domain.
+  int fold = 1, fold_axis = -1;
+  // The probabilities' exponent as (s - m) log2 e, not one fused multiply-add: when the logits
+  // can reach 2^20 in magnitude (a mask of -1e30 or -3.4e38, or a mask given as an input), where
+  // the fused form's rounding is not exact enough (device/flash.cuh's `probability`).
+  bool exact_exponent = false;
+  static constexpr double kFastExponentLimit = 1 << 20;
+  int64_t queries() const { return shape.queries * fold; }  // rows per batch point
+  int64_t batch() const { return shape.batch / fold; }      // batch points
+  int64_t key_chunks() const { return key_ranges ? key_ranges->visited() : tiles_m * ((shape.keys + chunk - 1) / chunk); }
 
-  int64_t blocks() const { return shape.batch * tiles_m; }
+  int64_t blocks() const { return batch() * tiles_m * splits; }
 };
 
 struct AttentionMatch {

@@ -27,23 +27,56 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   os_ << device_library_source() << "\n";
   const char* bf16 = a.dtype == DType::bf16 ? "true" : "false";
   if (a.warpgroup)
-    os_ << "typedef tsl::flash::WarpgroupAttention<" << sh.d << ", " << sh.dv << ", " << a.stages << ", " << bf16 << ", "
+    os_ << "typedef tsl::flash::WarpgroupAttention<" << a.d_tile << ", " << a.dv_tile << ", " << a.stages << ", " << bf16 << ", "
         << sh.queries << ", " << sh.keys << ", " << a.q_batch.size() << ", " << a.k_batch.size() << ", " << a.v_batch.size()
-        << "> TslAttn;\n";
+        << ", " << (a.exact_exponent ? "true" : "false") << "> TslAttn;\n";
   else
-    os_ << "typedef tsl::flash::StreamedAttention<" << a.rows << ", " << a.chunk << ", " << sh.d << ", " << sh.dv << ", " << a.stages
-        << ", " << bf16 << ", " << sh.queries << ", " << sh.keys << ", " << a.q.ld << "LL, " << a.k.ld << "LL, " << a.v.ld
-        << "LL> TslAttn;\n";
+    os_ << "typedef tsl::flash::StreamedAttention<" << a.rows << ", " << a.chunk << ", " << a.d_tile << ", " << a.dv_tile << ", "
+        << a.stages << ", " << bf16 << ", " << a.queries() << ", " << sh.keys << ", " << a.q.ld << "LL, " << a.k.ld << "LL, "
+        << a.v.ld << "LL, " << sh.d << ", " << sh.dv << ", " << (a.exact_exponent ? "true" : "false") << "> TslAttn;\n";
   // The host planned the launch (and the tensor maps' boxes) with these (attention_plan.cpp).
   os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes;
   if (a.warpgroup) os_ << " && TslAttn::BR == " << a.rows << " && TslAttn::BC == " << a.chunk;
   os_ << ", \"the streamed attention plan and device/flash.cuh disagree\");\n";
+  const int64_t chunks = (sh.keys + a.chunk - 1) / a.chunk;
+  if (a.key_ranges) {
+    // Per block of query rows, most chunks first: the row tile and its key chunks [first, end).
+    const AttentionKeyRanges& r = *a.key_ranges;
+    std::vector<int> order(r.first.size());
+    for (size_t t = 0; t < order.size(); ++t) order[t] = static_cast<int>(t);
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return r.end[x] - r.first[x] > r.end[y] - r.first[y]; });
+    os_ << "// The key chunks each block of " << a.rows << " query rows visits (the others hold only keys the mask excludes),\n"
+        << "// the blocks with the most first: row tile, first chunk, end chunk.\n";
+    os_ << "__device__ const int tsl_key_chunks[" << 3 * order.size() << "] = {";
+    for (size_t j = 0; j < order.size(); ++j)
+      os_ << (j ? ", " : "") << (j % 8 == 0 ? "\n    " : "") << order[j] << ", " << r.first[order[j]] << ", " << r.end[order[j]];
+    os_ << "};\n";
+  }
   emit_signature(name, 1);
   os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
-  os_ << "  long long tsl_batch = blockIdx.x / " << a.tiles_m << "LL;\n";
+  // The block's index among those of whole key ranges (a cluster of a split shares one).
+  const std::string blk = a.splits > 1 ? cat("(blockIdx.x / ", a.splits, "LL)") : "blockIdx.x";
+  if (a.key_ranges) {
+    const int64_t batch = a.batch();
+    os_ << "  long long tsl_batch = " << blk << " % " << batch << "LL;\n";
+    os_ << "  const int* const tsl_range = tsl_key_chunks + 3 * (" << blk << " / " << batch << "LL);\n";
+    os_ << "  const int tsl_m0 = tsl_range[0] * " << a.rows << ";\n";
+    os_ << "  int tsl_c0 = tsl_range[1], tsl_c1 = tsl_range[2];\n";
+  } else {
+    os_ << "  long long tsl_batch = " << blk << " / " << a.tiles_m << "LL;\n";
+    os_ << "  const int tsl_m0 = static_cast<int>((" << blk << " % " << a.tiles_m << "LL) * " << a.rows << "LL);\n";
+    os_ << "  int tsl_c0 = 0, tsl_c1 = " << chunks << ";\n";
+  }
+  if (a.splits > 1) {
+    // Rank r of the cluster takes chunks [c0 + (c1 - c0) r / S, c0 + (c1 - c0) (r + 1) / S).
+    os_ << "  {  // the keys split over the cluster's " << a.splits << " blocks\n";
+    os_ << "    const int tsl_part = static_cast<int>(TslAttn::cluster_rank()), tsl_n = tsl_c1 - tsl_c0;\n";
+    os_ << "    tsl_c1 = tsl_c0 + tsl_n * (tsl_part + 1) / " << a.splits << ";\n";
+    os_ << "    tsl_c0 = tsl_c0 + tsl_n * tsl_part / " << a.splits << ";\n";
+    os_ << "  }\n";
+  }
   os_ << "  const long long tsl_batch_index = tsl_batch;\n";
-  os_ << "  const int tsl_m0 = static_cast<int>((blockIdx.x % " << a.tiles_m << "LL) * " << a.rows << "LL);\n";
   emit_batch_point(a.batch_axes, a.batch_extents);
   auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(a.batch_axes, strides); };
   if (a.warpgroup) {
@@ -80,10 +113,15 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   os_ << "  auto tsl_score = [&](float tsl_dot, int tsl_dm, int tsl_n) -> float {\n";
   // A row past the end (its block is the last, and not full) is scored as the last row, without a
   // branch per score; it is not stored.
-  if (sh.queries % a.rows == 0) os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm;\n";
+  const int64_t rows_all = a.queries();
+  const std::string row = a.fold > 1 ? "tsl_r" : "tsl_xm";
+  if (rows_all % a.rows == 0) os_ << "    const long long " << row << " = tsl_m0 + tsl_dm;\n";
   else
-    os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm < " << sh.queries << "LL ? tsl_m0 + tsl_dm : " << sh.queries - 1
+    os_ << "    const long long " << row << " = tsl_m0 + tsl_dm < " << rows_all << "LL ? tsl_m0 + tsl_dm : " << rows_all - 1
         << "LL;  // a row past the end (not stored) as the last one\n";
+  if (a.fold > 1)  // row r of the packed heads: head r / M of the group, query r % M
+    os_ << "    const long long tsl_x" << a.fold_axis << " = tsl_r / " << sh.queries << "LL, tsl_xm = tsl_r % " << sh.queries
+        << "LL;\n";
   os_ << "    tsl_acc = tsl_dot;\n";
   os_ << "    return val" << xpos << "(" << args << "tsl_xm, static_cast<long long>(tsl_n));\n  };\n";
   // The kernel scores two adjacent keys at a time (tsl_score2): packed when the score steps allow
@@ -95,9 +133,10 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
     os_ << "    tsl_s1 = tsl_score(tsl_d1, tsl_dm, tsl_n + 1);\n  };\n";
   }
   // O's domain is row-major (batch.., m, dv): the batch point's rows are contiguous.
-  os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << sh.queries << "LL + tsl_m0) * " << sh.dv << "LL;\n";
+  os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << rows_all << "LL + tsl_m0) * " << sh.dv << "LL;\n";
   os_ << "  auto tsl_store = [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
-  os_ << "    if (tsl_m0 + tsl_dm >= " << sh.queries << ") return;\n";
+  os_ << "    if (tsl_m0 + tsl_dm >= " << rows_all << ") return;\n";
+  if (a.dv_tile > sh.dv) os_ << "    if (tsl_dn >= " << sh.dv << ") return;  // a column of the padded head tile\n";
   os_ << "    const unsigned tsl_s0 = " << to_storage(odt, round_to_dtype(odt, "tsl_v0")) << ";\n";
   os_ << "    const unsigned tsl_s1 = " << to_storage(odt, round_to_dtype(odt, "tsl_v1")) << ";\n";
   os_ << "    *reinterpret_cast<unsigned*>(tsl_o + static_cast<long long>(tsl_dm) * " << sh.dv
@@ -105,9 +144,11 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   os_ << "  };\n";
   os_ << "  TslAttn tsl_attn;\n";
   if (a.warpgroup) {
-    os_ << "  tsl_attn.run(tsl_smem, &tsl_map0, &tsl_map1, &tsl_map2, tsl_m0, tsl_qb, tsl_kb, tsl_vb, tsl_score, tsl_score2, tsl_store);\n";
+    os_ << "  tsl_attn.run(tsl_smem, &tsl_map0, &tsl_map1, &tsl_map2, tsl_m0, tsl_qb, tsl_kb, tsl_vb, tsl_c0, tsl_c1, tsl_score, "
+           "tsl_score2, tsl_store);\n";
   } else {
-    os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_score, tsl_score2);\n";
+    os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_c0, tsl_c1, tsl_score, tsl_score2);\n";
+    if (a.splits > 1) os_ << "  if (!tsl_attn.combine_cluster<" << a.splits << ">(tsl_smem)) return;  // rank 0 holds the merged rows\n";
     os_ << "  tsl_attn.for_each_pair(tsl_store);\n";
   }
   os_ << "}\n";

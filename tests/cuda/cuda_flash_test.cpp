@@ -16,6 +16,7 @@
 
 #include "cuda_check.h"
 #include "../model_builder.h"
+#include "cost_model/analytic_model.h"
 #include "cost_model/group_footprint.h"
 #include "policy/check_schedule.h"
 #include "policy/schedule_json.h"
@@ -35,6 +36,9 @@ struct Attn {
   bool shift = false;          // + shift (a one-element weight) after the scaling
   bool divide = false;         // divided by the scale instead of multiplied
   bool packed = false;         // Q, K, V: Gathers of fixed indices 0, 1, 2 of one [3, batch, seq, heads, d] input
+  int64_t groups = 1;           // grouped-query: q [batch, heads, groups, sq, d] against k, v [batch, heads, 1, skv, d]
+  bool causal = false;         // + Trilu(ConstantOfShape([sq, skv], -6e4 or -1e30), k = skv - sq + 1): query i sees keys
+                               //   up to skv - sq + i (folded into a weight up to 2^20 elements, nodes above)
 };
 
 OpGraph attention(const Attn& a) {
@@ -46,14 +50,23 @@ OpGraph attention(const Attn& a) {
       const std::string h = b.op("Gather", {packed, b.weight_i64(cat("index_", name), {index}, true)}, {{"axis", int64_t{0}}});
       return b.op("Transpose", {h}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
     }
+    if (a.groups > 1) return b.input(name, {a.batch, a.heads, std::string(name) == "q" ? a.groups : 1, s, d});
     if (!a.seq_major) return b.input(name, {a.batch, a.heads, s, d});
     return b.op("Transpose", {b.input(name, {a.batch, s, a.heads, d})}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   };
   const std::string q = operand("q", a.sq, a.d), k = operand("k", a.skv, a.d), v = operand("v", a.skv, a.dv);
-  const std::string kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
-  std::string x = b.op(a.divide ? "Div" : "Mul", {b.op("MatMul", {q, kt}), b.weight("scale", {}, 5)});
+  const std::string kt = b.op("Transpose", {k}, {{"perm", a.groups > 1 ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2}}});
+  // (A causal case's scale is 1/8: with a random one up to 1 the -6e4 fill could not be proved to
+  // exclude keys, attention_pattern.h.)
+  const std::string scale = a.causal ? b.weight("scale", {}, 5, 0.125, 0.125) : b.weight("scale", {}, 5);
+  std::string x = b.op(a.divide ? "Div" : "Mul", {b.op("MatMul", {q, kt}), scale});
   if (a.shift) x = b.op("Add", {x, b.weight("shift", {}, 6)});
   if (a.mask) x = b.op("Add", {x, b.input("mask", {a.sq, a.skv})});
+  if (a.causal) {
+    const HostTensor fill(TensorType{a.dt, {1}}, std::vector<double>{a.dt == DType::f16 ? -6e4 : -1e30});
+    const std::string full = b.op("ConstantOfShape", {b.weight_i64("mask_shape", {a.sq, a.skv})}, {{"value", fill}});
+    x = b.op("Add", {x, b.op("Trilu", {full, b.weight_i64("mask_k", {a.skv - a.sq + 1}, true)}, {{"upper", int64_t{1}}})});
+  }
   const std::string probs = b.op("Softmax", {x}, {{"axis", int64_t{-1}}});
   const std::string out = b.op("MatMul", {probs, v});
   if (a.probs_output) return b.graph(std::vector<std::string>{out, probs});
@@ -77,11 +90,22 @@ std::vector<FlashCase> flash_cases() {
   add("f16 divided by the scale 1x2 s64/200 d64", Attn{.sq = 64, .skv = 200, .divide = true});
   add("f16 packed Q, K, V at offsets of one tensor 2x3 s197/197 d64", Attn{.batch = 2, .heads = 3, .sq = 197, .skv = 197, .packed = true});
   add("bf16 packed Q, K, V 1x2 s80/80 d128", Attn{.dt = DType::bf16, .sq = 80, .skv = 80, .d = 128, .dv = 128, .packed = true});
+  add("f16 causal (a folded mask) 2x2 s300/300 d64", Attn{.batch = 2, .sq = 300, .skv = 300, .causal = true});
+  add("bf16 causal (mask nodes) 1x2 s1100/1100 d128", Attn{.dt = DType::bf16, .sq = 1100, .skv = 1100, .d = 128, .dv = 128, .causal = true});
+  add("f16 causal chunk of 70 queries after 450 cached keys 1x2 d64", Attn{.sq = 70, .skv = 520, .causal = true});
+  add("f16 head 40 1x2 s200/200", Attn{.sq = 200, .skv = 200, .d = 40, .dv = 40});
+  add("bf16 head 80 1x2 s150/90", Attn{.dt = DType::bf16, .sq = 150, .skv = 90, .d = 80, .dv = 80});
+  add("f16 head 8, dv 24, 1x2 s64/64", Attn{.sq = 64, .skv = 64, .d = 8, .dv = 24});
+  add("f16 decode: 1 query, 2000 keys, 2x3 heads (keys split over a cluster)", Attn{.batch = 2, .heads = 3, .sq = 1, .skv = 2000});
+  add("bf16 grouped-query decode: 2x2 key/value heads of 8 query heads, 1 query, 700 keys d128",
+      Attn{.dt = DType::bf16, .batch = 2, .heads = 2, .sq = 1, .skv = 700, .d = 128, .dv = 128, .groups = 8});
+  add("f16 grouped-query causal chunk: 1x2 key/value heads of 4, 5 queries after 300 keys",
+      Attn{.sq = 5, .skv = 305, .groups = 4, .causal = true});
   return out;
 }
 
 // Whether the Hopper kernel should take attention `a` on the H100 spec (attention_plan.h).
-bool hopper_kernel(const Attn& a) { return a.d % 64 == 0 && (a.dv == 64 || a.dv == 128) && a.sq >= 64; }
+bool hopper_kernel(const Attn& a) { return a.d <= 128 && a.dv <= 128 && a.sq >= 64; }
 
 // The H100 spec without its wgmma shapes: the planner keeps the mma.sync kernel (which runs on
 // the H100 too).
@@ -160,8 +184,10 @@ TEST_CASE("cuda flash: welder forms one legal streamed group, priced, saved and 
 
 TEST_CASE("cuda flash: shapes, graphs and specs the kernel cannot take keep the unfused kernels") {
   const HwSpec& spec = gpu_spec();
-  // Head dimension 48 (not a multiple of 32), P read outside, a spec without m16n8k16.
-  CHECK(streamed_groups(schedule_with(attention(Attn{.d = 48, .dv = 48}), spec, "welder")) == 0);
+  // Head dimension 44 (rows not whole 16-byte chunks) or 192 (more than 128), P read outside, a
+  // spec without m16n8k16.
+  CHECK(streamed_groups(schedule_with(attention(Attn{.d = 44, .dv = 44}), spec, "welder")) == 0);
+  CHECK(streamed_groups(schedule_with(attention(Attn{.d = 192, .dv = 192}), spec, "welder")) == 0);
   CHECK(streamed_groups(schedule_with(attention(Attn{.probs_output = true}), spec, "welder")) == 0);
   HwSpec no_mma = spec;
   no_mma.compute.tensor_core_shapes.clear();
@@ -233,6 +259,87 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
             std::string::npos);
     }
   CHECK(seen);
+}
+
+TEST_CASE("cuda flash: a causal mask's excluded key chunks are not visited; heads off powers of two run in padded tiles") {
+  const HwSpec no_wgmma = mma_sync_spec();
+  // 300 queries and keys: the Hopper kernel's 3 blocks of 128 rows visit 1, 2 and 3 of 3 chunks
+  // of 128 keys; the mma.sync kernel's 2, 4 and 5 of 5 chunks of 64.
+  const OpGraph g = attention(Attn{.batch = 2, .sq = 300, .skv = 300, .causal = true});
+  for (const HwSpec* spec : {&gpu_spec(), &no_wgmma}) {
+    const Schedule s = schedule_with(g, *spec, "welder");
+    int flash = 0;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+      if (s.groups[i].group.stream_chunk == 0) continue;
+      const cuda::GeneratedKernel k = emit_kernel(g, s, i, *spec);
+      REQUIRE(k.path == "flash");
+      ++flash;
+      CHECK(k.source.find("__device__ const int tsl_key_chunks[9]") != std::string::npos);
+      const char* visits = spec == &no_wgmma ? "(11 of 15 per batch point" : "(6 of 9 per batch point";
+      CHECK(k.source.find(visits) != std::string::npos);
+      // Logits within +-(60000 + 65504 / 8): the fused exponent.
+      CHECK(k.source.find("exponents as (s - m) log2 e") == std::string::npos);
+      // The cost model prices the chunks visited.
+      const CostBreakdown cost = AnalyticCostModel().estimate(g, s.groups[i].group, *spec);
+      bool noted = false;
+      for (const std::string& n : cost.notes) noted |= n.find("pairs per batch point: not visited") != std::string::npos;
+      CHECK(noted);
+    }
+    CHECK(flash == 1);
+  }
+  // Decoding: one query per head, few blocks -- the keys split over a cluster; grouped-query
+  // heads packed into the rows of one block per key/value head.
+  struct Decode {
+    Attn a;
+    const char* expect;
+  };
+  for (const Decode& d : {Decode{Attn{.batch = 2, .heads = 3, .sq = 1, .skv = 2000}, "the keys split over a cluster of 8 blocks"},
+                          Decode{Attn{.dt = DType::bf16, .batch = 2, .heads = 2, .sq = 1, .skv = 700, .d = 128, .dv = 128, .groups = 8},
+                                 "the 8 query heads sharing a key/value head packed into the rows (8 per batch point)"}}) {
+    const OpGraph dg = attention(d.a);
+    const Schedule s = schedule_with(dg, gpu_spec(), "welder");
+    int flash = 0;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+      if (s.groups[i].group.stream_chunk == 0) continue;
+      const cuda::GeneratedKernel k = emit_kernel(dg, s, i, gpu_spec());
+      REQUIRE(k.path == "flash");
+      ++flash;
+      INFO(k.source.substr(0, 3000));
+      CHECK(k.source.find(d.expect) != std::string::npos);
+      CHECK(k.source.find("the keys split over a cluster of") != std::string::npos);
+      CHECK(k.source.find("__cluster_dims__(") != std::string::npos);
+    }
+    CHECK(flash == 1);
+  }
+  // bf16 with a -1e30 fill or a mask given as an input: logits beyond 2^20, the exact exponent
+  // (f16 logits never are: a finite f16 is at most 65504).
+  for (const Attn& a : {Attn{.dt = DType::bf16, .sq = 300, .skv = 300, .causal = true}, Attn{.dt = DType::bf16, .mask = true}}) {
+    const OpGraph xg = attention(a);
+    const Schedule s = schedule_with(xg, no_wgmma, "welder");
+    int flash = 0;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+      if (s.groups[i].group.stream_chunk == 0) continue;
+      ++flash;
+      CHECK(emit_kernel(xg, s, i, no_wgmma).source.find("exponents as (s - m) log2 e") != std::string::npos);
+    }
+    CHECK(flash == 1);
+  }
+  // Heads of 40: tiles of 64 columns, zero-filled past 40; the columns past 40 are not stored.
+  const OpGraph h = attention(Attn{.sq = 200, .skv = 200, .d = 40, .dv = 40});
+  for (const HwSpec* spec : {&gpu_spec(), &no_wgmma}) {
+    const Schedule s = schedule_with(h, *spec, "welder");
+    int flash = 0;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+      if (s.groups[i].group.stream_chunk == 0) continue;
+      const cuda::GeneratedKernel k = emit_kernel(h, s, i, *spec);
+      REQUIRE(k.path == "flash");
+      ++flash;
+      CHECK(k.source.find("head tiles d 64, dv 64") != std::string::npos);
+      CHECK(k.source.find("if (tsl_dn >= 40) return;") != std::string::npos);
+      CHECK(k.source.find(spec == &no_wgmma ? "StreamedAttention<128, 64, 64, 64," : "WarpgroupAttention<64, 64,") != std::string::npos);
+    }
+    CHECK(flash == 1);
+  }
 }
 
 TEST_CASE("cuda flash: score steps of scalar products and sums run two scores at a time in packed registers") {

@@ -13,10 +13,14 @@
 // two adjacent n8 tiles is the m16k16 A fragment layout) and accumulates P V into O's 16 x DV f32
 // accumulators. Neither S nor P ever leaves the registers; O is divided by the row sums at the end.
 //
-// Operands are row-major 2-D views per batch point: Q (M x D, rows LDQ apart), K (N x D, rows LDK
-// apart), V (N x DV, rows LDV apart); rows start 16-byte aligned (the planner checks). Rows past M
-// or N are zero-filled; keys past N get a score of -inf (probability 0). Shared-memory rows are
-// padded by 16 bytes (mma.cuh's kPadElems) so that ldmatrix is free of bank conflicts.
+// Operands are row-major 2-D views per batch point: Q (M x DA, rows LDQ apart), K (N x DA, rows LDK
+// apart), V (N x DVA, rows LDV apart); rows start 16-byte aligned (the planner checks). D and DV
+// are the head dimensions of the tiles, DA <= D and DVA <= DV the operands' own (a head of 40 runs
+// in tiles of 64): columns past them, rows past M or N are zero-filled (zero columns add nothing
+// to Q K^T, and give O columns that are not stored); keys past N get a score of -inf (probability
+// 0). The block visits key chunks [c_begin, c_end) only (the planner's key ranges: the chunks
+// outside hold only keys the mask excludes). Shared-memory rows are padded by 16 bytes (mma.cuh's
+// kPadElems) so that ldmatrix is free of bank conflicts.
 #pragma once
 
 namespace tsl {
@@ -87,9 +91,17 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 // into the running maxima and rescales the running sums. Returns in `rescale` the factor the
 // rows' earlier O takes, and in `shift` the new maxima times log2(e) (0 for a row without a
 // finite score yet: its probabilities are all 0), so that a probability is
-// exp2_ftz(fmaf(s, kLog2e, -shift)): one fused multiply-add before ex2.
+// exp2_ftz(fmaf(s, kLog2e, -shift)): one fused multiply-add before ex2. That is exact enough
+// while the maxima are moderate: the rounding of shift is |m| 2^-24 in the exponent, so a maximum
+// of 2^20 or more in magnitude (a key masked by -1e30 or -3.4e38 being the largest a row has seen)
+// would turn probabilities into 0 or inf. Kernels whose logits can reach that (EXACT) compute
+// exp2_ftz((s - m) * kLog2e) instead, with `maximum` the row's m (s - m is exact near m).
+template <bool EXACT> __device__ __forceinline__ float probability(float s, float shift, float maximum) {
+  return EXACT ? exp2_ftz((s - maximum) * kLog2e) : exp2_ftz(fmaf(s, kLog2e, -shift));
+}
+
 __device__ __forceinline__ void online_rows(float (&chunk_max)[2], float (&row_max)[2], float (&row_sum)[2], float (&rescale)[2],
-                                            float (&shift)[2]) {
+                                            float (&shift)[2], float (&maximum)[2]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
@@ -99,6 +111,7 @@ __device__ __forceinline__ void online_rows(float (&chunk_max)[2], float (&row_m
     rescale[h] = exp2f((row_max[h] - m) * kLog2e);
     row_max[h] = m_new;
     shift[h] = m * kLog2e;
+    maximum[h] = m;
     row_sum[h] *= rescale[h];
   }
 }
@@ -119,7 +132,8 @@ __device__ __forceinline__ void score_pair(Score& score, Score2& score2, float& 
   }
 }
 
-template <int BR, int BC, int D, int DV, int STAGES, bool BF16, int M, int N, long long LDQ, long long LDK, long long LDV>
+template <int BR, int BC, int D, int DV, int STAGES, bool BF16, int M, int N, long long LDQ, long long LDK, long long LDV,
+          int DA = D, int DVA = DV, bool EXACT = false>
 struct StreamedAttention {
   static constexpr int kWarps = BR / kInstM;
   static constexpr int kThreads = kWarps * kLanes;
@@ -128,7 +142,6 @@ struct StreamedAttention {
   static constexpr int kKBytes = BC * kKStride * 2, kVBytes = BC * kVStride * 2;
   static constexpr int kStageBytes = kKBytes + kVBytes;
   static constexpr int kSmemBytes = kQBytes + STAGES * kStageBytes;
-  static constexpr int kChunks = (N + BC - 1) / BC;
   static constexpr int kTilesS = BC / kInstN;  // n8 tiles of one chunk of scores
   static constexpr int kTilesO = DV / kInstN;  // n8 tiles of O
   static_assert(BR % kInstM == 0 && BC % (2 * kInstN) == 0 && BC % kInstK == 0, "block shape");
@@ -138,16 +151,17 @@ struct StreamedAttention {
   float o[kTilesO][4];  // O's accumulators: rows lane / 4 and lane / 4 + 8 of the warp's 16
   float row_max[2], row_sum[2];
 
-  typedef mma::TileCopy<BR, D, kThreads, M, D, LDQ, true> CopyQ;
-  typedef mma::TileCopy<BC, D, kThreads, N, D, LDK, false> CopyK;   // advances by BC rows
-  typedef mma::TileCopy<BC, DV, kThreads, N, DV, LDV, false> CopyV;
+  typedef mma::TileCopy<BR, D, kThreads, M, DA, LDQ, true> CopyQ;
+  typedef mma::TileCopy<BC, D, kThreads, N, DA, LDK, false> CopyK;   // advances by BC rows
+  typedef mma::TileCopy<BC, DV, kThreads, N, DVA, LDV, false> CopyV;
 
   // O[m0 : m0 + BR, :] of one batch point (q, k, v at that point); score(acc, dm, n) gives the
   // score of block row dm and key n from the f32 dot product acc, score2(acc0, acc1, dm, n, s0, s1)
-  // those of keys n and n + 1 (n even; both keys exist). `smem` holds kSmemBytes.
+  // those of keys n and n + 1 (n even; both keys exist). Key chunks [c_begin, c_end) (c_begin <
+  // c_end). `smem` holds kSmemBytes.
   template <class Score, class Score2>
   __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ q, const u16* __restrict__ k,
-                                      const u16* __restrict__ v, int m0, Score&& score, Score2&& score2) {
+                                      const u16* __restrict__ v, int m0, int c_begin, int c_end, Score&& score, Score2&& score2) {
     const unsigned base = mma::smem_address(smem);
     const unsigned stages = base + kQBytes;
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
@@ -159,14 +173,15 @@ struct StreamedAttention {
     row_max[0] = row_max[1] = -inf_f32();
     row_sum[0] = row_sum[1] = 0.0f;
 
+    const int chunks = c_end - c_begin;
     CopyQ copy_q(q, m0, 0);
-    CopyK copy_k(k, 0, 0);
-    CopyV copy_v(v, 0, 0);
-    // Prologue: Q with chunk 0, then chunks 1 .. STAGES - 2, one commit group each.
+    CopyK copy_k(k, c_begin * BC, 0);
+    CopyV copy_v(v, c_begin * BC, 0);
+    // Prologue: Q with the first chunk, then the next STAGES - 2, one commit group each.
     copy_q.copy(base);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < kChunks) {
+      if (s < chunks) {
         copy_k.copy(stages + s * kStageBytes);
         copy_v.copy(stages + s * kStageBytes + kKBytes);
       }
@@ -175,18 +190,19 @@ struct StreamedAttention {
       mma::cp_async_commit();
     }
     unsigned qf[D / kInstK][4];
-    for (int c = 0; c < kChunks; ++c) {
+    for (int i = 0; i < chunks; ++i) {
+      const int c = c_begin + i;
       mma::cp_async_wait<STAGES - 2>();
       __syncthreads();
-      if (c == 0) {
+      if (i == 0) {
 #pragma unroll
         for (int kk = 0; kk < D / kInstK; ++kk)
           mma::ldmatrix_x4(qf[kk], base + static_cast<unsigned>(((warp * kInstM + lane % 16) * kQStride + kk * kInstK + (lane / 16) * 8) * 2));
       }
       // Refill the stage of chunk c - 1 (every warp finished it before the barrier).
       {
-        const int fill = c + STAGES - 1;
-        if (fill < kChunks) {
+        const int fill = i + STAGES - 1;
+        if (fill < chunks) {
           const unsigned st = stages + (fill % STAGES) * kStageBytes;
           copy_k.copy(st);
           copy_v.copy(st + kKBytes);
@@ -195,7 +211,7 @@ struct StreamedAttention {
         copy_v.advance();
         mma::cp_async_commit();
       }
-      const unsigned sk = stages + (c % STAGES) * kStageBytes, sv = sk + kKBytes;
+      const unsigned sk = stages + (i % STAGES) * kStageBytes, sv = sk + kKBytes;
 
       // S = Q K^T for the warp's 16 rows and the chunk's BC keys.
       float s[kTilesS][4];
@@ -226,13 +242,13 @@ struct StreamedAttention {
           score_pair<N, BC>(score, score2, s[t][e], s[t][e + 1], dm, n);
           chunk_max[e / 2] = fmaxf(chunk_max[e / 2], fmaxf(s[t][e], s[t][e + 1]));
         }
-      float rescale[2], shift[2];
-      online_rows(chunk_max, row_max, row_sum, rescale, shift);
+      float rescale[2], shift[2], maximum[2];
+      online_rows(chunk_max, row_max, row_sum, rescale, shift, maximum);
 #pragma unroll
       for (int t = 0; t < kTilesS; ++t)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[t][e] = exp2_ftz(fmaf(s[t][e], kLog2e, -shift[e / 2]));
+          s[t][e] = probability<EXACT>(s[t][e], shift[e / 2], maximum[e / 2]);
           row_sum[e / 2] += s[t][e];
         }
 #pragma unroll
@@ -269,6 +285,72 @@ struct StreamedAttention {
     }
   }
 
+  // The keys split over a thread-block cluster (flash-decoding: few blocks of query rows, many
+  // keys): each block ran its part of the chunks; rank 0 merges the parts' O, row maxima and
+  // sums through distributed shared memory (O_r rescaled by exp(m_r - m), m the largest maximum)
+  // and returns true; the others return false. A part that saw no key holds m = -inf and adds
+  // nothing. Reuses the kernel's shared memory (kCombineBytes of it): call after run.
+  static constexpr int kCombineFloats = kTilesO * 4 + 4;  // O's accumulators, the two maxima and sums
+  static constexpr int kCombineBytes = kCombineFloats * kThreads * 4;
+  static __device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+  }
+  static __device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+  }
+  template <int SPLIT> __device__ __forceinline__ bool combine_cluster(unsigned char* smem) {
+    static_assert(SPLIT >= 2, "a split needs two blocks at least");
+    static_assert(kCombineBytes <= kSmemBytes, "the parts must fit the kernel's shared memory");
+    const unsigned rank = cluster_rank();
+    const int t = static_cast<int>(threadIdx.x);
+    // Value j of thread t at [(j * kThreads + t) * 4] bytes: consecutive threads, consecutive words.
+    float* mine = reinterpret_cast<float*>(smem);
+    __syncthreads();  // every warp is done with the stages
+    if (rank != 0) {
+#pragma unroll
+      for (int i = 0; i < kTilesO; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mine[(i * 4 + e) * kThreads + t] = o[i][e];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        mine[(kTilesO * 4 + h) * kThreads + t] = row_max[h];
+        mine[(kTilesO * 4 + 2 + h) * kThreads + t] = row_sum[h];
+      }
+    }
+    cluster_sync();
+    if (rank == 0) {
+      const unsigned local = mma::smem_address(smem);
+#pragma unroll 1
+      for (unsigned r = 1; r < SPLIT; ++r) {
+        unsigned remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(r));
+        auto load = [&](int j) {
+          float v;
+          asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote + static_cast<unsigned>((j * kThreads + t) * 4)));
+          return v;
+        };
+        float mine_scale[2], their_scale[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float m_r = load(kTilesO * 4 + h), l_r = load(kTilesO * 4 + 2 + h);
+          const float m = fmaxf(row_max[h], m_r);
+          mine_scale[h] = row_max[h] == -inf_f32() ? 0.0f : exp2f((row_max[h] - m) * kLog2e);
+          their_scale[h] = m_r == -inf_f32() ? 0.0f : exp2f((m_r - m) * kLog2e);
+          row_max[h] = m;
+          row_sum[h] = row_sum[h] * mine_scale[h] + l_r * their_scale[h];
+        }
+#pragma unroll
+        for (int i = 0; i < kTilesO; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o[i][e] = o[i][e] * mine_scale[e / 2] + load(i * 4 + e) * their_scale[e / 2];
+      }
+    }
+    cluster_sync();
+    return rank == 0;
+  }
+
   // Calls f(dm, n, v0, v1) for every pair of horizontally adjacent outputs of this thread: O at
   // block row dm and columns n, n + 1 (n even), divided by the row's sum.
   template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
@@ -299,8 +381,10 @@ struct StreamedAttention {
 // their own `full` barriers, so S can start before V has landed; a stage's `empty` barrier
 // completes when both consumers have finished its P V. Rows past M and keys past N are zero-
 // filled by the copy engine (per batch point: the batch dimensions are the map's own), and keys
-// past N get a score of -inf.
-template <int D, int DV, int STAGES, bool BF16, int M, int N, int QB, int KB, int VB>
+// past N get a score of -inf. D and DV are the tiles' head dimensions; the tensor maps' own
+// (smaller: a head of 80 in tiles of 128) zero-fill the columns past them. As StreamedAttention,
+// the block visits key chunks [c_begin, c_end) only.
+template <int D, int DV, int STAGES, bool BF16, int M, int N, int QB, int KB, int VB, bool EXACT = false>
 struct WarpgroupAttention {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * wg::kWarpgroup;
@@ -313,7 +397,6 @@ struct WarpgroupAttention {
   static constexpr int kBarriers = 1 + 3 * STAGES;  // Q full; per stage K full, V full, empty
   // The tiles, 1024-byte aligned (slack for aligning the dynamic shared memory), then the barriers.
   static constexpr int kSmemBytes = kQBytes + STAGES * kStageBytes + wg::kAtomBytes + kBarriers * 8;
-  static constexpr int kChunks = (N + BC - 1) / BC;
   static constexpr int kSAccs = BC / 2, kOAccs = DV / 2;  // 64 x n f32 over a warpgroup's 128 threads
   static_assert(D % wg::kRowElems == 0, "d must be whole 64-element rows of the swizzled tiles");
   static_assert(DV == 64 || DV == 128, "O's accumulators are m64n64 or m64n128");
@@ -329,7 +412,8 @@ struct WarpgroupAttention {
   template <class Score, class Score2, class Store>
   __device__ __forceinline__ void run(unsigned char* smem, const wg::TensorMap* map_q, const wg::TensorMap* map_k,
                                       const wg::TensorMap* map_v, int m0, const int* qb, const int* kb, const int* vb,
-                                      Score&& score, Score2&& score2, Store&& store) {
+                                      int c_begin, int c_end, Score&& score, Score2&& score2, Store&& store) {
+    const int chunks = c_end - c_begin;
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + wg::kAtomBytes - 1) & ~static_cast<unsigned>(wg::kAtomBytes - 1);
     const unsigned tiles = base + kQBytes;
@@ -353,11 +437,11 @@ struct WarpgroupAttention {
         wg::mbar_expect_tx(bars, kQBytes);
 #pragma unroll
         for (int b = 0; b < kQBoxes; ++b) wg::tma_load<QB>(base + b * BR * wg::kRowBytes, map_q, bars, b * wg::kRowElems, m0, qb);
-        for (int c = 0; c < kChunks; ++c) {
-          const int s = c % STAGES;
+        for (int i = 0; i < chunks; ++i) {
+          const int s = i % STAGES, c = c_begin + i;
           const unsigned k_full = bars + 8 * (1 + s), v_full = bars + 8 * (1 + STAGES + s);
           // Round r of a stage waits for the consumers' release of round r - 1.
-          wg::mbar_wait(bars + 8 * (1 + 2 * STAGES + s), ((c / STAGES) & 1) ^ 1);
+          wg::mbar_wait(bars + 8 * (1 + 2 * STAGES + s), ((i / STAGES) & 1) ^ 1);
           const unsigned k = tiles + s * kStageBytes, v = k + kKBytes;
           wg::mbar_expect_tx(k_full, kKBytes);
 #pragma unroll
@@ -383,7 +467,7 @@ struct WarpgroupAttention {
       unsigned pf[BC / wg::kInstK][4];  // the previous chunk's probabilities as A fragments
       float rescale[2];
 
-      // Issues S = Q K^T of chunk c (one commit group) into sc.
+      // Issues S = Q K^T of the block's chunk c (counted from c_begin; one commit group) into sc.
       auto issue_scores = [&](int c) {
         wg::mbar_wait(bars + 8 * (1 + c % STAGES), (c / STAGES) & 1);
         const unsigned k = tiles + (c % STAGES) * kStageBytes;
@@ -408,15 +492,15 @@ struct WarpgroupAttention {
 #pragma unroll
         for (int i = 0; i < kSAccs; i += 2) {
           const int h = (i / 2) % 2;
-          const int n = c * BC + 8 * (i / 4) + 2 * (lane % 4);
+          const int n = (c_begin + c) * BC + 8 * (i / 4) + 2 * (lane % 4);
           score_pair<N, BC>(score, score2, sc[i], sc[i + 1], row0 + 8 * h, n);
           chunk_max[h] = fmaxf(chunk_max[h], fmaxf(sc[i], sc[i + 1]));
         }
-        float shift[2];
-        online_rows(chunk_max, row_max, row_sum, rescale, shift);
+        float shift[2], maximum[2];
+        online_rows(chunk_max, row_max, row_sum, rescale, shift, maximum);
 #pragma unroll
         for (int i = 0; i < kSAccs; ++i) {
-          sc[i] = exp2_ftz(fmaf(sc[i], kLog2e, -shift[(i / 2) % 2]));
+          sc[i] = probability<EXACT>(sc[i], shift[(i / 2) % 2], maximum[(i / 2) % 2]);
           row_sum[(i / 2) % 2] += sc[i];
         }
       };
@@ -438,10 +522,10 @@ struct WarpgroupAttention {
       // waits for its turn, issues, and hands the turn over), so that one's softmax runs while
       // the other's products occupy the tensor cores. Consumer 0 goes first: consumer 1 hands it
       // the first turn and does not hand over after its last issue (every wait has its arrive).
-      constexpr int kTurns = kChunks + 1;  // S(0); S(c + 1) with P V(c); the last P V
+      const int turns = chunks + 1;  // S(0); S(c + 1) with P V(c); the last P V
       auto turn_wait = [&]() { asm volatile("bar.sync %0, %1;\n" ::"r"(1 + cw), "n"(2 * wg::kWarpgroup) : "memory"); };
       auto turn_pass = [&](int turn) {
-        if (cw == 0 || turn + 1 < kTurns) asm volatile("bar.arrive %0, %1;\n" ::"r"(2 - cw), "n"(2 * wg::kWarpgroup) : "memory");
+        if (cw == 0 || turn + 1 < turns) asm volatile("bar.arrive %0, %1;\n" ::"r"(2 - cw), "n"(2 * wg::kWarpgroup) : "memory");
       };
       if (cw == 1) asm volatile("bar.arrive 1, %0;\n" ::"n"(2 * wg::kWarpgroup) : "memory");
 
@@ -480,7 +564,7 @@ struct WarpgroupAttention {
       // softmax: S(c + 1) is issued first, then P V(c); waiting for all but the newest group
       // waits for S(c + 1) alone. (No branch inside the loop: ptxas then sees which group each
       // wait covers and keeps the wgmmas asynchronous.)
-      for (int c = 0; c + 1 < kChunks; ++c) {
+      for (int c = 0; c + 1 < chunks; ++c) {
         turn_wait();
         issue_scores(c + 1);
         issue_pv(c);
@@ -492,9 +576,9 @@ struct WarpgroupAttention {
         rescale_and_pack();
       }
       turn_wait();
-      issue_pv(kChunks - 1);
-      turn_pass(kTurns - 1);
-      finish_pv(kChunks - 1);
+      issue_pv(chunks - 1);
+      turn_pass(turns - 1);
+      finish_pv(chunks - 1);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
