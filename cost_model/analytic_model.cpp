@@ -153,7 +153,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   double visited = 1;
   const std::optional<AttentionPattern> pattern = match_attention(graph, a.out);
   TESSEL_ASSERT(pattern.has_value(), "a streamed group's sink is an attention pattern");
-  if (const std::optional<AttentionKeyRanges> r = attention_key_ranges(graph, *pattern, a.rows, a.chunk)) {
+  if (const std::optional<AttentionKeyRanges> r = attention_key_ranges(graph, *pattern, a.rows, a.chunk); r && r->skipped() > 0) {
     visited = static_cast<double>(r->visited()) / static_cast<double>(r->first.size() * r->chunks);
     out.notes.push_back(cat("the mask excludes ", r->skipped(), " of ", r->first.size() * r->chunks,
                             " (query block, key chunk) pairs per batch point: not visited"));

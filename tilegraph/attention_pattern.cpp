@@ -250,6 +250,57 @@ std::optional<AttentionKeyRanges> attention_key_ranges(const OpGraph& graph, con
   r.chunks = (keys + chunk - 1) / chunk;
   const int64_t blocks = (queries + rows - 1) / rows;
   bool any = false;
+  // The score steps that read a side input per point (a mask; a scalar scale is not one), each
+  // with that input and the identity it must hold over a box to be dropped (0 for a sum or a
+  // difference, 1 for a product); none droppable when one has another form.
+  struct Step {
+    NodeId node;
+    int input;
+    double identity;
+  };
+  std::vector<Step> steps;
+  bool droppable = true;
+  for (size_t i = 0; i < p.score_epilogue.size() && droppable; ++i) {
+    const NodeId n = p.score_epilogue[i];
+    const TeNode& node = graph.node(n);
+    const NodeId chained = i == 0 ? p.scores : p.score_epilogue[i - 1];
+    for (int k = 0; k < static_cast<int>(node.inputs().size()); ++k) {
+      const TensorId t = graph.node_inputs(n)[k];
+      if (graph.producer(t) == chained || graph.tensor(t).type.num_elements() <= 1) continue;
+      const Expr& body = node.body();
+      const ExprOp op = body.op();
+      const bool binary_of_inputs = (op == ExprOp::add || op == ExprOp::sub || op == ExprOp::mul) && body.operands().size() == 2 &&
+                                    body.operands()[0].op() == ExprOp::input && body.operands()[1].op() == ExprOp::input;
+      const bool side_second = binary_of_inputs && body.operands()[1].index() == k;
+      if (!binary_of_inputs || (op == ExprOp::sub && !side_second) || node.output().dtype != node.inputs()[k].type.dtype) {
+        droppable = false;
+        break;
+      }
+      steps.push_back({n, k, op == ExprOp::mul ? 1.0 : 0.0});
+    }
+  }
+  if (!droppable) steps.clear();
+  auto box_of = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    IndexBox box;
+    for (int a = 0; a < ns - 2; ++a) {
+      box.lo.push_back(0);
+      box.hi.push_back(extents[a] - 1);
+    }
+    box.lo.push_back(m0);
+    box.hi.push_back(m1);
+    box.lo.push_back(n0);
+    box.hi.push_back(n1);
+    return box;
+  };
+  auto plain = [&](int64_t m0, int64_t m1, int64_t c) {
+    if (steps.empty()) return false;
+    const IndexBox box = box_of(m0, m1, c * chunk, std::min(keys, (c + 1) * chunk) - 1);
+    for (const Step& st : steps) {
+      const Interval v = bounds.input(st.node, st.input, box);
+      if (v.lo != st.identity || v.hi != st.identity) return false;
+    }
+    return true;
+  };
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t m0 = b * rows, m1 = std::min(queries, m0 + rows) - 1;
     std::vector<Interval> per_chunk;
@@ -269,8 +320,18 @@ std::optional<AttentionKeyRanges> attention_key_ranges(const OpGraph& graph, con
     any |= first > 0 || end < r.chunks;
     r.first.push_back(first);
     r.end.push_back(end);
+    // The first run of plain chunks in [first, end).
+    int32_t pf = first;
+    while (pf < end && !plain(m0, m1, pf)) ++pf;
+    int32_t pe = pf;
+    while (pe < end && plain(m0, m1, pe)) ++pe;
+    if (pe == pf) pf = pe = first;
+    any |= pe > pf;
+    r.plain_first.push_back(pf);
+    r.plain_end.push_back(pe);
   }
   if (!any) return std::nullopt;
+  for (const Step& st : steps) r.plain_steps.push_back(st.node);
   return r;
 }
 

@@ -57,6 +57,13 @@ std::optional<AttentionPattern> match_attention(const OpGraph& graph, NodeId out
 struct AttentionKeyRanges {
   int64_t rows = 0, chunk = 0, chunks = 0;  // the geometry; chunks = ceil(keys / chunk)
   std::vector<int32_t> first, end;          // per block of rows
+  /// Per block, the chunks [plain_first, plain_end) (inside [first, end); empty when none) where
+  /// every score step that reads a side input per point is an identity -- adds or subtracts a
+  /// side input that is 0 over the box, or multiplies by one that is 1 (a causal mask below the
+  /// diagonal): a kernel may score them without those steps, exactly (x + 0 is x; -0 + 0 is +0,
+  /// which a softmax does not tell apart). `plain_steps` lists those steps.
+  std::vector<int32_t> plain_first, plain_end;
+  std::vector<NodeId> plain_steps;
   int64_t visited() const;                   // sum of end - first
   int64_t skipped() const { return static_cast<int64_t>(first.size()) * chunks - visited(); }
 };

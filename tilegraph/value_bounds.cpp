@@ -251,6 +251,12 @@ Interval ValueBounds::tensor(TensorId t, const IndexBox& box) const {
   return r.nan ? Interval::all() : Interval{r.lo, r.hi};
 }
 
+Interval ValueBounds::input(NodeId n, int k, const IndexBox& box) const {
+  ValueBoundsEval e{graph_, assumed_, data_};
+  const Range r = e.read(n, k, box, 0);
+  return r.nan ? Interval::all() : Interval{r.lo, r.hi};
+}
+
 Interval ValueBounds::node(NodeId n, const IndexBox& box) const {
   ValueBoundsEval e{graph_, assumed_, data_};
   const Range r = e.node(n, box, 0);

@@ -53,6 +53,9 @@ class ValueBounds {
   /// Bounds of node n's body over `box` (of its spatial axes), rounded to its dtype; the whole
   /// line for a node with reduction axes.
   Interval node(NodeId n, const IndexBox& box) const;
+  /// Bounds of what node n reads through its input k over `box` (of its domain): the tensor over
+  /// the image of the box under the access map, and the pad value where the image leaves it.
+  Interval input(NodeId n, int k, const IndexBox& box) const;
 
   /// Elements of a weight scanned per query at most (larger boxes of a weight are unknown).
   static constexpr int64_t kMaxScan = int64_t{1} << 22;

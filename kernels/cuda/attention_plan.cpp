@@ -176,6 +176,8 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
       r.rows = p.rows;
       r.first.assign(p.tiles_m, all->first[0]);
       r.end.assign(p.tiles_m, all->end[0]);
+      r.plain_first.assign(p.tiles_m, all->plain_first[0]);
+      r.plain_end.assign(p.tiles_m, all->plain_end[0]);
       p.key_ranges = r;
     }
   } else {
@@ -238,9 +240,10 @@ std::string print_attention_plan(const OpGraph& graph, const AttentionPlan& a) {
              print_mma_operand(graph, "Q", a.q), ", ", print_mma_operand(graph, "K", a.k), ", ", print_mma_operand(graph, "V", a.v),
              "; ", a.rows, " query rows per block (", a.threads, " threads", a.warpgroup ? ": a producer and two consumer warpgroups" : "",
              "), keys in chunks of ", a.chunk,
-             a.key_ranges ? cat(" (", a.key_ranges->visited(), " of ", a.tiles_m * a.key_ranges->chunks,
-                                " per batch point: the mask excludes the others)")
-                          : std::string(),
+             a.key_ranges && a.key_ranges->skipped() > 0
+                 ? cat(" (", a.key_ranges->visited(), " of ", a.tiles_m * a.key_ranges->chunks,
+                       " per batch point: the mask excludes the others)")
+                 : std::string(),
              a.d_tile != s.d || a.dv_tile != s.dv
                  ? cat(", head tiles d ", a.d_tile, ", dv ", a.dv_tile)
                  : std::string(),

@@ -11,6 +11,12 @@ namespace tessel::cuda::emitter {
 // the dot product the kernel passes, rounded to S's dtype; the score steps' value functions are
 // the generic ones, reading their side inputs from device memory); device/flash.cuh's main loop;
 // the store of O (divided by the row sums, rounded to O's dtype).
+namespace {
+// Whether the plain chunks have their own score function is known only once it is emitted, after
+// the kernel's typedef: the typedef names this token, replaced at the end.
+constexpr const char* kPlainToken = "TSL_PLAIN_CHUNKS";
+}  // namespace
+
 std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& a) {
   const StreamedAttention& sh = a.shape;
   const TeNode& o = g_.node(a.pattern.out);
@@ -29,11 +35,12 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   if (a.warpgroup)
     os_ << "typedef tsl::flash::WarpgroupAttention<" << a.d_tile << ", " << a.dv_tile << ", " << a.stages << ", " << bf16 << ", "
         << sh.queries << ", " << sh.keys << ", " << a.q_batch.size() << ", " << a.k_batch.size() << ", " << a.v_batch.size()
-        << ", " << (a.exact_exponent ? "true" : "false") << "> TslAttn;\n";
+        << ", " << (a.exact_exponent ? "true" : "false") << ", " << kPlainToken << "> TslAttn;\n";
   else
     os_ << "typedef tsl::flash::StreamedAttention<" << a.rows << ", " << a.chunk << ", " << a.d_tile << ", " << a.dv_tile << ", "
         << a.stages << ", " << bf16 << ", " << a.queries() << ", " << sh.keys << ", " << a.q.ld << "LL, " << a.k.ld << "LL, "
-        << a.v.ld << "LL, " << sh.d << ", " << sh.dv << ", " << (a.exact_exponent ? "true" : "false") << "> TslAttn;\n";
+        << a.v.ld << "LL, " << sh.d << ", " << sh.dv << ", " << (a.exact_exponent ? "true" : "false") << ", " << kPlainToken
+        << "> TslAttn;\n";
   // The host planned the launch (and the tensor maps' boxes) with these (attention_plan.cpp).
   os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes;
   if (a.warpgroup) os_ << " && TslAttn::BR == " << a.rows << " && TslAttn::BC == " << a.chunk;
@@ -46,10 +53,12 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
     for (size_t t = 0; t < order.size(); ++t) order[t] = static_cast<int>(t);
     std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return r.end[x] - r.first[x] > r.end[y] - r.first[y]; });
     os_ << "// The key chunks each block of " << a.rows << " query rows visits (the others hold only keys the mask excludes),\n"
-        << "// the blocks with the most first: row tile, first chunk, end chunk.\n";
-    os_ << "__device__ const int tsl_key_chunks[" << 3 * order.size() << "] = {";
+        << "// the blocks with the most first: row tile, first and end chunk, first and end chunk where the score steps\n"
+        << "// reading a side input are identities (scored without them).\n";
+    os_ << "__device__ const int tsl_key_chunks[" << 5 * order.size() << "] = {";
     for (size_t j = 0; j < order.size(); ++j)
-      os_ << (j ? ", " : "") << (j % 8 == 0 ? "\n    " : "") << order[j] << ", " << r.first[order[j]] << ", " << r.end[order[j]];
+      os_ << (j ? ", " : "") << (j % 6 == 0 ? "\n    " : "") << order[j] << ", " << r.first[order[j]] << ", " << r.end[order[j]] << ", "
+          << r.plain_first[order[j]] << ", " << r.plain_end[order[j]];
     os_ << "};\n";
   }
   emit_signature(name, 1);
@@ -60,13 +69,15 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   if (a.key_ranges) {
     const int64_t batch = a.batch();
     os_ << "  long long tsl_batch = " << blk << " % " << batch << "LL;\n";
-    os_ << "  const int* const tsl_range = tsl_key_chunks + 3 * (" << blk << " / " << batch << "LL);\n";
+    os_ << "  const int* const tsl_range = tsl_key_chunks + 5 * (" << blk << " / " << batch << "LL);\n";
     os_ << "  const int tsl_m0 = tsl_range[0] * " << a.rows << ";\n";
     os_ << "  int tsl_c0 = tsl_range[1], tsl_c1 = tsl_range[2];\n";
+    os_ << "  const int tsl_p0 = tsl_range[3], tsl_p1 = tsl_range[4];\n";
   } else {
     os_ << "  long long tsl_batch = " << blk << " / " << a.tiles_m << "LL;\n";
     os_ << "  const int tsl_m0 = static_cast<int>((" << blk << " % " << a.tiles_m << "LL) * " << a.rows << "LL);\n";
     os_ << "  int tsl_c0 = 0, tsl_c1 = " << chunks << ";\n";
+    os_ << "  const int tsl_p0 = 0, tsl_p1 = 0;\n";
   }
   if (a.splits > 1) {
     // Rank r of the cluster takes chunks [c0 + (c1 - c0) r / S, c0 + (c1 - c0) (r + 1) / S).
@@ -132,6 +143,18 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
     os_ << "    tsl_s0 = tsl_score(tsl_d0, tsl_dm, tsl_n);\n";
     os_ << "    tsl_s1 = tsl_score(tsl_d1, tsl_dm, tsl_n + 1);\n  };\n";
   }
+  // The plain chunks' function: the score steps that are identities there left out, when the rest
+  // packs (the gain is the packed pair: no side input read per score).
+  bool plain = false;
+  if (a.key_ranges && !a.key_ranges->plain_steps.empty())
+    for (size_t b = 0; b < a.key_ranges->plain_first.size(); ++b) plain |= a.key_ranges->plain_end[b] > a.key_ranges->plain_first[b];
+  if (plain) {
+    if (const std::string why = packed_score_pair(a, spos, a.key_ranges->plain_steps, "tsl_score2p"); !why.empty()) {
+      os_ << "  // the plain chunks are scored like the others: " << why << "\n";
+      plain = false;
+    }
+  }
+  if (!plain) os_ << "  auto& tsl_score2p = tsl_score2;\n";
   // O's domain is row-major (batch.., m, dv): the batch point's rows are contiguous.
   os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << rows_all << "LL + tsl_m0) * " << sh.dv << "LL;\n";
   os_ << "  auto tsl_store = [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
@@ -145,14 +168,17 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   os_ << "  TslAttn tsl_attn;\n";
   if (a.warpgroup) {
     os_ << "  tsl_attn.run(tsl_smem, &tsl_map0, &tsl_map1, &tsl_map2, tsl_m0, tsl_qb, tsl_kb, tsl_vb, tsl_c0, tsl_c1, tsl_score, "
-           "tsl_score2, tsl_store);\n";
+           "tsl_score2, tsl_p0, tsl_p1, tsl_score2p, tsl_store);\n";
   } else {
-    os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_c0, tsl_c1, tsl_score, tsl_score2);\n";
+    os_ << "  tsl_attn.run(tsl_smem, tsl_q, tsl_k, tsl_v, tsl_m0, tsl_c0, tsl_c1, tsl_score, tsl_score2, tsl_p0, tsl_p1, tsl_score2p);\n";
     if (a.splits > 1) os_ << "  if (!tsl_attn.combine_cluster<" << a.splits << ">(tsl_smem)) return;  // rank 0 holds the merged rows\n";
     os_ << "  tsl_attn.for_each_pair(tsl_store);\n";
   }
   os_ << "}\n";
-  return os_.str();
+  std::string source = os_.str();
+  for (size_t at = source.find(kPlainToken); at != std::string::npos; at = source.find(kPlainToken, at))
+    source.replace(at, std::string(kPlainToken).size(), plain ? "true" : "false");
+  return source;
 }
 
 // The score function of two horizontally adjacent scores (keys n and n + 1 of one row) in packed
@@ -165,7 +191,7 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
 // Per pair of scores: one conversion, one instruction per step and two widenings, where the
 // scalar function rounds and widens each score once per step. Emits tsl_score2 and returns "",
 // or returns why not (a mask read per point, a division, an f32 step, ...) and emits nothing.
-std::string Emitter::packed_score_pair(const AttentionPlan& a, int spos) {
+std::string Emitter::packed_score_pair(const AttentionPlan& a, int spos, const std::vector<NodeId>& skip, const char* name) {
   const DType dt = node(spos).output().dtype;
   if (dt != DType::f16 && dt != DType::bf16) return cat("S is ", dtype_name(dt));
   const char* bf16 = dt == DType::bf16 ? "true" : "false";
@@ -174,6 +200,11 @@ std::string Emitter::packed_score_pair(const AttentionPlan& a, int spos) {
   for (NodeId n : a.pattern.score_epilogue) {
     const int i = plan_.position(n);
     const TeNode& nd = node(i);
+    if (std::find(skip.begin(), skip.end(), n) != skip.end()) {  // an identity where this function is used
+      steps << "    // " << nd.name() << ": an identity here\n";
+      prev = i;
+      continue;
+    }
     if (nd.output().dtype != dt) return cat("score step '", nd.name(), "' is ", dtype_name(nd.output().dtype));
     const Expr& body = nd.body();
     const ExprOp op = body.op();
@@ -224,7 +255,7 @@ std::string Emitter::packed_score_pair(const AttentionPlan& a, int spos) {
   }
   os_ << "  // scores two at a time, in packed " << dtype_name(dt) << "x2 registers (each step rounds once, as its node)\n";
   os_ << decls.str();
-  os_ << "  auto tsl_score2 = [&](float tsl_d0, float tsl_d1, int tsl_dm, int tsl_n, float& tsl_s0, float& tsl_s1) {\n";
+  os_ << "  auto " << name << " = [&](float tsl_d0, float tsl_d1, int tsl_dm, int tsl_n, float& tsl_s0, float& tsl_s1) {\n";
   os_ << "    (void)tsl_dm; (void)tsl_n;\n";
   // (The add keeps ptxas from serializing the wgmmas, as in val<S> above.)
   const std::string d0 = a.warpgroup ? "tsl_d0 + 0.0f" : "tsl_d0", d1 = a.warpgroup ? "tsl_d1 + 0.0f" : "tsl_d1";

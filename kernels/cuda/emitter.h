@@ -51,7 +51,8 @@ class Emitter {
   std::string kernel(const std::string& name);
   std::string mma_kernel(const std::string& name, const ContractionPlan& c);
   std::string flash_kernel(const std::string& name, const AttentionPlan& a);
-  std::string packed_score_pair(const AttentionPlan& a, int spos);
+  std::string packed_score_pair(const AttentionPlan& a, int spos, const std::vector<NodeId>& skip = {},
+                                const char* name = "tsl_score2");
   void emit_gather_copy(const ContractionPlan& c);
   void emit_unflatten(const std::string& ind, const std::string& type, const std::string& var, const std::vector<int>& axes,
                       const std::vector<int64_t>& extents, const std::string& prefix);

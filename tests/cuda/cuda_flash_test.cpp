@@ -274,11 +274,14 @@ TEST_CASE("cuda flash: a causal mask's excluded key chunks are not visited; head
       const cuda::GeneratedKernel k = emit_kernel(g, s, i, *spec);
       REQUIRE(k.path == "flash");
       ++flash;
-      CHECK(k.source.find("__device__ const int tsl_key_chunks[9]") != std::string::npos);
+      CHECK(k.source.find("__device__ const int tsl_key_chunks[15]") != std::string::npos);
       const char* visits = spec == &no_wgmma ? "(11 of 15 per batch point" : "(6 of 9 per batch point";
       CHECK(k.source.find(visits) != std::string::npos);
       // Logits within +-(60000 + 65504 / 8): the fused exponent.
       CHECK(k.source.find("exponents as (s - m) log2 e") == std::string::npos);
+      // Below the diagonal the mask's step is an identity: those chunks are scored packed, without it.
+      CHECK(k.source.find("auto tsl_score2p = [&]") != std::string::npos);
+      CHECK(k.source.find(": an identity here") != std::string::npos);
       // The cost model prices the chunks visited.
       const CostBreakdown cost = AnalyticCostModel().estimate(g, s.groups[i].group, *spec);
       bool noted = false;

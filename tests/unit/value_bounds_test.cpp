@@ -2,7 +2,8 @@
 // (tilegraph/attention_pattern.h): index arithmetic over boxes, selects with a known condition,
 // weights scanned, pad values, unknown inputs; causal masks built by Trilu of a constant (folded
 // into a weight, or left as nodes above the fold limit), bottom-right masks of a chunk of
-// queries after cached keys, masks too small to exclude anything, and input masks.
+// queries after cached keys, masks too small to exclude anything, and input masks; the chunks
+// where the mask's step is an identity (plain).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -114,13 +115,24 @@ TEST_CASE("attention key ranges: causal masks skip the chunks above the diagonal
     }
     CHECK(r->visited() == 2 + 4 + 6 + 8);
     CHECK(r->skipped() == 32 - 20);
+    // Below the diagonal the mask adds 0: block b's chunks 0 .. 2b - 1 are plain (keys up to
+    // 128 b - 1, every row of the block sees them), scored without the mask's step.
+    REQUIRE(r->plain_steps.size() == 1);
+    CHECK(g.node(r->plain_steps[0]).body().op() == ExprOp::add);
+    for (int b = 0; b < 4; ++b) {
+      CHECK(r->plain_first[b] == 0);
+      CHECK(r->plain_end[b] == 2 * b);
+    }
   }
   // 70 new queries after 450 cached keys (bottom-right): query i sees keys up to 450 + i; blocks
   // of 64 rows, chunks of 128 keys: block 0 (keys to 513) visits all 5 chunks (520 keys), block
-  // 1 (rows 64-69, keys to 519) too -- nothing to skip.
+  // 1 (rows 64-69, keys to 519) too -- nothing to skip; chunks 0-2 (keys to 383) are plain.
   {
     const OpGraph g = causal_attention(70, 520, -6e4, DType::f16);
-    CHECK_FALSE(attention_key_ranges(g, pattern_of(g), 64, 128).has_value());
+    const std::optional<AttentionKeyRanges> all = attention_key_ranges(g, pattern_of(g), 64, 128);
+    REQUIRE(all.has_value());
+    CHECK(all->skipped() == 0);
+    CHECK(all->plain_end[0] == 3);
     // Blocks of 16 rows, chunks of 16 keys: block 0 (keys to 465) visits chunks 0 .. 29.
     const std::optional<AttentionKeyRanges> r = attention_key_ranges(g, pattern_of(g), 16, 16);
     REQUIRE(r.has_value());
@@ -129,10 +141,14 @@ TEST_CASE("attention key ranges: causal masks skip the chunks above the diagonal
     CHECK(r->end[4] == 33);
   }
   // A fill too small to push the masked scores 90 below any unmasked one (scores bounded by
-  // 65504 * 0.125 on either side): nothing is proved.
+  // 65504 * 0.125 on either side): nothing is skipped (the chunks below the diagonal are still
+  // plain: the mask adds 0 there).
   {
     const OpGraph g = causal_attention(256, 256, -1e4, DType::f16);
-    CHECK_FALSE(attention_key_ranges(g, pattern_of(g), 128, 64).has_value());
+    const std::optional<AttentionKeyRanges> r = attention_key_ranges(g, pattern_of(g), 128, 64);
+    REQUIRE(r.has_value());
+    CHECK(r->skipped() == 0);
+    CHECK(r->plain_end[1] == 2);
   }
   // f32 with a -1e30 fill: skipped as in f16.
   {

@@ -133,7 +133,7 @@ __device__ __forceinline__ void score_pair(Score& score, Score2& score2, float& 
 }
 
 template <int BR, int BC, int D, int DV, int STAGES, bool BF16, int M, int N, long long LDQ, long long LDK, long long LDV,
-          int DA = D, int DVA = DV, bool EXACT = false>
+          int DA = D, int DVA = DV, bool EXACT = false, bool PLAIN = false>
 struct StreamedAttention {
   static constexpr int kWarps = BR / kInstM;
   static constexpr int kThreads = kWarps * kLanes;
@@ -158,10 +158,13 @@ struct StreamedAttention {
   // O[m0 : m0 + BR, :] of one batch point (q, k, v at that point); score(acc, dm, n) gives the
   // score of block row dm and key n from the f32 dot product acc, score2(acc0, acc1, dm, n, s0, s1)
   // those of keys n and n + 1 (n even; both keys exist). Key chunks [c_begin, c_end) (c_begin <
-  // c_end). `smem` holds kSmemBytes.
-  template <class Score, class Score2>
+  // c_end). With PLAIN, chunks [p_begin, p_end) are scored by score2p, the score steps without
+  // those that are identities there (a causal mask below the diagonal; attention_pattern.h's
+  // plain chunks). `smem` holds kSmemBytes.
+  template <class Score, class Score2, class Score2P>
   __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ q, const u16* __restrict__ k,
-                                      const u16* __restrict__ v, int m0, int c_begin, int c_end, Score&& score, Score2&& score2) {
+                                      const u16* __restrict__ v, int m0, int c_begin, int c_end, Score&& score, Score2&& score2,
+                                      int p_begin, int p_end, Score2P&& score2p) {
     const unsigned base = mma::smem_address(smem);
     const unsigned stages = base + kQBytes;
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
@@ -233,15 +236,23 @@ struct StreamedAttention {
 
       // The score function, then the online softmax of the warp's rows.
       float chunk_max[2] = {-inf_f32(), -inf_f32()};
+      auto score_chunk = [&](auto& pair) {
 #pragma unroll
-      for (int t = 0; t < kTilesS; ++t)
+        for (int t = 0; t < kTilesS; ++t)
 #pragma unroll
-        for (int e = 0; e < 4; e += 2) {
-          const int dm = warp * kInstM + lane / 4 + (e / 2) * 8;
-          const int n = c * BC + t * kInstN + (lane % 4) * 2;
-          score_pair<N, BC>(score, score2, s[t][e], s[t][e + 1], dm, n);
-          chunk_max[e / 2] = fmaxf(chunk_max[e / 2], fmaxf(s[t][e], s[t][e + 1]));
-        }
+          for (int e = 0; e < 4; e += 2) {
+            const int dm = warp * kInstM + lane / 4 + (e / 2) * 8;
+            const int n = c * BC + t * kInstN + (lane % 4) * 2;
+            score_pair<N, BC>(score, pair, s[t][e], s[t][e + 1], dm, n);
+            chunk_max[e / 2] = fmaxf(chunk_max[e / 2], fmaxf(s[t][e], s[t][e + 1]));
+          }
+      };
+      if constexpr (PLAIN) {
+        if (c >= p_begin && c < p_end) score_chunk(score2p);
+        else score_chunk(score2);
+      } else {
+        score_chunk(score2);
+      }
       float rescale[2], shift[2], maximum[2];
       online_rows(chunk_max, row_max, row_sum, rescale, shift, maximum);
 #pragma unroll
@@ -384,7 +395,7 @@ struct StreamedAttention {
 // past N get a score of -inf. D and DV are the tiles' head dimensions; the tensor maps' own
 // (smaller: a head of 80 in tiles of 128) zero-fill the columns past them. As StreamedAttention,
 // the block visits key chunks [c_begin, c_end) only.
-template <int D, int DV, int STAGES, bool BF16, int M, int N, int QB, int KB, int VB, bool EXACT = false>
+template <int D, int DV, int STAGES, bool BF16, int M, int N, int QB, int KB, int VB, bool EXACT = false, bool PLAIN = false>
 struct WarpgroupAttention {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * wg::kWarpgroup;
@@ -409,10 +420,11 @@ struct WarpgroupAttention {
   // tensor maps' outer dimensions. score and score2 as for StreamedAttention; store(dm, n, v0,
   // v1) is called by the consumers for every pair of horizontally adjacent outputs (block row dm,
   // columns n and n + 1, divided by the row sums). `smem` holds kSmemBytes.
-  template <class Score, class Score2, class Store>
+  template <class Score, class Score2, class Score2P, class Store>
   __device__ __forceinline__ void run(unsigned char* smem, const wg::TensorMap* map_q, const wg::TensorMap* map_k,
                                       const wg::TensorMap* map_v, int m0, const int* qb, const int* kb, const int* vb,
-                                      int c_begin, int c_end, Score&& score, Score2&& score2, Store&& store) {
+                                      int c_begin, int c_end, Score&& score, Score2&& score2, int p_begin, int p_end,
+                                      Score2P&& score2p, Store&& store) {
     const int chunks = c_end - c_begin;
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + wg::kAtomBytes - 1) & ~static_cast<unsigned>(wg::kAtomBytes - 1);
@@ -489,12 +501,20 @@ struct WarpgroupAttention {
       // key 8 (i / 4) + 2 (lane % 4) + i % 2 of the chunk.
       auto softmax = [&](int c) {
         float chunk_max[2] = {-inf_f32(), -inf_f32()};
+        auto score_chunk = [&](auto& pair) {
 #pragma unroll
-        for (int i = 0; i < kSAccs; i += 2) {
-          const int h = (i / 2) % 2;
-          const int n = (c_begin + c) * BC + 8 * (i / 4) + 2 * (lane % 4);
-          score_pair<N, BC>(score, score2, sc[i], sc[i + 1], row0 + 8 * h, n);
-          chunk_max[h] = fmaxf(chunk_max[h], fmaxf(sc[i], sc[i + 1]));
+          for (int i = 0; i < kSAccs; i += 2) {
+            const int h = (i / 2) % 2;
+            const int n = (c_begin + c) * BC + 8 * (i / 4) + 2 * (lane % 4);
+            score_pair<N, BC>(score, pair, sc[i], sc[i + 1], row0 + 8 * h, n);
+            chunk_max[h] = fmaxf(chunk_max[h], fmaxf(sc[i], sc[i + 1]));
+          }
+        };
+        if constexpr (PLAIN) {
+          if (c_begin + c >= p_begin && c_begin + c < p_end) score_chunk(score2p);
+          else score_chunk(score2);
+        } else {
+          score_chunk(score2);
         }
         float shift[2], maximum[2];
         online_rows(chunk_max, row_max, row_sum, rescale, shift, maximum);
