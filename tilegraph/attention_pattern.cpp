@@ -231,19 +231,6 @@ std::optional<AttentionKeyRanges> attention_key_ranges(const OpGraph& graph, con
   const int64_t queries = extents[ns - 2], keys = extents[ns - 1];
   ValueBounds bounds(graph);
   bounds.assume(graph.node_output(p.scores), Interval{-kAttentionScoreBound, kAttentionScoreBound});
-  // The logits over query rows [m0, m1] and keys [n0, n1] of every batch point.
-  auto logits = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-    IndexBox box;
-    for (int a = 0; a < ns - 2; ++a) {
-      box.lo.push_back(0);
-      box.hi.push_back(extents[a] - 1);
-    }
-    box.lo.push_back(m0);
-    box.hi.push_back(m1);
-    box.lo.push_back(n0);
-    box.hi.push_back(n1);
-    return bounds.node(p.logits(), box);
-  };
   AttentionKeyRanges r;
   r.rows = rows;
   r.chunk = chunk;
@@ -292,6 +279,8 @@ std::optional<AttentionKeyRanges> attention_key_ranges(const OpGraph& graph, con
     box.hi.push_back(n1);
     return box;
   };
+  // The logits over query rows [m0, m1] and keys [n0, n1] of every batch point.
+  auto logits = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { return bounds.node(p.logits(), box_of(m0, m1, n0, n1)); };
   auto plain = [&](int64_t m0, int64_t m1, int64_t c) {
     if (steps.empty()) return false;
     const IndexBox box = box_of(m0, m1, c * chunk, std::min(keys, (c + 1) * chunk) - 1);

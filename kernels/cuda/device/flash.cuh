@@ -303,14 +303,8 @@ struct StreamedAttention {
   // nothing. Reuses the kernel's shared memory (kCombineBytes of it): call after run.
   static constexpr int kCombineFloats = kTilesO * 4 + 4;  // O's accumulators, the two maxima and sums
   static constexpr int kCombineBytes = kCombineFloats * kThreads * 4;
-  static __device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-  }
-  static __device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-  }
+  static __device__ __forceinline__ unsigned cluster_rank() { return mma::cluster_rank(); }
+  static __device__ __forceinline__ void cluster_sync() { mma::cluster_sync(); }
   template <int SPLIT> __device__ __forceinline__ bool combine_cluster(unsigned char* smem) {
     static_assert(SPLIT >= 2, "a split needs two blocks at least");
     static_assert(kCombineBytes <= kSmemBytes, "the parts must fit the kernel's shared memory");

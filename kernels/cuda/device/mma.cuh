@@ -83,6 +83,17 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// This block's rank in its thread-block cluster, and a barrier over the cluster that orders its
+// shared-memory writes before the other blocks' reads (sm_90).
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // ---- global -> shared tile copies -------------------------------------------------------------------
 
 // The copies of one operand, tile after tile along K. The operand is a ROWS_ALL x COLS_ALL
@@ -321,14 +332,8 @@ struct BlockGemm {
   static constexpr int kAccPerThread = kTilesM * kTilesN * 4;
   static constexpr int kReduceBytes = kAccPerThread * kThreads * 4;
 
-  static __device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-  }
-  static __device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-  }
+  static __device__ __forceinline__ unsigned cluster_rank() { return mma::cluster_rank(); }
+  static __device__ __forceinline__ void cluster_sync() { mma::cluster_sync(); }
 
   template <int SPLIT> __device__ __forceinline__ bool reduce_cluster(unsigned char* smem) {
     static_assert(SPLIT >= 2, "a split K needs two blocks at least");
