@@ -1,6 +1,7 @@
 // Command-line parsing for `tessel`.
 #include "cli/args.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "tilegraph/error.h"
@@ -33,10 +34,37 @@ Args::Args(const std::string& command, std::vector<std::string> argv, const std:
       }
       options_[name] = *value;
     } else {
-      throw UserError("command line", "", cat("unknown option '", a, "' for 'tessel ", command,
-                                              "' (see tessel ", command, " --help)"));
+      std::vector<std::string> known(flags.begin(), flags.end());
+      known.insert(known.end(), options.begin(), options.end());
+      const std::string guess = nearest_word(name, known);
+      throw UserError("command line", "", cat("unknown option '", a, "' for 'tessel ", command, "' (",
+                                              guess.empty() ? "" : cat("did you mean --", guess, "? "), "see tessel ", command,
+                                              " --help)"));
     }
   }
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates)
+    if (const size_t d = edit_distance(word, c); d < best_distance) best = c, best_distance = d;
+  return best;
 }
 
 std::optional<std::string> Args::option(const std::string& name) const {

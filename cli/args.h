@@ -33,4 +33,10 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+/// Levenshtein distance between two words.
+size_t edit_distance(const std::string& a, const std::string& b);
+/// The candidate nearest to `word` when it is close enough to be a typo (at most a third of its
+/// letters apart, at least 2), else "": for "did you mean".
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+
 }  // namespace tessel

@@ -247,11 +247,15 @@ LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inpu
 
 std::unique_ptr<Policy> find_policy(const std::string& name) {
   std::string known;
+  std::vector<std::string> names;
   for (auto& p : policies()) {
     if (p->name() == name) return std::move(p);
     known += (known.empty() ? "" : ", ") + std::string(p->name());
+    names.emplace_back(p->name());
   }
-  throw UserError("command line", "--policy", cat("unknown policy \"", name, "\" (known: ", known, ")"));
+  const std::string guess = nearest_word(name, names);
+  throw UserError("command line", "--policy",
+                  cat("unknown policy \"", name, "\" (", guess.empty() ? "" : cat("did you mean ", guess, "? "), "known: ", known, ")"));
 }
 
 std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
@@ -274,22 +278,6 @@ std::vector<fs::path> hw_spec_dirs() {
   if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "tessel" / "hw_specs");
   dirs.emplace_back(TESSEL_BUILD_HW_SPECS_DIR);
   return dirs;
-}
-
-/// Levenshtein distance (for "did you mean").
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace
