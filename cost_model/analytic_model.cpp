@@ -150,13 +150,22 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   // The share of (query block, key chunk) pairs the kernel visits: a constant mask can exclude
   // whole chunks (attention_pattern.h's key ranges); and the tensor-core work of the padded head
   // tiles (a head of 40 in tiles of 64).
-  double visited = 1;
+  // The visited pairs' share of them that are plain (attention_pattern.h: the steps reading a
+  // side input are identities there, and the kernel scores them without those reads).
+  double visited = 1, plain = 0;
+  std::vector<NodeId> plain_steps;
   const std::optional<AttentionPattern> pattern = match_attention(graph, a.out);
   TESSEL_ASSERT(pattern.has_value(), "a streamed group's sink is an attention pattern");
-  if (const std::optional<AttentionKeyRanges> r = attention_key_ranges(graph, *pattern, a.rows, a.chunk); r && r->skipped() > 0) {
-    visited = static_cast<double>(r->visited()) / static_cast<double>(r->first.size() * r->chunks);
-    out.notes.push_back(cat("the mask excludes ", r->skipped(), " of ", r->first.size() * r->chunks,
-                            " (query block, key chunk) pairs per batch point: not visited"));
+  if (const std::optional<AttentionKeyRanges> r = attention_key_ranges(graph, *pattern, a.rows, a.chunk)) {
+    const int64_t pairs = static_cast<int64_t>(r->first.size()) * r->chunks;
+    visited = static_cast<double>(r->visited()) / static_cast<double>(pairs);
+    if (r->skipped() > 0)
+      out.notes.push_back(cat("the mask excludes ", r->skipped(), " of ", pairs, " (query block, key chunk) pairs per batch point: not visited"));
+    if (r->plain() > 0 && r->visited() > 0) {
+      plain = static_cast<double>(r->plain()) / static_cast<double>(r->visited());
+      plain_steps = r->plain_steps;
+      out.notes.push_back(cat(r->plain(), " of the ", r->visited(), " visited pairs per batch point are read without the mask"));
+    }
   }
   double side_bytes = 0, compulsory = 0;
   for (NodeId n : group.nodes) {
@@ -173,8 +182,11 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
       if (p >= 0 && in_group(p)) continue;
       compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
       // Side inputs of the score steps are read once per score (Q, K and V are below).
-      if (n != a.scores && n != a.out && node.inputs()[k].type.num_elements() > 1)
-        side_bytes += static_cast<double>(a.batch * a.queries * a.keys * dtype_bytes(node.inputs()[k].type.dtype)) * visited;
+      if (n != a.scores && n != a.out && node.inputs()[k].type.num_elements() > 1) {
+        const bool skipped_where_plain = std::find(plain_steps.begin(), plain_steps.end(), n) != plain_steps.end();
+        side_bytes += static_cast<double>(a.batch * a.queries * a.keys * dtype_bytes(node.inputs()[k].type.dtype)) * visited *
+                      (skipped_where_plain ? 1 - plain : 1);
+      }
     }
   }
   const LimitSpec& lim = spec.limits;

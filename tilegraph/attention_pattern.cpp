@@ -205,6 +205,12 @@ int64_t AttentionKeyRanges::visited() const {
   return n;
 }
 
+int64_t AttentionKeyRanges::plain() const {
+  int64_t n = 0;
+  for (size_t b = 0; b < plain_first.size(); ++b) n += plain_end[b] - plain_first[b];
+  return n;
+}
+
 double attention_logit_bound(const OpGraph& graph, const AttentionPattern& p) {
   const TeNode& x = graph.node(p.logits());
   ValueBounds bounds(graph);

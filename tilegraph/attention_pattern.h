@@ -66,6 +66,7 @@ struct AttentionKeyRanges {
   std::vector<NodeId> plain_steps;
   int64_t visited() const;                   // sum of end - first
   int64_t skipped() const { return static_cast<int64_t>(first.size()) * chunks - visited(); }
+  int64_t plain() const;                     // sum of plain_end - plain_first
 };
 constexpr double kAttentionScoreBound = 65504;
 /// Gap (natural log) below the row maximum past which a key's probability is 0 in the kernel.

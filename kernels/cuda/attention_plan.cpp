@@ -62,11 +62,11 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   const StreamedAttention& sh = p.shape;
   if (!spec.target.has_gpu_feature("wgmma") || !spec.target.has_gpu_feature("tma"))
     return cat("spec '", spec.name, "' lists no wgmma and TMA (target.gpu_features)");
-  for (int n : {kWgChunk, static_cast<int>(sh.dv <= 64 ? 64 : 128)})
-    if (!wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
   // Tiles of whole 64-column boxes; O's accumulators are m64n64 or m64n128.
   const int64_t d_tile = (sh.d + kWgRowElems - 1) / kWgRowElems * kWgRowElems, dv_tile = sh.dv <= 64 ? 64 : 128;
   if (sh.dv > 128) return cat("dv ", sh.dv, " is more than 128");
+  for (int n : {kWgChunk, static_cast<int>(dv_tile)})
+    if (!wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
   if (sh.queries < kWgInstM) return cat(sh.queries, " queries fill less than one 64-row wgmma tile");
   struct Op {
     const MmaOperand* view;

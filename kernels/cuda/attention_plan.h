@@ -78,6 +78,7 @@ struct AttentionPlan {
   int64_t queries() const { return shape.queries * fold; }  // rows per batch point
   int64_t batch() const { return shape.batch / fold; }      // batch points
   int64_t key_chunks() const { return key_ranges ? key_ranges->visited() : tiles_m * ((shape.keys + chunk - 1) / chunk); }
+  int64_t plain_chunks() const { return key_ranges ? key_ranges->plain() : 0; }
 
   int64_t blocks() const { return batch() * tiles_m * splits; }
 };

@@ -11,7 +11,7 @@ namespace tessel::cuda {
 std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
   return {
       {"flash", "a streamed attention group as one flash-style kernel (online softmax over key chunks)",
-       {"rows", "chunk", "stages", "threads", "warpgroup", "d_tile", "dv_tile", "key_chunks", "splits", "fold", "exact_exponent"}},
+       {"rows", "chunk", "stages", "threads", "warpgroup", "d_tile", "dv_tile", "key_chunks", "plain_chunks", "splits", "fold", "exact_exponent"}},
       {"wgmma", "contraction + elementwise epilogue on warpgroup MMA with TMA loads",
        {"block_m", "block_n", "block_k", "warpgroups", "stages", "split_k", "raster_group", "implicit", "persistent"}},
       {"mma", "contraction + elementwise epilogue on mma.sync tensor-core instructions",
@@ -27,7 +27,7 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
 std::map<std::string, int64_t> family_params(const AttentionPlan& p) {
   return {{"rows", p.rows},       {"chunk", p.chunk},      {"stages", p.stages},          {"threads", p.threads},
           {"warpgroup", p.warpgroup}, {"d_tile", p.d_tile}, {"dv_tile", p.dv_tile}, {"key_chunks", p.key_chunks()},
-          {"splits", p.splits}, {"fold", p.fold}, {"exact_exponent", p.exact_exponent}};
+          {"plain_chunks", p.plain_chunks()}, {"splits", p.splits}, {"fold", p.fold}, {"exact_exponent", p.exact_exponent}};
 }
 
 std::map<std::string, int64_t> family_params(const ContractionPlan& p) { return contraction_params(p); }

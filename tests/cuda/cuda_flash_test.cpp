@@ -18,6 +18,8 @@
 #include "../model_builder.h"
 #include "cost_model/analytic_model.h"
 #include "cost_model/group_footprint.h"
+#include "kernels/cuda/kernel_families.h"
+#include "policy/kernel_families.h"
 #include "policy/check_schedule.h"
 #include "policy/schedule_json.h"
 #include "tilegraph/attention_pattern.h"
@@ -114,6 +116,28 @@ HwSpec mma_sync_spec() {
   for (auto& [dt, shapes] : s.compute.tensor_core_shapes)
     shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const MmaShape& m) { return m.m == 64; }), shapes.end());
   return s;
+}
+
+// The one streamed group of `g` as welder schedules it for `spec` (with the recorded kernel
+// families), and its kernel, which must be the flash one.
+struct FlashKernel {
+  Schedule schedule;
+  int group = -1;
+  cuda::GeneratedKernel kernel;
+};
+FlashKernel flash_kernel(const OpGraph& g, const HwSpec& spec) {
+  FlashKernel f;
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  for (const auto& policy : policies())
+    if (policy->name() == std::string("welder")) f.schedule = schedule_with_families(*policy, PolicyContext{g, spec, cost}, &families);
+  int streamed = 0;
+  for (int i = 0; i < static_cast<int>(f.schedule.groups.size()); ++i)
+    if (f.schedule.groups[i].group.stream_chunk > 0) f.group = i, ++streamed;
+  REQUIRE(streamed == 1);
+  f.kernel = emit_kernel(g, f.schedule, f.group, spec);
+  REQUIRE(f.kernel.path == "flash");
+  return f;
 }
 
 int streamed_groups(const Schedule& s) {
@@ -267,28 +291,26 @@ TEST_CASE("cuda flash: a causal mask's excluded key chunks are not visited; head
   // of 128 keys; the mma.sync kernel's 2, 4 and 5 of 5 chunks of 64.
   const OpGraph g = attention(Attn{.batch = 2, .sq = 300, .skv = 300, .causal = true});
   for (const HwSpec* spec : {&gpu_spec(), &no_wgmma}) {
-    const Schedule s = schedule_with(g, *spec, "welder");
-    int flash = 0;
-    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
-      if (s.groups[i].group.stream_chunk == 0) continue;
-      const cuda::GeneratedKernel k = emit_kernel(g, s, i, *spec);
-      REQUIRE(k.path == "flash");
-      ++flash;
-      CHECK(k.source.find("__device__ const int tsl_key_chunks[15]") != std::string::npos);
-      const char* visits = spec == &no_wgmma ? "(11 of 15 per batch point" : "(6 of 9 per batch point";
-      CHECK(k.source.find(visits) != std::string::npos);
-      // Logits within +-(60000 + 65504 / 8): the fused exponent.
-      CHECK(k.source.find("exponents as (s - m) log2 e") == std::string::npos);
-      // Below the diagonal the mask's step is an identity: those chunks are scored packed, without it.
-      CHECK(k.source.find("auto tsl_score2p = [&]") != std::string::npos);
-      CHECK(k.source.find(": an identity here") != std::string::npos);
-      // The cost model prices the chunks visited.
-      const CostBreakdown cost = AnalyticCostModel().estimate(g, s.groups[i].group, *spec);
-      bool noted = false;
-      for (const std::string& n : cost.notes) noted |= n.find("pairs per batch point: not visited") != std::string::npos;
-      CHECK(noted);
+    const FlashKernel f = flash_kernel(g, *spec);
+    const std::string& src = f.kernel.source;
+    CHECK(src.find("__device__ const int tsl_key_chunks[15]") != std::string::npos);
+    const char* visits = spec == &no_wgmma ? "(11 of 15 per batch point" : "(6 of 9 per batch point";
+    CHECK(src.find(visits) != std::string::npos);
+    // Logits within +-(60000 + 65504 / 8): the fused exponent.
+    CHECK(src.find("exponents as (s - m) log2 e") == std::string::npos);
+    // Below the diagonal the mask's step is an identity: those chunks are scored packed, without it.
+    CHECK(src.find("auto tsl_score2p = [&]") != std::string::npos);
+    CHECK(src.find(": an identity here") != std::string::npos);
+    // The cost model prices the chunks visited, and the mask read only off the plain ones.
+    const CostBreakdown cost = AnalyticCostModel().estimate(g, f.schedule.groups[f.group].group, *spec);
+    bool noted = false, plain = false;
+    for (const std::string& n : cost.notes) {
+      noted |= n.find("pairs per batch point: not visited") != std::string::npos;
+      plain |= n.find("read without the mask") != std::string::npos;
     }
-    CHECK(flash == 1);
+    CHECK(noted);
+    CHECK(plain);
+    CHECK(f.schedule.groups[f.group].group.kernel.params.at("plain_chunks") == (spec == &no_wgmma ? 6 : 3));
   }
   // Decoding: one query per head, few blocks -- the keys split over a cluster; grouped-query
   // heads packed into the rows of one block per key/value head.
@@ -299,49 +321,23 @@ TEST_CASE("cuda flash: a causal mask's excluded key chunks are not visited; head
   for (const Decode& d : {Decode{Attn{.batch = 2, .heads = 3, .sq = 1, .skv = 2000}, "the keys split over a cluster of 8 blocks"},
                           Decode{Attn{.dt = DType::bf16, .batch = 2, .heads = 2, .sq = 1, .skv = 700, .d = 128, .dv = 128, .groups = 8},
                                  "the 8 query heads sharing a key/value head packed into the rows (8 per batch point)"}}) {
-    const OpGraph dg = attention(d.a);
-    const Schedule s = schedule_with(dg, gpu_spec(), "welder");
-    int flash = 0;
-    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
-      if (s.groups[i].group.stream_chunk == 0) continue;
-      const cuda::GeneratedKernel k = emit_kernel(dg, s, i, gpu_spec());
-      REQUIRE(k.path == "flash");
-      ++flash;
-      INFO(k.source.substr(0, 3000));
-      CHECK(k.source.find(d.expect) != std::string::npos);
-      CHECK(k.source.find("the keys split over a cluster of") != std::string::npos);
-      CHECK(k.source.find("__cluster_dims__(") != std::string::npos);
-    }
-    CHECK(flash == 1);
+    const std::string src = flash_kernel(attention(d.a), gpu_spec()).kernel.source;
+    INFO(src.substr(0, 3000));
+    CHECK(src.find(d.expect) != std::string::npos);
+    CHECK(src.find("the keys split over a cluster of") != std::string::npos);
+    CHECK(src.find("__cluster_dims__(") != std::string::npos);
   }
   // bf16 with a -1e30 fill or a mask given as an input: logits beyond 2^20, the exact exponent
   // (f16 logits never are: a finite f16 is at most 65504).
-  for (const Attn& a : {Attn{.dt = DType::bf16, .sq = 300, .skv = 300, .causal = true}, Attn{.dt = DType::bf16, .mask = true}}) {
-    const OpGraph xg = attention(a);
-    const Schedule s = schedule_with(xg, no_wgmma, "welder");
-    int flash = 0;
-    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
-      if (s.groups[i].group.stream_chunk == 0) continue;
-      ++flash;
-      CHECK(emit_kernel(xg, s, i, no_wgmma).source.find("exponents as (s - m) log2 e") != std::string::npos);
-    }
-    CHECK(flash == 1);
-  }
+  for (const Attn& a : {Attn{.dt = DType::bf16, .sq = 300, .skv = 300, .causal = true}, Attn{.dt = DType::bf16, .mask = true}})
+    CHECK(flash_kernel(attention(a), no_wgmma).kernel.source.find("exponents as (s - m) log2 e") != std::string::npos);
   // Heads of 40: tiles of 64 columns, zero-filled past 40; the columns past 40 are not stored.
   const OpGraph h = attention(Attn{.sq = 200, .skv = 200, .d = 40, .dv = 40});
   for (const HwSpec* spec : {&gpu_spec(), &no_wgmma}) {
-    const Schedule s = schedule_with(h, *spec, "welder");
-    int flash = 0;
-    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
-      if (s.groups[i].group.stream_chunk == 0) continue;
-      const cuda::GeneratedKernel k = emit_kernel(h, s, i, *spec);
-      REQUIRE(k.path == "flash");
-      ++flash;
-      CHECK(k.source.find("head tiles d 64, dv 64") != std::string::npos);
-      CHECK(k.source.find("if (tsl_dn >= 40) return;") != std::string::npos);
-      CHECK(k.source.find(spec == &no_wgmma ? "StreamedAttention<128, 64, 64, 64," : "WarpgroupAttention<64, 64,") != std::string::npos);
-    }
-    CHECK(flash == 1);
+    const std::string src = flash_kernel(h, *spec).kernel.source;
+    CHECK(src.find("head tiles d 64, dv 64") != std::string::npos);
+    CHECK(src.find("if (tsl_dn >= 40) return;") != std::string::npos);
+    CHECK(src.find(spec == &no_wgmma ? "StreamedAttention<128, 64, 64, 64," : "WarpgroupAttention<64, 64,") != std::string::npos);
   }
 }
 
