@@ -75,6 +75,23 @@ constexpr int64_t kContractionBaseRegisters = 40;
 // same machine: fusing a residual add into a 1x1 convolution's epilogue made the ResNet block
 // 0.114 -> 0.147 ms, the SwiGLU product into the up projection 2.05 -> 2.17 ms.)
 constexpr int64_t kEpilogueElementsPerAccess = 2;
+// Issue slots per output element of a wgmma kernel's epilogue, at one SM's SIMT instruction rate
+// (the f32 peak over 2, over the SMs): the accumulators' indices, conversion, side reads and
+// stores, with the few warps of a warpgroup issuing them. Fitted, with the constants below and
+// the wgmma family's efficiency (hw spec), on 22 GEMMs of the op sweep in 3-4 forms each
+// (cooperative 128- and 256-wide tiles, ping-pong, K split 1-8 ways; H100 SXM, 2026-11-27,
+// experiments/wgmma_variants): the model's pick is the fastest form for 19 of the 22, and
+// 1.03x the fastest in geomean over all 22.
+constexpr double kWgEpilogueIssuesPerOutput = 48;
+// A ping-pong consumer stores its 128 x 128 tile with one warpgroup, half the cooperative form's
+// warps: its epilogue takes this many times the cooperative one's (fitted with the rest).
+constexpr double kWgPingpongEpilogueFactor = 1.5;
+// A wgmma K split: each block's two cluster barriers and the reduce-scatter of the partial sums
+// through distributed shared memory, (S - 1) / S of a tile's f32 sums read per block at this
+// rate (fitted with the rest, on 9 GEMMs split 1, 2, 4 and 8 ways).
+constexpr double kWgSplitBarrierSeconds = 4e-6;
+constexpr double kWgSplitReduceBytesPerSecond = 25.6e9;
+
 // Instructions per point of a row kernel's serial reduction: the multiply-add, the load of each
 // of its two operands and the loop's step (an estimate of the row path's code, emit_row.cpp).
 constexpr double kRowDotInstructionsPerPoint = 4;
@@ -256,7 +273,11 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
                                                 : param("warps_m", 1) * param("warps_n", 1) * spec.compute.simd_width;
   const auto extent = [&](int a) { return node.axes()[a].extent; };
   int64_t n = ns >= 1 ? extent(ns - 1) : 1, m = 1, batch = 1, k = 1;
-  for (int a = 0; a + 1 < ns; ++a) (implicit || a == ns - 2 ? m : batch) *= extent(a);
+  // Batch axes that B is broadcast over fold into m (the kernels' batch folding: a [batch, seq,
+  // hidden] projection is one product of batch x seq rows, contraction_plan.h).
+  bool fold = node.inputs().size() >= 2;
+  for (int a = 0; fold && a + 2 < ns; ++a) fold = !node.inputs()[1].map.uses_axis(a);
+  for (int a = 0; a + 1 < ns; ++a) (implicit || fold || a == ns - 2 ? m : batch) *= extent(a);
   for (int r = 0; r < node.num_reduction(); ++r) k *= extent(ns + r);
   const DType dt = input_dtype(node);
   const int64_t in_bytes = dtype_bytes(dt);
@@ -330,7 +351,10 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   const double b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type)) * (sparse_input == 1 ? density : 1.0);
   const double written = static_cast<double>(bytes_of(graph.node(group.nodes.back()).output()));
   // Operand panels through the cache: each tile reads block_m x K of A and K x block_n of B; the
-  // split parts add their f32 partial sums through the cluster.
+  // split parts add their f32 partial sums through the cluster. (A wgmma cluster sharing B,
+  // cluster_m, reads half the B panels, but its kernels ran 1.5-2.8x slower than the unshared
+  // ones on an H100 (2026-11-27c, cause not found): the model does not credit the sharing, so it
+  // never ranks it first; --tune can still measure it.)
   const double panels = density * static_cast<double>(tiles) * static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes);
   const double partials = split > 1 ? static_cast<double>(tiles * (split - 1) * bm * bn * 4) : 0;
   const int device = device_level_index(spec);
@@ -371,7 +395,38 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     out.notes.push_back(cat("block-sparse input ", sparse_input, ": ", density, " of its K tiles non-zero, the others skipped"));
   out.term_ref("compute") = compute_s;
   out.term_ref("launch") = spec.compute.launch_overhead_us * 1e-6;
-  out.latency_s = out.term("launch") + worst / family_efficiency(spec, group, out);
+  // The wgmma kernel (one block per SM, device/wgmma.cuh) runs its epilogue after each tile's
+  // multiplies: the cooperative form (both consumer warpgroups on one tile) exposes every tile's
+  // epilogue; the ping-pong form (a tile per consumer, taking turns) hides it behind the other
+  // consumer's multiplies, exposing only what exceeds them and the last one. Each block also
+  // waits a device-memory latency for its first stage: once on a persistent grid, per tile
+  // otherwise.
+  double exposed = 0;
+  if (group.kernel.family == "wgmma") {
+    const double unit_peak = peak / static_cast<double>(units);
+    const double unit_issue = simt / 2 / static_cast<double>(units);
+    TESSEL_ASSERT(unit_issue > 0, "hardware spec '", spec.name, "' has no f32 peak");
+    const double t_main = density * block_flops / unit_peak;
+    // (A K split stores 1 / split of the tile per block: the ranks reduce-scatter the sums.)
+    const double t_epilogue = static_cast<double>(bm * bn) * kWgEpilogueIssuesPerOutput / unit_issue / static_cast<double>(split);
+    const bool pingpong = param("pingpong", 0) > 0, persistent = param("persistent", 0) > 0;
+    const double t_turn = kWgPingpongEpilogueFactor * t_epilogue;
+    exposed = pingpong ? t_turn + per_unit_blocks * std::max(0.0, t_turn - t_main) : per_unit_blocks * t_epilogue;
+    const double fill = spec.memory_levels[device].latency_ns * 1e-9 * (persistent ? 1.0 : per_unit_blocks);
+    const double reduce = split > 1 ? per_unit_blocks * (kWgSplitBarrierSeconds + static_cast<double>(bm * bn * 4) *
+                                                                                       static_cast<double>(split - 1) /
+                                                                                       static_cast<double>(split) /
+                                                                                       kWgSplitReduceBytesPerSecond)
+                                    : 0.0;
+    out.term_ref("epilogue") = exposed;
+    out.term_ref("fill") = fill;
+    if (split > 1) out.term_ref("split reduction") = reduce;
+    exposed += fill + reduce;
+    out.notes.push_back(cat(pingpong ? "ping-pong consumers: " : "cooperative consumers: ", "epilogue ", t_epilogue * 1e6,
+                            " us per tile (", kWgEpilogueIssuesPerOutput, " issue slots per output), ", exposed * 1e6,
+                            " us exposed with the first stages' latency"));
+  }
+  out.latency_s = out.term("launch") + (worst + exposed) / family_efficiency(spec, group, out);
   return out;
 }
 

@@ -1,17 +1,43 @@
 // Kernel families in the schedule (see kernel_families.h).
 #include "policy/kernel_families.h"
 
+#include <algorithm>
+
 #include "policy/sparse_kinds.h"
 
 #include "tilegraph/error.h"
 
 namespace tessel {
 
+KernelChoice priced_choice(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, const KernelFamilies& families,
+                           const CostModel& cost, CostBreakdown* priced) {
+  ScheduledGroup g = group;
+  g.kernel = families.choose(graph, group, spec);
+  const std::vector<KernelFamilies::Family> all = families.families();
+  const auto family = std::find_if(all.begin(), all.end(), [&](const KernelFamilies::Family& f) { return f.name == g.kernel.family; });
+  const bool ranked = family != all.end() && family->cost_ranked;
+  if (!ranked && !priced) return g.kernel;
+  CostBreakdown best = cost.estimate(graph, g, spec);
+  KernelChoice out = g.kernel;
+  if (ranked) {
+    const std::vector<std::string> rejected = out.rejected;
+    for (const KernelChoice& v : families.variants(graph, group, spec)) {
+      if (v.family != out.family || v.params == out.params) continue;
+      g.kernel = v;
+      CostBreakdown c = cost.estimate(graph, g, spec);
+      if (c.latency_s < best.latency_s) best = std::move(c), out = v;
+    }
+    out.rejected = rejected;
+  }
+  if (priced) *priced = std::move(best);
+  return out;
+}
+
 CostBreakdown FamilyPricedCost::estimate(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
   if (!group.kernel.family.empty()) return inner_.estimate(graph, group, spec);
-  ScheduledGroup chosen = group;
-  chosen.kernel = families_.choose(graph, group, spec);
-  return inner_.estimate(graph, chosen, spec);
+  CostBreakdown out;
+  priced_choice(graph, group, spec, families_, inner_, &out);
+  return out;
 }
 
 std::optional<std::string> KernelFamilies::check(const OpGraph&, const ScheduledGroup& group, const HwSpec&) const {
@@ -50,8 +76,10 @@ Schedule schedule_with_families(const Policy& policy, const PolicyContext& ctx, 
   const FamilyPricedCost priced(ctx.cost, *families);
   PolicyContext with{ctx.graph, ctx.spec, priced, families, ctx.sparse};
   Schedule s = policy.schedule(with);
-  // Each group's prediction already prices its family (the policy priced it through `priced`).
-  record_missing_kernel_families(ctx.graph, ctx.spec, *families, s);
+  // Each group's prediction already prices its family and variant (the policy priced it through
+  // `priced`, which chose them as priced_choice does here).
+  for (ScheduleGroup& g : s.groups)
+    if (g.group.kernel.family.empty()) g.group.kernel = priced_choice(ctx.graph, g.group, ctx.spec, *families, ctx.cost);
   choose_sparse_kinds(ctx.graph, ctx.spec, ctx.cost, families, s, ctx.sparse, policy.tuning(), std::string(policy.name()));
   return s;
 }

@@ -3,7 +3,9 @@
 // the family and the parameters it will emit it with. The policy prices every candidate group as
 // the family its backend would emit (FamilyPricedCost), every group of the finished schedule
 // records its choice (KernelChoice in cost_model.h), saved schedules carry it in their JSON, and
-// the backend emits the recorded family without choosing again.
+// the backend emits the recorded family without choosing again. For a family whose variants the
+// cost model ranks (Family::cost_ranked), the parameters recorded are those of the variant the
+// cost model prices cheapest (priced_choice), not choose()'s defaults.
 //
 // The layers: this interface lives here, below the backends; a backend implements it
 // (Backend::kernel_families(), kernels/backend.h) and whoever runs the pipeline hands it to the
@@ -26,6 +28,9 @@ class KernelFamilies {
     std::string name;                 // as recorded in KernelChoice::family
     std::string description;          // one line
     std::vector<std::string> params;  // the names of its parameters
+    // The policy records the variant (variants()) of this family the cost model prices cheapest,
+    // not choose()'s parameters: set where measurements back the model's ranking of them.
+    bool cost_ranked = false;
   };
   /// The backend these families belong to ("cuda").
   virtual std::string_view backend() const = 0;
@@ -53,8 +58,14 @@ class KernelFamilies {
   }
 };
 
-/// `inner`, with a group that records no family priced as the family `families` chooses for it:
-/// what the policy compares is what the backend will emit.
+/// The family choose() gives `group`, with -- for a cost-ranked family -- the parameters of its
+/// variant `cost` prices cheapest (ties: the earlier in variants(), choose()'s first); `priced`, when
+/// given, receives that variant's estimate.
+KernelChoice priced_choice(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, const KernelFamilies& families,
+                           const CostModel& cost, CostBreakdown* priced = nullptr);
+
+/// `inner`, with a group that records no family priced as the family (and variant) `families`
+/// and priced_choice give it: what the policy compares is what the backend will emit.
 class FamilyPricedCost : public CostModel {
  public:
   FamilyPricedCost(const CostModel& inner, const KernelFamilies& families) : inner_(inner), families_(families) {}
@@ -75,7 +86,8 @@ int record_missing_kernel_families(const OpGraph& graph, const HwSpec& spec, con
                                    Schedule& schedule);
 
 /// Runs `policy` with every candidate priced as the family `families` would emit (when given),
-/// then records each group's family. Without families: policy.schedule(ctx).
+/// then records each group's family and variant (priced_choice). Without families:
+/// policy.schedule(ctx).
 Schedule schedule_with_families(const Policy& policy, const PolicyContext& ctx, const KernelFamilies* families);
 
 }  // namespace tessel

@@ -49,6 +49,10 @@ constexpr int kRasterGroup = 8;        // block rows per rasterization group (Tr
 // (contraction_plan.h has the instruction facts and the setmaxnreg split).
 constexpr int kWgBlockNWide = 256, kWgBlockN = 128;  // the two wgmma n the spec must list
 constexpr int kWgMaxStages = 6;
+constexpr int kWgMinSplitTiles = 4;  // K tiles per part at least, when the wgmma kernel splits K
+// Parts of a wgmma K split at most: 8 parts ran 1.1-2x slower than 4 on every GEMM measured
+// (H100, 2026-11-27c, experiments/wgmma_variants).
+constexpr int kWgMaxSplit = 4;
 
 ContractionMatch fail(std::string reason) { return ContractionMatch{std::nullopt, std::move(reason)}; }
 
@@ -422,6 +426,9 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, schedule_raster > 1 ? schedule_raster : kRasterGroup));
   p.smem_bytes = smem(stages);
   p.persistent = p.tiles() > spec.compute.units ? spec.compute.units : 0;
+  // Fewer tiles than SMs and a long K: K split over a cluster, as the mma path does (the partial
+  // sums park in the stages' memory, device/wgmma.cuh's run).
+  p.split_k = std::min(reduction_split(p.tiles(), ceil_div(p.k, kWgRowElems), kWgMinSplitTiles, spec), kWgMaxSplit);
   return "";
 }
 
@@ -532,9 +539,13 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
   const int64_t split = std::max<int64_t>(param("split_k"), 1), raster = std::max<int64_t>(param("raster_group"), 1);
   if (k.family == "wgmma") {
     if (!p.warpgroup) return cat("family wgmma recorded, but ", p.warpgroup_reason);
-    if (bm != kWgConsumers * kWgInstM || (bn != kWgBlockN && bn != kWgBlockNWide) || bk != kWgRowElems || split != 1)
+    if (bm != kWgConsumers * kWgInstM || (bn != kWgBlockN && bn != kWgBlockNWide) || bk != kWgRowElems)
       return cat("a wgmma block is ", kWgConsumers * kWgInstM, " x ", kWgBlockN, " or ", kWgBlockNWide, " x ", kWgRowElems,
-                 ", unsplit; recorded ", bm, " x ", bn, " x ", bk, ", split ", split);
+                 "; recorded ", bm, " x ", bn, " x ", bk);
+    if (split > 1 && (!is_pow2(split) || split > std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit) ||
+                      ceil_div(p.k, kWgRowElems) < split))
+      return cat("a wgmma K split in ", split, " parts: a power of two up to ", std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit),
+                 " cluster blocks, with a K tile per part at least");
     const int64_t smem = stages * ((bm + bn) * kWgRowBytes + 2 * kWgMbarrierBytes) + kWgAtomBytes;
     if (stages < 2 || stages > kWgMaxStages || smem > spec.limits.smem_per_block_bytes)
       return cat(stages, " wgmma stages (2..", kWgMaxStages, " that fit ", spec.limits.smem_per_block_bytes, " bytes)");
@@ -543,9 +554,29 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
     p.smem_bytes = smem;
     p.tiles_n = ceil_div(p.n, bn);
     p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, raster));
-    const int64_t persistent = param("persistent");
+    const int64_t persistent = param("persistent"), pingpong = param("pingpong"), cluster = std::max<int64_t>(param("cluster_m"), 1);
     if (persistent > 1) return cat("a recorded persistent flag is 0 or 1, not ", persistent);
+    if (pingpong > 1) return cat("a recorded pingpong flag is 0 or 1, not ", pingpong);
+    if (split > 1 && (persistent == 1 || pingpong == 1)) return "a wgmma K split runs one cluster per tile (not persistent, not ping-pong)";
+    p.split_k = static_cast<int>(split);
     p.persistent = persistent == 1 && p.tiles() > spec.compute.units ? spec.compute.units : 0;
+    p.pingpong = pingpong == 1;
+    if (p.pingpong && (bn != kWgBlockN || p.persistent == 0))
+      return cat("a ping-pong wgmma kernel has ", kWgBlockN, "-wide tiles on a persistent grid (more tiles than the ",
+                 spec.compute.units, " SMs); recorded block_n ", bn, ", ", p.tiles(), " tiles, persistent ", persistent);
+    p.cluster_m = 1;
+    if (cluster > 1) {
+      // Two blocks per cluster walk tiles of 2 block_m rows: the persistent grid in pairs, more
+      // such tiles than the pairs of SMs.
+      const int64_t pairs = spec.compute.units / 2;
+      if (cluster != 2 || spec.limits.max_cluster_blocks < 2 || persistent != 1 || p.pingpong || split > 1 || p.tiles_m < 2 ||
+          ceil_div(p.tiles_m, 2) * p.tiles_n <= pairs)
+        return cat("B shared by a cluster (cluster_m ", cluster, "): 2 blocks of the persistent grid, not ping-pong or split, "
+                   "more tiles of 2 x ", bm, " rows than the ", pairs, " pairs of SMs; recorded persistent ", persistent, ", ",
+                   p.tiles_m, " x ", p.tiles_n, " tiles");
+      p.cluster_m = 2;
+      p.persistent = 2 * pairs;
+    }
     return "";
   }
   // mma.sync, also where wgmma could run (the schedule chose mma).
@@ -595,6 +626,8 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
   if (p.warpgroup) {
     out["warpgroups"] = p.warpgroups;
     if (p.persistent > 0) out["persistent"] = 1;
+    if (p.pingpong) out["pingpong"] = 1;
+    if (p.cluster_m > 1) out["cluster_m"] = p.cluster_m;
   } else {
     out["warps_m"] = p.warps_m;
     out["warps_n"] = p.warps_n;
@@ -618,8 +651,16 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
     for (int64_t bn : {int64_t{kWgBlockNWide}, int64_t{kWgBlockN}})
       for (int64_t stages = kWgMaxStages; stages >= 3; --stages)
         for (int64_t persistent : {1, 0})
-          add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
-                        {"split_k", 1}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent}});
+          for (int64_t pingpong : {0, 1})
+            for (int64_t split : {1, 2, 4})
+              for (int64_t cluster : {1, 2})
+                // (A K split only where its blocks fit the SMs in one wave: tiles that leave SMs idle.)
+                if ((split == 1 || (persistent == 0 && pingpong == 0 && ceil_div(p.m, kWgConsumers * kWgInstM) * ceil_div(p.n, bn) * split <=
+                                                                          spec.compute.units)) &&
+                    (cluster == 1 || (persistent == 1 && pingpong == 0 && split == 1)))
+                  add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
+                                {"split_k", split}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent},
+                                {"pingpong", pingpong}, {"cluster_m", cluster}});
   for (int64_t bm : {256, 128, 64, 32, 16})
     for (int64_t bn : {256, 128, 64, 32})
       for (int64_t bk : {int64_t{kBlockK}, int64_t{kMaxBlockK}})
@@ -805,7 +846,7 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   GroupPlan plan = inlined_launch_plan(generic, c.blocks(), c.threads(generic.warp));
   for (NodePlan& np : plan.nodes) np.writes_global = np.role == NodeRole::sink;
   plan.num_tiles = c.tiles();
-  plan.cluster_blocks = c.split_k;
+  plan.cluster_blocks = c.split_k * c.cluster_m;
   plan.sink_tile[c.m_axis] = c.block_m;
   plan.sink_tile[c.n_axis] = c.block_n;
   plan.grid = c.batch_extents;
@@ -817,7 +858,9 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
     // A: rows m, k contiguous, one box of the block's rows per stage; B: rows n (k contiguous)
     // in one box of the block's columns, or rows k in boxes of 64 columns (device/wgmma.cuh).
     plan.tensor_maps.push_back(TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m, kWgRowElems, {}, {}, c.a.offset});
-    if (c.b.k_contiguous) plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, c.k, c.b.ld, c.block_n, kWgRowElems, {}, {}, c.b.offset});
+    // (A cluster sharing B copies block_n / cluster_m rows of it per block.)
+    if (c.b.k_contiguous)
+      plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, c.k, c.b.ld, c.block_n / c.cluster_m, kWgRowElems, {}, {}, c.b.offset});
     else plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.k, c.n, c.b.ld, kWgRowElems, kWgRowElems, {}, {}, c.b.offset});
   }
   return plan;
@@ -874,7 +917,11 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
     return cat("tensor cores (wgmma m64n", p.block_n, "k16 ", dtype_name(p.dtype), ", TMA): '", cn.name(), "' ", shape, "; ",
                operand("A", p.a), ", ", operand("B", p.b), "; block ", p.block_m, "x", p.block_n, "x", p.block_k, ", ",
                p.warpgroups, " warpgroups (1 producer), ", p.stages, " stages, ", p.smem_bytes,
-               " bytes of shared memory, raster group ", p.raster_group);
+               " bytes of shared memory, raster group ", p.raster_group,
+               p.persistent > 0 ? cat("; persistent grid of ", p.persistent, p.pingpong ? ", consumers in ping-pong" : "",
+                                      p.cluster_m > 1 ? cat(", clusters of ", p.cluster_m, " sharing B") : std::string())
+                                : std::string(),
+               p.split_k > 1 ? cat("; K's ", ceil_div(p.k, p.block_k), " tiles split in ", p.split_k, " parts over a cluster") : std::string());
   return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", cn.name(), "' ", shape, "; ", operand("A", p.a), ", ",
              operand("B", p.b), "; block ", p.block_m, "x",
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",

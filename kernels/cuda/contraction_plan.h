@@ -41,7 +41,9 @@
 // blocks still fit the SMs one each, at most the cluster size, with every part at least `stages`
 // K tiles long), so the model prices the kernel that runs. A split plan is bound by the latency
 // of its copies: it takes a 64-wide K step when K splits with it and up to 8 stages. An implicit
-// GEMM keeps one block per tile (its gather copier starts at k = 0).
+// GEMM keeps one block per tile (its gather copier starts at k = 0). The wgmma kernel splits the
+// same way (its parts at least 4 K tiles of 64; device/wgmma.cuh's run parks ranks 1..'s sums in
+// their stages' memory), never on its persistent grid.
 //
 // On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a plain
 // (non-batched, not implicit) product with A stored M x K, M and N at least 128 and 16-byte
@@ -154,6 +156,16 @@ struct ContractionPlan {
   // tile is stored (device/wgmma.cuh, run_tiles); 0: one block per tile. Taken when the tiles
   // outnumber the SMs, not with a block-sparse K loop.
   int64_t persistent = 0;
+  // The ping-pong form of the persistent kernel (device/wgmma.cuh, WarpgroupPingpong): each
+  // consumer warpgroup computes whole block_m x 128 tiles of its own, the two taking turns on the
+  // tensor cores so that one's epilogue overlaps the other's multiplies. Needs block_n = 128 and
+  // the persistent grid.
+  bool pingpong = false;
+  // Blocks of a thread-block cluster that share B on the persistent grid (1 or 2; the family
+  // parameter `cluster_m`): the cluster's blocks compute consecutive m tiles of the same columns
+  // and each copies its share of the stage's B into both blocks' shared memory (TMA multicast),
+  // so the operand panels read through the L2 per tile are block_m + block_n / cluster_m rows.
+  int cluster_m = 1;
   // A block-sparse operand (the contraction's tile kind is block_sparse, tile_kind.h): operand
   // `sparse_operand` (0: A, 1: B, -1: none) is a weight whose zero block_k x block_n (B) or
   // block_m x block_k (A) tiles are skipped. The tile in panel q (its n tile for B, m tile for A)

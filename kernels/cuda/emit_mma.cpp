@@ -93,8 +93,10 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << device_library_source() << "\n";
   const char* bf16 = c.dtype == DType::bf16 ? "true" : "false";
   const std::string gemm_type =
-      c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
-                        ", ", c.k, ">")
+      c.pingpong    ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.k, ">")
+      : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
+                          ", ", c.k, c.split_k > 1 || c.cluster_m > 1 ? cat(", ", c.split_k) : std::string(),
+                          c.cluster_m > 1 ? cat(", ", c.cluster_m) : std::string(), ">")
                   : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                         c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                         ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
@@ -128,16 +130,20 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
 
   // 2. The block's tile.
-  const int64_t tiles = c.tiles_m * c.tiles_n, width = c.raster_group * c.tiles_n;
+  // A cluster sharing B walks tiles of cluster_m block rows (its blocks' m tiles consecutive).
+  const int64_t rows_m = (c.tiles_m + c.cluster_m - 1) / c.cluster_m;
+  const int64_t tiles = rows_m * c.tiles_n, width = c.raster_group * c.tiles_n;
   os_ << "  // the block's tile: a batch point, then groups of " << c.raster_group << " block rows, column by column\n";
   if (c.split_k > 1) {
     // Split K: the cluster's blocks share the tile; rank r sums K tiles [r T / split, (r + 1) T / split).
     const int64_t ktiles = (c.k + c.block_k - 1) / c.block_k;
     os_ << "  // K split over the cluster: " << c.split_k << " blocks per tile, " << ktiles << " K tiles\n";
     os_ << "  long long tsl_t = blockIdx.x / " << c.split_k << ";\n";
-    os_ << "  const int tsl_part = static_cast<int>(TslGemm::cluster_rank());\n";
-    os_ << "  const int tsl_kt0 = tsl_part * " << ktiles << " / " << c.split_k << ", tsl_kt1 = (tsl_part + 1) * " << ktiles
-        << " / " << c.split_k << ";\n";
+    if (!c.warpgroup) {  // (the wgmma kernel takes its part of K inside its run)
+      os_ << "  const int tsl_part = static_cast<int>(TslGemm::cluster_rank());\n";
+      os_ << "  const int tsl_kt0 = tsl_part * " << ktiles << " / " << c.split_k << ", tsl_kt1 = (tsl_part + 1) * " << ktiles
+          << " / " << c.split_k << ";\n";
+    }
   } else if (!c.persistent) {
     os_ << "  long long tsl_t = blockIdx.x;\n";
   }
@@ -146,13 +152,18 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   const char* in = c.persistent ? "    " : "  ";
   const std::string m0 = c.persistent ? "tsl_m0 = tsl_om0" : "const int tsl_m0", n0 = c.persistent ? "tsl_n0 = tsl_on0" : "const int tsl_n0";
   if (c.persistent) {
-    os_ << "  // a persistent grid: the block's tiles are blockIdx.x, blockIdx.x + gridDim.x, ... of " << tiles << "\n";
+    os_ << "  // a persistent grid: the block's tiles are blockIdx.x, blockIdx.x + gridDim.x, ... of " << tiles
+        << (c.pingpong ? " (its two consumers take turns: ping-pong)" : "") << "\n";
     os_ << "  int tsl_m0 = 0, tsl_n0 = 0;\n";
     os_ << "  auto tsl_origin = [&](long long tsl_t, int& tsl_om0, int& tsl_on0) {\n";
   }
   os_ << in << "const long long tsl_first = (tsl_t / " << width << "LL) * " << c.raster_group << "LL;\n";
-  os_ << in << "const long long tsl_rows = tsl::imin(" << c.tiles_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
-  os_ << in << m0 << " = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
+  os_ << in << "const long long tsl_rows = tsl::imin(" << rows_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
+  if (c.cluster_m > 1)
+    os_ << in << m0 << " = static_cast<int>(((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.cluster_m
+        << "LL + tsl::mma::cluster_rank()) * " << c.block_m << "LL);  // this block's rows of the cluster's tile\n";
+  else
+    os_ << in << m0 << " = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
   os_ << in << n0 << " = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
   if (c.persistent) os_ << "  };\n";
   emit_batch_point(c.batch_axes, c.batch_extents);

@@ -7,6 +7,7 @@
 // and, on a GPU, their results against the interpreter under the welder and roller schedules.
 // Without a GPU the run cases print [SKIP] and still compile every kernel.
 #include <algorithm>
+#include <functional>
 
 #include <doctest/doctest.h>
 
@@ -505,6 +506,161 @@ TEST_CASE("cuda mma run: the tensor-core variants a tuner measures compile and m
       }
     }
     CHECK(tried >= 3);
+  }
+}
+
+namespace {
+
+/// Welder's schedule of `g` with its contraction group's kernel replaced by the first wgmma
+/// variant `pick` accepts; that group's index in `gi`. Fails the test when there is none.
+Schedule with_wgmma_variant(const OpGraph& g, const std::function<bool(const KernelChoice&)>& pick, int& gi) {
+  const cuda::CudaKernelFamilies families;
+  Schedule s = schedule_with(g, gpu_spec(), "welder");
+  gi = -1;
+  for (size_t i = 0; i < s.groups.size(); ++i)
+    for (NodeId n : s.groups[i].group.nodes) gi = g.node(n).num_reduction() > 0 ? static_cast<int>(i) : gi;
+  REQUIRE(gi >= 0);
+  const std::vector<KernelChoice> variants = families.variants(g, s.groups[gi].group, gpu_spec());
+  auto it = std::find_if(variants.begin(), variants.end(), [&](const KernelChoice& k) { return k.family == "wgmma" && pick(k); });
+  REQUIRE(it != variants.end());
+  s.groups[gi].group.kernel = *it;
+  return s;
+}
+
+/// Runs `s` on the GPU (when there is one) and checks every output against the interpreter.
+void check_schedule_on_gpu(const OpGraph& g, const Schedule& s) {
+  if (find_backend("cuda")->unavailable()) return;
+  const std::vector<HostTensor> in = gpu_test_inputs(g, 7);
+  const Compilation compiled = compile_with(g, gpu_spec(), s, "cuda");
+  const std::vector<HostTensor> got = compiled.executable->run(in);
+  const std::vector<HostTensor> want = interpret(g, in);
+  for (size_t o = 0; o < want.size(); ++o) {
+    const CompareResult r = compare_compiled(got[o], want[o], computed_precision(g, g.outputs()[o]));
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+}
+
+int64_t param_or(const KernelChoice& k, const char* name, int64_t fallback) {
+  auto it = k.params.find(name);
+  return it == k.params.end() ? fallback : it->second;
+}
+
+}  // namespace
+
+TEST_CASE("cuda mma run: the ping-pong wgmma kernel (consumers on tiles of their own, taking turns) matches the interpreter") {
+  // Welder's schedule with the wgmma group's recorded parameters changed to the ping-pong form:
+  // 288 tiles over 132 blocks (two or three per block, so consumer 0 has a second turn; edges of N
+  // and K), bf16 with B stored N x K and K = 64 (one K tile per tile: the turns come every stage
+  // round), and an epilogue with 153 tiles (most blocks have one tile and an idle consumer 1).
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  const std::vector<MmaCase> cases = {{"matmul 4096x1096x136", matmul(DType::f16, 4096, 136, 1096)},
+                                      {"bf16 gemm transB 2300x64x4000", gemm(DType::bf16, 2300, 64, 4000, false, true)},
+                                      {"bias gelu 1100x200x2104", bias_gelu(DType::f16, 1100, 200, 2104)}};
+  for (const MmaCase& c : cases) {
+    INFO(c.name);
+    int gi = -1;
+    const Schedule s = with_wgmma_variant(c.graph, [](const KernelChoice& k) { return param_or(k, "pingpong", 0) == 1; }, gi);
+    const cuda::GeneratedKernel k = emit_kernel(c.graph, s, gi, spec);
+    REQUIRE(k.path == "wgmma");
+    CHECK(k.contraction->pingpong);
+    CHECK(k.contraction->block_n == 128);
+    CHECK(k.plan.blocks == spec.compute.units);
+    CHECK(k.source.find("tsl::wg::WarpgroupPingpong<") != std::string::npos);
+    CHECK(nvrtc_compile_all(c.graph, s, spec) >= 1);
+    // Ping-pong needs the persistent grid's 128-wide tiles: recorded otherwise, it is refused.
+    ScheduledGroup g = s.groups[gi].group;
+    g.kernel.params["block_n"] = 256;
+    g.kernel.params["stages"] = 4;
+    const std::optional<std::string> why = families.check(c.graph, g, spec);
+    REQUIRE(why.has_value());
+    INFO(*why);
+    CHECK(why->find("ping-pong") != std::string::npos);
+    check_schedule_on_gpu(c.graph, s);
+  }
+}
+
+TEST_CASE("cuda mma run: the wgmma kernel with B shared by a cluster of two blocks (TMA multicast) matches the interpreter") {
+  // The persistent grid in clusters of two blocks computing consecutive m tiles of the same
+  // columns, each copying half of every stage's B into both: B stored K x N (a box of 64 columns
+  // each, 128-wide tiles), B stored N x K in bf16 (boxes of 128 of the 256 rows; 17 m tiles, so
+  // the last cluster's second block is past M), and an epilogue (9 m tiles).
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  struct Forced {
+    MmaCase c;
+    int64_t block_n;
+  };
+  const std::vector<Forced> cases = {{{"matmul 4096x1096x136", matmul(DType::f16, 4096, 136, 1096)}, 128},
+                                     {{"bf16 gemm transB 2100x64x4000", gemm(DType::bf16, 2100, 64, 4000, false, true)}, 256},
+                                     {{"bias gelu 1100x200x2104", bias_gelu(DType::f16, 1100, 200, 2104)}, 128}};
+  for (const Forced& f : cases) {
+    INFO(f.c.name);
+    int gi = -1;
+    const Schedule s = with_wgmma_variant(
+        f.c.graph, [&](const KernelChoice& k) { return param_or(k, "cluster_m", 1) == 2 && k.params.at("block_n") == f.block_n; }, gi);
+    const cuda::GeneratedKernel k = emit_kernel(f.c.graph, s, gi, spec);
+    REQUIRE(k.path == "wgmma");
+    CHECK(k.contraction->cluster_m == 2);
+    CHECK(k.plan.cluster_blocks == 2);
+    CHECK(k.plan.blocks % 2 == 0);
+    CHECK(k.source.find(cat("tsl::wg::WarpgroupGemm<", f.block_n, ", ")) != std::string::npos);
+    CHECK(k.source.find(", 1, 2> TslGemm;") != std::string::npos);
+    if (k.contraction->b.k_contiguous) CHECK(k.plan.tensor_maps[1].box_rows == f.block_n / 2);
+    CHECK(nvrtc_compile_all(f.c.graph, s, spec) >= 1);
+    // Sharing B needs the persistent grid: recorded with one block per tile, it is refused.
+    ScheduledGroup g = s.groups[gi].group;
+    g.kernel.params.erase("persistent");
+    const std::optional<std::string> why = families.check(f.c.graph, g, spec);
+    REQUIRE(why.has_value());
+    CHECK(why->find("B shared by a cluster") != std::string::npos);
+    check_schedule_on_gpu(f.c.graph, s);
+  }
+}
+
+TEST_CASE("cuda mma run: the wgmma kernel's K split over a cluster matches the interpreter") {
+  // Few tiles and a long K (ViT-L's FFN down projection at 197 tokens: 16 tiles of 128 x 128,
+  // 64 K tiles): the default plan splits K in 4, the most the wgmma kernel takes; forced variants
+  // split 2 and 4 ways with 256-wide tiles and B stored N x K in bf16 (K = 1000: a K tail in the
+  // last part), and with an epilogue.
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  {
+    const OpGraph g = matmul(DType::f16, 197, 4096, 1024);
+    const Schedule s = schedule_with(g, spec, "roller");
+    ScheduledGroup plain = s.groups[0].group;
+    plain.kernel = {};
+    const KernelChoice chosen = families.choose(g, plain, spec);
+    REQUIRE(chosen.family == "wgmma");
+    CHECK(chosen.params.at("split_k") == 4);
+    CHECK(param_or(chosen, "persistent", 0) == 0);
+  }
+  struct Forced {
+    MmaCase c;
+    int64_t split, block_n;
+  };
+  const std::vector<Forced> cases = {{{"matmul 197x4096x1024", matmul(DType::f16, 197, 4096, 1024)}, 4, 128},
+                                     {{"bf16 gemm transB 300x1000x520", gemm(DType::bf16, 300, 1000, 520, false, true)}, 2, 256},
+                                     {{"bias gelu 129x2048x384", bias_gelu(DType::f16, 129, 2048, 384)}, 4, 128}};
+  for (const Forced& f : cases) {
+    INFO(f.c.name);
+    int gi = -1;
+    const Schedule s = with_wgmma_variant(
+        f.c.graph, [&](const KernelChoice& k) { return k.params.at("split_k") == f.split && k.params.at("block_n") == f.block_n; }, gi);
+    const cuda::GeneratedKernel k = emit_kernel(f.c.graph, s, gi, spec);
+    REQUIRE(k.path == "wgmma");
+    CHECK(k.contraction->split_k == f.split);
+    CHECK(k.plan.cluster_blocks == f.split);
+    CHECK(k.plan.blocks == k.contraction->tiles() * f.split);
+    CHECK(k.source.find(cat("tsl::wg::WarpgroupGemm<", f.block_n, ", ")) != std::string::npos);
+    CHECK(nvrtc_compile_all(f.c.graph, s, spec) >= 1);
+    // A split runs one cluster per tile: recorded with the persistent grid, it is refused.
+    ScheduledGroup g = s.groups[gi].group;
+    g.kernel.params["persistent"] = 1;
+    const std::optional<std::string> why = families.check(f.c.graph, g, spec);
+    REQUIRE(why.has_value());
+    CHECK(why->find("one cluster per tile") != std::string::npos);
+    check_schedule_on_gpu(f.c.graph, s);
   }
 }
 

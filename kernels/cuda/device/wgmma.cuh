@@ -77,6 +77,21 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
                ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1) : "memory");
 }
 
+// The same box copied into the shared memory of every block of the cluster in `mask` (at the same
+// offset in each), completing on each one's mbarrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
+                                                      unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n"
+               ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(mask) : "memory");
+}
+// Arrives on the mbarrier at `bar`'s offset in the shared memory of cluster block `rank` (this one's
+// too), releasing this thread's reads at cluster scope.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
 // The same for a tensor map with NB outer (batch) dimensions after the two of the matrix: the
 // box at (c0, c1, b[0], .., b[NB - 1]).
 template <int NB>
@@ -228,12 +243,91 @@ __device__ __forceinline__ void wgmma_n128_acc(float (&d)[64], u64 da, u64 db, i
 #undef TSL_WG_OUT128
 #undef TSL_WG_OUT64
 
+// ---- pieces both block kernels share ------------------------------------------------------------
+
+// The stages' barriers: full[s] at bars + 8 s (armed by the producer), empty[s] at bars + 8
+// (STAGES + s), completed by `releasers` arrivals (the consumers that read a stage).
+template <int STAGES>
+__device__ __forceinline__ void init_stage_barriers(unsigned bars, unsigned releasers) {
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bars + 8 * s, 1);
+      mbar_init(bars + 8 * (STAGES + s), releasers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+}
+
+// The producer's copies of one K tile into stage round i: A's BM x 64 box at (kt, m0) and B's
+// tile at n0 (one BN x 64 box when B is stored N x K, else BN / 64 boxes of 64 k rows).
+//
+// With CLUSTER > 1 blocks of a cluster computing tiles of the same columns (consecutive m tiles),
+// B is loaded once for all of them: block `rank` copies its 1 / CLUSTER of the B tile (BN /
+// CLUSTER rows of a B stored N x K, whose tensor map has boxes that high; or its share of the BN /
+// 64 boxes of a B stored K x N) into every block's stage, and each block's `full` barrier expects
+// the whole stage. A stage is refilled only when every block's consumers released it (`empty`
+// counts their arrivals from the whole cluster).
+template <int BM, int BN, int STAGES, bool B_K_CONTIG, int CLUSTER = 1>
+__device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const TensorMap* map_a, const TensorMap* map_b, int i,
+                                           int kt, int m0, int n0, int rank = 0) {
+  constexpr int kABytes = BM * kRowBytes, kStageBytes = kABytes + BN * kRowBytes;
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "B is shared by at most two blocks");
+  const int s = i % STAGES;
+  const unsigned full = bars + 8 * s;
+  // Round r of a stage waits for the consumers' release of round r - 1 (at r = 0 the phase
+  // before the first counts as complete).
+  mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
+  const unsigned a = base + s * kStageBytes, b = a + kABytes;
+  mbar_expect_tx(full, kStageBytes);
+  tma_load_2d(a, map_a, full, kt * kRowElems, m0);
+  if constexpr (CLUSTER > 1) {
+    constexpr unsigned short kAll = (1u << CLUSTER) - 1;
+    if (B_K_CONTIG) {
+      constexpr int kRows = BN / CLUSTER;
+      tma_load_2d_multicast(b + rank * kRows * kRowBytes, map_b, full, kt * kRowElems, n0 + rank * kRows, kAll);
+    } else {
+      constexpr int kBoxes = BN / kRowElems / CLUSTER;
+#pragma unroll
+      for (int j = rank * kBoxes; j < (rank + 1) * kBoxes; ++j)
+        tma_load_2d_multicast(b + j * kRowElems * kRowBytes, map_b, full, n0 + j * kRowElems, kt * kRowElems, kAll);
+    }
+  } else if (B_K_CONTIG) {
+    tma_load_2d(b, map_b, full, kt * kRowElems, n0);
+  } else {
+#pragma unroll
+    for (int j = 0; j < BN / kRowElems; ++j) tma_load_2d(b + j * kRowElems * kRowBytes, map_b, full, n0 + j * kRowElems, kt * kRowElems);
+  }
+}
+
+// The producer of a persistent block: every K tile of the block's tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... in order, stage rounds running on across tiles.
+// With CLUSTER > 1, the cluster's blocks walk tiles blockIdx.x / CLUSTER, + gridDim.x / CLUSTER,
+// ... together (origin places each block's own part of a tile) and share B (load_stage).
+template <int BM, int BN, int STAGES, bool B_K_CONTIG, int KTILES, int CLUSTER = 1, class Origin>
+__device__ __forceinline__ void produce_tiles(unsigned base, unsigned bars, const TensorMap* map_a, const TensorMap* map_b,
+                                              long long tiles, Origin&& origin, int rank = 0) {
+  int i = 0;  // stage rounds so far, over all of this block's tiles
+  for (long long t = blockIdx.x / CLUSTER; t < tiles; t += gridDim.x / CLUSTER) {
+    int m0 = 0, n0 = 0;
+    origin(t, m0, n0);
+    for (int kt = 0; kt < KTILES; ++kt, ++i)
+      load_stage<BM, BN, STAGES, B_K_CONTIG, CLUSTER>(base, bars, map_a, map_b, i, kt, m0, n0, rank);
+  }
+}
+
+// Named barriers 1 and 2 (0 is __syncthreads') between the two consumer warpgroups of a
+// ping-pong block: bar.arrive does not wait, bar.sync waits for the other's arrival.
+__device__ __forceinline__ void named_arrive(int id, int threads) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory"); }
+__device__ __forceinline__ void named_sync(int id, int threads) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory"); }
+
 // ---- the block's main loop ----------------------------------------------------------------------
 
 // One block's BM x BN tile of C = A B over the whole K range (compile-time K). A is M x K with k
 // contiguous; B_K_CONTIG: B is stored N x K, else K x N. The tensor maps describe A with boxes of
 // BM rows x 64 columns and B with boxes of BN rows x 64 (B_K_CONTIG) or 64 rows x 64 columns.
-template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K>
+template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K, int SPLIT = 1, int CLUSTER = 1>
 struct WarpgroupGemm {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
@@ -245,6 +339,11 @@ struct WarpgroupGemm {
   static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes + 2 * STAGES * 8;
   static_assert(BN == 128 || BN == 256, "wgmma tiles are 64 x 128 or 64 x 256 per consumer");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+  // A split K (SPLIT blocks of a cluster per tile, run's comment) parks each rank's partial sums in
+  // its stages' memory.
+  static constexpr int kReduceBytes = kConsumers * kWarpgroup * kAccs * 4;
+  static_assert(SPLIT == 1 || (SPLIT <= 8 && kReduceBytes <= STAGES * kStageBytes), "the partial sums must fit the stages");
+  static_assert(CLUSTER == 1 || SPLIT == 1, "a cluster shares B or splits K, not both");
 
   float acc[kAccs];
 
@@ -254,6 +353,12 @@ struct WarpgroupGemm {
   // inside the consumers' branch. With `tiles`, only the `ktiles` K tiles it lists (ascending) are
   // loaded and multiplied: the block-sparse K loop, which skips the tiles where the sparse
   // operand is zero.
+  //
+  // Split K (SPLIT > 1): the SPLIT blocks of a thread-block cluster share the tile, rank r
+  // multiplying K tiles [r T / SPLIT, (r + 1) T / SPLIT) of the T; the ranks park their partial
+  // sums in their own shared memory and each adds up and stores 1 / SPLIT of the tile's columns
+  // through distributed shared memory (reduce_cluster). Every thread of every block takes part in
+  // the two cluster barriers, the producer's too.
   template <class F>
   __device__ __forceinline__ void run(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, int m0, int n0,
                                       F&& epilogue, const int* tiles = nullptr, int ktiles = kKTiles) {
@@ -261,35 +366,20 @@ struct WarpgroupGemm {
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
     const unsigned bars = base + STAGES * kStageBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(bars + 8 * s, 1);
-        mbar_init(bars + 8 * (STAGES + s), kConsumers);
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    const int rank = SPLIT > 1 ? static_cast<int>(mma::cluster_rank()) : 0;
+    const int kt0 = rank * kKTiles / SPLIT;
+    if (SPLIT > 1) ktiles = (rank + 1) * kKTiles / SPLIT - kt0;
+    init_stage_barriers<STAGES>(bars, kConsumers);
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0) {
-        for (int i = 0; i < ktiles; ++i) {
-          const int kt = tiles ? __ldg(tiles + i) : i;
-          const int s = i % STAGES;
-          const unsigned full = bars + 8 * s;
-          // Round r of a stage waits for the consumers' release of round r - 1 (at r = 0 the
-          // phase before the first counts as complete).
-          mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
-          const unsigned a = base + s * kStageBytes, b = a + kABytes;
-          mbar_expect_tx(full, kStageBytes);
-          tma_load_2d(a, map_a, full, kt * BK, m0);
-          if (B_K_CONTIG) {
-            tma_load_2d(b, map_b, full, kt * BK, n0);
-          } else {
-#pragma unroll
-            for (int j = 0; j < BN / kRowElems; ++j) tma_load_2d(b + j * BK * kRowBytes, map_b, full, n0 + j * kRowElems, kt * BK);
-          }
-        }
+        for (int i = 0; i < ktiles; ++i)
+          load_stage<BM, BN, STAGES, B_K_CONTIG>(base, bars, map_a, map_b, i, tiles ? __ldg(tiles + i) : kt0 + i, m0, n0);
+      }
+      if (SPLIT > 1) {
+        __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barriers
+        mma::cluster_sync();
+        mma::cluster_sync();
       }
     } else {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
@@ -325,13 +415,58 @@ struct WarpgroupGemm {
       }
       wgmma_wait<0>();
       fence_registers(acc);
+      if (SPLIT > 1) reduce_cluster(smem, base, rank);
       const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / mma::kLanes, lane = t % mma::kLanes;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
+      for (int j = 0; j < BN / 8; ++j) {
+        // A split K: this rank stores its share of the column groups (reduce_cluster).
+        if (SPLIT > 1 && j / (BN / 8 / SPLIT) != rank) continue;
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
     }
+  }
+
+  // Split K, in the consumer threads, as a reduce-scatter: every rank writes its accumulators to
+  // its stages' memory (thread t's float4 j at [(j x 256 + t) x 16] bytes, once both consumers'
+  // multiplies are done with the stages), the cluster synchronizes, rank r adds the other ranks'
+  // sums of its share of the column groups -- float4 j for j / (BN / 8 / SPLIT) == r, in rank
+  // order, so the sums do not depend on timing -- and the cluster synchronizes again so that no
+  // block exits while another reads its memory. Each rank then stores its share (run).
+  __device__ __forceinline__ void reduce_cluster(unsigned char* smem, unsigned base, int rank) {
+    static_assert((BN / 8) % SPLIT == 0, "the column groups divide among the ranks");
+    constexpr int kConsumerThreads = kConsumers * kWarpgroup, kShare = BN / 8 / SPLIT;
+    const int t = static_cast<int>(threadIdx.x) - kWarpgroup;  // 0 .. 255 over both consumers
+    named_sync(1, kConsumerThreads);  // the other consumer's last wgmmas no longer read the stages
+    float4* mine = reinterpret_cast<float4*>(smem + (base - mma::smem_address(smem)));
+#pragma unroll
+    for (int j = 0; j < kAccs / 4; ++j)
+      mine[j * kConsumerThreads + t] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+    mma::cluster_sync();
+#pragma unroll
+    for (int j = 0; j < kAccs / 4; ++j) {
+      if (j / kShare != rank) continue;
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int r = 0; r < SPLIT; ++r) {
+        unsigned remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(base), "r"(r));
+        float v0, v1, v2, v3;
+        asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                     : "r"(remote + static_cast<unsigned>((j * kConsumerThreads + t) * 16)));
+        sum.x += v0;
+        sum.y += v1;
+        sum.z += v2;
+        sum.w += v3;
+      }
+      acc[4 * j] = sum.x;
+      acc[4 * j + 1] = sum.y;
+      acc[4 * j + 2] = sum.z;
+      acc[4 * j + 3] = sum.w;
+    }
+    mma::cluster_sync();
   }
 
   // The persistent form (a grid of at most one block per SM): the block computes tiles
@@ -339,6 +474,11 @@ struct WarpgroupGemm {
   // calls epilogue(m, n, v0, v1) for each as run does. The stages' round count runs on across
   // tiles, and the consumers release a tile's last stage before its epilogue, so the producer
   // loads the first stages of the next tile while the consumers store this one.
+  //
+  // With CLUSTER = 2, the grid is made of two-block clusters that walk tiles of 2 BM rows
+  // together (tile blockIdx.x / 2, + gridDim.x / 2, ...; origin places this block's BM rows of it)
+  // and load each stage's B once for both (load_stage). The blocks synchronize after initializing
+  // their barriers (the other's copies and releases target them) and before exiting.
   template <class Origin, class F>
   __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, long long tiles,
                                             Origin&& origin, F&& epilogue) {
@@ -346,45 +486,33 @@ struct WarpgroupGemm {
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
     const unsigned bars = base + STAGES * kStageBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(bars + 8 * s, 1);
-        mbar_init(bars + 8 * (STAGES + s), kConsumers);
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    const int rank = CLUSTER > 1 ? static_cast<int>(mma::cluster_rank()) : 0;
+    init_stage_barriers<STAGES>(bars, kConsumers * CLUSTER);
+    if (CLUSTER > 1) mma::cluster_sync();
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
-      if (threadIdx.x == 0) {
-        int i = 0;  // stage rounds so far, over all of this block's tiles
-        for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-          int m0 = 0, n0 = 0;
-          origin(t, m0, n0);
-          for (int kt = 0; kt < kKTiles; ++kt, ++i) {
-            const int s = i % STAGES;
-            const unsigned full = bars + 8 * s;
-            mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
-            const unsigned a = base + s * kStageBytes, b = a + kABytes;
-            mbar_expect_tx(full, kStageBytes);
-            tma_load_2d(a, map_a, full, kt * BK, m0);
-            if (B_K_CONTIG) {
-              tma_load_2d(b, map_b, full, kt * BK, n0);
-            } else {
-#pragma unroll
-              for (int j = 0; j < BN / kRowElems; ++j) tma_load_2d(b + j * BK * kRowBytes, map_b, full, n0 + j * kRowElems, kt * BK);
-            }
-          }
-        }
+      if (threadIdx.x == 0) produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, CLUSTER>(base, bars, map_a, map_b, tiles, origin, rank);
+      if (CLUSTER > 1) {
+        __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barrier
+        mma::cluster_sync();
       }
     } else {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
       const int c = wg - 1;
       const bool signals = threadIdx.x % kWarpgroup == 0;
       const int t_in = static_cast<int>(threadIdx.x) % kWarpgroup, w = t_in / mma::kLanes, lane = t_in % mma::kLanes;
+      // Releases stage s for its next round: in every block that shares it.
+      auto release = [&](int s) {
+        if (!signals) return;
+        if constexpr (CLUSTER > 1) {
+#pragma unroll
+          for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bars + 8 * (STAGES + s), r);
+        } else {
+          mbar_arrive(bars + 8 * (STAGES + s));
+        }
+      };
       int i = 0;
-      for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (long long t = blockIdx.x / CLUSTER; t < tiles; t += gridDim.x / CLUSTER) {
         int m0 = 0, n0 = 0;
         origin(t, m0, n0);
 #pragma unroll
@@ -408,18 +536,114 @@ struct WarpgroupGemm {
           if (kt > 0) {
             wgmma_wait<1>();
             fence_registers(acc);
-            if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+            release((i - 1) % STAGES);
           }
         }
         wgmma_wait<0>();
         fence_registers(acc);
         // The tile's last stage is free: the producer refills it while this tile is stored.
-        if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+        release((i - 1) % STAGES);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
             epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+      if (CLUSTER > 1) {
+        __syncwarp();
+        mma::cluster_sync();
+      }
+    }
+  }
+};
+
+// The ping-pong form of the persistent kernel: each consumer warpgroup computes whole 128 x 128
+// tiles of its own (two m64n128k16 per k step, 128 accumulators per thread), consumer c taking
+// the block's tiles c, c + 2, c + 4, ... (tiles blockIdx.x + j gridDim.x for those j). Their
+// main loops take turns -- a consumer starts its tile's multiplies when the other has issued all
+// of its own (named barriers 1 and 2) -- so one consumer's epilogue runs while the other keeps
+// the tensor cores busy, which the cooperative form (both consumers on one tile) cannot do. The
+// producer fills the stage ring with the block's tiles in order; each stage is read by the one
+// consumer whose tile it holds. A block with a single tile leaves consumer 1 idle: the planner
+// takes this form only when the tiles outnumber the SMs.
+template <int STAGES, bool B_K_CONTIG, bool BF16, int K>
+struct WarpgroupPingpong {
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
+  static constexpr int BM = 2 * kInstM, BN = 128, BK = kRowElems;
+  static constexpr int kHalfAccs = BN / 2;  // one 64-row half's accumulators per thread
+  static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes, kStageBytes = kABytes + kBBytes;
+  static constexpr int kKTiles = (K + BK - 1) / BK;
+  static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes + 2 * STAGES * 8;
+  static constexpr int kTurnThreads = kConsumers * kWarpgroup;  // the named barriers' count
+  static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+
+  float acc0[kHalfAccs], acc1[kHalfAccs];  // rows 0-63 and 64-127 of the consumer's tile
+
+  template <class Origin, class F>
+  __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, long long tiles,
+                                            Origin&& origin, F&& epilogue) {
+    const unsigned raw = mma::smem_address(smem);
+    const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
+    const unsigned bars = base + STAGES * kStageBytes;
+    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
+    init_stage_barriers<STAGES>(bars, 1);
+    if (wg == 0) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+      if (threadIdx.x == 0) produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles>(base, bars, map_a, map_b, tiles, origin);
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
+      const int c = wg - 1;
+      const bool signals = threadIdx.x % kWarpgroup == 0;
+      const int t_in = static_cast<int>(threadIdx.x) % kWarpgroup, w = t_in / mma::kLanes, lane = t_in % mma::kLanes;
+      int j = c;  // the tile's place among the block's
+      for (long long t = blockIdx.x + c * static_cast<long long>(gridDim.x); t < tiles; t += 2LL * gridDim.x, j += 2) {
+        // My turn: the other consumer has issued its previous tile's multiplies (tile 0 starts).
+        if (j > 0) named_sync(1 + c, kTurnThreads);
+        int m0 = 0, n0 = 0;
+        origin(t, m0, n0);
+        int i = j * kKTiles;  // the stage round of this tile's first K tile
+        for (int kt = 0; kt < kKTiles; ++kt, ++i) {
+          const int s = i % STAGES;
+          mbar_wait(bars + 8 * s, (i / STAGES) & 1);
+          const unsigned a = base + s * kStageBytes, b = a + kABytes;
+          fence_registers(acc0);
+          fence_registers(acc1);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < BK / kInstK; ++kk) {
+            const u64 da0 = smem_desc(a + kk * kInstK * 2, 16, kAtomBytes);
+            const u64 da1 = smem_desc(a + kInstM * kRowBytes + kk * kInstK * 2, 16, kAtomBytes);
+            const u64 db = B_K_CONTIG ? smem_desc(b + kk * kInstK * 2, 16, kAtomBytes)
+                                      : smem_desc(b + kk * kInstK * kRowBytes, BK * kRowBytes, kAtomBytes);
+            // The first K step overwrites the accumulators (no zeroing of the previous tile's).
+            wgmma_n128_acc<BF16, !B_K_CONTIG>(acc0, da0, db, kt > 0 || kk > 0);
+            wgmma_n128_acc<BF16, !B_K_CONTIG>(acc1, da1, db, kt > 0 || kk > 0);
+          }
+          wgmma_commit();
+          fence_registers(acc0);
+          fence_registers(acc1);
+          if (kt > 0) {
+            wgmma_wait<1>();
+            fence_registers(acc0);
+            fence_registers(acc1);
+            if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+          }
+        }
+        // Every multiply of this tile is issued: the other consumer's turn, if it has a next tile.
+        if (t + gridDim.x < tiles) named_arrive(2 - c, kTurnThreads);
+        wgmma_wait<0>();
+        fence_registers(acc0);
+        fence_registers(acc1);
+        if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+#pragma unroll
+        for (int jj = 0; jj < BN / 8; ++jj)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = w * (kInstM / 4) + lane / 4 + 8 * h, col = 8 * jj + 2 * (lane % 4);
+            epilogue(r, col, acc0[4 * jj + 2 * h], acc0[4 * jj + 2 * h + 1]);
+            epilogue(kInstM + r, col, acc1[4 * jj + 2 * h], acc1[4 * jj + 2 * h + 1]);
+          }
       }
     }
   }
