@@ -63,8 +63,10 @@ std::string read_text(const std::string& path, const std::string& referrer, cons
 
 // ---------------------------------------------------------------------------------------------
 // "extends": the base spec is loaded (recursively), then the extending document is merged onto
-// it. Objects merge key by key; lists whose elements are all objects with a "name" merge element
-// by element by name (a new name is appended); anything else is replaced.
+// it. Objects merge key by key, and a key set to null removes the inherited one (as in a JSON
+// merge patch, RFC 7386: an AMD spec extending an Intel one drops its AMX entries); lists whose
+// elements are all objects with a "name" merge element by element by name (a new name is
+// appended); anything else is replaced.
 
 bool named_list(const json& j) {
   return j.is_array() && std::all_of(j.begin(), j.end(), [](const json& e) {
@@ -73,9 +75,15 @@ bool named_list(const json& j) {
 }
 
 json merge(json base, const json& over) {
-  if (base.is_object() && over.is_object()) {
-    for (const auto& [key, value] : over.items())
-      base[key] = base.contains(key) ? merge(base[key], value) : value;
+  if (over.is_object() && (base.is_object() || base.is_null())) {
+    if (base.is_null()) base = json::object();  // a new object: its nulls are dropped too
+    for (const auto& [key, value] : over.items()) {
+      if (value.is_null()) {
+        base.erase(key);
+        continue;
+      }
+      base[key] = merge(base.contains(key) ? base[key] : json(), value);
+    }
     return base;
   }
   if (named_list(base) && named_list(over)) {

@@ -137,6 +137,32 @@ TEST_CASE("extends: deep merge, lists by name, chains, relative paths") {
   CHECK(parse_hw_spec(text, leaf) == spec);
 }
 
+TEST_CASE("extends: a key set to null removes the inherited one") {
+  TempDir dir;
+  std::ifstream in(kSpecDir + "nvidia-h100-sxm.json");
+  std::string base((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  dir.write("h100.json", base);
+  const HwSpec h100 = load_hw_spec(kSpecDir + "nvidia-h100-sxm.json");
+  REQUIRE_FALSE(h100.compute.family_efficiency.empty());
+  // The measured efficiencies dropped; a null for a key the base lacks, and one inside an object
+  // the base lacks, change nothing.
+  const std::string leaf = dir.write("leaf.json", R"({"extends": "h100.json", "name": "leaf",
+    "compute": {"family_efficiency": null, "no_such_key": null},
+    "limits": {"max_cluster_blocks": 4}})");
+  const HwSpec spec = load_hw_spec(leaf);
+  CHECK(spec.compute.family_efficiency.empty());
+  CHECK(spec.compute.units == h100.compute.units);
+  CHECK(spec.limits.max_cluster_blocks == 4);
+  // A required key removed is an error naming it, as if it had never been written.
+  const std::string broken = dir.write("broken.json", R"({"extends": "h100.json", "name": "broken", "compute": {"units": null}})");
+  try {
+    load_hw_spec(broken);
+    FAIL("a spec without compute.units loaded");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find("units") != std::string::npos);
+  }
+}
+
 TEST_CASE("written form: fixed key order, optional fields omitted") {
   const HwSpec cpu = load_hw_spec(kSpecDir + "x86-64-avx2-generic.json");
   const std::string text = write_hw_spec(cpu);
