@@ -155,15 +155,21 @@ static void check_onnx_legality(const std::string& policy_name) {
   CHECK(specs_seen.size() == specs.size());
 }
 
-TEST_CASE("schedule legality: every registered policy is covered by the per-policy cases below") {
-  std::vector<std::string> names;
-  for (const auto& p : policies()) names.push_back(std::string(p->name()));
-  CHECK(names == std::vector<std::string>{"welder", "roller", "z3"});
-}
+// The three shipped policies have cases of their own (ctest runs them in parallel); a policy
+// registered later is checked by the last case, read off the registry, so adding one needs no
+// edit here.
+const std::vector<std::string> kPoliciesWithOwnCase = {"welder", "roller", "z3"};
 
 TEST_CASE("schedule legality: welder on ONNX node-test models, every shipped spec") { check_onnx_legality("welder"); }
 TEST_CASE("schedule legality: roller on ONNX node-test models, every shipped spec") { check_onnx_legality("roller"); }
 TEST_CASE("schedule legality: z3 on ONNX node-test models, one shipped spec each, in turn") { check_onnx_legality("z3"); }
+TEST_CASE("schedule legality: every other registered policy on ONNX node-test models") {
+  for (const auto& p : policies()) {
+    const std::string name(p->name());
+    if (std::find(kPoliciesWithOwnCase.begin(), kPoliciesWithOwnCase.end(), name) == kPoliciesWithOwnCase.end())
+      check_onnx_legality(name);
+  }
+}
 
 TEST_CASE("check_schedule catches hand-broken schedules") {
   const HwSpec spec = spec_named("nvidia-h100-sxm");
