@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tilegraph/error.h"
+
 namespace tessel {
 
 class Args {
@@ -33,10 +35,6 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-/// Levenshtein distance between two words.
-size_t edit_distance(const std::string& a, const std::string& b);
-/// The candidate nearest to `word` when it is close enough to be a typo (at most a third of its
-/// letters apart, at least 2), else "": for "did you mean".
-std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+// (edit_distance and nearest_word, for "did you mean": tilegraph/error.h.)
 
 }  // namespace tessel

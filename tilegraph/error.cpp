@@ -1,6 +1,8 @@
 // Formatting of UserError and the sink of TESSEL_ASSERT.
 #include "tilegraph/error.h"
 
+#include <algorithm>
+
 namespace tessel {
 
 UserError::UserError(std::string file, std::string location, std::string message)
@@ -63,6 +65,29 @@ void UserError::compose() {
 
 void raise_internal_error(const char* file, int line, const std::string& message) {
   throw InternalError(cat("internal error at ", file, ":", line, ": ", message));
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates)
+    if (const size_t d = edit_distance(word, c); d < best_distance) best = c, best_distance = d;
+  return best;
 }
 
 }  // namespace tessel

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tessel {
 
@@ -50,6 +51,12 @@ class InternalError : public std::logic_error {
 };
 
 [[noreturn]] void raise_internal_error(const char* file, int line, const std::string& message);
+
+/// Levenshtein distance between two words.
+size_t edit_distance(const std::string& a, const std::string& b);
+/// The candidate nearest to `word` when it is close enough to be a typo (at most a third of its
+/// letters apart, at least 2), else "": for "did you mean" in error messages.
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
 
 /// Concatenates anything printable with operator<<; used to build error messages.
 template <class... Args>

@@ -10,6 +10,8 @@
 //   6. Mark the outputs and drop what does not reach them (dead-node elimination).
 #include "tilegraph/lower.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -67,10 +69,21 @@ void check_supported(const ModelDef& model) {
       missing[op.domain.empty() ? op.op_type : op.domain + "." + op.op_type].push_back(op.name);
   }
   if (missing.empty()) return;
+  std::vector<std::string> known;
+  for (const auto& [name, def] : op_library()) known.push_back(name);
   std::string list;
   for (const auto& [type, names] : missing) {
     if (!list.empty()) list += ", ";
-    list += cat(type, " (", names.size(), names.size() == 1 ? " op: '" : " ops, first '", names[0], "')");
+    // A typo in a hand-written model ("Relux", "Matmul"): one letter off, case aside. (Not a
+    // looser match: "Loop", an ONNX operator Tessel lacks, is not a misspelt "Log".)
+    std::string guess = nearest_word(type, known);
+    auto lower = [](std::string w) {
+      for (char& ch : w) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      return w;
+    };
+    if (!guess.empty() && edit_distance(lower(type), lower(guess)) > 1) guess.clear();
+    list += cat(type, " (", names.size(), names.size() == 1 ? " op: '" : " ops, first '", names[0], "'",
+                guess.empty() ? "" : cat("; did you mean ", guess, "?"), ")");
   }
   throw UnsupportedError(model.file, "", cat("unsupported operator(s): ", list));
 }

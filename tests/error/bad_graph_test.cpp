@@ -75,7 +75,19 @@ TEST_CASE("every unsupported operator is listed in one error") {
   } catch (const UnsupportedError& e) {
     const std::string text = e.what();
     CHECK(text.find("Frobnicate (2 ops") != std::string::npos);
-    CHECK(text.find("Loop (1 op: 'b')") != std::string::npos);
+    CHECK(text.find("Loop (1 op: 'b')") != std::string::npos);  // an ONNX op Tessel lacks: no guess
+  }
+  // A misspelt operator gets the nearest one Tessel has.
+  m = two_op_model();
+  m.ops[0].op_type = "Relux";
+  m.ops[1].op_type = "matmul";
+  try {
+    lower_model(m);
+    FAIL("expected an UnsupportedError");
+  } catch (const UnsupportedError& e) {
+    const std::string text = e.what();
+    CHECK(text.find("Relux (1 op: 'a'; did you mean Relu?)") != std::string::npos);
+    CHECK(text.find("matmul (1 op: 'b'; did you mean MatMul?)") != std::string::npos);
   }
 }
 
