@@ -82,12 +82,11 @@ inline std::vector<HostTensor> gpu_test_inputs(const OpGraph& g, uint64_t seed) 
   return in;
 }
 
-/// Compiles `g` for `spec` with `policy`, runs it and checks every output against the
+/// Compiles `g` for `spec` as `schedule` says, runs it and checks every output against the
 /// interpreter (compare_compiled). Call only when gpu_available().
-inline void check_on_gpu_with(const OpGraph& g, const std::string& policy, const HwSpec& spec, std::vector<HostTensor> inputs = {},
-                              uint64_t seed = 11) {
+inline void check_schedule_on_gpu(const OpGraph& g, const HwSpec& spec, const Schedule& schedule, std::vector<HostTensor> inputs = {},
+                                  uint64_t seed = 11, const std::string& policy = "given") {
   if (inputs.empty()) inputs = gpu_test_inputs(g, seed);
-  const Schedule schedule = schedule_with(g, spec, policy);
   const Compilation compiled = compile_with(g, spec, schedule, "cuda");
   Executable* exe = compiled.executable.get();
   const std::vector<HostTensor> got = exe->run(inputs);
@@ -98,6 +97,12 @@ inline void check_on_gpu_with(const OpGraph& g, const std::string& policy, const
     INFO(policy, " schedule, output ", o, " '", g.tensor(g.outputs()[o]).name, "': ", r.message);
     CHECK(r.ok);
   }
+}
+
+/// The same for `policy`'s schedule of `g`.
+inline void check_on_gpu_with(const OpGraph& g, const std::string& policy, const HwSpec& spec, std::vector<HostTensor> inputs = {},
+                              uint64_t seed = 11) {
+  check_schedule_on_gpu(g, spec, schedule_with(g, spec, policy), std::move(inputs), seed, policy);
 }
 
 inline void check_on_gpu(const OpGraph& g, const std::string& policy, std::vector<HostTensor> inputs = {}, uint64_t seed = 11,

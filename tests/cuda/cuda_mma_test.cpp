@@ -496,14 +496,7 @@ TEST_CASE("cuda mma run: the tensor-core variants a tuner measures compile and m
         CHECK(nvrtc_compile_all(c.graph, v, spec) >= 1);
         continue;
       }
-      const std::vector<HostTensor> in = gpu_test_inputs(c.graph, 5);
-      const Compilation compiled = compile_with(c.graph, spec, v, "cuda");
-      const std::vector<HostTensor> got = compiled.executable->run(in);
-      const std::vector<HostTensor> want = interpret(c.graph, in);
-      for (size_t o = 0; o < want.size(); ++o) {
-        const CompareResult r = compare_compiled(got[o], want[o], computed_precision(c.graph, c.graph.outputs()[o]));
-        CHECK_MESSAGE(r.ok, r.message);
-      }
+      check_schedule_on_gpu(c.graph, spec, v, {}, 5);
     }
     CHECK(tried >= 3);
   }
@@ -527,17 +520,10 @@ Schedule with_wgmma_variant(const OpGraph& g, const std::function<bool(const Ker
   return s;
 }
 
-/// Runs `s` on the GPU (when there is one) and checks every output against the interpreter.
-void check_schedule_on_gpu(const OpGraph& g, const Schedule& s) {
+/// Runs `s` on the GPU when there is one (check_schedule_on_gpu).
+void check_forced_on_gpu(const OpGraph& g, const Schedule& s) {
   if (find_backend("cuda")->unavailable()) return;
-  const std::vector<HostTensor> in = gpu_test_inputs(g, 7);
-  const Compilation compiled = compile_with(g, gpu_spec(), s, "cuda");
-  const std::vector<HostTensor> got = compiled.executable->run(in);
-  const std::vector<HostTensor> want = interpret(g, in);
-  for (size_t o = 0; o < want.size(); ++o) {
-    const CompareResult r = compare_compiled(got[o], want[o], computed_precision(g, g.outputs()[o]));
-    CHECK_MESSAGE(r.ok, r.message);
-  }
+  check_schedule_on_gpu(g, gpu_spec(), s, {}, 7);
 }
 
 int64_t param_or(const KernelChoice& k, const char* name, int64_t fallback) {
@@ -576,7 +562,7 @@ TEST_CASE("cuda mma run: the ping-pong wgmma kernel (consumers on tiles of their
     REQUIRE(why.has_value());
     INFO(*why);
     CHECK(why->find("ping-pong") != std::string::npos);
-    check_schedule_on_gpu(c.graph, s);
+    check_forced_on_gpu(c.graph, s);
   }
 }
 
@@ -614,7 +600,7 @@ TEST_CASE("cuda mma run: the wgmma kernel with B shared by a cluster of two bloc
     const std::optional<std::string> why = families.check(f.c.graph, g, spec);
     REQUIRE(why.has_value());
     CHECK(why->find("B shared by a cluster") != std::string::npos);
-    check_schedule_on_gpu(f.c.graph, s);
+    check_forced_on_gpu(f.c.graph, s);
   }
 }
 
@@ -660,7 +646,7 @@ TEST_CASE("cuda mma run: the wgmma kernel's K split over a cluster matches the i
     const std::optional<std::string> why = families.check(f.c.graph, g, spec);
     REQUIRE(why.has_value());
     CHECK(why->find("one cluster per tile") != std::string::npos);
-    check_schedule_on_gpu(f.c.graph, s);
+    check_forced_on_gpu(f.c.graph, s);
   }
 }
 
