@@ -53,6 +53,11 @@ constexpr int kWgMinSplitTiles = 4;  // K tiles per part at least, when the wgmm
 // Parts of a wgmma K split at most: 8 parts ran 1.1-2x slower than 4 on every GEMM measured
 // (H100, 2026-11-27c, experiments/wgmma_variants).
 constexpr int kWgMaxSplit = 4;
+// Facts of the driver's tiled tensor maps (cuTensorMapEncodeTiled): at most five dimensions (the
+// matrix's two and three batch axes), extents up to 2^32, strides below 2^40 bytes (of 16-bit
+// elements here).
+constexpr int kMaxMapBatchDims = 3;
+constexpr int64_t kMaxMapExtent = int64_t{1} << 32, kMaxMapStrideElems = (int64_t{1} << 40) / 2;
 
 ContractionMatch fail(std::string reason) { return ContractionMatch{std::nullopt, std::move(reason)}; }
 
@@ -393,7 +398,20 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   if (!wgmma_listed(spec, p.dtype, kWgBlockNWide) || !wgmma_listed(spec, p.dtype, kWgBlockN))
     return cat("the spec lists no wgmma shapes m64n", kWgBlockNWide, "k16 and m64n", kWgBlockN, "k16 for ", dtype_name(p.dtype));
   if (p.implicit) return "an implicit GEMM gathers A (the copy engine reads boxes)";
-  if (p.batch != 1) return "a batched product (the GEMM kernel does not take batched tensor maps yet)";
+  // A batched product: each operand's tensor map takes the batch axes it is not broadcast over as
+  // outer dimensions (a map has at most five; extents and strides within its limits).
+  for (const MmaOperand* o : {&p.a, &p.b}) {
+    int dims = 0;
+    for (size_t b = 0; b < p.batch_axes.size(); ++b)
+      if (o->batch_strides[b] != 0) {
+        ++dims;
+        if (p.batch_extents[b] > kMaxMapExtent || o->batch_strides[b] >= kMaxMapStrideElems)
+          return cat("batch axis ", p.batch_axes[b], " (extent ", p.batch_extents[b], ", stride ", o->batch_strides[b],
+                     ") is beyond a tensor map's limits");
+      }
+    if (dims > kMaxMapBatchDims)
+      return cat(o == &p.a ? "A" : "B", " has ", dims, " batch axes with a stride (a tensor map takes ", kMaxMapBatchDims, ")");
+  }
   if (!p.a.k_contiguous) return "A is stored K x M";
   const int64_t bm = kWgConsumers * kWgInstM;
   if (p.m < bm || p.n < kWgBlockN) return cat("M or N is below ", bm, " (most of a 64-row wgmma tile would be padding)");
@@ -406,11 +424,9 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   // The block width whose tiles take the least time in waves over the SMs, a wave of 256-wide
   // tiles counting twice one of 128 (ties: 256, fewer loads of A per product). 1576 x 3072 (ViT-B
   // at batch 8): 156 tiles of 256 are 2 waves on 132 SMs (cost 512), 312 of 128 are 3 (384).
-  auto waves = [&](int64_t bn) { return ceil_div(ceil_div(p.m, bm) * ceil_div(p.n, bn), spec.compute.units) * bn; };
+  auto waves = [&](int64_t bn) { return ceil_div(p.batch * ceil_div(p.m, bm) * ceil_div(p.n, bn), spec.compute.units) * bn; };
   const int bn = waves(kWgBlockNWide) <= waves(kWgBlockN) ? kWgBlockNWide : kWgBlockN;
-  // The stages (A and B rows of 128 bytes), alignment slack for them, two mbarriers per stage:
-  // device/wgmma.cuh's kSmemBytes, which the emitted kernel asserts equal.
-  auto smem = [&](int stages) { return stages * ((bm + bn) * kWgRowBytes + 2 * kWgMbarrierBytes) + kWgAtomBytes; };
+  auto smem = [&](int stages) { return wgmma_smem_bytes(bm, bn, stages); };
   int stages = kWgMaxStages;
   while (stages >= 2 && smem(stages) > spec.limits.smem_per_block_bytes) --stages;
   if (stages < 2) return "two pipeline stages do not fit in shared memory";
@@ -546,7 +562,7 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
                       ceil_div(p.k, kWgRowElems) < split))
       return cat("a wgmma K split in ", split, " parts: a power of two up to ", std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit),
                  " cluster blocks, with a K tile per part at least");
-    const int64_t smem = stages * ((bm + bn) * kWgRowBytes + 2 * kWgMbarrierBytes) + kWgAtomBytes;
+    const int64_t smem = wgmma_smem_bytes(bm, bn, stages);
     if (stages < 2 || stages > kWgMaxStages || smem > spec.limits.smem_per_block_bytes)
       return cat(stages, " wgmma stages (2..", kWgMaxStages, " that fit ", spec.limits.smem_per_block_bytes, " bytes)");
     p.block_n = static_cast<int>(bn);
@@ -569,9 +585,9 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
       // Two blocks per cluster walk tiles of 2 block_m rows: the persistent grid in pairs, more
       // such tiles than the pairs of SMs.
       const int64_t pairs = spec.compute.units / 2;
-      if (cluster != 2 || spec.limits.max_cluster_blocks < 2 || persistent != 1 || p.pingpong || split > 1 || p.tiles_m < 2 ||
+      if (cluster != 2 || spec.limits.max_cluster_blocks < 2 || persistent != 1 || p.pingpong || split > 1 || p.tiles_m < 2 || p.batch > 1 ||
           ceil_div(p.tiles_m, 2) * p.tiles_n <= pairs)
-        return cat("B shared by a cluster (cluster_m ", cluster, "): 2 blocks of the persistent grid, not ping-pong or split, "
+        return cat("B shared by a cluster (cluster_m ", cluster, "): 2 blocks of the persistent grid, not ping-pong, split or batched, "
                    "more tiles of 2 x ", bm, " rows than the ", pairs, " pairs of SMs; recorded persistent ", persistent, ", ",
                    p.tiles_m, " x ", p.tiles_n, " tiles");
       p.cluster_m = 2;
@@ -655,8 +671,8 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
             for (int64_t split : {1, 2, 4})
               for (int64_t cluster : {1, 2})
                 // (A K split only where its blocks fit the SMs in one wave: tiles that leave SMs idle.)
-                if ((split == 1 || (persistent == 0 && pingpong == 0 && ceil_div(p.m, kWgConsumers * kWgInstM) * ceil_div(p.n, bn) * split <=
-                                                                          spec.compute.units)) &&
+                if ((split == 1 || (persistent == 0 && pingpong == 0 && p.batch * ceil_div(p.m, kWgConsumers * kWgInstM) * ceil_div(p.n, bn) *
+                                                                              split <= spec.compute.units)) &&
                     (cluster == 1 || (persistent == 1 && pingpong == 0 && split == 1)))
                   add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
                                 {"split_k", split}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent},
@@ -857,11 +873,21 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   if (c.warpgroup) {
     // A: rows m, k contiguous, one box of the block's rows per stage; B: rows n (k contiguous)
     // in one box of the block's columns, or rows k in boxes of 64 columns (device/wgmma.cuh).
-    plan.tensor_maps.push_back(TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m, kWgRowElems, {}, {}, c.a.offset});
+    // A batched product's maps have the batch axes the operand is not broadcast over as outer
+    // dimensions, in C's order (the kernel's TileAt coordinates, emit_mma.cpp).
+    auto map = [&](const MmaOperand& o, int64_t rows, int64_t cols, int box_rows) {
+      TensorMapParam m{o.tensor, rows, cols, o.ld, box_rows, kWgRowElems, {}, {}, o.offset};
+      for (size_t b = 0; b < c.batch_axes.size(); ++b)
+        if (o.batch_strides[b] != 0) {
+          m.batch_extents.push_back(c.batch_extents[b]);
+          m.batch_strides.push_back(o.batch_strides[b]);
+        }
+      return m;
+    };
+    plan.tensor_maps.push_back(map(c.a, c.m, c.k, c.block_m));
     // (A cluster sharing B copies block_n / cluster_m rows of it per block.)
-    if (c.b.k_contiguous)
-      plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, c.k, c.b.ld, c.block_n / c.cluster_m, kWgRowElems, {}, {}, c.b.offset});
-    else plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.k, c.n, c.b.ld, kWgRowElems, kWgRowElems, {}, {}, c.b.offset});
+    if (c.b.k_contiguous) plan.tensor_maps.push_back(map(c.b, c.n, c.k, c.block_n / c.cluster_m));
+    else plan.tensor_maps.push_back(map(c.b, c.k, c.n, kWgRowElems));
   }
   return plan;
 }

@@ -45,10 +45,13 @@
 // same way (its parts at least 4 K tiles of 64; device/wgmma.cuh's run parks ranks 1..'s sums in
 // their stages' memory), never on its persistent grid.
 //
-// On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a plain
-// (non-batched, not implicit) product with A stored M x K, M and N at least 128 and 16-byte
-// aligned rows runs on the Hopper kernel instead (device/wgmma.cuh: TMA copies, wgmma, a producer
-// warpgroup and two consumers); the others keep mma.sync and the plan says why.
+// On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a product
+// (not implicit) with A stored M x K, M and N at least 128 and 16-byte aligned rows runs on the
+// Hopper kernel instead (device/wgmma.cuh: TMA copies, wgmma, a producer warpgroup and two
+// consumers); the others keep mma.sync and the plan says why. A batched product (attention's
+// Q K^T and P V outside a fused attention) gives each operand's tensor map the batch axes it is
+// not broadcast over as outer dimensions (at most three), so the copy engine zero-fills each batch
+// point's edges; its tiles are the batch points' tiles in turn.
 //
 // A contraction whose tile kind is block_sparse (the policy chose it for a weight with a sparsity
 // attribute, tilegraph/sparsity.h) runs on mma.sync with its K loop over the non-zero tiles of the
@@ -79,6 +82,15 @@ constexpr int kWgMbarrierBytes = 8;
 /// and kConsumerRegs).
 constexpr int kWgConsumers = 2;
 constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
+/// The GEMM kernel's epilogue slab per consumer: 64 rows of 128 16-bit values (device/wgmma.cuh's
+/// kEpiSlabBytes), after the stages.
+constexpr int kWgEpiSlabBytes = kWgInstM * 128 * 2;
+/// Shared memory of the wgmma GEMM kernel with `stages` stages of block_m + block_n rows
+/// (device/wgmma.cuh's kSmemBytes, which the emitted kernel asserts equal): the stages, each
+/// consumer's epilogue slab, two mbarriers per stage, slack to align the stages to a swizzle atom.
+constexpr int64_t wgmma_smem_bytes(int64_t block_m, int64_t block_n, int64_t stages) {
+  return stages * ((block_m + block_n) * kWgRowBytes + 2 * kWgMbarrierBytes) + kWgConsumers * kWgEpiSlabBytes + kWgAtomBytes;
+}
 /// A 16-byte copy of 16-bit elements (cp.async's chunk; a tensor map's stride unit).
 constexpr int kChunkElems = 8;
 

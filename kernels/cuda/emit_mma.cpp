@@ -9,7 +9,10 @@
 //      the parts' sums meet in rank 0 (the others return);
 //   4. the epilogue: the contraction's value function returns the accumulator of the point
 //      being stored (rounded to its dtype), the other nodes' value functions are the generic
-//      ones, and the sink's value is stored for every accumulator inside the output.
+//      ones, and the sink's value is stored for every accumulator inside the output -- pair by
+//      pair from mma.sync's fragments, or, on the wgmma kernel, for runs of a row read back from
+//      each consumer's shared-memory slab (device/wgmma.cuh's store_slab), stored as wide as the
+//      address allows.
 #include "kernels/cuda/emitter.h"
 
 #include <algorithm>
@@ -92,11 +95,22 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       << "u\n";
   os_ << device_library_source() << "\n";
   const char* bf16 = c.dtype == DType::bf16 ? "true" : "false";
+  // A batched wgmma product: the batch axes each operand's tensor map has as outer dimensions (those
+  // it is not broadcast over; mma_group_plan's maps, in the same order).
+  auto map_batch_axes = [&](const MmaOperand& o) {
+    std::vector<int> axes;
+    for (size_t b = 0; b < c.batch_axes.size(); ++b)
+      if (o.batch_strides[b] != 0) axes.push_back(c.batch_axes[b]);
+    return axes;
+  };
+  const std::vector<int> a_batch = map_batch_axes(c.a), b_batch = map_batch_axes(c.b);
+  const std::string map_dims = c.batch_axes.empty() ? std::string() : cat(", ", a_batch.size(), ", ", b_batch.size());
   const std::string gemm_type =
-      c.pingpong    ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.k, ">")
+      c.pingpong    ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.k,
+                          map_dims, ">")
       : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
-                          ", ", c.k, c.split_k > 1 || c.cluster_m > 1 ? cat(", ", c.split_k) : std::string(),
-                          c.cluster_m > 1 ? cat(", ", c.cluster_m) : std::string(), ">")
+                          ", ", c.k, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
+                          c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
                   : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                         c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                         ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
@@ -147,16 +161,18 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   } else if (!c.persistent) {
     os_ << "  long long tsl_t = blockIdx.x;\n";
   }
-  if (!c.batch_axes.empty()) os_ << "  long long tsl_batch = tsl_t / " << tiles << "LL; tsl_t %= " << tiles << "LL;\n";
-  // Tile tsl_t's origin; a persistent kernel computes it per tile (tsl_origin).
+  // Tile tsl_t's origin; a persistent kernel computes it per tile (tsl_origin), with its batch
+  // point (the epilogue's tsl_x of the batch axes, set for the tile being stored).
   const char* in = c.persistent ? "    " : "  ";
-  const std::string m0 = c.persistent ? "tsl_m0 = tsl_om0" : "const int tsl_m0", n0 = c.persistent ? "tsl_n0 = tsl_on0" : "const int tsl_n0";
+  const std::string m0 = c.persistent ? "tsl_m0 = tsl_at.m0" : "const int tsl_m0", n0 = c.persistent ? "tsl_n0 = tsl_at.n0" : "const int tsl_n0";
   if (c.persistent) {
-    os_ << "  // a persistent grid: the block's tiles are blockIdx.x, blockIdx.x + gridDim.x, ... of " << tiles
+    os_ << "  // a persistent grid: the block's tiles are blockIdx.x, blockIdx.x + gridDim.x, ... of " << c.batch * tiles
         << (c.pingpong ? " (its two consumers take turns: ping-pong)" : "") << "\n";
     os_ << "  int tsl_m0 = 0, tsl_n0 = 0;\n";
-    os_ << "  auto tsl_origin = [&](long long tsl_t, int& tsl_om0, int& tsl_on0) {\n";
+    for (int b : c.batch_axes) os_ << "  long long tsl_x" << b << " = 0;\n";
+    os_ << "  auto tsl_origin = [&](long long tsl_t, tsl::wg::TileAt& tsl_at) {\n";
   }
+  if (!c.batch_axes.empty()) os_ << in << "long long tsl_batch = tsl_t / " << tiles << "LL; tsl_t %= " << tiles << "LL;\n";
   os_ << in << "const long long tsl_first = (tsl_t / " << width << "LL) * " << c.raster_group << "LL;\n";
   os_ << in << "const long long tsl_rows = tsl::imin(" << rows_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
   if (c.cluster_m > 1)
@@ -165,8 +181,20 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   else
     os_ << in << m0 << " = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
   os_ << in << n0 << " = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
+  if (c.persistent) {
+    for (int b = static_cast<int>(c.batch_axes.size()) - 1; b >= 0; --b)
+      os_ << "    tsl_x" << c.batch_axes[b] << " = tsl_batch % " << c.batch_extents[b] << "LL; tsl_batch /= " << c.batch_extents[b]
+          << "LL;\n";
+  } else {
+    emit_batch_point(c.batch_axes, c.batch_extents);
+  }
+  if (c.warpgroup) {
+    // The tile for the wgmma kernel: its origin and its batch point in the operands' tensor maps.
+    if (!c.persistent) os_ << "  tsl::wg::TileAt tsl_at;\n  tsl_at.m0 = tsl_m0;\n  tsl_at.n0 = tsl_n0;\n";
+    for (size_t i = 0; i < a_batch.size(); ++i) os_ << in << "tsl_at.ba[" << i << "] = static_cast<int>(tsl_x" << a_batch[i] << ");\n";
+    for (size_t i = 0; i < b_batch.size(); ++i) os_ << in << "tsl_at.bb[" << i << "] = static_cast<int>(tsl_x" << b_batch[i] << ");\n";
+  }
   if (c.persistent) os_ << "  };\n";
-  emit_batch_point(c.batch_axes, c.batch_extents);
   auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(c.batch_axes, strides); };
   const char* elem = "unsigned short";
   if (!c.warpgroup) {
@@ -226,40 +254,71 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   // which is also the row-major order of the sink's domain (n last): the offset is m * n + n.
   if (c.flat_m()) off = cat("tsl_xm * ", c.n, "LL");
   const std::string args1 = args.substr(0, args.rfind("tsl_xn")) + "tsl_xn + 1";
-  if (c.warpgroup && c.persistent)
-    os_ << "  tsl_gemm.run_tiles(tsl_smem, &tsl_map0, &tsl_map1, " << tiles
-        << "LL, tsl_origin, [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
-  else if (c.warpgroup)
-    os_ << "  tsl_gemm.run(tsl_smem, &tsl_map0, &tsl_map1, tsl_m0, tsl_n0, [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
-  else
-    os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
-  os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm, tsl_xn = tsl_n0 + tsl_dn;\n";
-  os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
-  if (c.flat_m()) {
-    os_ << "    long long tsl_q = tsl_xm;\n";
-    emit_unflatten("    ", "long long", "tsl_q", c.m_axes, c.m_extents, "tsl_x");
-  }
-  os_ << "    const long long tsl_off = " << off << " + tsl_xn;\n";
-  const bool packed = dtype_bytes(sdt) == 2 && c.n % 2 == 0;
-  if (packed) {
-    // n is even and so is every row's length: the pair is one aligned 32-bit store.
-    os_ << "    if (tsl_xn < " << c.n << "LL) {\n";
-    os_ << "      tsl_acc = tsl_v0;\n      const unsigned tsl_s0 = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n";
-    os_ << "      tsl_acc = tsl_v1;\n      const unsigned tsl_s1 = " << to_storage(sdt, cat("val", s, "(", args1, ")")) << ";\n";
-    os_ << "      *reinterpret_cast<unsigned*>(g_out0 + tsl_off) = tsl_s0 | (tsl_s1 << 16);\n    }\n";
+  // The stored point's row (returning past M; a flattened m unflattened into its axes) and its
+  // first column, named `xn`.
+  auto emit_point = [&](const char* xn) {
+    os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm, " << xn << " = tsl_n0 + tsl_dn;\n";
+    os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
+    if (c.flat_m()) {
+      os_ << "    long long tsl_q = tsl_xm;\n";
+      emit_unflatten("    ", "long long", "tsl_q", c.m_axes, c.m_extents, "tsl_x");
+    }
+  };
+  if (c.warpgroup) {
+    // The wgmma kernel passes runs of consecutive values of a row (device/wgmma.cuh's store_slab):
+    // 8 at a time when every row starts 16-byte aligned, else one at a time (consecutive threads
+    // on consecutive columns); a split K passes pairs. A run inside the output is stored with the
+    // widest stores its address allows (tsl::wg::store_row).
+    const int chunk = c.n % 8 == 0 ? 8 : 1;
+    const std::string st = storage_type(sdt);
+    if (c.persistent)
+      os_ << "  tsl_gemm.run_tiles<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, " << c.batch * tiles
+          << "LL, tsl_origin, [&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n";
+    else
+      os_ << "  tsl_gemm.run<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, tsl_at, [&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n";
+    os_ << "    constexpr int tsl_count = static_cast<int>(sizeof(tsl_v) / sizeof(float));\n";
+    emit_point("tsl_xn0");
+    os_ << "    const long long tsl_off0 = " << off << " + tsl_xn0;\n";
+    os_ << "    if (tsl_xn0 + tsl_count <= " << c.n << "LL) {\n";
+    os_ << "      " << st << " tsl_s[tsl_count];\n";
+    os_ << "#pragma unroll\n      for (int tsl_e = 0; tsl_e < tsl_count; ++tsl_e) {\n";
+    os_ << "        const long long tsl_xn = tsl_xn0 + tsl_e;\n";
+    os_ << "        tsl_acc = tsl_v[tsl_e];\n";
+    os_ << "        tsl_s[tsl_e] = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n      }\n";
+    os_ << "      if (reinterpret_cast<unsigned long long>(g_out0 + tsl_off0) % tsl::wg::store_row_alignment<" << st
+        << ", tsl_count>() == 0) tsl::wg::store_row(g_out0 + tsl_off0, tsl_s);\n";
+    os_ << "      else {\n#pragma unroll\n        for (int tsl_e = 0; tsl_e < tsl_count; ++tsl_e) g_out0[tsl_off0 + tsl_e] = tsl_s[tsl_e];\n      }\n";
+    os_ << "      return;\n    }\n";
+    os_ << "#pragma unroll\n    for (int tsl_e = 0; tsl_e < tsl_count; ++tsl_e) {\n";
+    os_ << "      const long long tsl_xn = tsl_xn0 + tsl_e;\n";
+    os_ << "      if (tsl_xn >= " << c.n << "LL) break;\n";
+    os_ << "      tsl_acc = tsl_v[tsl_e];\n";
+    os_ << "      g_out0[tsl_off0 + tsl_e] = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n    }\n";
   } else {
-    if (dtype_bytes(sdt) == 2) {
-      // An odd n: rows alternate between even and odd starts; a pair at an even offset is still
-      // one aligned 32-bit store (the output starts at least 4-byte aligned).
-      os_ << "    if (tsl_xn + 1 < " << c.n << "LL && (tsl_off & 1LL) == 0) {\n";
+    os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
+    emit_point("tsl_xn");
+    os_ << "    const long long tsl_off = " << off << " + tsl_xn;\n";
+    const bool packed = dtype_bytes(sdt) == 2 && c.n % 2 == 0;
+    if (packed) {
+      // n is even and so is every row's length: the pair is one aligned 32-bit store.
+      os_ << "    if (tsl_xn < " << c.n << "LL) {\n";
       os_ << "      tsl_acc = tsl_v0;\n      const unsigned tsl_s0 = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n";
       os_ << "      tsl_acc = tsl_v1;\n      const unsigned tsl_s1 = " << to_storage(sdt, cat("val", s, "(", args1, ")")) << ";\n";
-      os_ << "      *reinterpret_cast<unsigned*>(g_out0 + tsl_off) = tsl_s0 | (tsl_s1 << 16);\n      return;\n    }\n";
+      os_ << "      *reinterpret_cast<unsigned*>(g_out0 + tsl_off) = tsl_s0 | (tsl_s1 << 16);\n    }\n";
+    } else {
+      if (dtype_bytes(sdt) == 2) {
+        // An odd n: rows alternate between even and odd starts; a pair at an even offset is still
+        // one aligned 32-bit store (the output starts at least 4-byte aligned).
+        os_ << "    if (tsl_xn + 1 < " << c.n << "LL && (tsl_off & 1LL) == 0) {\n";
+        os_ << "      tsl_acc = tsl_v0;\n      const unsigned tsl_s0 = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n";
+        os_ << "      tsl_acc = tsl_v1;\n      const unsigned tsl_s1 = " << to_storage(sdt, cat("val", s, "(", args1, ")")) << ";\n";
+        os_ << "      *reinterpret_cast<unsigned*>(g_out0 + tsl_off) = tsl_s0 | (tsl_s1 << 16);\n      return;\n    }\n";
+      }
+      os_ << "    if (tsl_xn < " << c.n << "LL) { tsl_acc = tsl_v0; g_out0[tsl_off] = " << to_storage(sdt, cat("val", s, "(", args, ")"))
+          << "; }\n";
+      os_ << "    if (tsl_xn + 1 < " << c.n << "LL) { tsl_acc = tsl_v1; g_out0[tsl_off + 1] = "
+          << to_storage(sdt, cat("val", s, "(", args1, ")")) << "; }\n";
     }
-    os_ << "    if (tsl_xn < " << c.n << "LL) { tsl_acc = tsl_v0; g_out0[tsl_off] = " << to_storage(sdt, cat("val", s, "(", args, ")"))
-        << "; }\n";
-    os_ << "    if (tsl_xn + 1 < " << c.n << "LL) { tsl_acc = tsl_v1; g_out0[tsl_off + 1] = "
-        << to_storage(sdt, cat("val", s, "(", args1, ")")) << "; }\n";
   }
   if (c.warpgroup && c.sparse_operand >= 0) os_ << "  }, " << name << "_sparse_tiles + tsl_first_tile, tsl_ktiles);\n}\n";
   else os_ << "  });\n}\n";

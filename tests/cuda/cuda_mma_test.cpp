@@ -1,7 +1,7 @@
 // The tensor-core path of the CUDA backend (kernels/cuda/contraction_plan.h, device/mma.cuh):
 // which groups take it and why the others keep the generic kernel; NVRTC compiles of its kernels
 // for odd shapes (M, N, K of 1, 17, 129, 1000; K tails; edges of every tile), transposed
-// operands, batches with broadcasting, bf16, attention's Q K^T and P V, and epilogues (bias,
+// operands, batches with broadcasting (also on the wgmma kernel), bf16, attention's Q K^T and P V, and epilogues (bias,
 // GELU, residual, cast), NHWC convolutions as implicit GEMMs (padding, strides, dilation, 1x1),
 // and K split over a thread-block cluster for tiles that leave SMs idle;
 // and, on a GPU, their results against the interpreter under the welder and roller schedules.
@@ -66,6 +66,14 @@ OpGraph attention(DType dt, int64_t batch, int64_t heads, int64_t sq, int64_t sk
   const std::string scaled = b.op("Mul", {scores, b.weight("scale", {}, 5)});
   const std::string probs = b.op("Softmax", {scaled}, {{"axis", int64_t{-1}}});
   return b.graph(b.op("MatMul", {probs, v}));
+}
+
+/// Q K^T over [batch, heads, s, d], K read through a Transpose (attention's scores alone).
+OpGraph scores(DType dt, int64_t batch, int64_t heads, int64_t sq, int64_t skv, int64_t d) {
+  ModelBuilder b(dt);
+  const std::string k = b.input("k", {batch, heads, skv, d});
+  const std::string kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  return b.graph(b.op("MatMul", {b.input("q", {batch, heads, sq, d}), kt}));
 }
 
 /// relu(conv(x, w) * scale + shift) in NHWC with OHWI weights (folded batch norm): the implicit
@@ -146,6 +154,14 @@ std::vector<MmaCase> mma_cases() {
   add("split K gemm transA transB 24x1304x40", gemm(DType::f16, 24, 1304, 40, true, true));
   add("split K batched 2x3 17x1000x24", batched(DType::f16, {2, 3, 17, 1000}, {2, 3, 1000, 24}));
   add("split K bf16 gemm transB 9x4096x136", gemm(DType::bf16, 9, 4096, 136, false, true));
+  // Batched wgmma products (each operand's tensor map with its batch axes as outer dimensions):
+  // edges of M, N and K per batch point with B stored K x N (as P V reads V); A broadcast over
+  // the first axis (its map has one batch dimension, B's two); B stored N x K through a Transpose
+  // (attention's Q K^T, bf16); more tiles than SMs (2 x 8 x 3 x 3 = 144: the persistent grid).
+  add("wgmma batched 2x3 257x200x136", batched(DType::f16, {2, 3, 257, 200}, {2, 3, 200, 136}));
+  add("wgmma batched broadcast A 1x3 @ 2x3 256x72x264", batched(DType::f16, {1, 3, 256, 72}, {2, 3, 72, 264}));
+  add("wgmma bf16 scores 2x2 s300/264 d64", scores(DType::bf16, 2, 2, 300, 264, 64));
+  add("wgmma persistent batched 2x8 384x64x384", batched(DType::f16, {2, 8, 384, 64}, {2, 8, 64, 384}));
   // Batch axes over which B is broadcast fold into m (a [batch, seq, hidden] projection): m = 3 x 50.
   add("folded batch 3x50x72 @ 72x136", batched(DType::f16, {3, 50, 72}, {72, 136}));
   add("folded batch 2x1x9x16 @ 16x24", batched(DType::bf16, {2, 1, 9, 16}, {16, 24}));
@@ -294,7 +310,7 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK(k.source.find("const __grid_constant__ tsl::wg::TensorMap tsl_map1") != std::string::npos);
   CHECK(k.source.find("wgmma m64n128k16 f16, TMA") != std::string::npos);
   CHECK(c.persistent == 0);  // 6 tiles: one block each
-  CHECK(k.source.find("tsl_gemm.run(tsl_smem, &tsl_map0") != std::string::npos);
+  CHECK(k.source.find("tsl_gemm.run<8>(tsl_smem, &tsl_map0") != std::string::npos);
 
   // More tiles than SMs: a persistent grid of one block per SM looping over the tiles; a
   // schedule that records no `persistent` gets one block per tile.
@@ -306,7 +322,7 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
     CHECK(pk.contraction->tiles() == 32 * 9);
     CHECK(pk.contraction->persistent == gpu_spec().compute.units);
     CHECK(pk.plan.blocks == gpu_spec().compute.units);
-    CHECK(pk.source.find("tsl_gemm.run_tiles(") != std::string::npos);
+    CHECK(pk.source.find("tsl_gemm.run_tiles<8>(") != std::string::npos);
     KernelChoice recorded{"wgmma", cuda::contraction_params(*pk.contraction), {}};
     REQUIRE(recorded.params.count("persistent"));
     CHECK(recorded.params.at("persistent") == 1);
@@ -315,7 +331,7 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
     const cuda::GeneratedKernel one = emit_kernel(pg, ps, 0, gpu_spec());
     CHECK(one.contraction->persistent == 0);
     CHECK(one.plan.blocks == 32 * 9);
-    CHECK(one.source.find("tsl_gemm.run_tiles(") == std::string::npos);
+    CHECK(one.source.find("tsl_gemm.run_tiles<") == std::string::npos);
   }
 
   // Enough tiles for the SMs: 128 x 256; B stored N x K (bf16) is one box of the block's n rows.
@@ -336,7 +352,29 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK(proj.plan.tensor_maps[0].rows == 8 * 128);
   CHECK(proj.source.find("(batch folded into m)") != std::string::npos);
 
-  // What keeps mma.sync, and says so: a decode-sized M, a batch, A stored K x M, another target.
+  // The epilogue reads C back from each consumer's slab 8 columns at a time where every row of the
+  // output starts 16-byte aligned, else one column at a time (N = 129).
+  CHECK(roller_kernel(gemm(DType::f16, 1000, 16, 129, false, true)).source.find("tsl_gemm.run<1>(") != std::string::npos);
+
+  // A batched product: each operand's map takes the batch axes it is not broadcast over as outer
+  // dimensions (A broadcast over axis 0 has one, B two), and every tile carries its batch point.
+  {
+    const cuda::GeneratedKernel bk = roller_kernel(batched(DType::f16, {1, 3, 256, 72}, {2, 3, 72, 264}));
+    REQUIRE(bk.path == "wgmma");
+    CHECK(bk.contraction->batch == 6);
+    CHECK(bk.contraction->tiles() == 6 * 2 * 3);
+    REQUIRE(bk.plan.tensor_maps.size() == 2);
+    const cuda::TensorMapParam& ba = bk.plan.tensor_maps[0];
+    const cuda::TensorMapParam& bb = bk.plan.tensor_maps[1];
+    CHECK((ba.batch_extents == std::vector<int64_t>{3} && ba.batch_strides == std::vector<int64_t>{256 * 72}));
+    CHECK((bb.batch_extents == std::vector<int64_t>{2, 3} && bb.batch_strides == std::vector<int64_t>{3 * 72 * 264, 72 * 264}));
+    CHECK(bk.source.find("typedef tsl::wg::WarpgroupGemm<128, 6, false, false, 72, 1, 1, 1, 2> TslGemm;") != std::string::npos);
+    CHECK(bk.source.find("tsl_at.ba[0] = static_cast<int>(tsl_x1);") != std::string::npos);
+    CHECK(bk.source.find("tsl_at.bb[1] = static_cast<int>(tsl_x1);") != std::string::npos);
+  }
+
+  // What keeps mma.sync, and says so: a decode-sized M, four strided batch axes (a tensor map has
+  // five dimensions), A stored K x M, another target.
   auto kept = [](const cuda::GeneratedKernel& g) {
     CHECK(g.path == "mma");
     REQUIRE(g.contraction);
@@ -344,7 +382,8 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
     return g.contraction->warpgroup_reason;
   };
   CHECK(kept(roller_kernel(matmul(DType::f16, 16, 4096, 4096))).find("below 128") != std::string::npos);
-  CHECK(kept(roller_kernel(batched(DType::f16, {2, 256, 64}, {2, 64, 256}))).find("batched") != std::string::npos);
+  CHECK(kept(roller_kernel(batched(DType::f16, {2, 2, 2, 2, 256, 64}, {2, 2, 2, 2, 64, 256}))).find("4 batch axes with a stride") !=
+        std::string::npos);
   CHECK(kept(roller_kernel(gemm(DType::f16, 256, 64, 256, true, false))).find("A is stored K x M") != std::string::npos);
   const OpGraph g = matmul(DType::f16, 256, 64, 256);
   const HwSpec& a100 = gpu_spec("nvidia-a100-sxm-80g");
@@ -537,12 +576,14 @@ TEST_CASE("cuda mma run: the ping-pong wgmma kernel (consumers on tiles of their
   // Welder's schedule with the wgmma group's recorded parameters changed to the ping-pong form:
   // 288 tiles over 132 blocks (two or three per block, so consumer 0 has a second turn; edges of N
   // and K), bf16 with B stored N x K and K = 64 (one K tile per tile: the turns come every stage
-  // round), and an epilogue with 153 tiles (most blocks have one tile and an idle consumer 1).
+  // round), an epilogue with 153 tiles (most blocks have one tile and an idle consumer 1), and a
+  // batched product (144 tiles: each consumer's tile has its own batch point).
   const HwSpec& spec = gpu_spec();
   const cuda::CudaKernelFamilies families;
   const std::vector<MmaCase> cases = {{"matmul 4096x1096x136", matmul(DType::f16, 4096, 136, 1096)},
                                       {"bf16 gemm transB 2300x64x4000", gemm(DType::bf16, 2300, 64, 4000, false, true)},
-                                      {"bias gelu 1100x200x2104", bias_gelu(DType::f16, 1100, 200, 2104)}};
+                                      {"bias gelu 1100x200x2104", bias_gelu(DType::f16, 1100, 200, 2104)},
+                                      {"batched 2x8 384x64x384", batched(DType::f16, {2, 8, 384, 64}, {2, 8, 64, 384})}};
   for (const MmaCase& c : cases) {
     INFO(c.name);
     int gi = -1;

@@ -245,6 +245,14 @@ __device__ __forceinline__ void wgmma_n128_acc(float (&d)[64], u64 da, u64 db, i
 
 // ---- pieces both block kernels share ------------------------------------------------------------
 
+// Where a tile of C lies: its first row and column, and for a batched product its batch point's
+// coordinates in each operand's tensor map (the outer dimensions after the matrix's two, NBA of
+// A's map and NBB of B's; an operand broadcast over a batch axis has no dimension for it).
+struct TileAt {
+  int m0 = 0, n0 = 0;
+  int ba[3] = {0, 0, 0}, bb[3] = {0, 0, 0};
+};
+
 // The stages' barriers: full[s] at bars + 8 s (armed by the producer), empty[s] at bars + 8
 // (STAGES + s), completed by `releasers` arrivals (the consumers that read a stage).
 template <int STAGES>
@@ -260,8 +268,9 @@ __device__ __forceinline__ void init_stage_barriers(unsigned bars, unsigned rele
   __syncthreads();
 }
 
-// The producer's copies of one K tile into stage round i: A's BM x 64 box at (kt, m0) and B's
-// tile at n0 (one BN x 64 box when B is stored N x K, else BN / 64 boxes of 64 k rows).
+// The producer's copies of one K tile into stage round i: A's BM x 64 box at (kt, at.m0) and B's
+// tile at at.n0 (one BN x 64 box when B is stored N x K, else BN / 64 boxes of 64 k rows), each
+// at the tile's batch point in its map (NBA, NBB outer dimensions).
 //
 // With CLUSTER > 1 blocks of a cluster computing tiles of the same columns (consecutive m tiles),
 // B is loaded once for all of them: block `rank` copies its 1 / CLUSTER of the B tile (BN /
@@ -269,11 +278,13 @@ __device__ __forceinline__ void init_stage_barriers(unsigned bars, unsigned rele
 // 64 boxes of a B stored K x N) into every block's stage, and each block's `full` barrier expects
 // the whole stage. A stage is refilled only when every block's consumers released it (`empty`
 // counts their arrivals from the whole cluster).
-template <int BM, int BN, int STAGES, bool B_K_CONTIG, int CLUSTER = 1>
+template <int BM, int BN, int STAGES, bool B_K_CONTIG, int CLUSTER = 1, int NBA = 0, int NBB = 0>
 __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const TensorMap* map_a, const TensorMap* map_b, int i,
-                                           int kt, int m0, int n0, int rank = 0) {
+                                           int kt, const TileAt& at, int rank = 0) {
   constexpr int kABytes = BM * kRowBytes, kStageBytes = kABytes + BN * kRowBytes;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "B is shared by at most two blocks");
+  static_assert(CLUSTER == 1 || (NBA == 0 && NBB == 0), "a cluster shares B of an unbatched product");
+  const int m0 = at.m0, n0 = at.n0;
   const int s = i % STAGES;
   const unsigned full = bars + 8 * s;
   // Round r of a stage waits for the consumers' release of round r - 1 (at r = 0 the phase
@@ -281,7 +292,7 @@ __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const T
   mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
   const unsigned a = base + s * kStageBytes, b = a + kABytes;
   mbar_expect_tx(full, kStageBytes);
-  tma_load_2d(a, map_a, full, kt * kRowElems, m0);
+  tma_load<NBA>(a, map_a, full, kt * kRowElems, m0, at.ba);
   if constexpr (CLUSTER > 1) {
     constexpr unsigned short kAll = (1u << CLUSTER) - 1;
     if (B_K_CONTIG) {
@@ -294,10 +305,11 @@ __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const T
         tma_load_2d_multicast(b + j * kRowElems * kRowBytes, map_b, full, n0 + j * kRowElems, kt * kRowElems, kAll);
     }
   } else if (B_K_CONTIG) {
-    tma_load_2d(b, map_b, full, kt * kRowElems, n0);
+    tma_load<NBB>(b, map_b, full, kt * kRowElems, n0, at.bb);
   } else {
 #pragma unroll
-    for (int j = 0; j < BN / kRowElems; ++j) tma_load_2d(b + j * kRowElems * kRowBytes, map_b, full, n0 + j * kRowElems, kt * kRowElems);
+    for (int j = 0; j < BN / kRowElems; ++j)
+      tma_load<NBB>(b + j * kRowElems * kRowBytes, map_b, full, n0 + j * kRowElems, kt * kRowElems, at.bb);
   }
 }
 
@@ -305,15 +317,15 @@ __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const T
 // blockIdx.x + gridDim.x, ... in order, stage rounds running on across tiles.
 // With CLUSTER > 1, the cluster's blocks walk tiles blockIdx.x / CLUSTER, + gridDim.x / CLUSTER,
 // ... together (origin places each block's own part of a tile) and share B (load_stage).
-template <int BM, int BN, int STAGES, bool B_K_CONTIG, int KTILES, int CLUSTER = 1, class Origin>
+template <int BM, int BN, int STAGES, bool B_K_CONTIG, int KTILES, int CLUSTER = 1, int NBA = 0, int NBB = 0, class Origin>
 __device__ __forceinline__ void produce_tiles(unsigned base, unsigned bars, const TensorMap* map_a, const TensorMap* map_b,
                                               long long tiles, Origin&& origin, int rank = 0) {
   int i = 0;  // stage rounds so far, over all of this block's tiles
   for (long long t = blockIdx.x / CLUSTER; t < tiles; t += gridDim.x / CLUSTER) {
-    int m0 = 0, n0 = 0;
-    origin(t, m0, n0);
+    TileAt at;
+    origin(t, at);
     for (int kt = 0; kt < KTILES; ++kt, ++i)
-      load_stage<BM, BN, STAGES, B_K_CONTIG, CLUSTER>(base, bars, map_a, map_b, i, kt, m0, n0, rank);
+      load_stage<BM, BN, STAGES, B_K_CONTIG, CLUSTER, NBA, NBB>(base, bars, map_a, map_b, i, kt, at, rank);
   }
 }
 
@@ -322,12 +334,130 @@ __device__ __forceinline__ void produce_tiles(unsigned base, unsigned bars, cons
 __device__ __forceinline__ void named_arrive(int id, int threads) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory"); }
 __device__ __forceinline__ void named_sync(int id, int threads) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory"); }
 
+// ---- the staged epilogue ------------------------------------------------------------------------
+//
+// Storing accumulators straight from wgmma's fragments writes 16 bytes per row and instruction
+// (4 lanes x 2 columns), so every 32-byte sector of C is written in two halves, and a side input
+// read in the epilogue (a bias) is read the same way (H100, ncu: 8-16 of 32 bytes used per sector;
+// the vocabulary head and the attention scores ran at a third of the DRAM's bandwidth). Instead
+// each consumer warpgroup passes its 64-row slabs of 128 columns through a buffer of its own
+// (kEpiSlabBytes, after the stages): the accumulators rounded to the operands' 16-bit type -- the
+// contraction's value, all that the epilogue's nodes read of it -- and then read back row by row,
+// so the epilogue reads side inputs and writes C along rows.
+
+constexpr int kEpiCols = 128;                          // columns of a slab
+constexpr int kEpiRowBytes = kEpiCols * 2;             // 16-bit values
+constexpr int kEpiSlabBytes = kInstM * kEpiRowBytes;   // one warpgroup's 64 rows
+constexpr int kEpiChunk = 8;                           // 16 bytes of 16-bit values
+
+// Byte offset of (r, c) in a slab buffer: 16-byte chunk q of row r at chunk q ^ (r % 8), so that
+// both the fragments' writes (8 rows, one chunk) and the row-wise reads hit distinct banks.
+__device__ __forceinline__ int slab_offset(int r, int c) {
+  return r * kEpiRowBytes + (((c / kEpiChunk) ^ (r % 8)) * 16) + (c % kEpiChunk) * 2;
+}
+
+// One consumer warpgroup's slab: the accumulators acc[4 (J0 + j) + 2 h + e] of column groups J0 ..
+// J0 + 15 (row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e of the slab, for lane l of warp w)
+// written to `buf` rounded to the 16-bit type, then read back and passed to epilogue(r, c, v): with
+// CHUNK = 8 each thread takes 8 consecutive columns of a row at a time (float v[8]); with
+// CHUNK = 1 one column at a time, consecutive threads on consecutive columns (an output whose rows
+// do not start 16-byte aligned). r and c are relative to the slab. `bar` is the warpgroup's named
+// barrier: the slab is written when the warpgroup's reads of the previous one are done.
+template <bool BF16, int CHUNK, int J0, int NACC, class F>
+__device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc)[NACC], int bar, F&& epilogue) {
+  static_assert(CHUNK == 1 || CHUNK == kEpiChunk, "a slab is read by chunks of 16 bytes or by elements");
+  static_assert(4 * (J0 + kEpiCols / 8) <= NACC, "the slab's column groups are accumulators of the thread");
+  const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / 32, lane = t % 32;
+  named_sync(bar, kWarpgroup);
+#pragma unroll
+  for (int j = 0; j < kEpiCols / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = 16 * w + lane / 4 + 8 * h, c = 8 * j + 2 * (lane % 4);
+      const float v0 = acc[4 * (J0 + j) + 2 * h], v1 = acc[4 * (J0 + j) + 2 * h + 1];
+      const unsigned lo = BF16 ? f32_to_bf16(v0) : f32_to_f16(v0), hi = BF16 ? f32_to_bf16(v1) : f32_to_f16(v1);
+      *reinterpret_cast<unsigned*>(buf + slab_offset(r, c)) = lo | (hi << 16);
+    }
+  named_sync(bar, kWarpgroup);
+  auto value = [](unsigned short x) { return BF16 ? bf16_to_f32(x) : f16_to_f32(x); };
+  if constexpr (CHUNK == kEpiChunk) {
+    constexpr int kPerRow = kEpiCols / kEpiChunk;
+#pragma unroll
+    for (int i = 0; i < kInstM * kPerRow / kWarpgroup; ++i) {
+      const int q = t + kWarpgroup * i, r = q / kPerRow, c = (q % kPerRow) * kEpiChunk;
+      const uint4 raw = *reinterpret_cast<const uint4*>(buf + slab_offset(r, c));
+      const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+      float v[kEpiChunk];
+#pragma unroll
+      for (int e = 0; e < kEpiChunk; ++e) v[e] = value(static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2))));
+      epilogue(r, c, v);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = 0; i < kInstM * kEpiCols / kWarpgroup; ++i) {
+      const int q = t + kWarpgroup * i, r = q / kEpiCols, c = q % kEpiCols;
+      const float v[1] = {value(*reinterpret_cast<const unsigned short*>(buf + slab_offset(r, c)))};
+      epilogue(r, c, v);
+    }
+  }
+}
+
+// The bits of a 16- or 32-bit storage value.
+template <class T> __device__ __forceinline__ unsigned storage_bits(T x) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "16- or 32-bit storage");
+  if constexpr (sizeof(T) == 2) {
+    union { T t; unsigned short u; } b;
+    b.t = x;
+    return b.u;
+  } else {
+    union { T t; unsigned u; } b;
+    b.t = x;
+    return b.u;
+  }
+}
+
+// Stores N values of type T at `dst` with the widest stores its alignment allows, dst aligned to
+// N x sizeof(T) bytes or to 16 when that is less: the generated epilogue's store of a chunk of a
+// row that lies inside the output.
+// The alignment store_row needs of its destination, in bytes.
+template <class T, int N> constexpr int store_row_alignment() {
+  constexpr int kBytes = N * static_cast<int>(sizeof(T));
+  return (sizeof(T) != 2 && sizeof(T) != 4) || kBytes % 4 != 0 ? static_cast<int>(sizeof(T)) : kBytes % 16 == 0 ? 16 : kBytes == 8 ? 8 : 4;
+}
+
+template <class T, int N>
+__device__ __forceinline__ void store_row(T* dst, const T (&v)[N]) {
+  constexpr int kSize = static_cast<int>(sizeof(T)), kBytes = N * kSize;
+  if constexpr ((kSize == 2 || kSize == 4) && kBytes % 4 == 0) {
+    constexpr int kWords = kBytes / 4;
+    unsigned w[kWords];
+#pragma unroll
+    for (int i = 0; i < kWords; ++i)
+      w[i] = kSize == 2 ? storage_bits(v[2 * i]) | (storage_bits(v[2 * i + 1]) << 16) : storage_bits(v[i]);
+    if constexpr (kWords % 4 == 0) {
+#pragma unroll
+      for (int i = 0; i < kWords / 4; ++i)
+        reinterpret_cast<uint4*>(dst)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+    } else if constexpr (kWords == 2) {
+      *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) reinterpret_cast<unsigned*>(dst)[i] = w[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = v[i];
+  }
+}
+
 // ---- the block's main loop ----------------------------------------------------------------------
 
 // One block's BM x BN tile of C = A B over the whole K range (compile-time K). A is M x K with k
 // contiguous; B_K_CONTIG: B is stored N x K, else K x N. The tensor maps describe A with boxes of
-// BM rows x 64 columns and B with boxes of BN rows x 64 (B_K_CONTIG) or 64 rows x 64 columns.
-template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K, int SPLIT = 1, int CLUSTER = 1>
+// BM rows x 64 columns and B with boxes of BN rows x 64 (B_K_CONTIG) or 64 rows x 64 columns; a
+// batched product's maps have NBA and NBB outer dimensions (its batch axes each operand is not
+// broadcast over), boxes of one matrix, so every edge of M, N and K reads zeros per batch point.
+template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K, int SPLIT = 1, int CLUSTER = 1, int NBA = 0, int NBB = 0>
 struct WarpgroupGemm {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
@@ -335,8 +465,10 @@ struct WarpgroupGemm {
   static constexpr int kAccs = BN / 2;  // 64 x BN f32 accumulators over a warpgroup's 128 threads
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes, kStageBytes = kABytes + kBBytes;
   static constexpr int kKTiles = (K + BK - 1) / BK;
-  // The stages, 1024-byte aligned (slack for aligning the dynamic shared memory), then the barriers.
-  static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes + 2 * STAGES * 8;
+  // The stages, 1024-byte aligned (slack for aligning the dynamic shared memory), each consumer's
+  // epilogue slab, then the barriers.
+  static constexpr int kEpiBytes = kConsumers * kEpiSlabBytes;
+  static constexpr int kSmemBytes = STAGES * kStageBytes + kEpiBytes + kAtomBytes + 2 * STAGES * 8;
   static_assert(BN == 128 || BN == 256, "wgmma tiles are 64 x 128 or 64 x 256 per consumer");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
   // A split K (SPLIT blocks of a cluster per tile, run's comment) parks each rank's partial sums in
@@ -347,10 +479,11 @@ struct WarpgroupGemm {
 
   float acc[kAccs];
 
-  // Computes the tile at (m0, n0) and calls epilogue(m, n, v0, v1) for every pair of horizontally
-  // adjacent accumulators (v0 at (m, n), v1 at (m, n + 1), relative to the tile, n even) in the
-  // consumer threads. Each role is one branch (setmaxnreg needs that), so the epilogue runs
-  // inside the consumers' branch. With `tiles`, only the `ktiles` K tiles it lists (ascending) are
+  // Computes the tile at `at` and calls epilogue(m, n, v) in the consumer threads for runs of
+  // consecutive values of C's rows rounded to the 16-bit type (v: float[CHUNK], v[e] at (m, n + e),
+  // relative to the tile) through each consumer's epilogue slab (store_tile); a split K calls it
+  // with pairs from the fragments (float[2], n even). Each role is one branch (setmaxnreg needs
+  // that), so the epilogue runs inside the consumers' branch. With `tiles`, only the `ktiles` K tiles it lists (ascending) are
   // loaded and multiplied: the block-sparse K loop, which skips the tiles where the sparse
   // operand is zero.
   //
@@ -359,12 +492,12 @@ struct WarpgroupGemm {
   // sums in their own shared memory and each adds up and stores 1 / SPLIT of the tile's columns
   // through distributed shared memory (reduce_cluster). Every thread of every block takes part in
   // the two cluster barriers, the producer's too.
-  template <class F>
-  __device__ __forceinline__ void run(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, int m0, int n0,
+  template <int CHUNK = kEpiChunk, class F>
+  __device__ __forceinline__ void run(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, const TileAt& at,
                                       F&& epilogue, const int* tiles = nullptr, int ktiles = kKTiles) {
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
-    const unsigned bars = base + STAGES * kStageBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    const unsigned bars = base + STAGES * kStageBytes + kEpiBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
     const int rank = SPLIT > 1 ? static_cast<int>(mma::cluster_rank()) : 0;
     const int kt0 = rank * kKTiles / SPLIT;
@@ -374,7 +507,7 @@ struct WarpgroupGemm {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0) {
         for (int i = 0; i < ktiles; ++i)
-          load_stage<BM, BN, STAGES, B_K_CONTIG>(base, bars, map_a, map_b, i, tiles ? __ldg(tiles + i) : kt0 + i, m0, n0);
+          load_stage<BM, BN, STAGES, B_K_CONTIG, 1, NBA, NBB>(base, bars, map_a, map_b, i, tiles ? __ldg(tiles + i) : kt0 + i, at);
       }
       if (SPLIT > 1) {
         __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barriers
@@ -415,17 +548,35 @@ struct WarpgroupGemm {
       }
       wgmma_wait<0>();
       fence_registers(acc);
-      if (SPLIT > 1) reduce_cluster(smem, base, rank);
-      const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / mma::kLanes, lane = t % mma::kLanes;
+      if constexpr (SPLIT > 1) {
+        reduce_cluster(smem, base, rank);
+        // This rank stores its share of the column groups (reduce_cluster), pair by pair from the
+        // fragments (a split runs where the tiles are few: its stores are not the bound).
+        const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / mma::kLanes, lane = t % mma::kLanes;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        // A split K: this rank stores its share of the column groups (reduce_cluster).
-        if (SPLIT > 1 && j / (BN / 8 / SPLIT) != rank) continue;
+        for (int j = 0; j < BN / 8; ++j) {
+          if (j / (BN / 8 / SPLIT) != rank) continue;
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          for (int h = 0; h < 2; ++h) {
+            const float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
+            epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), v);
+          }
+        }
+      } else {
+        store_tile<CHUNK>(smem, base, c, epilogue);
       }
     }
+  }
+
+  // The consumer warpgroup c's part of the tile (its 64 rows) through its epilogue slab, 128
+  // columns at a time (store_slab): epilogue(m, n, v) with v float[CHUNK], m and n relative to the
+  // tile.
+  template <int CHUNK, class F>
+  __device__ __forceinline__ void store_tile(unsigned char* smem, unsigned base, int c, F&& epilogue) {
+    unsigned char* slab = smem + (base - mma::smem_address(smem)) + STAGES * kStageBytes + c * kEpiSlabBytes;
+    store_slab<BF16, CHUNK, 0>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, n, v); });
+    if constexpr (BN == 2 * kEpiCols)
+      store_slab<BF16, CHUNK, kEpiCols / 8>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, kEpiCols + n, v); });
   }
 
   // Split K, in the consumer threads, as a reduce-scatter: every rank writes its accumulators to
@@ -470,8 +621,8 @@ struct WarpgroupGemm {
   }
 
   // The persistent form (a grid of at most one block per SM): the block computes tiles
-  // blockIdx.x, blockIdx.x + gridDim.x, ... of `tiles`, origin(t, m0, n0) placing tile t, and
-  // calls epilogue(m, n, v0, v1) for each as run does. The stages' round count runs on across
+  // blockIdx.x, blockIdx.x + gridDim.x, ... of `tiles`, origin(t, at) placing tile t (TileAt), and
+  // calls epilogue(m, n, v) for each as run does. The stages' round count runs on across
   // tiles, and the consumers release a tile's last stage before its epilogue, so the producer
   // loads the first stages of the next tile while the consumers store this one.
   //
@@ -479,19 +630,20 @@ struct WarpgroupGemm {
   // together (tile blockIdx.x / 2, + gridDim.x / 2, ...; origin places this block's BM rows of it)
   // and load each stage's B once for both (load_stage). The blocks synchronize after initializing
   // their barriers (the other's copies and releases target them) and before exiting.
-  template <class Origin, class F>
+  template <int CHUNK = kEpiChunk, class Origin, class F>
   __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, long long tiles,
                                             Origin&& origin, F&& epilogue) {
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
-    const unsigned bars = base + STAGES * kStageBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    const unsigned bars = base + STAGES * kStageBytes + kEpiBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
     const int rank = CLUSTER > 1 ? static_cast<int>(mma::cluster_rank()) : 0;
     init_stage_barriers<STAGES>(bars, kConsumers * CLUSTER);
     if (CLUSTER > 1) mma::cluster_sync();
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
-      if (threadIdx.x == 0) produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, CLUSTER>(base, bars, map_a, map_b, tiles, origin, rank);
+      if (threadIdx.x == 0)
+        produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, CLUSTER, NBA, NBB>(base, bars, map_a, map_b, tiles, origin, rank);
       if (CLUSTER > 1) {
         __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barrier
         mma::cluster_sync();
@@ -500,7 +652,6 @@ struct WarpgroupGemm {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
       const int c = wg - 1;
       const bool signals = threadIdx.x % kWarpgroup == 0;
-      const int t_in = static_cast<int>(threadIdx.x) % kWarpgroup, w = t_in / mma::kLanes, lane = t_in % mma::kLanes;
       // Releases stage s for its next round: in every block that shares it.
       auto release = [&](int s) {
         if (!signals) return;
@@ -513,8 +664,8 @@ struct WarpgroupGemm {
       };
       int i = 0;
       for (long long t = blockIdx.x / CLUSTER; t < tiles; t += gridDim.x / CLUSTER) {
-        int m0 = 0, n0 = 0;
-        origin(t, m0, n0);
+        TileAt at;
+        origin(t, at);
 #pragma unroll
         for (int j = 0; j < kAccs; ++j) acc[j] = 0.0f;
         for (int kt = 0; kt < kKTiles; ++kt, ++i) {
@@ -543,11 +694,7 @@ struct WarpgroupGemm {
         fence_registers(acc);
         // The tile's last stage is free: the producer refills it while this tile is stored.
         release((i - 1) % STAGES);
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        store_tile<CHUNK>(smem, base, c, epilogue);
       }
       if (CLUSTER > 1) {
         __syncwarp();
@@ -566,7 +713,7 @@ struct WarpgroupGemm {
 // producer fills the stage ring with the block's tiles in order; each stage is read by the one
 // consumer whose tile it holds. A block with a single tile leaves consumer 1 idle: the planner
 // takes this form only when the tiles outnumber the SMs.
-template <int STAGES, bool B_K_CONTIG, bool BF16, int K>
+template <int STAGES, bool B_K_CONTIG, bool BF16, int K, int NBA = 0, int NBB = 0>
 struct WarpgroupPingpong {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
@@ -574,34 +721,35 @@ struct WarpgroupPingpong {
   static constexpr int kHalfAccs = BN / 2;  // one 64-row half's accumulators per thread
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes, kStageBytes = kABytes + kBBytes;
   static constexpr int kKTiles = (K + BK - 1) / BK;
-  static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes + 2 * STAGES * 8;
+  static constexpr int kEpiBytes = kConsumers * kEpiSlabBytes;  // each consumer's epilogue slab
+  static constexpr int kSmemBytes = STAGES * kStageBytes + kEpiBytes + kAtomBytes + 2 * STAGES * 8;
   static constexpr int kTurnThreads = kConsumers * kWarpgroup;  // the named barriers' count
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 
   float acc0[kHalfAccs], acc1[kHalfAccs];  // rows 0-63 and 64-127 of the consumer's tile
 
-  template <class Origin, class F>
+  template <int CHUNK = kEpiChunk, class Origin, class F>
   __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, long long tiles,
                                             Origin&& origin, F&& epilogue) {
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
-    const unsigned bars = base + STAGES * kStageBytes;
+    const unsigned bars = base + STAGES * kStageBytes + kEpiBytes;
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
     init_stage_barriers<STAGES>(bars, 1);
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
-      if (threadIdx.x == 0) produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles>(base, bars, map_a, map_b, tiles, origin);
+      if (threadIdx.x == 0) produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, 1, NBA, NBB>(base, bars, map_a, map_b, tiles, origin);
     } else {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
       const int c = wg - 1;
       const bool signals = threadIdx.x % kWarpgroup == 0;
-      const int t_in = static_cast<int>(threadIdx.x) % kWarpgroup, w = t_in / mma::kLanes, lane = t_in % mma::kLanes;
+      unsigned char* slab = smem + (base - raw) + STAGES * kStageBytes + c * kEpiSlabBytes;
       int j = c;  // the tile's place among the block's
       for (long long t = blockIdx.x + c * static_cast<long long>(gridDim.x); t < tiles; t += 2LL * gridDim.x, j += 2) {
         // My turn: the other consumer has issued its previous tile's multiplies (tile 0 starts).
         if (j > 0) named_sync(1 + c, kTurnThreads);
-        int m0 = 0, n0 = 0;
-        origin(t, m0, n0);
+        TileAt at;
+        origin(t, at);
         int i = j * kKTiles;  // the stage round of this tile's first K tile
         for (int kt = 0; kt < kKTiles; ++kt, ++i) {
           const int s = i % STAGES;
@@ -636,14 +784,9 @@ struct WarpgroupPingpong {
         fence_registers(acc0);
         fence_registers(acc1);
         if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
-#pragma unroll
-        for (int jj = 0; jj < BN / 8; ++jj)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = w * (kInstM / 4) + lane / 4 + 8 * h, col = 8 * jj + 2 * (lane % 4);
-            epilogue(r, col, acc0[4 * jj + 2 * h], acc0[4 * jj + 2 * h + 1]);
-            epilogue(kInstM + r, col, acc1[4 * jj + 2 * h], acc1[4 * jj + 2 * h + 1]);
-          }
+        // The tile's two 64-row halves through the consumer's slab (store_slab).
+        store_slab<BF16, CHUNK, 0>(slab, acc0, 3 + c, [&](int r, int n, const auto& v) { epilogue(r, n, v); });
+        store_slab<BF16, CHUNK, 0>(slab, acc1, 3 + c, [&](int r, int n, const auto& v) { epilogue(kInstM + r, n, v); });
       }
     }
   }
