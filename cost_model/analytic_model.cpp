@@ -76,16 +76,24 @@ constexpr int64_t kContractionBaseRegisters = 40;
 // 0.114 -> 0.147 ms, the SwiGLU product into the up projection 2.05 -> 2.17 ms.)
 constexpr int64_t kEpilogueElementsPerAccess = 2;
 // Issue slots per output element of a wgmma kernel's epilogue, at one SM's SIMT instruction rate
-// (the f32 peak over 2, over the SMs): the accumulators' indices, conversion, side reads and
-// stores, with the few warps of a warpgroup issuing them. Fitted, with the constants below and
-// the wgmma family's efficiency (hw spec), on 22 GEMMs of the op sweep in 3-4 forms each
-// (cooperative 128- and 256-wide tiles, ping-pong, K split 1-8 ways; H100 SXM, 2026-11-27,
-// experiments/wgmma_variants): the model's pick is the fastest form for 19 of the 22, and
-// 1.03x the fastest in geomean over all 22.
+// (the f32 peak over 2, over the SMs): rounding the accumulators into the consumer's slab, reading
+// them back along rows, the epilogue's value functions and side reads, the stores, and the slab's
+// barriers, with the few warps of a warpgroup issuing them (device/wgmma.cuh's store_slab).
+// Fitted, with the constants below, on 16 GEMMs of the op sweep in 3 forms each (cooperative
+// 128- and 256-wide tiles, ping-pong; H100 SXM, 2026-11-27d, experiments/wgmma_variants): the
+// model's pick is the fastest form for 12 of the 16, 1.02x the fastest in geomean (the constants
+// of the earlier epilogue, stored from the fragments: 4 of 16, 1.09x).
 constexpr double kWgEpilogueIssuesPerOutput = 48;
-// A ping-pong consumer stores its 128 x 128 tile with one warpgroup, half the cooperative form's
-// warps: its epilogue takes this many times the cooperative one's (fitted with the rest).
-constexpr double kWgPingpongEpilogueFactor = 1.5;
+// A ping-pong consumer stores its 128 x 128 tile alone, two 64-row slabs in turn, where the
+// cooperative form's two consumers store one each: its epilogue takes this many times the
+// cooperative one's (fitted with the rest).
+constexpr double kWgPingpongEpilogueFactor = 3;
+// The 128 x 256 cooperative form ran at this fraction of the rate the model gives it relative to
+// the 128 x 128 form (fitted with the rest; 11 of the 16 GEMMs ran faster with 128-wide tiles,
+// whose operand panels the model prices 1.3x the 256-wide ones' through the L2; the cause of the
+// difference was not profiled).
+constexpr double kWgWideTileEfficiency = 0.9;
+constexpr int64_t kWgWideTileBlockN = 256;  // the wide form's block_n (kernels/cuda/contraction_plan.cpp)
 // A wgmma K split: each block's two cluster barriers and the reduce-scatter of the partial sums
 // through distributed shared memory, (S - 1) / S of a tile's f32 sums read per block at this
 // rate (fitted with the rest, on 9 GEMMs split 1, 2, 4 and 8 ways).
@@ -326,6 +334,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   const int64_t out_elements = graph.node(group.nodes.back()).output().num_elements();
   const int64_t transaction = std::max<int64_t>(spec.memory_levels[device_level].transaction_bytes, 1);
   double epilogue_reads = 0;  // what those accesses move
+  // (The wgmma kernel reads them along rows from its epilogue slab: whole transactions.)
+  const bool row_epilogue = group.kernel.family == "wgmma";
   for (NodeId x : group.nodes) {
     if (x == c) continue;
     const TeNode& e = graph.node(x);
@@ -336,7 +346,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
       if (prod >= 0 && in_group(prod)) continue;
       const TensorType& t = e.inputs()[i].type;
       side_bytes += static_cast<double>(bytes_of(t));
-      if (t.num_elements() >= out_elements) {
+      if (!row_epilogue && t.num_elements() >= out_elements) {
         const int64_t access = kEpilogueElementsPerAccess * dtype_bytes(t.dtype);
         epilogue_reads += static_cast<double>(bytes_of(t)) * static_cast<double>(std::max<int64_t>(transaction / access, 1) - 1);
       }
@@ -426,7 +436,12 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
                             " us per tile (", kWgEpilogueIssuesPerOutput, " issue slots per output), ", exposed * 1e6,
                             " us exposed with the first stages' latency"));
   }
-  out.latency_s = out.term("launch") + (worst + exposed) / family_efficiency(spec, group, out);
+  double efficiency = family_efficiency(spec, group, out);
+  if (group.kernel.family == "wgmma" && bn >= kWgWideTileBlockN) {
+    efficiency *= kWgWideTileEfficiency;
+    out.notes.push_back(cat("128 x ", bn, " tiles: ", kWgWideTileEfficiency, " of the rate of 128-wide ones (measured)"));
+  }
+  out.latency_s = out.term("launch") + (worst + exposed) / efficiency;
   return out;
 }
 

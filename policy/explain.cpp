@@ -70,6 +70,7 @@ struct GroupRow {
   std::string nodes, tiles, edges, predicted, bound, family, rejected;
   std::string measured;  // with --tune: the kept candidate's time, and its rank by prediction
   std::string kind;      // a sparse weight's dense / block-sparse choice
+  std::string terms;     // the prediction's parts: its named terms, then each memory level's time
 };
 
 GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
@@ -96,6 +97,8 @@ GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
   row.predicted = ms(g.predicted.latency_s);
   row.bound = g.predicted.bound + (g.predicted.tensor_cores ? " (tensor cores)" : "");
   if (const double panel = g.predicted.term("panel"); panel > 0) row.bound += cat(", plus ", ms(panel), " of contraction panels");
+  for (const CostTerm& t : g.predicted.terms) row.terms += cat(row.terms.empty() ? "" : ", ", t.name, " ", ms(t.seconds));
+  for (const LevelCost& l : g.predicted.memory) row.terms += cat(row.terms.empty() ? "" : ", ", l.level, " ", ms(l.seconds));
   if (g.measured_s) {
     size_t rank = 0, timed = 0;
     for (size_t i = 0; i < g.trials.size(); ++i) {
@@ -145,6 +148,7 @@ std::string explain_text(const OpGraph& graph, const Schedule& schedule, const E
     const GroupRow row = group_row(graph, schedule.groups[i]);
     out += cat("kernel ", i, ": ", row.nodes, "\n");
     out += cat("  predicted ", row.predicted, ", bound ", row.bound, "\n");
+    if (!row.terms.empty()) out += cat("  terms     ", row.terms, "\n");
     if (!row.measured.empty()) out += cat("  measured  ", row.measured, "\n");
     out += cat("  family    ", row.family, "\n");
     if (!row.rejected.empty()) out += cat("  not       ", row.rejected, "\n");
