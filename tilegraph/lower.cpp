@@ -202,6 +202,7 @@ OpGraph lower_model(const ModelDef& model, const LowerOptions& options) {
     ctx.begin(op, std::move(ins));
     try {
       op_library().find(op.op_type)->second(ctx);
+      ctx.check_no_extra_inputs();
     } catch (UserError& e) {
       e.set_file_if_empty(model.file);
       e.set_location_if_empty(ctx.where());

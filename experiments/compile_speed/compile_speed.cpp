@@ -17,6 +17,7 @@
 #include "cost_model/cost_model.h"
 #include "driver/compile.h"
 #include "tilegraph/import/load_model.h"
+#include "tilegraph/import/model_json.h"
 #include "tilegraph/lower.h"
 
 namespace fs = std::filesystem;
@@ -68,6 +69,24 @@ int main(int argc, char** argv) {
           ->MinTime(0.5);
     }
   }
+  // Reading a long model (issue 29, class 4): a chain of N Relu ops in the JSON format, parsed
+  // (the strict reader) and lowered; Google Benchmark fits the growth (`_BigO`, `_RMS`). The
+  // reader was quadratic in the number of objects of a list until 2026-11-27.
+  benchmark::RegisterBenchmark("read_and_lower_chain", [](benchmark::State& state) {
+    const int64_t n = state.range(0);
+    std::string text = R"({"format": "tessel-model", "version": 1, "name": "chain", "opset": 17,
+      "inputs": [{"name": "t0", "dtype": "f32", "shape": [4]}], "outputs": ["t)" + std::to_string(n) + R"("], "ops": [)";
+    for (int64_t i = 0; i < n; ++i)
+      text += (i ? ", " : "") + std::string(R"({"name": "o)") + std::to_string(i) + R"(", "op": "Relu", "inputs": ["t)" +
+              std::to_string(i) + R"("], "outputs": ["t)" + std::to_string(i + 1) + R"("]})";
+    text += "]}";
+    for (auto _ : state) benchmark::DoNotOptimize(lower_model(parse_model_json(text, "chain.json")));
+    state.SetComplexityN(n);
+  })
+      ->RangeMultiplier(2)
+      ->Range(25000, 200000)
+      ->Unit(benchmark::kMillisecond)
+      ->Complexity();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

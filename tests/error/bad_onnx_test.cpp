@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "tilegraph/error.h"
 #include "tilegraph/import/onnx_import.h"
+#include "tilegraph/op_graph.h"
 
 namespace fs = std::filesystem;
 using namespace tessel;
@@ -159,6 +162,31 @@ TEST_CASE("inconsistent initializer data is a UserError") {
     const std::string path = dir.write("external.onnx", model({tensor_value_info("x", kFloat, {4})},
                                                               {init}, tensor_value_info("y", kFloat, {4})));
     check_user_error([&] { import_onnx(path); }, "absent.bin");
+  }
+  SUBCASE("external data without a length is the tensor's bytes, not the rest of the file") {
+    auto entry = [](const std::string& key, const std::string& value) {
+      return bytes_field(13, bytes_field(1, key) + bytes_field(2, value));
+    };
+    // One data file shared by two tensors: w's 4 floats at offset 16 of 48 bytes. (Before, w took
+    // the 32 bytes to the end: "external data has 32 bytes, expected 4 elements".)
+    std::string data(48, '\0');
+    const float w[4] = {1.5f, -2.0f, 3.25f, 4.0f};
+    std::memcpy(data.data() + 16, w, sizeof(w));
+    dir.write("shared.bin", data);
+    const std::string init = int_field(1, 4) + int_field(2, kFloat) + bytes_field(8, "w") + entry("location", "shared.bin") +
+                             entry("offset", "16") + int_field(14, 1);
+    const std::string path = dir.write("shared.onnx", model({tensor_value_info("x", kFloat, {4})}, {init},
+                                                            tensor_value_info("y", kFloat, {4})));
+    const ModelDef m = import_onnx(path);
+    REQUIRE(m.weights.size() == 1);
+    const HostTensor values = weight_source_values(m.weights[0].source, m.weights[0].type, std::nullopt);
+    CHECK(values.values() == std::vector<double>{1.5, -2.0, 3.25, 4.0});
+    // A length other than the tensor's bytes is refused before anything is read.
+    const std::string wrong = int_field(1, 4) + int_field(2, kFloat) + bytes_field(8, "w") + entry("location", "shared.bin") +
+                              entry("length", "32") + int_field(14, 1);
+    const std::string wrong_path = dir.write("wrong_length.onnx", model({tensor_value_info("x", kFloat, {4})}, {wrong},
+                                                                        tensor_value_info("y", kFloat, {4})));
+    check_user_error([&] { import_onnx(wrong_path); }, "external data length 32 bytes, but the tensor takes 16");
   }
   SUBCASE("external data outside the model's directory") {
     auto entry = [](const std::string& key, const std::string& value) {

@@ -40,37 +40,46 @@ using json = nlohmann::json;
 
 constexpr int kMaxJsonDepth = 64;
 
-// A parser callback rejecting a key repeated in one object, with the JSON pointer, and documents
-// nested deeper than kMaxJsonDepth.
-class DuplicateKeyCheck {
+// The strict reader's SAX handler: nlohmann's DOM builder, with a key repeated in one object
+// refused (with its JSON pointer) and documents nested deeper than kMaxJsonDepth refused as they
+// are read. (Not nlohmann's parser callback: its DOM builder then scans the enclosing container
+// for discarded values after every object, quadratic in a list's length -- a 100k-op model took
+// 8 s to parse, one of 1M ops did not finish.)
+class StrictSax {
  public:
-  explicit DuplicateKeyCheck(const std::string& file) : file_(file) {}
+  StrictSax(json& result, const std::string& file) : dom_(result, true), file_(file) {}
 
-  bool operator()(int depth, nlohmann::json::parse_event_t event, json& parsed) {
-    // Deeper documents are refused as they are read: no format of Tessel nests more than a few
-    // levels, and serializing or destroying a value recurses once per level.
-    if (depth > kMaxJsonDepth)
-      throw tessel::UserError(file_, pointer(), tessel::cat("nested deeper than ", kMaxJsonDepth, " levels"));
-    switch (event) {
-      case nlohmann::json::parse_event_t::object_start:
-        stack_.emplace_back(true);
-        break;
-      case nlohmann::json::parse_event_t::array_start:
-        stack_.emplace_back(false);
-        break;
-      case nlohmann::json::parse_event_t::key:
-        on_key(parsed.get<std::string>());
-        break;
-      case nlohmann::json::parse_event_t::object_end:
-      case nlohmann::json::parse_event_t::array_end:
-        stack_.pop_back();
-        element_done();
-        break;
-      case nlohmann::json::parse_event_t::value:
-        element_done();
-        break;
-    }
-    return true;
+  bool null() { return value(dom_.null()); }
+  bool boolean(bool v) { return value(dom_.boolean(v)); }
+  bool number_integer(json::number_integer_t v) { return value(dom_.number_integer(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(dom_.number_unsigned(v)); }
+  bool number_float(json::number_float_t v, const json::string_t& text) { return value(dom_.number_float(v, text)); }
+  bool string(json::string_t& v) { return value(dom_.string(v)); }
+  bool binary(json::binary_t& v) { return value(dom_.binary(v)); }
+  bool start_object(std::size_t n) {
+    push(true);
+    return dom_.start_object(n);
+  }
+  bool key(json::string_t& k) {
+    Frame& top = stack_.back();
+    top.key = k;
+    if (!top.keys.insert(k).second) throw tessel::UserError(file_, pointer(), tessel::cat("duplicate key ", quoted(k)));
+    return dom_.key(k);
+  }
+  bool end_object() {
+    stack_.pop_back();
+    return value(dom_.end_object());
+  }
+  bool start_array(std::size_t n) {
+    push(false);
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return value(dom_.end_array());
+  }
+  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) {
+    return dom_.parse_error(position, token, e);  // throws e
   }
 
  private:
@@ -82,14 +91,17 @@ class DuplicateKeyCheck {
     size_t index = 0;            // the current element (lists)
   };
 
-  void on_key(const std::string& key) {
-    Frame& top = stack_.back();
-    top.key = key;
-    if (!top.keys.insert(key).second)
-      throw tessel::UserError(file_, pointer(), tessel::cat("duplicate key ", quoted(key)));
+  // Deeper documents are refused as they are read: no format of Tessel nests more than a few
+  // levels, and serializing or destroying a value recurses once per level.
+  void push(bool object) {
+    if (static_cast<int>(stack_.size()) >= kMaxJsonDepth)
+      throw tessel::UserError(file_, pointer(), tessel::cat("nested deeper than ", kMaxJsonDepth, " levels"));
+    stack_.emplace_back(object);
   }
-  void element_done() {
+  // A value (or a container) is complete: the enclosing list moves to its next element.
+  bool value(bool ok) {
     if (!stack_.empty() && !stack_.back().is_object) ++stack_.back().index;
+    return ok;
   }
   std::string pointer() const {
     std::string ptr;
@@ -97,16 +109,19 @@ class DuplicateKeyCheck {
     return ptr;
   }
 
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
   const std::string& file_;
   std::vector<Frame> stack_;
 };
-
 
 }  // namespace
 
 nlohmann::json parse_strict(const std::string& text, const std::string& file) {
   try {
-    return nlohmann::json::parse(text, DuplicateKeyCheck(file));
+    json result;
+    StrictSax sax(result, file);
+    nlohmann::json::sax_parse(text, &sax);
+    return result;
   } catch (const nlohmann::json::exception& e) {
     // parse_error (syntax) and out_of_range 406 (a number beyond double, e.g. 1e400) alike.
     std::string reason = e.what();  // "[json.exception.parse_error.101] parse error at line 3, ..."

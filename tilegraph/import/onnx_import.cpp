@@ -158,9 +158,11 @@ int64_t parse_external_int(const std::string& key, const std::string& text,
 }
 
 /// The bytes of a tensor stored outside the model: `location` (relative to the model's
-/// directory), from `offset` for `length` bytes (default: to the end of the file).
+/// directory), from `offset` for `length` bytes -- without a `length`, the `needed` bytes the
+/// tensor's shape and dtype take (not the rest of the file: a data file shared by many tensors
+/// would be read whole for each). A `length` other than `needed` is refused before reading.
 std::string read_external_data(const onnx::TensorProto& proto, const TensorSource& source,
-                               const std::string& where) {
+                               const std::string& where, int64_t needed) {
   const std::string& file = source.file;
   std::string location;
   int64_t offset = 0;
@@ -178,7 +180,9 @@ std::string read_external_data(const onnx::TensorProto& proto, const TensorSourc
     throw UserError(file, where,
                     cat("external data file '", data_path.string(), "': ", ec.message()));
   const int64_t size = static_cast<int64_t>(file_bytes);
-  const int64_t count = length.value_or(size - offset);
+  const int64_t count = length.value_or(needed);
+  if (count != needed)
+    throw UserError(file, where, cat("external data length ", count, " bytes, but the tensor takes ", needed));
   if (offset > size || count > size - offset)
     throw UserError(file, where, cat("external data file '", data_path.string(), "' has ", size,
                                      " bytes; the tensor needs offset ", offset, " + length ",
@@ -203,7 +207,7 @@ HostTensor tensor_from_proto(const onnx::TensorProto& proto, const TensorSource&
 
   std::vector<double> values;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    values = values_from_bytes(read_external_data(proto, source, where), dtype, count, file, where,
+    values = values_from_bytes(read_external_data(proto, source, where, count * dtype_bytes(dtype)), dtype, count, file, where,
                                "external data");
   } else if (proto.has_raw_data()) {
     values = values_from_bytes(proto.raw_data(), dtype, count, file, where, "raw_data");

@@ -26,6 +26,7 @@ LowerContext::LowerContext(OpGraph& graph, const ModelDef& model, const LowerOpt
 void LowerContext::begin(const OpDef& op, std::vector<std::optional<Value>> inputs) {
   op_ = &op;
   inputs_ = std::move(inputs);
+  read_up_to_ = -1;
   outputs_.assign(op.outputs.size(), std::nullopt);
 }
 
@@ -37,6 +38,13 @@ void LowerContext::fail(const std::string& message) const {
 
 void LowerContext::unsupported(const std::string& message) const {
   throw UnsupportedError(model_.file, where(), message);
+}
+
+void LowerContext::check_no_extra_inputs() const {
+  for (int i = static_cast<int>(inputs_.size()) - 1; i > read_up_to_; --i)
+    if (inputs_[i].has_value())
+      fail(cat("takes ", read_up_to_ + 1, " input", read_up_to_ == 0 ? "" : "s", ", but the model gives it ", inputs_.size(),
+               " (input ", i, " '", op_->inputs[i], "' would be ignored)"));
 }
 
 const Value& LowerContext::input(int i) const {

@@ -7,6 +7,7 @@
 // how Shape, Constant, ConstantOfShape and the shape arithmetic feeding Reshape disappear).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -40,8 +41,19 @@ class LowerContext {
   void begin(const OpDef& op, std::vector<std::optional<Value>> inputs);
   const OpDef& op() const { return *op_; }
   int64_t opset() const { return model_.opset; }
-  int num_inputs() const { return static_cast<int>(inputs_.size()); }
-  bool has_input(int i) const { return i < num_inputs() && inputs_[i].has_value(); }
+  /// The number of inputs given (a variadic op's lowering reads them all).
+  int num_inputs() const {
+    read_up_to_ = std::max(read_up_to_, static_cast<int>(inputs_.size()) - 1);
+    return static_cast<int>(inputs_.size());
+  }
+  bool has_input(int i) const {
+    read_up_to_ = std::max(read_up_to_, i);
+    return i < static_cast<int>(inputs_.size()) && inputs_[i].has_value();
+  }
+  /// After the lowering: UserError when the model gives the op an input past every one its
+  /// lowering looked at (`Relu(x, z)`, `Add(x, z, z)`: an input the op does not have would
+  /// otherwise be ignored in silence).
+  void check_no_extra_inputs() const;
   /// Input i; UserError if it is missing.
   const Value& input(int i) const;
   /// Input i as integers; UserError unless it is a constant known at import.
@@ -92,6 +104,7 @@ class LowerContext {
   const LowerOptions& options_;
   const OpDef* op_ = nullptr;
   std::vector<std::optional<Value>> inputs_;
+  mutable int read_up_to_ = -1;  // the highest input index the lowering asked about
   std::vector<std::optional<Value>> outputs_;
   std::map<const HostTensor*, TensorId> materialized_;
   std::map<const HostTensor*, std::string> constant_names_;

@@ -6,6 +6,7 @@
 // an elementwise normalization; ArgMax is a row max followed by the smallest index attaining it;
 // AveragePool divides a window sum by a window count that depends only on the output position.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "tilegraph/ops/common.h"
@@ -73,6 +74,12 @@ void lower_reduce(LowerContext& ctx, ReduceKind kind) {
     case ReduceKind::min: ctx.set_output(0, reduce(Combiner::min, [](Expr e) { return e; })); break;
     case ReduceKind::prod: ctx.set_output(0, reduce(Combiner::prod, [](Expr e) { return e; })); break;
     case ReduceKind::mean:
+      if (n == 0) {
+        // The mean of no values is 0 / 0 (ONNX's reference: NaN), not the empty sum's 0.
+        Value s = reduce(Combiner::sum, [](Expr e) { return e; }, "sum");
+        ctx.set_output(0, finish(s, [](Expr e) { return e * c(std::numeric_limits<double>::quiet_NaN(), e); }));
+        break;
+      }
       ctx.set_output(0, reduce(Combiner::sum, [&](Expr e) { return e * c(1.0 / n, e); }));
       break;
     case ReduceKind::sum_square: ctx.set_output(0, reduce(Combiner::sum, [](Expr e) { return e * e; })); break;
