@@ -100,7 +100,7 @@ const char* kCompileHelp =
     "  schedule, emit, run.\n"
     "  --device   backend (default: the one that emits --emit's format, else the one --hw's spec\n"
     "             is for, else cpu); --hw the spec to schedule for (default: probe this machine)\n"
-    "  --emit     write the generated code in FORMAT (cpu: llvm, obj; cuda: cuda) into -o DIR, one\n"
+    "  --emit     write the generated code in FORMAT (cpu: llvm, obj; cuda: cuda, ptx) into -o DIR, one\n"
     "             file per kernel plus manifest.json\n"
     "  --dump     print the generated code in FORMAT (or `ir` for the tensor-expression IR)\n"
     "  --run      compile, run on seeded random inputs, check against the interpreter and time it;\n"
@@ -273,6 +273,15 @@ int cmd_compile(const std::vector<std::string>& argv) {
   std::string dump_format;
   fs::path dump_dir;
   if (auto format = args.option("emit")) {
+    // Checked before any stage runs (the backend would say the same after scheduling).
+    if (backend) {
+      const std::vector<std::string> formats = backend->emit_formats();
+      if (std::find(formats.begin(), formats.end(), *format) == formats.end()) {
+        std::string known;
+        for (const std::string& f : formats) known += (known.empty() ? "" : ", ") + f;
+        throw UserError("command line", "--emit", cat("the ", backend->name(), " backend emits ", known, ", not '", *format, "'"));
+      }
+    }
     r.emit_format = *format;
     r.emit_dir = *args.option("o");
   } else if (auto format = args.option("dump"); backend && format && *format != "ir") {

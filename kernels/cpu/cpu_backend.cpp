@@ -24,6 +24,7 @@
 #include "kernels/cpu/cpu_executable.h"
 #include "kernels/cpu/emit_group.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 
 namespace tessel {
 
@@ -114,8 +115,8 @@ class CpuBackend : public Backend {
         nontemporal_stores = cpu::optimize_module(*module, *tm);
         cpu::write_object(*module, *tm, file);
       }
-      std::ofstream(base + ".boxes.bin", std::ios::binary)
-          .write(reinterpret_cast<const char*>(plan.boxes.data()), static_cast<std::streamsize>(plan.boxes.size() * sizeof(int64_t)));
+      write_file_atomically(base + ".boxes.bin",
+                            std::string(reinterpret_cast<const char*>(plan.boxes.data()), plan.boxes.size() * sizeof(int64_t)));
       files.push_back(file);
       files.push_back(base + ".boxes.bin");
       std::vector<std::string> nodes;
@@ -143,7 +144,7 @@ class CpuBackend : public Backend {
     }
     manifest["kernels"] = kernels;
     const std::string manifest_path = (std::filesystem::path(dir) / "manifest.json").string();
-    std::ofstream(manifest_path) << manifest.dump(2) << "\n";
+    write_file_atomically(manifest_path, manifest.dump(2) + "\n");
     files.push_back(manifest_path);
     return files;
   }

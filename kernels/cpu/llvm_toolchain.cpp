@@ -19,6 +19,7 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -30,6 +31,7 @@
 #include "kernels/cpu/emit_scalar.h"
 #include "kernels/cpu/streaming_stores.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 
 namespace tessel::cpu {
 
@@ -184,23 +186,26 @@ int optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level
   return mark_streaming_stores(module);
 }
 
+// Both write through write_file_atomically (tilegraph/files.h): the whole file or none, a failed
+// write a UserError (an llvm::raw_fd_ostream that fails aborts the process when destroyed).
 void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path) {
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec);
-  if (ec) throw UserError(path, "", cat("cannot write: ", ec.message()));
+  llvm::SmallVector<char, 0> bytes;
+  llvm::raw_svector_ostream out(bytes);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, out, nullptr, llvm::CGFT_ObjectFile))
     throw InternalError(cat("LLVM cannot emit object files for ", tm.getTargetTriple().str()));
   pm.run(module);
   const auto* diagnostics = static_cast<const QuietDiagnostics*>(module.getContext().getDiagHandlerPtr());
   if (!diagnostics->errors.empty()) throw InternalError(cat("LLVM failed to compile ", path, ": ", diagnostics->errors));
+  write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
 }
 
 void write_ir(const llvm::Module& module, const std::string& path) {
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec);
-  if (ec) throw UserError(path, "", cat("cannot write: ", ec.message()));
+  std::string text;
+  llvm::raw_string_ostream out(text);
   module.print(out, nullptr);
+  out.flush();
+  write_file_atomically(path, text);
 }
 
 struct HostJit::Impl {

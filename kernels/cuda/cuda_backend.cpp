@@ -30,6 +30,7 @@
 #include "kernels/cuda/nvrtc_compiler.h"
 #include "kernels/packed_tensor.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 
 namespace tessel {
 
@@ -528,7 +529,8 @@ class CudaBackend : public Backend {
     int count = 0;
     return CudaDriver::get().cuDeviceGetCount(&count) == CUDA_SUCCESS ? count : 0;
   }
-  std::vector<std::string> emit_formats() const override { return {"cuda"}; }
+  // cuda: the generated CUDA C++; ptx: NVRTC's PTX of it for the spec's virtual architecture.
+  std::vector<std::string> emit_formats() const override { return {"cuda", "ptx"}; }
   std::unique_ptr<KernelFamilies> kernel_families() const override { return std::make_unique<CudaKernelFamilies>(); }
   // The tensor-core convolutions (implicit GEMM, contraction_plan.h) read NHWC activations.
   bool prefers_channels_last() const override { return true; }
@@ -542,7 +544,8 @@ class CudaBackend : public Backend {
   std::vector<std::string> emit(const OpGraph& graph, const Schedule& given, const HwSpec& spec,
                                 const std::string& format, const std::string& dir) const override {
     const Schedule schedule = with_families(graph, given, spec);
-    if (format != "cuda") throw UserError("command line", "--emit", cat("backend 'cuda' writes 'cuda', not '", format, "'"));
+    if (format != "cuda" && format != "ptx")
+      throw UserError("command line", "--emit", cat("backend 'cuda' writes 'cuda' or 'ptx', not '", format, "'"));
     check_spec(spec);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -554,6 +557,7 @@ class CudaBackend : public Backend {
     manifest["version"] = 1;
     manifest["hw_spec"] = spec.name;
     manifest["arch"] = arch;
+    manifest["code"] = format == "ptx" ? cat("ptx for compute_", arch.substr(3)) : std::string("cuda c++");
     manifest["nvrtc_version"] = nvrtc_version();
     manifest["nvrtc_options"] = nvrtc_options(arch);
     manifest["kernels"] = nlohmann::ordered_json::array();
@@ -564,14 +568,12 @@ class CudaBackend : public Backend {
     };
     for (int i = 0; i < static_cast<int>(schedule.groups.size()); ++i) {
       const GeneratedKernel k = emit_group_kernel(graph, schedule, i, spec);
-      const std::string file = dir + "/" + k.name + ".cu";
-      std::ofstream out(file);
-      out << k.source;
-      if (!out) throw UserError(file, "", "cannot write the file");
-      files.push_back(file);
+      const std::string leaf = k.name + (format == "ptx" ? ".ptx" : ".cu");
+      write_file_atomically(dir + "/" + leaf, format == "ptx" ? compile_ptx(k.source, k.name, arch) : k.source);
+      files.push_back(dir + "/" + leaf);
       nlohmann::ordered_json e;
       e["name"] = k.name;
-      e["file"] = k.name + ".cu";
+      e["file"] = leaf;
       e["group"] = i;
       std::vector<std::string> nodes;
       for (NodeId n : schedule.groups[i].group.nodes) nodes.push_back(graph.node(n).name());
@@ -608,7 +610,7 @@ class CudaBackend : public Backend {
                              {"first_group", s.first_group}, {"last_group", s.last_group}});
     manifest["buffer_plan"] = bp;
     const std::string mpath = dir + "/manifest.json";
-    std::ofstream(mpath) << manifest.dump(2) << "\n";
+    write_file_atomically(mpath, manifest.dump(2) + "\n");
     files.push_back(mpath);
     return files;
   }

@@ -63,6 +63,37 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, co
   return out;
 }
 
+std::string compile_ptx(const std::string& source, const std::string& name, const std::string& arch) {
+  TESSEL_ASSERT(arch.rfind("sm_", 0) == 0, "not a real CUDA architecture: ", arch);
+  std::vector<std::string> options = nvrtc_options(arch);
+  options.front() = "--gpu-architecture=compute_" + arch.substr(3);  // virtual: NVRTC then writes PTX
+  nvrtcProgram prog = nullptr;
+  const std::string file = name + ".cu";
+  if (nvrtcCreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    throw InternalError(cat("nvrtcCreateProgram failed for ", name));
+  std::vector<const char*> opts;
+  for (const std::string& o : options) opts.push_back(o.c_str());
+  const nvrtcResult result = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+  std::string ptx, log;
+  size_t size = 0;
+  if (result == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS && size > 0) {
+    ptx.assign(size, '\0');
+    if (nvrtcGetPTX(prog, ptx.data()) != NVRTC_SUCCESS) ptx.clear();
+    while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  }
+  if (ptx.empty()) {
+    size_t log_size = 0;
+    nvrtcGetProgramLogSize(prog, &log_size);
+    log.assign(log_size, '\0');
+    if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  }
+  nvrtcDestroyProgram(&prog);
+  if (ptx.empty())
+    throw InternalError(cat("NVRTC ", nvrtc_version(), " wrote no PTX for generated kernel ", name, " (", nvrtcGetErrorString(result),
+                            "):\n", log));
+  return ptx;
+}
+
 CompiledKernel compile_kernel(const std::string& source, const std::string& name, const std::string& arch,
                               const CompileOptions& options) {
   const std::vector<std::string> opts = nvrtc_options(arch);

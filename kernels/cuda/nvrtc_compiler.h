@@ -30,6 +30,11 @@ struct NvrtcResult {
 /// Compiles `source` (file name `name`.cu in messages) with `options`; no cache, no throwing.
 NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::vector<std::string>& options);
 
+/// The PTX of `source` for `arch`'s virtual architecture ("sm_90a" -> compute_90a), with the
+/// options kernels are compiled with otherwise (`tessel compile --emit ptx`). A rejected kernel
+/// raises an InternalError with NVRTC's log (a Tessel bug, as for cubins).
+std::string compile_ptx(const std::string& source, const std::string& name, const std::string& arch);
+
 struct CompiledKernel {
   std::string cubin;
   bool cache_hit = false;

@@ -149,7 +149,9 @@ TEST_CASE("cuda cache: two processes compiling the same kernel into one cache bo
   options.cache_dir = dir.file("cache");
   // Both children start together (a pipe releases them) and compile the same source; each must
   // get the right cubin and the cache must end with one whole entry, no temporary files.
-  const std::string expected = cuda::compile_kernel(kKernel, "k", "sm_90a", CompileOptions{.use_cache = false}).cubin;
+  CompileOptions uncached;
+  uncached.use_cache = false;
+  const std::string expected = cuda::compile_kernel(kKernel, "k", "sm_90a", uncached).cubin;
   int go[2];
   REQUIRE(::pipe(go) == 0);
   std::vector<pid_t> children;

@@ -100,7 +100,7 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
       {"run " + kModels + "bert_base_layer.json --device cpu --threads -3", "option --threads expects an integer from 0"},
       {"run " + kModels + "bert_base_layer.json --device cpu --time -1", "option --time expects an integer from 0"},
       {"compile " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json --emit pdf -o " + (dir / "code").string(),
-       "emits llvm or obj, not 'pdf'"},
+       "the cpu backend emits llvm, obj, not 'pdf'"},
       {"compile " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json --emit llvm", "needs -o DIR"},
       {"compile " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json --dump foo",
        "--dump: the cpu backend dumps ir, llvm, obj, not 'foo'"},
@@ -108,6 +108,16 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
            (dir / "code").string(),
        "not 'llvm'"},
   };
+  // The backends' emitted files go through the same checked writes: a manifest that cannot be
+  // written (a folder in its place) is an error, not a silent exit 0.
+  for (const char* backend : {"cpu", "cuda"}) {
+    const fs::path out = dir / (std::string("emit_") + backend);
+    fs::create_directories(out / "manifest.json");
+    cases.push_back({"compile " + kModels + "resnet50_bottleneck.json --hw " + kSpecs +
+                         (std::string(backend) == "cpu" ? "x86-64-avx2-generic.json --emit llvm" : "nvidia-h100-sxm.json --emit cuda") +
+                         " -o " + out.string(),
+                     "manifest.json: is a directory, not a file"});
+  }
   // Files the user names for output: a full disk (/dev/full) is an error, not a truncated file.
   if (fs::is_character_file("/dev/full"))
     cases.push_back({"schedule " + kModels + "bert_base_layer.json --hw " + kSpecs + "x86-64-avx2-generic.json -o /dev/full",
@@ -218,6 +228,25 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
   r = tessel("compile " + model + " --hw " + spec + " --emit cuda -o " + (dir / "guessed").string());
   CHECK(r.status == 0);
   CHECK(fs::exists(dir / "guessed" / "manifest.json"));
+  // --emit ptx: NVRTC's PTX of each kernel for the spec's virtual architecture (no GPU needed).
+  r = tessel("compile " + model + " --hw " + spec + " --emit ptx -o " + (dir / "ptx").string());
+  CHECK(r.status == 0);
+  {
+    std::ifstream in(dir / "ptx" / "manifest.json");
+    const std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(manifest.find("\"code\": \"ptx for compute_90a\"") != std::string::npos);
+    int ptx_files = 0;
+    for (const auto& e : fs::directory_iterator(dir / "ptx"))
+      if (e.path().extension() == ".ptx") {
+        ++ptx_files;
+        std::ifstream f(e.path());
+        const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        CHECK(text.find(".target sm_90a") != std::string::npos);
+        CHECK(text.find(".entry ") != std::string::npos);
+        CHECK(manifest.find(e.path().filename().string()) != std::string::npos);
+      }
+    CHECK(ptx_files >= 1);
+  }
   r = tessel("compile " + model + " --hw " + spec);
   CHECK(r.status == 0);
   CHECK(r.output.find("[3/5 schedule]") != std::string::npos);
