@@ -258,6 +258,25 @@ std::unique_ptr<Policy> find_policy(const std::string& name) {
                   cat("unknown policy \"", name, "\" (", guess.empty() ? "" : cat("did you mean ", guess, "? "), "known: ", known, ")"));
 }
 
+std::string policy_options_help() {
+  std::string out = "  --policy-opt NAME=VALUE[,NAME=VALUE...]  options of the policy; each policy's, with defaults:\n";
+  for (auto& p : policies()) {
+    std::string line = cat("             ", p->name(), ":");
+    const std::vector<PolicyOption> options = p->options();
+    if (options.empty()) line += " none";
+    for (const PolicyOption& o : options) {
+      const std::string item = cat(" ", o.name, "=", o.get());
+      if (line.size() + item.size() > 100) {
+        out += line + "\n";
+        line = "              ";
+      }
+      line += item;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
   std::string known;
   for (auto& m : cost_models()) {
@@ -319,6 +338,16 @@ std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::strin
     throw UserError("command line", "", "--hw SPEC is required (a hardware spec, e.g. hw_specs/nvidia-h100-sxm.json)");
   }
   p->policy = find_policy(args.option_or("policy", std::string(policies().front()->name())));
+  // --policy-opt NAME=VALUE[,NAME=VALUE...]: the policy's options (Policy::options).
+  if (auto assignments = args.option("policy-opt")) {
+    size_t start = 0;
+    while (start <= assignments->size()) {
+      const size_t end = std::min(assignments->find(',', start), assignments->size());
+      if (std::string why = set_policy_option(*p->policy, assignments->substr(start, end - start)); !why.empty())
+        throw UserError("command line", "--policy-opt", why);
+      start = end + 1;
+    }
+  }
   p->cost = find_cost_model(args.option_or("cost-model", std::string(cost_models().front()->name())));
   r.policy = p->policy.get();
   r.cost = p->cost.get();

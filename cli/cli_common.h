@@ -60,6 +60,9 @@ LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inpu
 std::string resolve_hw_spec(const std::string& name_or_path);
 HwSpec load_cli_hw_spec(const std::string& name_or_path);
 std::unique_ptr<Policy> find_policy(const std::string& name);
+/// The help lines of --policy-opt, with every registered policy's options and their defaults
+/// (read from the registry, Policy::options).
+std::string policy_options_help();
 std::unique_ptr<CostModel> find_cost_model(const std::string& name);
 
 /// A compile() request made from the command line's pipeline options, with the policy and cost

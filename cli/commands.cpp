@@ -136,9 +136,9 @@ std::string device_for_hw(const Args& args) {
 
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
-            {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "schedule",
+            {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "policy-opt", "schedule",
              "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels", "mesh", "shard", "exhaustive", "descent", "memory-per-device"});
-  if (args.flag("help")) { std::cout << kRunHelp; return 0; }
+  if (args.flag("help")) { std::cout << kRunHelp << policy_options_help(); return 0; }
   std::optional<std::string> device = args.option("device");
   if (args.flag("interp") && device)
     throw UserError("command line", "", "'tessel run' takes --interp or --device cpu|cuda, not both");
@@ -238,9 +238,9 @@ int cmd_convert(const std::vector<std::string>& argv) {
 
 int cmd_compile(const std::vector<std::string>& argv) {
   Args args("compile", argv, {"run", "help", "no-cache", "no-baseline", "no-normalize"},
-            {"device", "seed", "threads", "shape", "hw", "policy", "schedule", "cost-model", "emit", "o", "dump", "cache",
+            {"device", "seed", "threads", "shape", "hw", "policy", "policy-opt", "schedule", "cost-model", "emit", "o", "dump", "cache",
              "time", "tune", "sparse-kernels"});
-  if (args.flag("help")) { std::cout << kCompileHelp; return 0; }
+  if (args.flag("help")) { std::cout << kCompileHelp << policy_options_help(); return 0; }
   const std::string path = args.one_positional("MODEL");
   if (args.option("emit") && !args.option("o")) throw UserError("command line", "--emit", "needs -o DIR");
   // Without --device: the backend that emits --emit's format, else the one the --hw spec is for,

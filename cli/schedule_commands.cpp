@@ -108,8 +108,8 @@ std::string render_svg(const std::string& dot) {
 }  // namespace
 
 int cmd_schedule(const std::vector<std::string>& argv) {
-  Args args("schedule", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "tune", "cache", "time-lock", "sparse-kernels"});
-  if (args.flag("help")) { std::cout << kScheduleHelp; return 0; }
+  Args args("schedule", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "tune", "cache", "time-lock", "sparse-kernels"});
+  if (args.flag("help")) { std::cout << kScheduleHelp << policy_options_help(); return 0; }
   const Scheduled s = make_schedule(args);
   const Compilation& c = s.c;
   write_output(args, c.dump(Stage::schedule));
@@ -122,8 +122,8 @@ int cmd_schedule(const std::vector<std::string>& argv) {
 }
 
 int cmd_explain(const std::vector<std::string>& argv) {
-  Args args("explain", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock", "sparse-kernels"});
-  if (args.flag("help")) { std::cout << kExplainHelp; return 0; }
+  Args args("explain", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock", "sparse-kernels"});
+  if (args.flag("help")) { std::cout << kExplainHelp << policy_options_help(); return 0; }
   const std::string format = args.option_or("format", "text");
   if (format != "text" && format != "dot" && format != "html")
     throw UserError("command line", "--format", cat("unknown format \"", format, "\" (text, dot or html)"));

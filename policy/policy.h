@@ -9,6 +9,7 @@
 // bit for bit. Rejected candidates are values carrying a reason, never exceptions.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,15 @@ struct PolicyContext {
 class Measurer;
 class MeasureCache;
 
+/// One option of a policy that can be set by name from the command line (`--policy-opt
+/// NAME=VALUE`): its name, what it does, and its current value and setter, bound to the policy's
+/// options (policy_options.h builds them).
+struct PolicyOption {
+  std::string name, description;
+  std::function<std::string()> get;                     // the current value, as text
+  std::function<std::string(const std::string&)> set;   // "" when set, else why not
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -57,7 +67,13 @@ class Policy {
     int k = 0;
   };
   virtual Tuning tuning() const { return {}; }
+  /// The options `--policy-opt` sets, bound to this policy (valid while it lives); none by default.
+  virtual std::vector<PolicyOption> options() { return {}; }
 };
+
+/// Sets `assignment` ("NAME=VALUE") on `policy`; returns "" when set, else a one-line reason (an
+/// unknown name says the nearest and lists the policy's options).
+std::string set_policy_option(Policy& policy, const std::string& assignment);
 
 /// Optional measurement of candidates on a real device: a policy given one (`--tune K`) times
 /// its K best candidates per group and keeps the fastest measured; results are cached by

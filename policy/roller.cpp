@@ -27,6 +27,8 @@
 // fraction of a second.
 #include "policy/roller.h"
 
+#include "policy/policy_options.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -599,6 +601,12 @@ std::vector<TileCandidate> roller_candidates(const OpGraph& graph, NodeId node, 
     out.push_back({std::move(configs[i]), std::move(priced[i])});
   }
   return out;
+}
+
+std::vector<PolicyOption> RollerPolicy::options() {
+  return {int_option("top_k", "candidate tilings priced by the cost model per node", options_.top_k, 1, 1 << 10),
+          real_option("max_padding_waste", "largest fraction of a tile outside the domain", options_.max_padding_waste, 0.0, 0.99),
+          bool_option("exhaustive", "price every combination of aligned extents (up to the enumeration's limit)", options_.exhaustive)};
 }
 
 Schedule RollerPolicy::schedule(const PolicyContext& ctx) const {

@@ -66,6 +66,7 @@ class RollerPolicy : public Policy {
     return true;
   }
   Tuning tuning() const override { return {options_.measurer, options_.measure_cache, options_.tune}; }
+  std::vector<PolicyOption> options() override;
 
  private:
   RollerOptions options_;

@@ -24,6 +24,7 @@
 
 #include "policy/check_schedule.h"
 #include "policy/measure_cache.h"
+#include "policy/policy_options.h"
 #include "policy/tune.h"
 
 #include <algorithm>
@@ -924,5 +925,15 @@ Schedule Welder::run() {
 }  // namespace
 
 Schedule WelderPolicy::schedule(const PolicyContext& ctx) const { return Welder(ctx, options_).run(); }
+
+std::vector<PolicyOption> WelderPolicy::options() {
+  return {words_option("edge_levels", "memory levels tried for an intermediate inside a group, innermost first",
+                       options_.edge_levels, {"registers", "smem", "l1d", "l2"}),
+          int_option("max_group_nodes", "largest number of nodes in one fused group", options_.max_group_nodes, 1, 1 << 16),
+          int_option("sink_candidates", "sink tiles tried per merge", options_.sink_candidates, 1, 1 << 10),
+          int_option("top_k", "candidate tilings priced by the cost model per node (roller's)", options_.roller.top_k, 1, 1 << 10),
+          real_option("max_padding_waste", "largest fraction of a tile outside the domain (roller's)",
+                      options_.roller.max_padding_waste, 0.0, 0.99)};
+}
 
 }  // namespace tessel

@@ -58,6 +58,7 @@ class WelderPolicy : public Policy {
     return true;
   }
   Tuning tuning() const override { return {options_.roller.measurer, options_.roller.measure_cache, options_.roller.tune}; }
+  std::vector<PolicyOption> options() override;
 
  private:
   WelderOptions options_;

@@ -9,6 +9,8 @@
 //   4. The register tile and threads (add_inner_tile); on timeout, roller's best instead.
 #include "policy/z3_policy.h"
 
+#include "policy/policy_options.h"
+
 #include "policy/check_schedule.h"
 
 #include <map>
@@ -461,6 +463,16 @@ Z3NodeResult solve_node_z3(const OpGraph& graph, NodeId id, const HwSpec& spec, 
   r.traffic_bytes = tile_kind_of(space.kind).traffic(node, r.tiles.levels.front(), space.traffic, space.kind).total_bytes;
   r.notes.push_back(cat("z3: ", why, "; fell back to roller's best"));
   return r;
+}
+
+std::vector<PolicyOption> Z3Policy::options() {
+  return {int_option("timeout_ms", "solver time per node in milliseconds (then roller's best)", options_.timeout_ms, 1, 3600 * 1000),
+          int_option("gpu_pipeline_stages", "input buffers per block counted in a GPU node's footprint", options_.gpu_pipeline_stages, 1, 16),
+          int_option("max_register_tile", "largest register-tile extent per axis", options_.max_register_tile, 1, 1 << 10),
+          real_option("max_padding_waste", "largest padding waste of a balanced tile extent", options_.max_padding_waste, 0.0, 0.99),
+          int_option("max_balanced_tiles", "largest tile count of a balanced extent", options_.max_balanced_tiles, 1, 1 << 16),
+          int_option("max_table_entries", "largest table the encoding builds before falling back", options_.max_table_entries, 1,
+                     int64_t{1} << 32)};
 }
 
 Schedule Z3Policy::schedule(const PolicyContext& ctx) const {

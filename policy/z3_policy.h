@@ -134,6 +134,7 @@ class Z3Policy : public Policy {
     return "one operator per kernel; outer tile of least traffic under alignment and capacity, by Z3";
   }
   Schedule schedule(const PolicyContext& ctx) const override;
+  std::vector<PolicyOption> options() override;
 
  private:
   Z3Options options_;

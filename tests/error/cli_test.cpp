@@ -92,6 +92,10 @@ TEST_CASE("cli: bad input exits 2 with one line naming the place and the value")
       {"schedule " + kModels + "bert_base_layer.json --hw nvidia-h100-sxn -o " + (dir / "s.json").string(),
        "no spec file or shipped spec named 'nvidia-h100-sxn' (did you mean nvidia-h100-sxm?"},
       {"run " + kModels + "bert_base_layer.json --device tpu", "unknown device 'tpu'"},
+      {"schedule " + kModels + "bert_base_layer.json --hw nvidia-h100-sxm --policy-opt max_grup_nodes=2",
+       "--policy-opt: policy welder has no option \"max_grup_nodes\" (did you mean max_group_nodes?"},
+      {"explain " + kModels + "bert_base_layer.json --hw nvidia-h100-sxm --policy roller --policy-opt top_k=0",
+       "policy roller option top_k expects an integer from 1"},
       {"run " + kModels + "bert_base_layer.json --interp --seed abc", "expects an integer, got \"abc\""},
       {"run " + kModels + "bert_base_layer.json --interp --inputs " + (dir / "none").string(), "not a directory"},
       // The backends' inputs: devices and specs of the wrong kind, code formats, counts.
@@ -246,6 +250,16 @@ TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing -
         CHECK(manifest.find(e.path().filename().string()) != std::string::npos);
       }
     CHECK(ptx_files >= 1);
+  }
+  // --policy-opt sets the policy's options: one node per group, so as many kernels as nodes.
+  r = tessel("explain " + model + " --hw " + spec + " --policy-opt max_group_nodes=1,sink_candidates=2");
+  CHECK(r.status == 0);
+  {
+    const size_t at = r.output.find("): ");
+    REQUIRE(at != std::string::npos);
+    int nodes = -1, kernels = -2;
+    CHECK(std::sscanf(r.output.c_str() + at + 3, "%d nodes in %d kernels", &nodes, &kernels) == 2);
+    CHECK(nodes == kernels);
   }
   r = tessel("compile " + model + " --hw " + spec);
   CHECK(r.status == 0);

@@ -317,7 +317,10 @@ TEST_CASE("measure cache: the group hash ignores node names, not tiles") {
   AnalyticCostModel cost;
   const std::vector<TileCandidate> c = roller_candidates(g1, 0, spec, cost);
   REQUIRE(c.size() >= 2);
-  ScheduledGroup x{{0}, {{0, c[0].tiles}}, {}}, y{{0}, {{0, c[1].tiles}}, {}};
+  ScheduledGroup x, y;
+  x.nodes = y.nodes = {0};
+  x.tiles = {{0, c[0].tiles}};
+  y.tiles = {{0, c[1].tiles}};
   CHECK(group_canonical_hash(g1, x) == group_canonical_hash(g2, x));
   CHECK(group_canonical_hash(g1, x) != group_canonical_hash(g1, y));
 }
