@@ -156,7 +156,18 @@ int cmd_run(const std::vector<std::string>& argv) {
   const Compilation imported = compile(import_only);
   const ModelDef& model = *imported.model;
   std::vector<HostTensor> given;
-  if (auto dir = args.option("inputs")) given = read_inputs(*dir, model);
+  if (auto dir = args.option("inputs")) {
+    given = read_inputs(*dir, model);
+    // ONNX lets a caller override a graph input that has an initializer; Tessel uses the
+    // initializer: say so, instead of leaving the caller to believe a file of theirs was read.
+    if (!model.defaulted_inputs.empty()) {
+      std::string names, read;
+      for (const std::string& n : model.defaulted_inputs) names += cat(names.empty() ? "'" : ", '", n, "'");
+      for (size_t i = 0; i < model.inputs.size(); ++i) read += cat(i ? ", " : "", "input_", i, " '", model.inputs[i].name, "'");
+      std::cerr << "tessel: note: graph input(s) " << names << " have initializers: used as constant weights, not read from "
+                << "--inputs (which gives " << (read.empty() ? std::string("no inputs") : read) << ")\n";
+    }
+  }
   std::vector<HostTensor> outputs;
   int status = 0;
   if (device) {

@@ -50,6 +50,10 @@ struct ModelDef {
   std::vector<std::string> outputs;
   std::vector<WeightDef> weights;
   std::vector<OpDef> ops;  // in any order; lowering sorts them by data dependence
+  /// ONNX graph inputs that also have an initializer: ONNX makes the initializer a default a
+  /// caller may override; Tessel imports them as weights (in `weights`) and does not take them
+  /// from --inputs (`tessel run` says so).
+  std::vector<std::string> defaulted_inputs;
 };
 
 }  // namespace tessel

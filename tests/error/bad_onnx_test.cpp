@@ -137,6 +137,20 @@ TEST_CASE("a tensor of an unsupported element type is an UnsupportedError") {
   }
 }
 
+TEST_CASE("a graph input with an initializer is a weight, listed as a defaulted input") {
+  // Issue 29, class 12: ONNX lets a caller override such an input; Tessel uses the initializer
+  // and records the name, so that `tessel run --inputs` says so instead of staying silent.
+  TempDir dir;
+  const std::string init = int_field(1, 2) + int_field(2, kFloat) + bytes_field(8, "x") + bytes_field(9, std::string(8, '\0'));
+  const std::string path = dir.write("defaulted.onnx", model({tensor_value_info("x", kFloat, {2})}, {init},
+                                                             tensor_value_info("y", kFloat, {2})));
+  const ModelDef m = import_onnx(path);
+  CHECK(m.inputs.empty());
+  REQUIRE(m.weights.size() == 1);
+  CHECK(m.weights[0].name == "x");
+  CHECK(m.defaulted_inputs == std::vector<std::string>{"x"});
+}
+
 TEST_CASE("a sequence-typed input is an UnsupportedError") {
   TempDir dir;
   const std::string path = dir.write(

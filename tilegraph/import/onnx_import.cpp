@@ -382,7 +382,8 @@ ModelDef import_onnx(const std::string& path) {
   if (model.opset < 0) throw UserError(path, "opset_import", cat("the default domain's opset is ", model.opset, ", negative"));
 
   // 1. Weights first: a graph input with an initializer is a weight (its value is a default
-  //    that ONNX allows the caller to override; Tessel treats it as fixed).
+  //    that ONNX allows the caller to override; Tessel treats it as fixed and lists it in
+  //    ModelDef::defaulted_inputs, so that `tessel run --inputs` can say so).
   std::set<std::string> weight_names;
   for (const auto& init : graph.initializer()) {
     HostTensor data = tensor_from_proto(init, source, tensor_location(init.name()));
@@ -396,8 +397,10 @@ ModelDef import_onnx(const std::string& path) {
                            "sparse initializers are not supported");
 
   // 2. Inputs and outputs.
-  for (const auto& info : graph.input())
+  for (const auto& info : graph.input()) {
     if (!weight_names.count(info.name())) model.inputs.push_back(input_from_proto(info, path));
+    else model.defaulted_inputs.push_back(info.name());
+  }
   for (const auto& info : graph.output()) {
     check_output_type(info, path);
     model.outputs.push_back(info.name());
