@@ -31,7 +31,7 @@ std::string nvrtc_version() {
   return cat(major, ".", minor);
 }
 
-NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::vector<std::string>& options) {
+NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::vector<std::string>& options, bool ptx) {
   NvrtcResult out;
   nvrtcProgram prog = nullptr;
   const std::string file = name + ".cu";
@@ -49,7 +49,15 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, co
     nvrtcGetProgramLog(prog, out.log.data());
     while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
   }
-  if (result == NVRTC_SUCCESS) {
+  if (result == NVRTC_SUCCESS && ptx) {
+    size_t size = 0;
+    if (nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
+      out.cubin.assign(size, '\0');
+      out.ok = nvrtcGetPTX(prog, out.cubin.data()) == NVRTC_SUCCESS;
+      out.cubin.pop_back();  // the terminating NUL
+    }
+    if (!out.ok) out.log += cat(out.log.empty() ? "" : "\n", "NVRTC produced no PTX");
+  } else if (result == NVRTC_SUCCESS) {
     size_t size = 0;
     if (nvrtcGetCUBINSize(prog, &size) == NVRTC_SUCCESS && size > 0) {
       out.cubin.assign(size, '\0');
@@ -67,31 +75,9 @@ std::string compile_ptx(const std::string& source, const std::string& name, cons
   TESSEL_ASSERT(arch.rfind("sm_", 0) == 0, "not a real CUDA architecture: ", arch);
   std::vector<std::string> options = nvrtc_options(arch);
   options.front() = "--gpu-architecture=compute_" + arch.substr(3);  // virtual: NVRTC then writes PTX
-  nvrtcProgram prog = nullptr;
-  const std::string file = name + ".cu";
-  if (nvrtcCreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
-    throw InternalError(cat("nvrtcCreateProgram failed for ", name));
-  std::vector<const char*> opts;
-  for (const std::string& o : options) opts.push_back(o.c_str());
-  const nvrtcResult result = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
-  std::string ptx, log;
-  size_t size = 0;
-  if (result == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS && size > 0) {
-    ptx.assign(size, '\0');
-    if (nvrtcGetPTX(prog, ptx.data()) != NVRTC_SUCCESS) ptx.clear();
-    while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
-  }
-  if (ptx.empty()) {
-    size_t log_size = 0;
-    nvrtcGetProgramLogSize(prog, &log_size);
-    log.assign(log_size, '\0');
-    if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
-  }
-  nvrtcDestroyProgram(&prog);
-  if (ptx.empty())
-    throw InternalError(cat("NVRTC ", nvrtc_version(), " wrote no PTX for generated kernel ", name, " (", nvrtcGetErrorString(result),
-                            "):\n", log));
-  return ptx;
+  const NvrtcResult r = nvrtc_compile(source, name, options, true);
+  if (!r.ok) throw InternalError(cat("NVRTC ", nvrtc_version(), " wrote no PTX for generated kernel ", name, " (a Tessel bug):\n", r.log));
+  return r.cubin;
 }
 
 CompiledKernel compile_kernel(const std::string& source, const std::string& name, const std::string& arch,

@@ -23,12 +23,14 @@ std::string nvrtc_version();
 
 struct NvrtcResult {
   bool ok = false;
-  std::string cubin;  // when ok
+  std::string cubin;  // when ok: the cubin, or the PTX text when asked for PTX
   std::string log;    // NVRTC's messages (warnings too)
 };
 
 /// Compiles `source` (file name `name`.cu in messages) with `options`; no cache, no throwing.
-NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::vector<std::string>& options);
+/// `ptx`: return the PTX (options then name a virtual architecture, compute_XX) instead of a cubin.
+NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::vector<std::string>& options,
+                          bool ptx = false);
 
 /// The PTX of `source` for `arch`'s virtual architecture ("sm_90a" -> compute_90a), with the
 /// options kernels are compiled with otherwise (`tessel compile --emit ptx`). A rejected kernel
