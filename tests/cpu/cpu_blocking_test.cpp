@@ -17,7 +17,7 @@ bool fits(const RegisterBlocking& b, int64_t registers) { return b.mr * b.nr + b
 
 }  // namespace
 
-TEST_CASE("register blocking: the box's rows decide MR; no block wider than the box") {
+TEST_CASE("register blocking: the box's rows decide MR, no block wider than the box") {
   // AVX-512 (32 registers, 16 f32 lanes), rows of 56 columns: 3 whole vectors.
   struct Case {
     int64_t registers, lanes, m, n;

@@ -133,7 +133,7 @@ TEST_CASE("cuda families: the cost model prices the recorded family") {
   CHECK(tc.notes.front().find("priced as the recorded wgmma plan: block 128x128") != std::string::npos);
 }
 
-TEST_CASE("cuda families: a contraction's variants are the tuner's choices; each recorded one is emitted as recorded") {
+TEST_CASE("cuda families: a contraction's variants are the tuner's choices, each recorded one is emitted as recorded") {
   const HwSpec& spec = gpu_spec();
   const AnalyticCostModel cost;
   const cuda::CudaKernelFamilies families;

@@ -285,7 +285,7 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
   CHECK(seen);
 }
 
-TEST_CASE("cuda flash: a causal mask's excluded key chunks are not visited; heads off powers of two run in padded tiles") {
+TEST_CASE("cuda flash: a causal mask's excluded key chunks are not visited, heads off powers of two run in padded tiles") {
   const HwSpec no_wgmma = mma_sync_spec();
   // 300 queries and keys: the Hopper kernel's 3 blocks of 128 rows visit 1, 2 and 3 of 3 chunks
   // of 128 keys; the mma.sync kernel's 2, 4 and 5 of 5 chunks of 64.

@@ -176,7 +176,7 @@ TEST_CASE("cuda sparse run: block-sparse kernels match the interpreter (odd shap
   }
 }
 
-TEST_CASE("cuda sparse: --sparse-kernels forces either kind and still records the comparison; the CPU keeps dense and says why") {
+TEST_CASE("cuda sparse: --sparse-kernels forces either kind and still records the comparison, the CPU keeps dense and says why") {
   const OpGraph g = sparse_gemm(DType::f16, 1024, 1024, 1024, block(64, 64, 0.1));
   const AnalyticCostModel cost;
   const cuda::CudaKernelFamilies families;

@@ -126,7 +126,7 @@ TEST_CASE("driver: a loaded compilation runs and matches the interpreter") {
   CHECK_MESSAGE(cmp.ok, cmp.message);
 }
 
-TEST_CASE("driver: --tune on the CPU: every group's top candidates are compiled, checked and timed; the fastest is kept") {
+TEST_CASE("driver: --tune on the CPU: every group's top candidates are compiled, checked and timed, the fastest is kept") {
   const OpGraph g = small_mlp();
   const HwSpec spec = shipped_spec("x86-64-avx2-generic");
   const testing::TempDir dir;

@@ -12,7 +12,7 @@
 
 using namespace tessel;
 
-TEST_CASE("compare_tensors: elementwise rtol/atol by dtype; NaN only where the reference has one") {
+TEST_CASE("compare_tensors: elementwise rtol/atol by dtype, NaN only where the reference has one") {
   const TensorType t{DType::f32, {3}};
   CHECK(compare_tensors(HostTensor(t, {1.0, 2.0, 3.0}), HostTensor(t, {1.0, 2.0001, 3.0})).ok);
   const CompareResult bad = compare_tensors(HostTensor(t, {1.0, 2.1, 3.0}), HostTensor(t, {1.0, 2.0, 3.0}));
@@ -23,7 +23,7 @@ TEST_CASE("compare_tensors: elementwise rtol/atol by dtype; NaN only where the r
   CHECK_FALSE(compare_tensors(HostTensor(t, {nan, 2.0, 3.0}), HostTensor(t, {1.0, 2.0, 3.0})).ok);
 }
 
-TEST_CASE("compare_compiled: relative L2 error by dtype; a stray NaN or a type change never passes") {
+TEST_CASE("compare_compiled: relative L2 error by dtype, a stray NaN or a type change never passes") {
   const TensorType t{DType::f32, {4}};
   const HostTensor ref(t, {1.0, -2.0, 3.0, 1e-6});
   // A near-zero element off by far more than rtol x |e|, but the tensor as a whole within 1e-5.

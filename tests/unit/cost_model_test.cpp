@@ -107,7 +107,7 @@ TEST_CASE("memory-bound: a 1024x1024 f32 add on the toy GPU, by hand") {
   CHECK_FALSE(c.tensor_cores);
 }
 
-TEST_CASE("a recorded tensor-core plan is priced as that plan, by hand; a family's measured efficiency divides its bound") {
+TEST_CASE("a recorded tensor-core plan is priced as that plan, by hand, a family's measured efficiency divides its bound") {
   const OpGraph g = matmul_graph(DType::f16);
   ScheduledGroup group = single(gemm_tiles());
   group.kernel = KernelChoice{"mma", {{"block_m", 256}, {"block_n", 128}, {"block_k", 32}, {"stages", 3}, {"split_k", 1},
@@ -339,7 +339,7 @@ TEST_CASE("a tensor-core contraction with too few tiles splits its reduction ove
   CHECK(noted);
 }
 
-TEST_CASE("CPU: a contraction's panels add to the latency, by hand; taller task tiles move fewer") {
+TEST_CASE("CPU: a contraction's panels add to the latency, by hand, taller task tiles move fewer") {
   const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
   const HwSpec cpu = load_hw_spec(dir + "x86-64-avx2-generic.json");
   const OpGraph gemm = matmul_graph(DType::f32);  // 1024^3: y[i, j] = sum_k x[i, k] w[k, j]

@@ -239,7 +239,7 @@ std::string temp_dir(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("measure cache: a policy with a measurer keeps the fastest measured candidate; a second run measures nothing") {
+TEST_CASE("measure cache: a policy with a measurer keeps the fastest measured candidate, a second run measures nothing") {
   const HwSpec spec = spec_named("nvidia-h100-sxm");
   const TensorType a{DType::f16, {1024, 1024}};
   const OpGraph g = one_op("MatMul", {a, a});
@@ -280,7 +280,7 @@ TEST_CASE("measure cache: a policy with a measurer keeps the fastest measured ca
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("measure cache: keys separate specs, policies and versions; a corrupt file is ignored and rebuilt") {
+TEST_CASE("measure cache: keys separate specs, policies and versions, a corrupt file is ignored and rebuilt") {
   const std::string dir = temp_dir("corrupt");
   {
     MeasureCache cache(dir);

@@ -156,7 +156,7 @@ TEST_CASE("schedule JSON: optional keys take the defaults") {
   CHECK(s.unfused.empty());
 }
 
-TEST_CASE("schedule JSON: cost terms are a named list; a schedule saved before reads its old keys as terms") {
+TEST_CASE("schedule JSON: cost terms are a named list, a schedule saved before reads its old keys as terms") {
   const OpGraph g = chain();
   const std::string a = g.node(0).name(), b = g.node(1).name();
   const std::string tiles_a = cat(R"("tiles": {")", a, R"(": {"levels": [{"level": "smem", "spatial": [8, 8]}]}})");

@@ -40,7 +40,7 @@ TEST_CASE("sparsity: pruning keeps the blocks of largest L1 norm, and the non-ze
   CHECK(nonzero_map(HostTensor(TensorType{DType::f32, {16, 16}}), 8).density(8, 8) == 0.0);
 }
 
-TEST_CASE("sparsity: a weight's attribute round-trips through the model format; a bad one is a UserError naming its key") {
+TEST_CASE("sparsity: a weight's attribute round-trips through the model format, a bad one is a UserError naming its key") {
   ModelBuilder b(DType::f16);
   const std::string w = b.sparse_weight("w", {64, 128}, 3, block(16, 32, 0.25));
   const ModelDef model = b.model({b.op("MatMul", {b.input("x", {8, 64}), w})});
@@ -71,7 +71,7 @@ TEST_CASE("sparsity: a weight's attribute round-trips through the model format; 
   CHECK_THROWS_WITH_AS(load_with(R"({"pattern": "block", "block": [16, 16], "shape": 1})"), doctest::Contains("shape"), UserError);
 }
 
-TEST_CASE("block_sparse kind: traffic, FLOPs and loads scale with the density; legality names what is wrong") {
+TEST_CASE("block_sparse kind: traffic, FLOPs and loads scale with the density, legality names what is wrong") {
   ModelBuilder b(DType::f16);
   const OpGraph g = b.graph(b.op("MatMul", {b.input("x", {256, 512}), b.weight("w", {512, 1024}, 1)}));
   const NodeId n = g.producer(g.outputs()[0]);
