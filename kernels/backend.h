@@ -50,8 +50,8 @@ struct CompileOptions {
 
 struct CompileStats {
   int kernels = 0;            // one per group of the schedule
-  double codegen_s = 0;       // emitting source / IR
-  double compile_s = 0;       // NVRTC or LLVM, including cache lookups
+  double codegen_s = 0;       // emitting source / IR (CPU: summed over the parallel workers)
+  double compile_s = 0;       // NVRTC or LLVM, including cache lookups (wall time; kernels compile in parallel)
   int cache_hits = 0;         // kernels loaded from the cache instead of compiled
   /// Per kernel, the code template its group was emitted with (CUDA: "generic", "vector", "row",
   /// "mma", "wgmma", "flash", ...); empty where a backend does not name them.
@@ -82,6 +82,15 @@ class Executable {
   /// `options.repeats` runs in seconds (GPU: device time between events; CPU: wall time; inputs
   /// and weights already resident), measured as `options` says.
   virtual std::vector<double> time(const std::vector<HostTensor>& inputs, const TimingOptions& options) = 0;
+  /// Per group of the schedule, in schedule order, the median over `repeats` runs of the time its
+  /// kernel took (seconds; 0 for a group with nothing to run): GPU: every launch of a run between
+  /// its own pair of events, queued behind a spin so the host's launch cost stays out; CPU: each
+  /// group's parallel region by the wall clock. Inputs resident, caches warm. Empty when a backend
+  /// cannot time its kernels one by one. `tessel explain --profile` shows it beside the prediction.
+  virtual std::vector<double> profile(const std::vector<HostTensor>& inputs, int repeats) {
+    (void)inputs, (void)repeats;
+    return {};
+  }
   virtual const CompileStats& compile_stats() const = 0;
   /// Peak bytes of the buffer plan (arena + inputs + weights + outputs).
   virtual int64_t peak_memory_bytes() const = 0;

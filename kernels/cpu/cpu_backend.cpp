@@ -5,8 +5,10 @@
 //      scratch placement -- needs the buffer plan, to know which outputs stay in scratch;
 //   3. emit one LLVM function per group (emit_group.h) into its own module and verify it (a
 //      rejected module is saved with a repro command);
-//   4. optimize (O3 unless CompileOptions::opt_level says otherwise) for the host CPU and hand the module to ORC LLJIT (llvm_toolchain.h);
-//   5. look every kernel up (this compiles it) and build the runtime (cpu_executable.h).
+//   4. optimize (O3 unless CompileOptions::opt_level says otherwise) for the host CPU and compile it
+//      to an object file (llvm_toolchain.h) -- or take the object from the cache (kernel_cache.h)
+//      -- steps 3-4 for all groups in parallel (parallel_compile.h);
+//   5. link the objects with ORC LLJIT, look every kernel up and build the runtime (cpu_executable.h).
 // `emit` runs steps 1-3 for the spec's own target instead and writes .ll or .o files.
 #include "kernels/cpu/cpu_backend.h"
 
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <thread>
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
@@ -23,6 +26,9 @@
 #include "kernels/cpu/kernel_families.h"
 #include "kernels/cpu/cpu_executable.h"
 #include "kernels/cpu/emit_group.h"
+#include "kernels/cpu/passes_hash.h"  // generated: TESSEL_CPU_PASSES_HASH (CMakeLists.txt)
+#include "kernels/kernel_cache.h"
+#include "kernels/parallel_compile.h"
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
 
@@ -156,28 +162,53 @@ class CpuBackend : public Backend {
     const cpu::CodegenParams params = cpu::codegen_params(spec);
     const int64_t alignment = arena_alignment(spec);
     BufferPlan buffers = plan_buffers(graph, schedule, alignment);
-    std::unique_ptr<llvm::TargetMachine> tm = cpu::host_target_machine();
     if (options.opt_level < 0 || options.opt_level > 3)
       throw UserError("command line", "--opt-level", cat("LLVM's optimization level is 0-3, not ", options.opt_level));
-    auto jit = std::make_unique<cpu::HostJit>(options.opt_level);
-    std::vector<cpu::CompiledGroup> groups;
-    for (int g = 0; g < static_cast<int>(schedule.groups.size()); ++g) {
-      cpu::CompiledGroup cg;
-      cg.plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes, params.streaming_bytes);
+    const int n = static_cast<int>(schedule.groups.size());
+    std::vector<cpu::CompiledGroup> groups(n);
+    for (int g = 0; g < n; ++g)
+      groups[g].plan = plan_cpu_group(graph, schedule, buffers, g, alignment, params.reuse_bytes, params.streaming_bytes);
+
+    // Emit, optimize and compile every group to an object file -- or find it in the cache, keyed
+    // by the IR as emitted, the host CPU, the level, LLVM's version and Tessel's own passes --
+    // one worker per hardware thread, each with its own target machine; then link them all.
+    const auto start = Clock::now();
+    const KernelCache cache(options.cache_dir, "o");
+    const std::string host = cpu::host_cpu_description();
+    const std::string level = std::to_string(options.opt_level);
+    std::vector<std::unique_ptr<llvm::TargetMachine>> machines(compile_workers(n));
+    std::vector<std::string> objects(n);
+    std::vector<double> codegen_s(n, 0);
+    std::vector<char> cached(n, 0);
+    compile_in_parallel(n, "CPU kernels", [&](int g, int worker) {
+      if (!machines[worker]) machines[worker] = cpu::host_target_machine(options.opt_level);
+      llvm::TargetMachine& tm = *machines[worker];
       auto ctx = cpu::make_context();
-      auto t0 = Clock::now();
-      std::unique_ptr<llvm::Module> module = emit_module(graph, cg.plan, params, *ctx, *tm, options.reject_dir);
-      stats.codegen_s += seconds_since(t0);
-      t0 = Clock::now();
-      cpu::optimize_module(*module, *tm, options.opt_level);
-      jit->add(std::move(module), std::move(ctx));
-      stats.compile_s += seconds_since(t0);
-      groups.push_back(std::move(cg));
+      const auto t0 = Clock::now();
+      std::unique_ptr<llvm::Module> module = emit_module(graph, groups[g].plan, params, *ctx, tm, options.reject_dir);
+      codegen_s[g] = seconds_since(t0);
+      std::string key;
+      if (options.use_cache) {
+        key = KernelCache::key({cpu::print_module(*module), host, level, LLVM_VERSION_STRING, TESSEL_CPU_PASSES_HASH});
+        if (std::optional<std::string> hit = cache.load(key)) {
+          objects[g] = std::move(*hit);
+          cached[g] = 1;
+          return;
+        }
+      }
+      cpu::optimize_module(*module, tm, options.opt_level);
+      objects[g] = cpu::compile_object(*module, tm, cpu::kernel_name(g));
+      if (options.use_cache) cache.store(key, objects[g]);
+    });
+    auto jit = std::make_unique<cpu::HostJit>(options.opt_level);
+    for (int g = 0; g < n; ++g) {
+      jit->add_object(objects[g], cpu::kernel_name(g));
+      stats.codegen_s += codegen_s[g];
+      stats.cache_hits += cached[g];
     }
-    auto t0 = Clock::now();
     for (cpu::CompiledGroup& cg : groups)
       cg.kernel = reinterpret_cast<cpu::KernelFn>(jit->lookup(cpu::kernel_name(cg.plan.group), options.reject_dir));
-    stats.compile_s += seconds_since(t0);
+    stats.compile_s = seconds_since(start);
     stats.kernels = static_cast<int>(groups.size());
     int threads = options.threads;
     if (threads <= 0) {

@@ -1,6 +1,7 @@
 // The CPU runtime (cpu_executable.h).
 #include "kernels/cpu/cpu_executable.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -65,18 +66,20 @@ void CpuExecutable::upload(const std::vector<HostTensor>& inputs) {
   }
 }
 
-void CpuExecutable::execute() {
-  for (const CompiledGroup& g : groups_) {
-    int64_t status[kStatusWords] = {0, 0, 0, 0};
-    pool_->parallel_for(g.plan.num_tasks, [&](int64_t begin, int64_t end, int worker) {
-      g.kernel(tensor_ptrs_.data(), begin, end, scratch_[worker].get(), g.plan.boxes.data(), status);
-    });
-    if (status[0] != 0) {
-      const TeNode& node = graph_.node(g.plan.nodes.at(static_cast<size_t>(status[3])));
-      throw UserError("", cat("node '", node.name(), "'"),
-                      cat("gather index ", status[1], " is out of range for a dimension of size ", status[2]));
-    }
+void CpuExecutable::execute_group(const CompiledGroup& g) {
+  int64_t status[kStatusWords] = {0, 0, 0, 0};
+  pool_->parallel_for(g.plan.num_tasks, [&](int64_t begin, int64_t end, int worker) {
+    g.kernel(tensor_ptrs_.data(), begin, end, scratch_[worker].get(), g.plan.boxes.data(), status);
+  });
+  if (status[0] != 0) {
+    const TeNode& node = graph_.node(g.plan.nodes.at(static_cast<size_t>(status[3])));
+    throw UserError("", cat("node '", node.name(), "'"),
+                    cat("gather index ", status[1], " is out of range for a dimension of size ", status[2]));
   }
+}
+
+void CpuExecutable::execute() {
+  for (const CompiledGroup& g : groups_) execute_group(g);
 }
 
 std::vector<HostTensor> CpuExecutable::run(const std::vector<HostTensor>& inputs) {
@@ -110,6 +113,24 @@ std::vector<double> CpuExecutable::time(const std::vector<HostTensor>& inputs, c
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return seconds;
+}
+
+std::vector<double> CpuExecutable::profile(const std::vector<HostTensor>& inputs, int repeats) {
+  upload(inputs);
+  execute();  // warm
+  std::vector<std::vector<double>> seconds(groups_.size());
+  for (int r = 0; r < repeats; ++r)
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const auto start = std::chrono::steady_clock::now();
+      execute_group(groups_[g]);
+      seconds[g].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  std::vector<double> out;
+  for (std::vector<double>& s : seconds) {
+    std::sort(s.begin(), s.end());
+    out.push_back(s.empty() ? 0 : s[s.size() / 2]);
+  }
+  return out;
 }
 
 }  // namespace tessel::cpu

@@ -35,6 +35,7 @@ class CpuExecutable : public Executable {
 
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) override;
   std::vector<double> time(const std::vector<HostTensor>& inputs, const TimingOptions& options) override;
+  std::vector<double> profile(const std::vector<HostTensor>& inputs, int repeats) override;
   const CompileStats& compile_stats() const override { return stats_; }
   int64_t peak_memory_bytes() const override;
   int launches_per_run() const override { return static_cast<int>(groups_.size()); }
@@ -48,6 +49,7 @@ class CpuExecutable : public Executable {
 
   void upload(const std::vector<HostTensor>& inputs);
   void execute();
+  void execute_group(const CompiledGroup& g);  // one group: its tasks on the pool, then its status
 
   OpGraph graph_;
   BufferPlan buffers_;

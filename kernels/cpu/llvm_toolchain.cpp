@@ -20,6 +20,7 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -78,6 +79,16 @@ std::string save_rejected(const llvm::Module& module, const std::string& reject_
   return path;
 }
 
+llvm::CodeGenOpt::Level codegen_level(int opt_level) {
+  switch (opt_level) {
+    case 0: return llvm::CodeGenOpt::None;
+    case 1: return llvm::CodeGenOpt::Less;
+    case 2: return llvm::CodeGenOpt::Default;
+    case 3: return llvm::CodeGenOpt::Aggressive;
+  }
+  throw InternalError(cat("LLVM optimization level ", opt_level, " is not 0-3"));
+}
+
 }  // namespace
 
 std::unique_ptr<llvm::LLVMContext> make_context() {
@@ -86,11 +97,11 @@ std::unique_ptr<llvm::LLVMContext> make_context() {
   return ctx;
 }
 
-std::unique_ptr<llvm::TargetMachine> host_target_machine() {
+std::unique_ptr<llvm::TargetMachine> host_target_machine(int opt_level) {
   initialize_llvm();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) throw InternalError("LLVM cannot describe the host CPU: " + take_error(jtmb.takeError()));
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  jtmb->setCodeGenOptLevel(codegen_level(opt_level));
   auto tm = jtmb->createTargetMachine();
   if (!tm) throw InternalError("LLVM cannot build a target machine for the host: " + take_error(tm.takeError()));
   return std::move(*tm);
@@ -140,20 +151,6 @@ void verify_or_reject(llvm::Module& module, const std::string& reject_dir, const
                           "; reproduce with: opt-16 -passes=verify ", path));
 }
 
-namespace {
-
-llvm::CodeGenOpt::Level codegen_level(int opt_level) {
-  switch (opt_level) {
-    case 0: return llvm::CodeGenOpt::None;
-    case 1: return llvm::CodeGenOpt::Less;
-    case 2: return llvm::CodeGenOpt::Default;
-    case 3: return llvm::CodeGenOpt::Aggressive;
-  }
-  throw InternalError(cat("LLVM optimization level ", opt_level, " is not 0-3"));
-}
-
-}  // namespace
-
 int optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
   codegen_level(opt_level);  // validates the level
   llvm::LoopAnalysisManager lam;
@@ -188,7 +185,7 @@ int optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level
 
 // Both write through write_file_atomically (tilegraph/files.h): the whole file or none, a failed
 // write a UserError (an llvm::raw_fd_ostream that fails aborts the process when destroyed).
-void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path) {
+std::string compile_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& name) {
   llvm::SmallVector<char, 0> bytes;
   llvm::raw_svector_ostream out(bytes);
   llvm::legacy::PassManager pm;
@@ -196,17 +193,23 @@ void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::stri
     throw InternalError(cat("LLVM cannot emit object files for ", tm.getTargetTriple().str()));
   pm.run(module);
   const auto* diagnostics = static_cast<const QuietDiagnostics*>(module.getContext().getDiagHandlerPtr());
-  if (!diagnostics->errors.empty()) throw InternalError(cat("LLVM failed to compile ", path, ": ", diagnostics->errors));
-  write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
+  if (!diagnostics->errors.empty()) throw InternalError(cat("LLVM failed to compile ", name, ": ", diagnostics->errors));
+  return std::string(bytes.begin(), bytes.end());
 }
 
-void write_ir(const llvm::Module& module, const std::string& path) {
+void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path) {
+  write_file_atomically(path, compile_object(module, tm, path));
+}
+
+std::string print_module(const llvm::Module& module) {
   std::string text;
   llvm::raw_string_ostream out(text);
   module.print(out, nullptr);
   out.flush();
-  write_file_atomically(path, text);
+  return text;
 }
+
+void write_ir(const llvm::Module& module, const std::string& path) { write_file_atomically(path, print_module(module)); }
 
 struct HostJit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -241,6 +244,11 @@ void HostJit::add(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LL
     }
   if (auto err = impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     throw InternalError("the LLVM JIT refused a module: " + take_error(std::move(err)));
+}
+
+void HostJit::add_object(const std::string& object, const std::string& name) {
+  if (auto err = impl_->jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, name)))
+    throw InternalError(cat("the LLVM JIT refused the object file of ", name, ": ", take_error(std::move(err))));
 }
 
 void* HostJit::lookup(const std::string& symbol, const std::string& reject_dir) {

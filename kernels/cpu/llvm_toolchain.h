@@ -21,8 +21,9 @@ namespace tessel::cpu {
 /// and drops optimization remarks and warnings (the generated code is not the user's).
 std::unique_ptr<llvm::LLVMContext> make_context();
 
-/// The host CPU (llvm::sys::getHostCPUName / getHostCPUFeatures) at the aggressive level.
-std::unique_ptr<llvm::TargetMachine> host_target_machine();
+/// The host CPU (llvm::sys::getHostCPUName / getHostCPUFeatures), its code generator at
+/// `opt_level` (0-3): the target machine the JIT itself compiles with.
+std::unique_ptr<llvm::TargetMachine> host_target_machine(int opt_level = 3);
 /// The spec's target (target.triple, target.arch, target.cpu_features); UserError when LLVM does
 /// not know the triple or CPU.
 std::unique_ptr<llvm::TargetMachine> spec_target_machine(const HwSpec& spec);
@@ -42,8 +43,12 @@ void verify_or_reject(llvm::Module& module, const std::string& reject_dir, const
 /// stores that made non-temporal.
 int optimize_module(llvm::Module& module, llvm::TargetMachine& tm, int opt_level = 3);
 
+/// `module` compiled to an object file for `tm` (InternalError naming `name` when LLVM fails).
+std::string compile_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& name);
 /// Writes `module` as an object file for `tm`.
 void write_object(llvm::Module& module, llvm::TargetMachine& tm, const std::string& path);
+/// `module` as textual IR.
+std::string print_module(const llvm::Module& module);
 /// Writes `module` as textual IR.
 void write_ir(const llvm::Module& module, const std::string& path);
 
@@ -58,6 +63,9 @@ class HostJit {
 
   /// Adds an optimized module (it must have the host target set) and compiles it on lookup.
   void add(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context);
+  /// Adds an object file compiled for the host by host_target_machine(opt_level) (compile_object);
+  /// `name` identifies it in errors.
+  void add_object(const std::string& object, const std::string& name);
   /// The address of `symbol`; InternalError (the IR saved under `reject_dir`, a repro command)
   /// when LLVM fails to compile it.
   void* lookup(const std::string& symbol, const std::string& reject_dir);

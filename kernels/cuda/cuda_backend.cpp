@@ -29,6 +29,7 @@
 #include "kernels/cuda/kernel_emitter.h"
 #include "kernels/cuda/nvrtc_compiler.h"
 #include "kernels/packed_tensor.h"
+#include "kernels/parallel_compile.h"
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
 
@@ -47,6 +48,7 @@ constexpr int64_t kVectorAccessBytes = kRowVectorBytes;
 
 struct Launch {
   std::string name;
+  int group = 0;  // the schedule's group it runs
   CUfunction function = nullptr;
   int64_t blocks = 0;
   int threads = 0;
@@ -82,17 +84,24 @@ class CudaExecutable : public Executable {
       kernels.push_back(emit_group_kernel(graph, schedule, i, spec));
     stats_.codegen_s = seconds_since(start);
     stats_.kernels = static_cast<int>(kernels.size());
+    groups_ = kernels.size();
     for (const GeneratedKernel& k : kernels) stats_.kernel_templates.push_back(k.path);
     start = Clock::now();
     const std::string arch = cuda_arch(spec);
     arch_ = arch;
     // Identical groups (a transformer's layers) have one kernel name: compile and load it once.
+    // NVRTC is thread-safe: the distinct kernels compile in parallel.
     std::map<std::string, std::string> cubins;
-    for (const GeneratedKernel& k : kernels) {
-      if (cubins.count(k.name)) continue;
-      CompiledKernel c = compile_kernel(k.source, k.name, arch, options);
-      stats_.cache_hits += c.cache_hit;
-      cubins[k.name] = std::move(c.cubin);
+    std::vector<const GeneratedKernel*> distinct;
+    for (const GeneratedKernel& k : kernels)
+      if (cubins.emplace(k.name, std::string()).second) distinct.push_back(&k);
+    std::vector<CompiledKernel> compiled(distinct.size());
+    compile_in_parallel(static_cast<int>(distinct.size()), "kernels", [&](int i, int) {
+      compiled[i] = compile_kernel(distinct[i]->source, distinct[i]->name, arch, options);
+    });
+    for (size_t i = 0; i < distinct.size(); ++i) {
+      stats_.cache_hits += compiled[i].cache_hit;
+      cubins[distinct[i]->name] = std::move(compiled[i].cubin);
     }
     stats_.compile_s = seconds_since(start);
 
@@ -131,6 +140,7 @@ class CudaExecutable : public Executable {
       if (k.plan.blocks == 0) continue;  // an empty output
       Launch l;
       l.name = cat("group ", i, " (", k.name, ")");
+      l.group = static_cast<int>(i);
       d_.check(d_.cuModuleGetFunction(&l.function, module_of.at(k.name), k.name.c_str()), "cuModuleGetFunction");
       l.blocks = k.plan.blocks;
       l.threads = k.plan.threads;
@@ -287,6 +297,51 @@ class CudaExecutable : public Executable {
     return out;
   }
 
+  std::vector<double> profile(const std::vector<HostTensor>& inputs, int repeats) override {
+    d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    upload_inputs(inputs);
+    for (int i = 0; i < 3; ++i) launch_all();
+    d_.check(d_.cuStreamSynchronize(stream_), "warm-up runs");
+    const size_t n = launches_.size();
+    std::vector<CUevent> events;
+    std::vector<std::vector<double>> seconds(groups_);
+    try {
+      for (size_t i = 0; i < 2 * n * static_cast<size_t>(repeats); ++i)
+        d_.check(d_.cuEventCreate(&events.emplace_back(), CU_EVENT_DEFAULT), "cuEventCreate");
+      // Behind a spin: the host queues every launch and event before the GPU reaches them.
+      spin(static_cast<int>(n) * repeats);
+      for (int r = 0; r < repeats; ++r)
+        for (size_t i = 0; i < n; ++i) {
+          const size_t e = 2 * (static_cast<size_t>(r) * n + i);
+          d_.check(d_.cuEventRecord(events[e], stream_), "cuEventRecord");
+          launch(launches_[i], stream_);
+          d_.check(d_.cuEventRecord(events[e + 1], stream_), "cuEventRecord");
+        }
+      d_.check(d_.cuStreamSynchronize(stream_), "profiled runs");
+      for (int r = 0; r < repeats; ++r) {
+        std::vector<double> run(groups_, 0.0);
+        for (size_t i = 0; i < n; ++i) {
+          const size_t e = 2 * (static_cast<size_t>(r) * n + i);
+          float ms = 0;
+          d_.check(d_.cuEventElapsedTime(&ms, events[e], events[e + 1]), "cuEventElapsedTime");
+          run[launches_[i].group] += ms * 1e-3;
+        }
+        for (size_t g = 0; g < groups_; ++g) seconds[g].push_back(run[g]);
+      }
+    } catch (...) {
+      for (CUevent e : events) d_.cuEventDestroy(e);
+      throw;
+    }
+    for (CUevent e : events) d_.cuEventDestroy(e);
+    check_status();
+    std::vector<double> out;
+    for (std::vector<double>& s : seconds) {
+      std::sort(s.begin(), s.end());
+      out.push_back(s.empty() ? 0 : s[s.size() / 2]);
+    }
+    return out;
+  }
+
   const CompileStats& compile_stats() const override { return stats_; }
   int64_t peak_memory_bytes() const override { return peak_bytes_; }
   int launches_per_run() const override { return static_cast<int>(launches_.size()); }
@@ -308,6 +363,7 @@ class CudaExecutable : public Executable {
   std::vector<CUdeviceptr> input_buffers_;
   std::vector<CUdeviceptr> output_where_;
   std::vector<Launch> launches_;
+  size_t groups_ = 0;  // the schedule's groups (a group with an empty output has no launch)
   BufferPlan plan_;
   CUdeviceptr arena_ = 0, scratch_ = 0, status_ = 0;
   int64_t peak_bytes_ = 0;

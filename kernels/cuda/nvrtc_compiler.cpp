@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "kernels/cuda/cubin_cache.h"
+#include "kernels/kernel_cache.h"
 #include "tilegraph/error.h"
 
 namespace tessel::cuda {
@@ -85,8 +85,8 @@ CompiledKernel compile_kernel(const std::string& source, const std::string& name
   const std::vector<std::string> opts = nvrtc_options(arch);
   std::string opts_text;
   for (const std::string& o : opts) opts_text += o + " ";
-  CubinCache cache(options.cache_dir);
-  const std::string key = CubinCache::key(source, arch, nvrtc_version(), opts_text);
+  KernelCache cache(options.cache_dir, "cubin");
+  const std::string key = KernelCache::key({source, arch, nvrtc_version(), opts_text});
   if (options.use_cache)
     if (std::optional<std::string> hit = cache.load(key)) return {std::move(*hit), true};
 

@@ -1,5 +1,5 @@
 // Compiling generated CUDA C++ with NVRTC (linked; needs no GPU) into a cubin for the spec's
-// target, through the on-disk cache (cubin_cache.h). When NVRTC rejects generated code -- always
+// target, through the on-disk cache (kernels/kernel_cache.h). When NVRTC rejects generated code -- always
 // a Tessel bug -- the source and NVRTC's log are saved and the InternalError names them with an
 // nvcc command that reproduces the failure.
 #pragma once

@@ -1,4 +1,4 @@
-// The cubin cache (kernels/cuda/cubin_cache.h) and compile_kernel's use of it, without a GPU:
+// The cubin cache (kernels/kernel_cache.h) and compile_kernel's use of it, without a GPU:
 // keys change with everything a cubin depends on, entries round-trip, a damaged entry is a miss
 // and is rebuilt, concurrent writers and a read-only directory are safe, and rejected generated
 // code is saved with a repro command.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../temp_dir.h"
-#include "kernels/cuda/cubin_cache.h"
+#include "kernels/kernel_cache.h"
 #include "kernels/cuda/nvrtc_compiler.h"
 #include "tilegraph/error.h"
 
@@ -28,19 +28,19 @@ const char* kKernel = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x]
 }  // namespace
 
 TEST_CASE("cuda cache: the key changes with the source, the target, the toolkit and the options") {
-  const std::string k = cuda::CubinCache::key("a", "sm_90a", "13.0", "-x");
+  const std::string k = KernelCache::key({"a", "sm_90a", "13.0", "-x"});
   CHECK(k.size() == 32);
-  CHECK(k == cuda::CubinCache::key("a", "sm_90a", "13.0", "-x"));
-  CHECK(k != cuda::CubinCache::key("b", "sm_90a", "13.0", "-x"));
-  CHECK(k != cuda::CubinCache::key("a", "sm_80", "13.0", "-x"));
-  CHECK(k != cuda::CubinCache::key("a", "sm_90a", "13.1", "-x"));
-  CHECK(k != cuda::CubinCache::key("a", "sm_90a", "13.0", "-y"));
+  CHECK(k == KernelCache::key({"a", "sm_90a", "13.0", "-x"}));
+  CHECK(k != KernelCache::key({"b", "sm_90a", "13.0", "-x"}));
+  CHECK(k != KernelCache::key({"a", "sm_80", "13.0", "-x"}));
+  CHECK(k != KernelCache::key({"a", "sm_90a", "13.1", "-x"}));
+  CHECK(k != KernelCache::key({"a", "sm_90a", "13.0", "-y"}));
 }
 
 TEST_CASE("cuda cache: entries round-trip and a damaged entry is a miss") {
   TempDir dir;
-  const cuda::CubinCache cache(dir.file("cache"));
-  const std::string key = cuda::CubinCache::key("src", "sm_90a", "13.0", "");
+  const KernelCache cache(dir.file("cache"), "cubin");
+  const std::string key = KernelCache::key({"src", "sm_90a", "13.0", ""});
   CHECK_FALSE(cache.load(key).has_value());
   const std::string payload("\x7f" "ELF\0binary\n\npayload", 20);
   REQUIRE(cache.store(key, payload));
@@ -59,7 +59,7 @@ TEST_CASE("cuda cache: entries round-trip and a damaged entry is a miss") {
   // Garbage, and an entry stored under another key.
   dir.write("cache/" + key + ".cubin", "not a cache entry");
   CHECK_FALSE(cache.load(key).has_value());
-  const std::string other = cuda::CubinCache::key("other", "sm_90a", "13.0", "");
+  const std::string other = KernelCache::key({"other", "sm_90a", "13.0", ""});
   std::filesystem::copy_file(cache.path(key), cache.path(other), std::filesystem::copy_options::overwrite_existing);
   REQUIRE(cache.store(key, payload));
   std::filesystem::copy_file(cache.path(key), cache.path(other), std::filesystem::copy_options::overwrite_existing);
@@ -69,11 +69,11 @@ TEST_CASE("cuda cache: entries round-trip and a damaged entry is a miss") {
     CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
 }
 
-TEST_CASE("cuda cache: a directory others can write is not used; entries are regular files") {
+TEST_CASE("cuda cache: a directory others can write is not used, entries are regular files") {
   TempDir dir;
   const std::string root = dir.file("cache");
-  const cuda::CubinCache cache(root);
-  const std::string key = cuda::CubinCache::key("src", "sm_90a", "13.0", "");
+  const KernelCache cache(root, "cubin");
+  const std::string key = KernelCache::key({"src", "sm_90a", "13.0", ""});
   REQUIRE(cache.store(key, "payload"));
   struct stat st {};
   REQUIRE(::stat(root.c_str(), &st) == 0);
@@ -86,7 +86,7 @@ TEST_CASE("cuda cache: a directory others can write is not used; entries are reg
   std::filesystem::permissions(root, std::filesystem::perms::owner_all);
   CHECK(cache.load(key).has_value());
   // A FIFO standing as an entry is a miss at once (an ifstream would wait for a writer).
-  const std::string fifo_key = cuda::CubinCache::key("fifo", "sm_90a", "13.0", "");
+  const std::string fifo_key = KernelCache::key({"fifo", "sm_90a", "13.0", ""});
   REQUIRE(::mkfifo(cache.path(fifo_key).c_str(), 0600) == 0);
   CHECK_FALSE(cache.load(fifo_key).has_value());
 }

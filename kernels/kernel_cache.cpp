@@ -1,5 +1,5 @@
-// The on-disk cubin cache (see cubin_cache.h).
-#include "kernels/cuda/cubin_cache.h"
+// The on-disk cache of compiled kernels (see kernel_cache.h).
+#include "kernels/kernel_cache.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,11 +18,11 @@
 #include "tilegraph/files.h"
 #include "tilegraph/hash.h"
 
-namespace tessel::cuda {
+namespace tessel {
 
 namespace {
 
-constexpr const char* kMagic = "TESSELCUBIN1";
+constexpr const char* kMagic = "TESSELKERNEL1";
 
 std::string checksum(const std::string& payload) { return hex64(fnv1a64(payload)); }
 
@@ -36,7 +36,7 @@ bool untrusted(const std::string& dir) {
 
 }  // namespace
 
-CubinCache::CubinCache(std::string dir) : dir_(std::move(dir)) {
+KernelCache::KernelCache(std::string dir, std::string kind) : dir_(std::move(dir)), kind_(std::move(kind)) {
   if (!dir_.empty()) return;
   if (const char* env = std::getenv("TESSEL_CACHE_DIR"); env && *env) {
     dir_ = env;
@@ -47,20 +47,19 @@ CubinCache::CubinCache(std::string dir) : dir_(std::move(dir)) {
   }
 }
 
-std::string CubinCache::key(const std::string& source, const std::string& arch, const std::string& toolkit,
-                            const std::string& options) {
-  std::string all = source;
-  for (const std::string* part : {&arch, &toolkit, &options}) {
+std::string KernelCache::key(std::initializer_list<std::string_view> parts) {
+  std::string all;
+  for (std::string_view part : parts) {
+    all += part;
     all.push_back('\0');
-    all += *part;
   }
   // Two FNV-1a passes with different offset bases: 128 bits.
   return hex64(fnv1a64(all)) + hex64(fnv1a64(all, 0x84222325cbf29ce4ull));
 }
 
-std::string CubinCache::path(const std::string& key) const { return dir_ + "/" + key + ".cubin"; }
+std::string KernelCache::path(const std::string& key) const { return dir_ + "/" + key + "." + kind_; }
 
-std::optional<std::string> CubinCache::load(const std::string& key) const {
+std::optional<std::string> KernelCache::load(const std::string& key) const {
   if (untrusted(dir_)) return std::nullopt;
   // A regular file only (a FIFO planted as an entry would hang an ifstream), read whole.
   std::string bytes;
@@ -71,7 +70,7 @@ std::optional<std::string> CubinCache::load(const std::string& key) const {
   }
   std::istringstream in(bytes);
   std::string magic, stored_key, size_text, sum;
-  if (!std::getline(in, magic) || magic != kMagic) return std::nullopt;
+  if (!std::getline(in, magic) || magic != cat(kMagic, " ", kind_)) return std::nullopt;
   if (!std::getline(in, stored_key) || stored_key != key) return std::nullopt;
   if (!std::getline(in, size_text) || !std::getline(in, sum)) return std::nullopt;
   char* end = nullptr;
@@ -84,7 +83,7 @@ std::optional<std::string> CubinCache::load(const std::string& key) const {
   return payload;
 }
 
-bool CubinCache::store(const std::string& key, const std::string& cubin) const {
+bool KernelCache::store(const std::string& key, const std::string& code) const {
   std::error_code ec;
   const std::filesystem::path dir(dir_);
   if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
@@ -98,8 +97,8 @@ bool CubinCache::store(const std::string& key, const std::string& cubin) const {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return false;
-    out << kMagic << "\n" << key << "\n" << cubin.size() << "\n" << checksum(cubin) << "\n";
-    out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+    out << kMagic << " " << kind_ << "\n" << key << "\n" << code.size() << "\n" << checksum(code) << "\n";
+    out.write(code.data(), static_cast<std::streamsize>(code.size()));
     out.flush();
     if (!out) {
       std::filesystem::remove(tmp, ec);
@@ -114,4 +113,4 @@ bool CubinCache::store(const std::string& key, const std::string& cubin) const {
   return true;
 }
 
-}  // namespace tessel::cuda
+}  // namespace tessel
