@@ -286,28 +286,23 @@ std::unique_ptr<CostModel> find_cost_model(const std::string& name) {
   throw UserError("command line", "--cost-model", cat("unknown cost model \"", name, "\" (known: ", known, ")"));
 }
 
-namespace {
-
-/// Folders shipped specs are looked up in, in order.
-std::vector<fs::path> hw_spec_dirs() {
-  std::vector<fs::path> dirs;
+std::vector<std::string> hw_spec_dirs() {
+  std::vector<std::string> dirs;
   if (const char* env = std::getenv("TESSEL_HW_SPECS"); env && *env) dirs.emplace_back(env);
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "tessel" / "hw_specs");
+  if (!ec) dirs.push_back((exe.parent_path().parent_path() / "share" / "tessel" / "hw_specs").string());
   dirs.emplace_back(TESSEL_BUILD_HW_SPECS_DIR);
   return dirs;
 }
-
-}  // namespace
 
 std::string resolve_hw_spec(const std::string& name_or_path) {
   std::error_code ec;
   const bool is_name = name_or_path.find('/') == std::string::npos && fs::path(name_or_path).extension() != ".json";
   if (!is_name || fs::is_regular_file(name_or_path, ec)) return name_or_path;
   std::set<std::string> shipped;
-  for (const fs::path& dir : hw_spec_dirs()) {
-    const fs::path file = dir / (name_or_path + ".json");
+  for (const std::string& dir : hw_spec_dirs()) {
+    const fs::path file = fs::path(dir) / (name_or_path + ".json");
     if (fs::is_regular_file(file, ec)) return file.string();
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (e.path().extension() == ".json") shipped.insert(e.path().stem().string());

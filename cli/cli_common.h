@@ -49,6 +49,9 @@ std::vector<HostTensor> read_inputs(const std::string& dir, const ModelDef& mode
 std::string describe(const HostTensor& t);
 /// --inputs DIR, else seeded random inputs (--seed; normal(0,1) floats, 0..3 integers).
 std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, const OpGraph& g);
+/// The random input make_inputs gives a tensor of `type` without --inputs (normal(0, 1) floats;
+/// integers and booleans small and non-negative, so they are valid indices).
+HostTensor random_input(const TensorType& type, uint64_t seed);
 /// --shape and the shapes of given inputs.
 LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inputs, const ModelDef& model);
 
@@ -58,6 +61,9 @@ LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inpu
 /// (../share/tessel/hw_specs in a bundle), then in the source tree it was built from. A name that
 /// is none of these is a UserError listing the shipped names (the nearest first).
 std::string resolve_hw_spec(const std::string& name_or_path);
+/// The folders shipped specs are looked up in, in order: $TESSEL_HW_SPECS, the install tree's
+/// share/tessel/hw_specs beside the running program, the source tree's hw_specs/.
+std::vector<std::string> hw_spec_dirs();
 HwSpec load_cli_hw_spec(const std::string& name_or_path);
 std::unique_ptr<Policy> find_policy(const std::string& name);
 /// The help lines of --policy-opt, with every registered policy's options and their defaults
@@ -92,5 +98,11 @@ std::unique_ptr<CliPipeline> pipeline_options(const Args& args, const std::strin
 /// After --tune: on stderr, how many candidates were measured, in how long, and what tuning gained
 /// over the cost model's own choices (the groups whose top-1 was measured). Nothing without --tune.
 void report_tuning(const CliPipeline& pipeline, const Schedule& schedule);
+
+/// `tessel explain`'s output for a scheduled compilation in `format` (text, dot or html; the
+/// unfused baseline priced as the backend's families by `cost`), with each kernel's measured time
+/// beside its prediction when `measured_s` has them (Executable::profile). schedule_commands.cpp.
+std::string explain_compilation(const Compilation& c, const CostModel& cost, const std::string& format,
+                                const std::vector<double>& measured_s = {});
 
 }  // namespace tessel

@@ -6,6 +6,11 @@
 
 namespace tessel {
 
+/// The whole command line after the program name: runs the command, catches every error and
+/// prints it as the exit status documents (cli_main.cpp). 0 success, 1 a failed check, 2 bad
+/// input, 3 an internal error.
+int cli_main(const std::vector<std::string>& args);
+
 int cmd_inspect(const std::vector<std::string>& argv);
 int cmd_run(const std::vector<std::string>& argv);
 int cmd_convert(const std::vector<std::string>& argv);

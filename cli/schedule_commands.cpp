@@ -48,6 +48,10 @@ const char* kExplainHelp =
     "  --format dot writes Graphviz; --format html a self-contained page (needs graphviz's dot).\n"
     "  --tune K   measure the K best tilings of every group on the device and keep the fastest; the\n"
     "             explanation then shows measured next to predicted times\n"
+    "  --profile N  compile and run the schedule on the device (random inputs) and show each kernel's\n"
+    "             measured time, the median of N runs timed kernel by kernel, beside its prediction\n"
+    "  --compare P1,P2,...  the same model scheduled by each policy, side by side (kernels, predicted\n"
+    "             time, device-memory traffic; with --profile, measured time)\n"
     "  --sparse-kernels  a contraction reading a sparse weight gets the kernel the cost model\n"
     "             predicts faster (cost, default), or always dense / block_sparse (docs/sparsity.md)\n";
 
@@ -58,15 +62,29 @@ struct Scheduled {
   Compilation c;
 };
 
-Scheduled make_schedule(const Args& args) {
+Scheduled make_schedule(const Args& args, Stage last = Stage::schedule) {
   Scheduled s;
   s.pipeline = pipeline_options(args, "");
   s.pipeline->request.backend.clear();
   s.pipeline->request.model_path = args.one_positional("MODEL");
-  s.pipeline->request.last = Stage::schedule;
+  s.pipeline->request.last = last;
+  if (last == Stage::load) {
+    const std::string backend = std::string(backend_for(*s.pipeline->request.spec)->name());
+    if (auto why = find_backend(backend)->unavailable())
+      throw UserError("command line", "--profile", cat("running needs the device: '", backend, "' cannot run here: ", *why));
+  }
   s.c = compile(s.pipeline->request);
   report_tuning(*s.pipeline, s.c.schedule);
   return s;
+}
+
+/// Each kernel's measured time (Executable::profile) on random inputs, the median of `repeats`.
+std::vector<double> profile_kernels(const Compilation& c, int repeats) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < c.graph.inputs().size(); ++i) inputs.push_back(random_input(c.graph.tensor(c.graph.inputs()[i]).type, i));
+  std::vector<double> measured = c.executable->profile(inputs, repeats);
+  if (measured.empty()) throw UserError("command line", "--profile", cat("the ", c.backend->name(), " backend does not time kernels one by one"));
+  return measured;
 }
 
 void write_output(const Args& args, const std::string& text) {
@@ -122,24 +140,77 @@ int cmd_schedule(const std::vector<std::string>& argv) {
 }
 
 int cmd_explain(const std::vector<std::string>& argv) {
-  Args args("explain", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock", "sparse-kernels"});
+  Args args("explain", argv, {"help", "no-normalize", "cold-l2"},
+            {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock", "sparse-kernels",
+             "profile", "compare"});
   if (args.flag("help")) { std::cout << kExplainHelp << policy_options_help(); return 0; }
   const std::string format = args.option_or("format", "text");
   if (format != "text" && format != "dot" && format != "html")
     throw UserError("command line", "--format", cat("unknown format \"", format, "\" (text, dot or html)"));
-  const Scheduled s = make_schedule(args);
+  const int repeats = args.option("profile") ? static_cast<int>(args.int_option("profile", 1, 1, 10000)) : 0;
+  if (auto list = args.option("compare")) {
+    if (format != "text") throw UserError("command line", "--compare", "is a text table (no --format)");
+    if (args.option("policy") || args.option("schedule"))
+      throw UserError("command line", "--compare", "takes the policies itself (no --policy or --schedule)");
+    std::vector<std::string> names;
+    for (size_t start = 0; start <= list->size();) {
+      const size_t end = std::min(list->find(',', start), list->size());
+      names.push_back(list->substr(start, end - start));
+      find_policy(names.back());  // every name checked before any scheduling
+      start = end + 1;
+    }
+    std::string out = cat(repeats ? "policy      kernels   predicted    profiled   device traffic\n"
+                                  : "policy      kernels   predicted   device traffic\n");
+    for (const std::string& name : names) {
+      std::vector<std::string> one = argv;
+      for (size_t i = 0; i < one.size(); ++i)
+        if (one[i] == "--compare" || one[i].rfind("--compare=", 0) == 0) {
+          one.erase(one.begin() + i, one.begin() + i + (one[i] == "--compare" ? 2 : 1));
+          break;
+        }
+      one.insert(one.end(), {"--policy", name});
+      const Args per("explain", one, {"help", "no-normalize", "cold-l2"},
+                     {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock",
+                      "sparse-kernels", "profile"});
+      const Scheduled s = make_schedule(per, repeats ? Stage::load : Stage::schedule);
+      double device_bytes = 0;
+      const Explanation totals = explain_totals(s.c.graph, s.c.schedule, s.c.spec, *s.pipeline->cost);
+      device_bytes = totals.device_bytes;
+      char line[256];
+      if (repeats) {
+        double sum = 0;
+        for (double m : profile_kernels(s.c, repeats)) sum += m;
+        std::snprintf(line, sizeof(line), "%-10s %8zu %9.4f ms %8.4f ms %10.2f MB\n", name.c_str(), s.c.schedule.groups.size(),
+                      s.c.schedule.predicted_latency_s * 1e3, sum * 1e3, device_bytes / 1e6);
+      } else {
+        std::snprintf(line, sizeof(line), "%-10s %8zu %9.4f ms %10.2f MB\n", name.c_str(), s.c.schedule.groups.size(),
+                      s.c.schedule.predicted_latency_s * 1e3, device_bytes / 1e6);
+      }
+      out += line;
+    }
+    write_output(args, out);
+    return 0;
+  }
+  const Scheduled s = make_schedule(args, repeats ? Stage::load : Stage::schedule);
   const Compilation& c = s.c;
+  write_output(args, explain_compilation(c, *s.pipeline->cost, format, repeats ? profile_kernels(c, repeats) : std::vector<double>{}));
+  return 0;
+}
+
+std::string explain_compilation(const Compilation& c, const CostModel& cost, const std::string& format,
+                                const std::vector<double>& measured_s) {
+  if (format != "text" && format != "dot" && format != "html")
+    throw UserError("explain", "format", cat("unknown format \"", format, "\" (text, dot or html)"));
   // The unfused comparison prices each node alone as the family its backend would emit, as the
   // schedule's own groups are priced.
-  const CostModel& cost = *s.pipeline->cost;
   const std::unique_ptr<KernelFamilies> families = c.backend->kernel_families();
   const std::unique_ptr<CostModel> priced =
       families ? std::unique_ptr<CostModel>(new FamilyPricedCost(cost, *families)) : nullptr;
-  const Explanation totals = explain_totals(c.graph, c.schedule, c.spec, priced ? *priced : cost);
-  if (format == "text") write_output(args, explain_text(c.graph, c.schedule, totals));
-  else if (format == "dot") write_output(args, explain_dot(c.graph, c.schedule));
-  else write_output(args, explain_html(c.graph, c.schedule, totals, render_svg(explain_dot(c.graph, c.schedule))));
-  return 0;
+  Explanation totals = explain_totals(c.graph, c.schedule, c.spec, priced ? *priced : cost);
+  totals.measured_s = measured_s;
+  if (format == "text") return explain_text(c.graph, c.schedule, totals);
+  if (format == "dot") return explain_dot(c.graph, c.schedule);
+  return explain_html(c.graph, c.schedule, totals, render_svg(explain_dot(c.graph, c.schedule)));
 }
 
 }  // namespace tessel

@@ -1,6 +1,7 @@
 // Schedule explanations (see explain.h).
 #include "policy/explain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -66,15 +67,51 @@ const char* level_color(const std::string& level) {
   return "#999999";  // device memory
 }
 
+// A quantity with an SI prefix: "1.23 M" + unit.
+std::string si(double v, const char* unit) {
+  static const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int p = 0;
+  while (std::fabs(v) >= 1000 && p < 5) {
+    v /= 1000;
+    ++p;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.3g %s%s", v, prefixes[p], unit);
+  return buf;
+}
+
+// What the notation of a tile config means (print_tile_config), for the top of every explanation.
+constexpr const char* kTileLegend =
+    "tiles: per node, per memory level outermost first, LEVEL S1xS2..|R1.. -- the tile's extent along each spatial "
+    "axis | its step along each reduction axis ('-': none); then threads per spatial axis, elements per vector "
+    "access, pipeline stages (input tiles in flight), raster group (blocks swizzled for L2 reuse)";
+
 struct GroupRow {
   std::string nodes, tiles, edges, predicted, bound, family, rejected;
+  std::string work;      // FLOPs, device bytes, intensity, blocks, waves, occupancy
+  std::string profiled;  // with a profile: the measured time and the prediction's ratio to it
   std::string measured;  // with --tune: the kept candidate's time, and its rank by prediction
   std::string kind;      // a sparse weight's dense / block-sparse choice
   std::string terms;     // the prediction's parts: its named terms, then each memory level's time
 };
 
-GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g) {
+GroupRow group_row(const OpGraph& graph, const ScheduleGroup& g, const Explanation& totals, size_t index) {
   GroupRow row;
+  const CostBreakdown& p = g.predicted;
+  const double bytes = index < totals.kernel_device_bytes.size() ? totals.kernel_device_bytes[index] : 0;
+  row.work = cat(si(p.flops, "FLOP"), ", ", si(bytes, "B"), " of ", totals.device_level.empty() ? "device memory" : totals.device_level);
+  if (bytes > 0) row.work += cat(" (", si(p.flops / bytes, "FLOP/B"), ")");
+  if (p.blocks > 0) {
+    char waves[64];
+    std::snprintf(waves, sizeof(waves), "%.2f waves, occupancy %.0f%%", p.waves, p.occupancy * 100);
+    row.work += cat("; ", p.blocks, " blocks in ", waves);
+  }
+  if (index < totals.measured_s.size()) {
+    const double m = totals.measured_s[index];
+    char ratio[48];
+    std::snprintf(ratio, sizeof(ratio), "%.2fx", m > 0 ? p.latency_s / m : 0.0);
+    row.profiled = m > 0 ? cat(ms(m), " (predicted ", ratio, " of it)") : "- (nothing to run)";
+  }
   for (NodeId n : g.group.nodes) {
     if (!row.nodes.empty()) row.nodes += ", ";
     row.nodes += graph.node(n).name();
@@ -121,8 +158,16 @@ Explanation explain_totals(const OpGraph& graph, const Schedule& schedule, const
   e.nodes = graph.num_nodes();
   e.kernels = static_cast<int>(schedule.groups.size());
   e.predicted_s = schedule.predicted_latency_s;
+  for (const MemoryLevel& l : spec.memory_levels)
+    if (l.scope != MemoryScope::host) {
+      e.device_level = l.name;
+      e.device_bandwidth = l.bandwidth_gbps * 1e9;
+    }
+  if (auto f = spec.compute.simt_peak_tflops.find(DType::f32); f != spec.compute.simt_peak_tflops.end()) e.simt_peak_flops = f->second * 1e12;
+  for (const auto& [dtype, tflops] : spec.compute.tensor_peak_tflops) e.tensor_peak_flops = std::max(e.tensor_peak_flops, tflops * 1e12);
   for (const ScheduleGroup& g : schedule.groups) {
-    e.device_bytes += device_bytes_of(g.predicted, spec);
+    e.kernel_device_bytes.push_back(device_bytes_of(g.predicted, spec));
+    e.device_bytes += e.kernel_device_bytes.back();
     for (NodeId n : g.group.nodes) {
       if (g.group.nodes.size() == 1) {  // already on its own
         e.unfused_predicted_s += g.predicted.latency_s;
@@ -143,11 +188,13 @@ Explanation explain_totals(const OpGraph& graph, const Schedule& schedule, const
 std::string explain_text(const OpGraph& graph, const Schedule& schedule, const Explanation& totals) {
   std::string out = cat("schedule '", schedule.policy, "' on ", schedule.hw_spec, " (cost model ", schedule.cost_model,
                         "): ", totals.nodes, " nodes in ", totals.kernels, " kernels, predicted ",
-                        ms(totals.predicted_s), "\n\n");
+                        ms(totals.predicted_s), "\n", kTileLegend, "\n\n");
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
-    const GroupRow row = group_row(graph, schedule.groups[i]);
+    const GroupRow row = group_row(graph, schedule.groups[i], totals, i);
     out += cat("kernel ", i, ": ", row.nodes, "\n");
     out += cat("  predicted ", row.predicted, ", bound ", row.bound, "\n");
+    if (!row.profiled.empty()) out += cat("  profiled  ", row.profiled, "\n");
+    out += cat("  work      ", row.work, "\n");
     if (!row.terms.empty()) out += cat("  terms     ", row.terms, "\n");
     if (!row.measured.empty()) out += cat("  measured  ", row.measured, "\n");
     out += cat("  family    ", row.family, "\n");
@@ -166,6 +213,13 @@ std::string explain_text(const OpGraph& graph, const Schedule& schedule, const E
   out += cat("\ntotals: ", totals.kernels, " kernels (", totals.nodes, " unfused), device-memory traffic ",
              mb(totals.device_bytes), " (unfused ", mb(totals.unfused_device_bytes), "), predicted ",
              ms(totals.predicted_s), " (unfused ", ms(totals.unfused_predicted_s), ")\n");
+  if (!totals.measured_s.empty()) {
+    double sum = 0;
+    for (double m : totals.measured_s) sum += m;
+    char ratio[48];
+    std::snprintf(ratio, sizeof(ratio), "%.2fx", sum > 0 ? totals.predicted_s / sum : 0.0);
+    out += cat("profiled: the kernels took ", ms(sum), " (medians, one by one; predicted ", ratio, " of it)\n");
+  }
   return out;
 }
 
@@ -208,6 +262,64 @@ std::string explain_dot(const OpGraph& graph, const Schedule& schedule) {
   return out + "}\n";
 }
 
+namespace {
+
+// A log-log roofline of the kernels as inline SVG: arithmetic intensity (FLOPs per byte of device
+// memory) against FLOP/s, the spec's ceilings (bandwidth x intensity up to each peak), each kernel
+// at its predicted time (filled) and, when profiled, its measured time (open). Empty when the spec
+// gives no bandwidth or no kernel does arithmetic on device bytes.
+std::string roofline_svg(const Schedule& schedule, const Explanation& t) {
+  struct Point {
+    size_t kernel;
+    double intensity, predicted, measured;
+  };
+  std::vector<Point> points;
+  for (size_t i = 0; i < schedule.groups.size() && i < t.kernel_device_bytes.size(); ++i) {
+    const CostBreakdown& p = schedule.groups[i].predicted;
+    const double bytes = t.kernel_device_bytes[i];
+    if (p.flops <= 0 || bytes <= 0 || p.latency_s <= 0) continue;
+    const double m = i < t.measured_s.size() && t.measured_s[i] > 0 ? p.flops / t.measured_s[i] : 0;
+    points.push_back({i, p.flops / bytes, p.flops / p.latency_s, m});
+  }
+  const double peak = std::max(t.simt_peak_flops, t.tensor_peak_flops);
+  if (points.empty() || t.device_bandwidth <= 0 || peak <= 0) return {};
+  const double x0 = -2, x1 = 4;  // log10 FLOP/B
+  double y1 = std::ceil(std::log10(peak)) + 0.3, y0 = y1 - 7;
+  for (const Point& p : points) y0 = std::min(y0, std::floor(std::log10(std::min(p.predicted, p.measured > 0 ? p.measured : p.predicted))));
+  const double w = 640, h = 360, left = 70, bottom = 40, top = 10, right = 20;
+  auto X = [&](double v) { return left + (std::log10(v) - x0) / (x1 - x0) * (w - left - right); };
+  auto Y = [&](double v) { return h - bottom - (std::log10(v) - y0) / (y1 - y0) * (h - bottom - top); };
+  std::string out = cat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", w, "\" height=\"", h, "\" font-size=\"10\">\n");
+  for (double d = x0; d <= x1; d += 1)
+    out += cat("<line x1=\"", X(std::pow(10, d)), "\" y1=\"", top, "\" x2=\"", X(std::pow(10, d)), "\" y2=\"", h - bottom,
+               "\" stroke=\"#eee\"/><text x=\"", X(std::pow(10, d)), "\" y=\"", h - bottom + 14, "\" text-anchor=\"middle\">1e", d, "</text>\n");
+  for (double d = std::ceil(y0); d <= y1; d += 1)
+    out += cat("<line x1=\"", left, "\" y1=\"", Y(std::pow(10, d)), "\" x2=\"", w - right, "\" y2=\"", Y(std::pow(10, d)),
+               "\" stroke=\"#eee\"/><text x=\"", left - 4, "\" y=\"", Y(std::pow(10, d)) + 3, "\" text-anchor=\"end\">1e", d, "</text>\n");
+  out += cat("<text x=\"", (left + w - right) / 2, "\" y=\"", h - 8, "\" text-anchor=\"middle\">FLOPs per byte of ",
+             html_escape(t.device_level), "</text><text x=\"12\" y=\"", (top + h - bottom) / 2,
+             "\" transform=\"rotate(-90 12 ", (top + h - bottom) / 2, ")\" text-anchor=\"middle\">FLOP/s</text>\n");
+  for (const double ceiling : {t.simt_peak_flops, t.tensor_peak_flops}) {
+    if (ceiling <= 0) continue;
+    const double knee = ceiling / t.device_bandwidth;
+    const double start = std::pow(10, x0);
+    out += cat("<polyline fill=\"none\" stroke=\"#555\" points=\"", X(start), ",", Y(std::max(start * t.device_bandwidth, std::pow(10, y0))), " ",
+               X(knee), ",", Y(ceiling), " ", X(std::pow(10, x1)), ",", Y(ceiling), "\"/><text x=\"", w - right - 2, "\" y=\"",
+               Y(ceiling) - 3, "\" text-anchor=\"end\">", si(ceiling, "FLOP/s"), "</text>\n");
+  }
+  for (const Point& p : points) {
+    const std::string title = cat("<title>kernel ", p.kernel, ": ", si(p.intensity, "FLOP/B"), ", predicted ", si(p.predicted, "FLOP/s"),
+                                  p.measured > 0 ? cat(", measured ", si(p.measured, "FLOP/s")) : "", "</title>");
+    out += cat("<circle cx=\"", X(p.intensity), "\" cy=\"", Y(p.predicted), "\" r=\"4\" fill=\"#386cb0\">", title, "</circle>\n");
+    if (p.measured > 0)
+      out += cat("<circle cx=\"", X(p.intensity), "\" cy=\"", Y(p.measured), "\" r=\"4\" fill=\"none\" stroke=\"#d95f02\" stroke-width=\"1.5\">",
+                 title, "</circle>\n");
+  }
+  return out + "</svg>\n";
+}
+
+}  // namespace
+
 std::string explain_html(const OpGraph& graph, const Schedule& schedule, const Explanation& totals,
                          const std::string& svg) {
   std::string out =
@@ -240,15 +352,21 @@ std::string explain_html(const OpGraph& graph, const Schedule& schedule, const E
     out += start == std::string::npos ? svg : svg.substr(start);
     out += "</div>\n";
   }
-  out += "<h2>Kernels</h2>\n<table><tr><th>#</th><th>nodes</th><th>kernel family</th><th>tiles per level</th><th>intermediates</th>"
-         "<th>predicted</th><th>bound</th></tr>\n";
+  if (const std::string roofline = roofline_svg(schedule, totals); !roofline.empty())
+    out += cat("<h2>Roofline</h2>\n<p class=\"legend\">Each kernel at its predicted rate (filled)",
+               totals.measured_s.empty() ? "" : " and its measured rate (open; <code>--profile</code>)",
+               "; the lines are the spec's ceilings. Hover for the kernel's number.</p>\n", roofline);
+  const bool profiled = !totals.measured_s.empty();
+  out += cat("<h2>Kernels</h2>\n<p><small>", html_escape(kTileLegend), "</small></p>\n<table><tr><th>#</th><th>nodes</th><th>kernel family</th><th>tiles per level</th><th>intermediates</th>"
+         "<th>work</th><th>predicted</th>", profiled ? "<th>profiled</th>" : "", "<th>bound</th></tr>\n");
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
-    const GroupRow row = group_row(graph, schedule.groups[i]);
+    const GroupRow row = group_row(graph, schedule.groups[i], totals, i);
     out += cat("<tr><td class=\"num\">", i, "</td><td>", html_escape(row.nodes), "</td><td title=\"", html_escape(row.rejected),
                "\">", html_escape(row.family), row.kind.empty() ? "" : "<br><small>" + html_escape(row.kind) + "</small>",
                "</td><td><code>", html_escape(row.tiles),
-               "</code></td><td>", html_escape(row.edges), "</td><td class=\"num\">", row.predicted,
-               row.measured.empty() ? "" : "<br>measured " + html_escape(row.measured), "</td><td>",
+               "</code></td><td>", html_escape(row.edges), "</td><td>", html_escape(row.work), "</td><td class=\"num\">", row.predicted,
+               row.measured.empty() ? "" : "<br>measured " + html_escape(row.measured), "</td>",
+               profiled ? cat("<td class=\"num\">", html_escape(row.profiled), "</td>") : "", "<td>",
                html_escape(row.bound), "</td></tr>\n");
   }
   out += "</table>\n";

@@ -20,6 +20,14 @@ struct Explanation {
   double unfused_predicted_s = 0;   // every node its own kernel, same tiles, same cost model
   double device_bytes = 0;          // device-memory traffic of the schedule
   double unfused_device_bytes = 0;  // ... and of the unfused baseline
+  std::string device_level;                 // the spec's device-memory level ("dram", "hbm")
+  std::vector<double> kernel_device_bytes;  // per kernel, the bytes it moves at that level
+  /// Per kernel, its measured time (Executable::profile: `explain --profile`, `Compiled.profile`);
+  /// empty when the schedule was not run. Shown beside each prediction, with their ratio.
+  std::vector<double> measured_s;
+  // The roofline of the HTML page: the spec's peaks (FLOP/s, SIMT fp32 and the fastest matrix
+  // unit's) and its device-memory bandwidth (bytes/s).
+  double simt_peak_flops = 0, tensor_peak_flops = 0, device_bandwidth = 0;
 };
 
 /// Totals, pricing the unfused baseline with `cost` (each node alone with its scheduled tiles).

@@ -90,7 +90,17 @@ class Measurer {
   virtual std::string last_failure() const { return {}; }
 };
 
-/// Every built-in policy with default options, the default (welder) first.
+/// Every policy with default options: the built-in ones, the default (welder) first, then the
+/// registered ones in the order they were registered.
 std::vector<std::unique_ptr<Policy>> policies();
+
+/// Makes a fresh instance of a registered policy (its options at their defaults).
+using PolicyFactory = std::function<std::unique_ptr<Policy>()>;
+/// Adds a policy from outside the library (the Python package's `tessel.register_policy`) to
+/// policies(), so every command finds it by `name`; registering a name again replaces its factory.
+/// UserError when a built-in policy has the name. Thread-safe.
+void register_policy(const std::string& name, PolicyFactory factory);
+/// Removes a registered policy; false when none has the name.
+bool unregister_policy(const std::string& name);
 
 }  // namespace tessel

@@ -168,7 +168,7 @@ TEST_CASE("cli: convert an ONNX model to JSON, and the JSON runs to the same out
   fs::remove_all(dir);
 }
 
-TEST_CASE("cli: inspect --dump prints the IR; compile reports every stage") {
+TEST_CASE("cli: inspect --dump prints the IR, compile reports every stage") {
   Result r = tessel("inspect " + kModels + "resnet50_bottleneck.json --dump");
   CHECK(r.status == 0);
   CHECK(r.output.find("reduce sum init 0 node") != std::string::npos);
@@ -179,7 +179,7 @@ TEST_CASE("cli: inspect --dump prints the IR; compile reports every stage") {
     CHECK(r.output.find(stage) != std::string::npos);
 }
 
-TEST_CASE("cli: schedule saves JSON, explain replays it; bad policy or missing --hw exit 2") {
+TEST_CASE("cli: schedule saves JSON, explain replays it, bad policy or missing --hw exit 2") {
   const std::string model = kModels + "bert_base_layer.json";
   const std::string spec = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-h100-sxm.json";
   const fs::path dir = temp_dir("schedule");
@@ -298,7 +298,7 @@ TEST_CASE("cli: compile --run checks the compiled CPU code, times it, and compar
   CHECK(quiet.output.find("vs unfused") == std::string::npos);
 }
 
-TEST_CASE("cli: run --time-lock times only while holding the lock; a lock file it cannot open exits 2") {
+TEST_CASE("cli: run --time-lock times only while holding the lock, a lock file it cannot open exits 2") {
   const fs::path dir = temp_dir("lock");
   std::ofstream(dir / "relu.json")
       << R"({"format": "tessel-model", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [64]}],)"
@@ -328,7 +328,7 @@ TEST_CASE("cli: run --time-lock times only while holding the lock; a lock file i
   fs::remove_all(dir);
 }
 
-TEST_CASE("cli: hw calibrate fits family efficiencies from kernels measured here; schedule --tune records its trials") {
+TEST_CASE("cli: hw calibrate fits family efficiencies from kernels measured here, schedule --tune records its trials") {
   const fs::path dir = temp_dir("calibrate");
   std::ofstream(dir / "mlp.json")
       << R"({"format": "tessel-model", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [64, 96]}],)"
@@ -413,7 +413,7 @@ TEST_CASE("cli: sparsify prunes linear weights choosing blocks, detect marks the
   fs::remove_all(dir);
 }
 
-TEST_CASE("cli: shard prints a plan with its collectives; run --mesh on thread ranks matches the interpreter; bad meshes exit 2") {
+TEST_CASE("cli: shard prints a plan with its collectives, run --mesh on thread ranks matches the interpreter, bad meshes exit 2") {
   const std::string small = std::string(TESSEL_SOURCE_DIR) + "/tests/distributed/llama_block_small.json";
   const std::string pins = " --shard \"attn_q_w=S1 attn_k_w=S1 attn_v_w=S1 attn_o_w=S0 mlp_gate_w=S1 mlp_up_w=S1 mlp_down_w=S0\"";
   Result r = tessel("shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 4" + pins);
@@ -434,4 +434,41 @@ TEST_CASE("cli: shard prints a plan with its collectives; run --mesh on thread r
     CHECK(r.output.find("tessel: error: ") == 0);
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("cli: explain --profile shows each kernel's measured time, and --compare puts policies side by side") {
+  const std::string model = std::string(TESSEL_SOURCE_DIR) + "/tests/distributed/bert_layer_small.json";
+  const fs::path dir = temp_dir("profile");
+  const std::string spec = (dir / "host.json").string();
+  REQUIRE(tessel("hw probe --quick -o " + spec).status == 0);
+  const Result plain = tessel("explain " + model + " --hw " + spec);
+  REQUIRE(plain.status == 0);
+  CHECK(plain.output.find("tiles: per node, per memory level") != std::string::npos);  // the notation's legend
+  CHECK(plain.output.find("  work      ") != std::string::npos);
+  CHECK(plain.output.find("FLOP/B") != std::string::npos);
+  CHECK(plain.output.find("profiled") == std::string::npos);
+  const Result profiled = tessel("explain " + model + " --hw " + spec + " --profile 3");
+  REQUIRE(profiled.status == 0);
+  int kernels = 0, rows = 0;
+  for (size_t at = 0; (at = profiled.output.find("\nkernel ", at)) != std::string::npos; ++at) ++kernels;
+  for (size_t at = 0; (at = profiled.output.find("  profiled  ", at)) != std::string::npos; ++at) ++rows;
+  CHECK(kernels > 1);
+  CHECK(rows == kernels);
+  CHECK(profiled.output.find("profiled: the kernels took") != std::string::npos);
+  const Result html = tessel("explain " + model + " --hw " + spec + " --profile 2 --format html");
+  CHECK(html.status == 0);
+  CHECK(html.output.find("<th>profiled</th>") != std::string::npos);
+  CHECK(html.output.find("<h2>Roofline</h2>") != std::string::npos);
+  CHECK(html.output.find("stroke=\"#d95f02\"") != std::string::npos);  // a measured point
+  const Result compare = tessel("explain " + model + " --hw " + spec + " --compare welder,roller");
+  REQUIRE(compare.status == 0);
+  CHECK(compare.output.find("welder") != std::string::npos);
+  CHECK(compare.output.find("roller") != std::string::npos);
+  const Result bad = tessel("explain " + model + " --hw " + spec + " --compare welder,rolle");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("did you mean roller") != std::string::npos);
+  // A GPU spec on a machine without a GPU: refused before anything is scheduled.
+  const Result no_gpu = tessel("explain " + model + " --hw nvidia-h100-sxm --profile 3");
+  CHECK((no_gpu.status == 2 || no_gpu.output.find("profiled") != std::string::npos));
+  fs::remove_all(dir);
 }

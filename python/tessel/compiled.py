@@ -1,0 +1,268 @@
+"""tessel.compile and the Compiled model it returns."""
+import contextlib
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import sys
+import tempfile
+
+from . import _tessel
+from .policy import Policy, register_policy
+
+_LAST_STAGES = ("import", "normalize", "schedule", "emit", "load")
+
+
+def _framework(x):
+    """'torch', 'numpy' or None: what kind of array the caller passed (outputs come back alike)."""
+    mod = type(x).__module__.split(".")[0]
+    return mod if mod in ("torch", "numpy") else None
+
+
+def _as_host_array(x):
+    """Something nanobind reads as a host array: torch tensors moved to the host and made
+    contiguous, numpy arrays and DLPack / buffer-protocol objects as they are, scalars and nested
+    lists through numpy when it is there."""
+    if _framework(x) == "torch":
+        return x.detach().cpu().contiguous()
+    if hasattr(x, "__dlpack__") or isinstance(x, memoryview):
+        return x
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        raise _tessel.UserError(f"inputs: a {type(x).__name__} is not an array (pass numpy arrays, torch tensors or DLPack objects)")
+    return np.asarray(x)
+
+
+def _convert_output(out, like, device=None):
+    if like == "torch":
+        import torch
+
+        t = torch.from_dlpack(out)
+        return t.to(device) if device is not None and device.type != "cpu" else t
+    try:
+        import numpy as np
+
+        return np.from_dlpack(out)
+    except (ImportError, TypeError, RuntimeError, BufferError):
+        return out  # bf16 has no numpy dtype: the DLPack / buffer-protocol array itself
+
+
+class Compiled:
+    """A model compiled by Tessel for one device: call it on arrays.
+
+    `m(*inputs)` returns the outputs (one, or a tuple), as the same kind of array as the inputs:
+    numpy in, numpy out; torch in, torch out (on the inputs' device). On a GPU, torch tensors on
+    the device are copied device-to-device into the compiled model's buffers (no host round trip);
+    host arrays are copied in and out.
+    """
+
+    def __init__(self, impl, source):
+        self._impl = impl
+        self._source = source
+
+    # ---- running -----------------------------------------------------------------------
+    def __call__(self, *inputs):
+        outs = self.run(*inputs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def run(self, *inputs):
+        """The outputs as a list, in the model's output order."""
+        like = _framework(inputs[0]) if inputs else None
+        if like == "torch" and self._impl.device_resident and all(t.is_cuda for t in inputs):
+            return self._run_device(inputs)
+        device = inputs[0].device if like == "torch" else None
+        outs = self._impl.run([_as_host_array(x) for x in inputs])
+        return [_convert_output(o, like, device) for o in outs]
+
+    def _run_device(self, inputs):
+        import torch
+
+        dtypes = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                  "i64": torch.int64, "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}
+        ins = []
+        for spec, t in zip(self.inputs, inputs):
+            if list(t.shape) != spec["shape"] or t.dtype != dtypes[spec["dtype"]]:
+                raise _tessel.UserError(
+                    f"input: {spec['name']}: is {t.dtype}{list(t.shape)}; the model expects {spec['dtype']}{spec['shape']}")
+            ins.append(t.contiguous())
+        device = ins[0].device if ins else torch.device("cuda")
+        outs = [torch.empty(o["shape"], dtype=dtypes[o["dtype"]], device=device) for o in self.outputs]
+        torch.cuda.current_stream(device).synchronize()  # the caller's work on its inputs is done
+        self._impl.run_device([t.data_ptr() for t in ins], [t.data_ptr() for t in outs])
+        return outs
+
+    def reference(self, *inputs):
+        """The reference interpreter's outputs (the model as imported, fp64 accumulation)."""
+        like = _framework(inputs[0]) if inputs else None
+        outs = self._impl.reference([_as_host_array(x) for x in inputs])
+        return [_convert_output(o, like) for o in outs]
+
+    def check(self, *inputs, seed=0):
+        """Runs the compiled model and the interpreter on `inputs` (random ones from `seed` when
+        none are given) and compares each output with its dtype's tolerance. Returns one dict per
+        output (output, ok, max_abs_error, rel_l2_error, message); raises AssertionError with the
+        first mismatch."""
+        results = self._impl.check([_as_host_array(x) for x in inputs], seed)
+        bad = [r for r in results if not r["ok"]]
+        if bad:
+            raise AssertionError(f"output '{bad[0]['output']}' does not match the interpreter: {bad[0]['message']}")
+        return results
+
+    def time(self, *inputs, warmup=10, repeats=30, cold_cache=False, graph=True):
+        """Times the compiled model as every Tessel suite does (GPU: CUDA-graph replays between
+        events; CPU: wall time; inputs resident; random inputs when none are given). Returns
+        median_s, min_s and the list of times."""
+        times = self._impl.time([_as_host_array(x) for x in inputs], warmup, repeats, cold_cache, graph)
+        return {"median_s": statistics.median(times), "min_s": min(times), "times_s": times}
+
+    # ---- reading ---------------------------------------------------------------------------
+    @property
+    def inputs(self):
+        """The inputs: name, shape, dtype ("f32", "f16", ...)."""
+        return self._impl.inputs()
+
+    @property
+    def outputs(self):
+        return self._impl.outputs()
+
+    @property
+    def schedule(self):
+        """The schedule as a dict: groups (kernels), tiles per level, memory levels, kernel
+        families and their parameters, predictions. `compile(..., schedule=m.schedule)` replays it."""
+        return json.loads(self._impl.schedule_json())
+
+    def explain(self, format="text", profile=None):
+        """Why each kernel, tile and memory level was chosen: "text", "dot" or "html". With
+        `profile` (what `profile()` returned, or True to run it now) each kernel's measured time
+        is shown beside its prediction."""
+        if profile is True:
+            profile = self.profile()
+        measured = [k["measured_s"] for k in profile] if profile else []
+        return self._impl.explain(format, measured)
+
+    def profile(self, *inputs, repeats=10):
+        """Runs the model `repeats` times timing each kernel on its own (GPU: events around every
+        launch, queued behind a spin; CPU: each kernel's parallel region) and returns, per kernel
+        in schedule order, its nodes, family, predicted and measured (median) seconds."""
+        measured = self._impl.profile([_as_host_array(x) for x in inputs], int(repeats))
+        kernels = self.report["kernels"]
+        return [dict(k, measured_s=m) for k, m in zip(kernels, measured)]
+
+    @property
+    def report(self):
+        """Backend, spec, policy, predicted time, seconds per stage, per kernel its family and
+        prediction, and (once loaded) compile statistics and peak memory."""
+        return self._impl.report()
+
+    @property
+    def ir(self):
+        """The normalized tensor-expression graph, printed."""
+        return self._impl.ir()
+
+    def __repr__(self):
+        r = self.report
+        return (f"<tessel.Compiled {self._source!r}: {r['groups']} kernels for {r['hw']} ({r['backend']}), "
+                f"policy {r['policy']}>")
+
+
+@contextlib.contextmanager
+def _model_file(model, example_inputs):
+    """A path for `model`: a path as it is; bytes, a dict or a torch module written to a private
+    temporary folder, removed afterwards."""
+    if isinstance(model, (str, os.PathLike)):
+        yield os.fspath(model)
+        return
+    tmp = tempfile.mkdtemp(prefix="tessel_")
+    try:
+        if isinstance(model, dict):
+            p = pathlib.Path(tmp, "model.json")
+            p.write_text(json.dumps(model))
+        elif isinstance(model, (bytes, bytearray, memoryview)):
+            data = bytes(model)
+            p = pathlib.Path(tmp, "model.json" if data.lstrip()[:1] == b"{" else "model.onnx")
+            p.write_bytes(data)
+        elif type(model).__module__.split(".")[0] == "torch" or "torch" in sys.modules and _is_torch_module(model):
+            from .torch_backend import export_onnx
+
+            if example_inputs is None:
+                raise _tessel.UserError("compile: a torch module needs example_inputs (a tuple of tensors)")
+            p = pathlib.Path(tmp, "model.onnx")
+            export_onnx(model, example_inputs, p)
+        else:
+            raise _tessel.UserError(
+                f"compile: model: a {type(model).__name__} (pass a path to .onnx or .json, their bytes, a model dict, "
+                "or a torch.nn.Module with example_inputs)")
+        yield str(p)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _is_torch_module(model):
+    import torch
+
+    return isinstance(model, torch.nn.Module)
+
+
+def _text_file(value, tmp, name):
+    """A path for a spec or schedule given as a path, a dict or JSON text."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        p = pathlib.Path(tmp, name)
+        p.write_text(json.dumps(value))
+        return str(p)
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        p = pathlib.Path(tmp, name)
+        p.write_text(value)
+        return str(p)
+    return os.fspath(value)
+
+
+def compile(model, example_inputs=None, *, hw=None, device=None, policy=None, policy_options=None, cost_model=None,
+            shapes=None, schedule=None, cache_dir=None, cache=True, normalize=True, threads=0, tune=0,
+            sparse_kernels=None, stage="load"):
+    """Compiles `model` and returns a Compiled model.
+
+    model          a path to an ONNX (.onnx) or Tessel JSON (.json) model, their bytes, a model
+                   dict, or a torch.nn.Module with `example_inputs` (exported through torch.onnx)
+    hw             a shipped spec's name (tessel.hw.specs()), a spec file, or a spec dict; default:
+                   a quick probe of the device
+    device         "cpu" or "cuda"; default: the one the spec is for, else this host's CPU
+    policy         a policy's name (tessel.policies()) or a Policy instance (registered for you)
+    policy_options {"name": value} -- the policy's options (`--policy-opt`)
+    shapes         {"input": [dims]} for inputs the model leaves unknown
+    schedule       a saved schedule (path, dict or JSON text) to replay instead of scheduling
+    cache_dir, cache   the compile cache (default $TESSEL_CACHE_DIR or ~/.cache/tessel)
+    threads        CPU worker threads (0: the spec's cores)
+    tune           measure each group's `tune` best candidates on the device, keep the fastest
+    sparse_kernels "cost" (default), "dense" or "block_sparse" for sparse weights
+    stage          the last stage: "import", "normalize", "schedule", "emit" or "load" (the
+                   default; needs the device). Earlier stages give a model you can read, not run.
+    """
+    if stage not in _LAST_STAGES:
+        raise _tessel.UserError(f"compile: stage: unknown stage '{stage}' ({', '.join(_LAST_STAGES)})")
+    if isinstance(policy, Policy) or isinstance(policy, type) and issubclass(policy, Policy):
+        register_policy(policy)
+        policy = policy.name
+    options = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (policy_options or {}).items()}
+    shapes = {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
+    tmp = tempfile.mkdtemp(prefix="tessel_")
+    try:
+        hw_path = _text_file(hw, tmp, "spec.json")
+        schedule_path = _text_file(schedule, tmp, "schedule.json")
+        with _model_file(model, example_inputs) as path:
+            impl = _tessel.compile(path, hw_path, device, policy, options, cost_model, shapes, schedule_path,
+                                   None if cache_dir is None else os.fspath(cache_dir), bool(cache), bool(normalize),
+                                   int(threads), int(tune), sparse_kernels, stage)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Compiled(impl, model if isinstance(model, (str, os.PathLike)) else type(model).__name__)
+
+
+def interpret(model, *inputs, shapes=None):
+    """The reference interpreter's outputs for `model` on `inputs` (no compilation)."""
+    m = compile(model, shapes=shapes, stage="normalize")
+    outs = m.reference(*inputs)
+    return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,138 @@
+"""Policies written in Python: the tile-graph API, registration, use from compile() and the CLI,
+and what a broken policy gets (a one-line UserError, never an illegal kernel)."""
+import os
+import pathlib
+import runpy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tessel
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "python" / "examples"
+
+
+class OneKernelPerOp(tessel.Policy):
+    """Each operator alone, tiled with roller's top candidate: roller, written in Python."""
+
+    name = "py-roller"
+    description = "roller in Python"
+
+    def __init__(self):
+        self.seen = None
+
+    def schedule(self, ctx):
+        nodes = ctx.nodes()
+        self.seen = nodes
+        return [ctx.group([n["id"]], {n["id"]: ctx.candidates(n["id"], 1)[0]}) for n in reversed(nodes)]
+
+
+def test_context_api(small_bert):
+    seen = {}
+
+    class Probe(tessel.Policy):
+        name = "probe"
+
+        def schedule(self, ctx):
+            nodes = ctx.nodes()
+            first = nodes[0]
+            tiles = ctx.candidates(first["name"], 3)
+            assert 1 <= len(tiles) <= 3 and str(tiles[0]) and tiles[0].levels
+            g = ctx.group([first["id"]], {first["id"]: tiles[0]})
+            seen["estimate"] = ctx.estimate(g)
+            seen["check"] = ctx.check(g)
+            seen["footprint"] = ctx.footprint(g)
+            seen["base"] = ctx.base("welder")
+            seen["ctx"] = ctx
+            seen["nodes"] = nodes
+            return seen["base"]
+
+    m = tessel.compile(small_bert, device="cpu", policy=Probe(), stage="schedule")
+    assert m.schedule["policy"] == "probe"
+    e = seen["estimate"]
+    assert e["latency_s"] > 0 and e["bound"] and "compute" in e["terms"]
+    assert seen["check"] == [] and seen["footprint"]["threads_per_block"] >= 1
+    assert sum(len(g.nodes) for g in seen["base"]) == len(seen["nodes"])
+    assert all(set(n) >= {"id", "name", "shape", "producers", "consumers", "flops"} for n in seen["nodes"])
+    with pytest.raises(tessel.UserError, match="used after"):
+        seen["ctx"].nodes()  # a Context lives only while schedule() runs
+
+
+def test_python_policy_compiles_and_matches(small_bert):
+    policy = OneKernelPerOp()
+    m = tessel.compile(small_bert, device="cpu", policy=policy)
+    assert m.schedule["policy"] == "py-roller"
+    assert m.report["groups"] == len(policy.seen)  # one kernel per operator, in dependence order
+    assert all(r["ok"] for r in m.check())
+    assert "py-roller" in [p["name"] for p in tessel.policies()]
+    assert tessel.unregister_policy("py-roller") and not tessel.unregister_policy("py-roller")
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda ctx: [], "is in no group"),
+    (lambda ctx: [ctx.group([0], {0: ctx.candidates(0, 1)[0]})] * 2, "is also in group"),
+    (lambda ctx: 42, "must return a list"),
+    (lambda ctx: 1 / 0, "ZeroDivisionError"),
+    (lambda ctx: [ctx.group(["no_such_node"], {})], "no node named"),
+])
+def test_broken_policies_are_user_errors(small_bert, bad, message):
+    class Broken(tessel.Policy):
+        name = "broken"
+
+        def schedule(self, ctx):
+            return bad(ctx)
+
+    with pytest.raises(tessel.UserError, match=message):
+        tessel.compile(small_bert, device="cpu", policy=Broken(), stage="schedule")
+
+
+def test_builtin_names_are_taken_and_names_are_required():
+    class Welder(tessel.Policy):
+        name = "welder"
+
+    with pytest.raises(tessel.UserError, match="built-in"):
+        tessel.register_policy(Welder())
+    with pytest.raises(tessel.UserError, match="has no name"):
+        tessel.register_policy(tessel.Policy())
+
+
+def test_worked_example(small_bert, host_spec):
+    """python/examples/split_if_faster.py: registers itself; never slower than welder by the model."""
+    runpy.run_path(str(EXAMPLES / "split_if_faster.py"))
+    welder = tessel.compile(small_bert, hw=host_spec, stage="schedule")
+    mine = tessel.compile(small_bert, hw=host_spec, policy="split-if-faster")
+    assert mine.schedule["policy"] == "split-if-faster"
+    assert all(r["ok"] for r in mine.check())
+    assert mine.report["predicted_s"] <= welder.report["predicted_s"] * 1.0001
+
+
+def run_cli(*args, cwd=None):
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "tessel", *args], capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def test_cli_with_a_plugin_policy(small_bert, tmp_path):
+    out = tmp_path / "s.json"
+    r = run_cli("--plugin", str(EXAMPLES / "split_if_faster.py"), "schedule", small_bert, "--hw", "nvidia-h100-sxm",
+                "--policy", "split-if-faster", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert '"policy": "split-if-faster"' in out.read_text()
+    r = run_cli("schedule", small_bert, "--hw", "nvidia-h100-sxm", "--policy", "split-if-faster", "-o", str(out))
+    assert r.returncode == 2 and "unknown policy" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run_cli("--plugin", str(tmp_path / "none.py"), "version")
+    assert r.returncode == 2 and "no such file" in r.stderr
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise RuntimeError('plugin is broken')\n")
+    r = run_cli("--plugin", str(bad), "version")
+    assert r.returncode == 2 and "plugin is broken" in r.stderr
+    r = run_cli("version")
+    assert r.returncode == 0 and "tessel" in r.stdout
+
+
+def test_compile_example_runs(root):
+    r = subprocess.run([sys.executable, str(EXAMPLES / "compile_and_check.py"), str(root / "tests/distributed/bert_layer_small.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "check l0_ln2 ok" in r.stdout
