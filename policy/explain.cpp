@@ -229,7 +229,7 @@ std::string explain_dot(const OpGraph& graph, const Schedule& schedule) {
                     "  edge [fontname=\"Helvetica\", fontsize=9];\n";
   for (size_t g = 0; g < schedule.groups.size(); ++g) {
     const ScheduleGroup& sg = schedule.groups[g];
-    out += cat("  subgraph cluster_", g, " {\n    label=\"kernel ", g, ": ",
+    out += cat("  subgraph cluster_", g, " {\n    id=\"kernel_", g, "\";\n    label=\"kernel ", g, ": ",
                sg.group.kernel.family.empty() ? "" : dot_escape(sg.group.kernel.family) + ", ", dot_escape(ms(sg.predicted.latency_s)),
                " (", dot_escape(sg.predicted.bound), ")\";\n    style=\"rounded,filled\"; fillcolor=\"#f4f4f4\"; color=\"#bbbbbb\";\n");
     for (NodeId n : sg.group.nodes)
@@ -347,10 +347,15 @@ std::string explain_html(const OpGraph& graph, const Schedule& schedule, const E
            "<span><i class=\"sw\" style=\"background:#1b9e77\"></i>registers</span>"
            "<span><i class=\"sw\" style=\"background:#386cb0\"></i>shared memory / L1</span>"
            "<span><i class=\"sw\" style=\"background:#999\"></i>device memory</span>"
-           "dashed: not fused, labelled with the reason.</p>\n<div class=\"graph\">";
+           "dashed: not fused, labelled with the reason. Zoom <input type=\"range\" min=\"20\" max=\"200\" value=\"100\" "
+           "oninput=\"document.getElementById('graph').style.zoom=this.value+'%'\">; a kernel's number in the table below "
+           "scrolls to it.</p>\n<div class=\"graph\"><div id=\"graph\">";
     const size_t start = svg.find("<svg");
     out += start == std::string::npos ? svg : svg.substr(start);
-    out += "</div>\n";
+    out += "</div></div>\n";
+  } else {
+    out += "<h2>Graph</h2>\n<p>No picture: Graphviz's <code>dot</code> was not there to render it (<code>--format dot</code> "
+           "writes the graph for rendering elsewhere).</p>\n";
   }
   if (const std::string roofline = roofline_svg(schedule, totals); !roofline.empty())
     out += cat("<h2>Roofline</h2>\n<p class=\"legend\">Each kernel at its predicted rate (filled)",
@@ -361,7 +366,8 @@ std::string explain_html(const OpGraph& graph, const Schedule& schedule, const E
          "<th>work</th><th>predicted</th>", profiled ? "<th>profiled</th>" : "", "<th>bound</th></tr>\n");
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
     const GroupRow row = group_row(graph, schedule.groups[i], totals, i);
-    out += cat("<tr><td class=\"num\">", i, "</td><td>", html_escape(row.nodes), "</td><td title=\"", html_escape(row.rejected),
+    out += cat("<tr><td class=\"num\">", svg.empty() ? std::to_string(i) : cat("<a href=\"#kernel_", i, "\">", i, "</a>"),
+               "</td><td>", html_escape(row.nodes), "</td><td title=\"", html_escape(row.rejected),
                "\">", html_escape(row.family), row.kind.empty() ? "" : "<br><small>" + html_escape(row.kind) + "</small>",
                "</td><td><code>", html_escape(row.tiles),
                "</code></td><td>", html_escape(row.edges), "</td><td>", html_escape(row.work), "</td><td class=\"num\">", row.predicted,
