@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "tilegraph/threads.h"
+
 namespace tessel {
 namespace {
 
@@ -57,10 +59,7 @@ void compile_in_parallel(int n, const std::string& what, const std::function<voi
       report();
     }
   };
-  std::vector<std::thread> threads;
-  for (int w = 1; w < workers; ++w) threads.emplace_back(run, w);
-  run(0);
-  for (std::thread& t : threads) t.join();
+  run_on_threads(workers, run);
   if (shown) {
     std::fprintf(stderr, "\r%*s\r", static_cast<int>(what.size()) + 40, "");
     std::fflush(stderr);

@@ -10,6 +10,7 @@
 #include "policy/measure_cache.h"
 #include "policy/tune.h"
 #include "tilegraph/error.h"
+#include "tilegraph/threads.h"
 #include "tilegraph/tile_kind.h"
 
 namespace tessel {
@@ -46,18 +47,15 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
   {
     std::atomic<size_t> next{0};
     const size_t workers = std::min<size_t>(sparse_weights.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t w = 0; w < workers; ++w)
-      pool.emplace_back([&] {
-        for (size_t i = next++; i < sparse_weights.size(); i = next++) {
-          try {
-            graph.nonzero_map(sparse_weights[i]);
-          } catch (...) {
-            // Raised again, on this thread, where the map is asked for below.
-          }
+    run_on_threads(static_cast<int>(workers), [&](int) {
+      for (size_t i = next++; i < sparse_weights.size(); i = next++) {
+        try {
+          graph.nonzero_map(sparse_weights[i]);
+        } catch (...) {
+          // Raised again, on this thread, where the map is asked for below.
         }
-      });
-    for (std::thread& t : pool) t.join();
+      }
+    });
   }
   std::unique_ptr<MeasureCache> own_cache;
   int chosen = 0;

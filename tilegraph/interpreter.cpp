@@ -13,10 +13,12 @@
 #include "tilegraph/interpreter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <thread>
 
 #include "tilegraph/error.h"
+#include "tilegraph/threads.h"
 
 namespace tessel {
 
@@ -602,21 +604,11 @@ HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*
     run_rows(run, 0, rows);
     return out;
   }
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> errors(threads);
-  for (int t = 0; t < threads; ++t) {
-    const int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
-    pool.emplace_back([&, t, begin, end] {
-      try {
-        run_rows(run, begin, end);
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  // The rows in `threads` slices, taken from a counter by however many threads the system gives.
+  std::atomic<int> next{0};
+  run_on_threads(threads, [&](int) {
+    for (int t = next++; t < threads; t = next++) run_rows(run, rows * t / threads, rows * (t + 1) / threads);
+  });
   return out;
 }
 

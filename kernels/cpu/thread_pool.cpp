@@ -2,6 +2,7 @@
 #include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <system_error>
 
 #include "tilegraph/error.h"
 
@@ -9,7 +10,14 @@ namespace tessel::cpu {
 
 ThreadPool::ThreadPool(int threads) {
   TESSEL_ASSERT(threads >= 1, "thread pool of ", threads, " threads");
-  for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { work(w); });
+  // A thread the system refuses (a thread limit) leaves the pool smaller: size() is what it got.
+  for (int w = 1; w < threads; ++w) {
+    try {
+      workers_.emplace_back([this, w] { work(w); });
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {
