@@ -17,14 +17,15 @@
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
 #include "tilegraph/hash.h"
+#include "tilegraph/sha256.h"
 
 namespace tessel {
 
 namespace {
 
-constexpr const char* kMagic = "TESSELKERNEL1";
+constexpr const char* kMagic = "TESSELKERNEL2";
 
-std::string checksum(const std::string& payload) { return hex64(fnv1a64(payload)); }
+std::string checksum(const std::string& payload) { return sha256_hex(payload); }
 
 /// A cache directory another user could have filled: not a directory, owned by someone else, or
 /// writable by group or others. Its entries are never loaded and nothing is stored in it.
@@ -48,13 +49,15 @@ KernelCache::KernelCache(std::string dir, std::string kind) : dir_(std::move(dir
 }
 
 std::string KernelCache::key(std::initializer_list<std::string_view> parts) {
-  std::string all;
+  Sha256 h;
   for (std::string_view part : parts) {
-    all += part;
-    all.push_back('\0');
+    const std::string length = std::to_string(part.size()) + ":";
+    h.update(length).update(part);
   }
-  // Two FNV-1a passes with different offset bases: 128 bits.
-  return hex64(fnv1a64(all)) + hex64(fnv1a64(all, 0x84222325cbf29ce4ull));
+  const std::array<uint8_t, 32> digest = h.finish();
+  std::string out;
+  for (uint8_t b : digest) out += hex64(b).substr(14);
+  return out;
 }
 
 std::string KernelCache::path(const std::string& key) const { return dir_ + "/" + key + "." + kind_; }

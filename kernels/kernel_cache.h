@@ -8,8 +8,11 @@
 // Location: CompileOptions::cache_dir, else $TESSEL_CACHE_DIR, else ~/.cache/tessel (created 0700
 // on first store). A directory owned by another user or writable by group or others is not used
 // (no entry loaded, nothing stored: compiling works, uncached), and only regular files are read as
-// entries, so another local user cannot plant code or a FIFO in it. (The checksum is FNV-1a, not
-// a cryptographic hash: it catches damage, not a writer who owns the directory.) One file per entry, `<key>.<kind>` (`.cubin`, `.o`), written to a temporary file in the same
+// entries, so another local user cannot plant code or a FIFO in it. Keys and the entries'
+// checksums are SHA-256 (tilegraph/sha256.h): two compilations cannot share an entry by accident,
+// and a damaged or edited payload does not match its checksum (a writer who owns the directory
+// can still write a consistent entry: the directory's owner is the trust boundary). One file per
+// entry, `<key>.<kind>` (`.cubin`, `.o`), written to a temporary file in the same
 // directory and renamed into place, so a reader never sees half an entry. Each entry carries a
 // header (magic, key, size, checksum of the payload); an entry that fails any check -- a truncated
 // or corrupt file -- counts as a miss, and the next store replaces it.
@@ -30,7 +33,8 @@ class KernelCache {
 
   const std::string& dir() const { return dir_; }
 
-  /// The key of a compilation from everything it depends on: 32 hex digits.
+  /// The key of a compilation from everything it depends on (each part length-prefixed, so parts
+  /// cannot run into each other): 64 hex digits of SHA-256.
   static std::string key(std::initializer_list<std::string_view> parts);
 
   /// The compiled code stored under `key`, or nullopt when there is none or the entry is damaged.
