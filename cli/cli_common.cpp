@@ -218,10 +218,12 @@ std::string describe(const HostTensor& t) {
 
 std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, const OpGraph& g) {
   if (auto dir = args.option("inputs")) return read_inputs(*dir, model);
-  const uint64_t seed = static_cast<uint64_t>(args.int_option("seed", 0));
+  return random_inputs(g, static_cast<uint64_t>(args.int_option("seed", 0)));
+}
+
+std::vector<HostTensor> random_inputs(const OpGraph& g, uint64_t seed) {
   std::vector<HostTensor> out;
-  for (size_t i = 0; i < g.inputs().size(); ++i)
-    out.push_back(random_input(g.tensor(g.inputs()[i]).type, seed * 1000003 + i));
+  for (size_t i = 0; i < g.inputs().size(); ++i) out.push_back(random_input(g.tensor(g.inputs()[i]).type, seed * 1000003 + i));
   return out;
 }
 

@@ -52,6 +52,8 @@ std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, con
 /// The random input make_inputs gives a tensor of `type` without --inputs (normal(0, 1) floats;
 /// integers and booleans small and non-negative, so they are valid indices).
 HostTensor random_input(const TensorType& type, uint64_t seed);
+/// One random_input per input of `g`, as make_inputs gives them for --seed `seed`.
+std::vector<HostTensor> random_inputs(const OpGraph& g, uint64_t seed);
 /// --shape and the shapes of given inputs.
 LowerOptions lower_options(const Args& args, const std::vector<HostTensor>* inputs, const ModelDef& model);
 

@@ -80,9 +80,7 @@ Scheduled make_schedule(const Args& args, Stage last = Stage::schedule) {
 
 /// Each kernel's measured time (Executable::profile) on random inputs, the median of `repeats`.
 std::vector<double> profile_kernels(const Compilation& c, int repeats) {
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < c.graph.inputs().size(); ++i) inputs.push_back(random_input(c.graph.tensor(c.graph.inputs()[i]).type, i));
-  std::vector<double> measured = c.executable->profile(inputs, repeats);
+  std::vector<double> measured = c.executable->profile(random_inputs(c.graph, 0), repeats);
   if (measured.empty()) throw UserError("command line", "--profile", cat("the ", c.backend->name(), " backend does not time kernels one by one"));
   return measured;
 }

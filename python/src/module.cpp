@@ -178,13 +178,7 @@ class Compiled {
   /// Runs the executable and the interpreter on `arrays` (random inputs when empty, from `seed`)
   /// and compares every output with the tolerance of its dtype (tilegraph/compare.h).
   nb::list check(const std::vector<Array>& arrays, uint64_t seed) {
-    std::vector<HostTensor> inputs;
-    if (arrays.empty()) {
-      for (size_t i = 0; i < c_.graph.inputs().size(); ++i)
-        inputs.push_back(random_input(c_.graph.tensor(c_.graph.inputs()[i]).type, seed * 1000003 + i));
-    } else {
-      inputs = host_inputs(arrays);
-    }
+    const std::vector<HostTensor> inputs = inputs_or_random(arrays, seed);
     Executable& exe = executable();
     std::vector<HostTensor> actual, expected;
     {
@@ -224,13 +218,7 @@ class Compiled {
   }
 
   std::vector<double> time(const std::vector<Array>& arrays, int warmup, int repeats, bool cold_cache, bool graph) {
-    std::vector<HostTensor> inputs;
-    if (arrays.empty()) {
-      for (size_t i = 0; i < c_.graph.inputs().size(); ++i)
-        inputs.push_back(random_input(c_.graph.tensor(c_.graph.inputs()[i]).type, i));
-    } else {
-      inputs = host_inputs(arrays);
-    }
+    const std::vector<HostTensor> inputs = inputs_or_random(arrays, 0);
     TimingOptions options;
     options.warmup = warmup;
     options.repeats = repeats;
@@ -249,13 +237,7 @@ class Compiled {
 
   /// Each kernel's measured time (Executable::profile), random inputs when none are given.
   std::vector<double> profile(const std::vector<Array>& arrays, int repeats) {
-    std::vector<HostTensor> inputs;
-    if (arrays.empty()) {
-      for (size_t i = 0; i < c_.graph.inputs().size(); ++i)
-        inputs.push_back(random_input(c_.graph.tensor(c_.graph.inputs()[i]).type, i));
-    } else {
-      inputs = host_inputs(arrays);
-    }
+    const std::vector<HostTensor> inputs = inputs_or_random(arrays, 0);
     Executable& exe = executable();
     nb::gil_scoped_release release;
     return exe.profile(inputs, repeats);
@@ -326,6 +308,11 @@ class Compiled {
   int64_t type_bytes(TensorId t) const {
     const TensorType& type = c_.graph.tensor(t).type;
     return type.num_elements() * dtype_bytes(type.dtype);
+  }
+
+  /// The arrays as host tensors, or (none given) the CLI's random inputs for `seed`.
+  std::vector<HostTensor> inputs_or_random(const std::vector<Array>& arrays, uint64_t seed) const {
+    return arrays.empty() ? random_inputs(c_.graph, seed) : host_inputs(arrays);
   }
 
   std::vector<HostTensor> host_inputs(const std::vector<Array>& arrays) const {
