@@ -63,7 +63,8 @@ class ThreadComm : public Communicator {
     std::vector<int64_t> everyone(size_);
     for (int64_t r = 0; r < size_; ++r) everyone[r] = r;
     const std::vector<double> mine(text.begin(), text.end());
-    const std::vector<double>& theirs = exchange(mine, everyone)[root];
+    const std::vector<std::vector<double>> all = exchange(mine, everyone);  // the root's, kept alive
+    const std::vector<double>& theirs = all[root];
     return std::string(theirs.begin(), theirs.end());
   }
   void abort() override {
