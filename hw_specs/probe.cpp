@@ -17,15 +17,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -345,6 +349,61 @@ double measure_fp32_flops(Isa isa, int threads, bool quick) {
   return best;
 }
 
+/// Seconds to hand one parallel region to `threads` threads and wait for all of them, with the
+/// CPU runtime's mechanism (kernels/cpu/thread_pool.cpp: workers asleep on a condition variable
+/// woken by a generation count, the caller waiting for the last one to finish; the probe cannot
+/// link the runtime, which sits above it): the median over many empty regions. What every CPU
+/// kernel pays before its first task runs -- the spec's launch overhead.
+double measure_dispatch_seconds(int threads, bool quick) {
+  if (threads <= 1) return 0;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  uint64_t generation = 0;
+  int busy = 0;
+  bool stopping = false;
+  std::vector<std::thread> workers;
+  for (int w = 1; w < threads; ++w) {
+    try {
+      workers.emplace_back([&] {
+        uint64_t seen = 0;
+        for (;;) {
+          std::unique_lock lock(mutex);
+          wake.wait(lock, [&] { return stopping || generation != seen; });
+          if (stopping) return;
+          seen = generation;
+          if (--busy == 0) done.notify_one();
+        }
+      });
+    } catch (const std::system_error&) {
+      break;  // fewer threads: measure with those
+    }
+  }
+  const int regions = quick ? 200 : 1000;
+  std::vector<double> seconds;
+  for (int r = 0; r < regions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(mutex);
+      busy = static_cast<int>(workers.size());
+      ++generation;
+    }
+    wake.notify_all();
+    {
+      std::unique_lock lock(mutex);
+      done.wait(lock, [&] { return busy == 0; });
+    }
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  {
+    std::lock_guard lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (std::thread& t : workers) t.join();
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
 /// Aggregate read bandwidth (bytes/s) when each thread repeatedly reads its own `ws_bytes`.
 double measure_read_bandwidth(Isa isa, int threads, int64_t ws_bytes, bool quick) {
   const size_t floats = std::max<size_t>(128, static_cast<size_t>(ws_bytes) / 4 / 128 * 128);
@@ -480,6 +539,8 @@ HwSpec probe_host_cpu(const ProbeOptions& options) {
   c.clock_ghz = rounded(clock_ghz());
   if (c.clock_ghz <= 0)  // no cpufreq nor "cpu MHz": two FMA pipes per core assumed
     c.clock_ghz = rounded(flops / (topo.cores * lanes * 2.0 * 2.0) / 1e9);
+  progress("measuring the cost of a parallel region");
+  c.launch_overhead_us = rounded(measure_dispatch_seconds(topo.threads, options.quick) * 1e6);
   c.simt_peak_tflops[DType::f32] = rounded(flops / 1e12);
   c.simt_peak_tflops[DType::f64] = rounded(flops / 2 / 1e12);
   c.source = cat(measured, ": f32 = ", kFmaChains, " independent ",
@@ -487,7 +548,8 @@ HwSpec probe_host_cpu(const ProbeOptions& options) {
                  " FMA chains on every hardware thread; f64 = half of f32 (estimate: half as many "
                  "lanes); clock from ",
                  read_line("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") ? "cpufreq max"
-                                                                                    : "/proc/cpuinfo cpu MHz");
+                                                                                    : "/proc/cpuinfo cpu MHz",
+                 "; launch overhead = median time to wake every hardware thread for an empty parallel region and wait for it");
 
   // 3. Levels: registers, the caches, DRAM.
   const int vector_bytes = lanes * 4;
