@@ -664,14 +664,7 @@ Schedule RollerPolicy::schedule(const PolicyContext& ctx) const {
   }
 
   // Every producer -> consumer edge crosses a group boundary.
-  for (NodeId c : graph.topological_order()) {
-    std::set<TensorId> seen;  // a node may read one tensor twice (x * x)
-    for (TensorId t : graph.node_inputs(c)) {
-      const NodeId p = graph.producer(t);
-      if (p < 0 || !seen.insert(t).second) continue;
-      out.unfused.push_back({t, p, c, UnfusedReason::policy, "roller never fuses"});
-    }
-  }
+  record_edges_between_groups(graph, out, UnfusedReason::policy, "roller never fuses");
   return out;
 }
 

@@ -65,4 +65,9 @@ struct Schedule {
 /// The group index of every node (-1 if unscheduled).
 std::vector<int> group_of_nodes(const OpGraph& graph, const Schedule& schedule);
 
+/// Records every producer -> consumer edge between two of `schedule`'s groups as unfused, with
+/// `reason` and `detail` (consumers in topological order, a tensor read twice once): for policies
+/// whose groups are final before the edges are (roller's one node per group, Python policies').
+void record_edges_between_groups(const OpGraph& graph, Schedule& schedule, UnfusedReason reason, const std::string& detail);
+
 }  // namespace tessel

@@ -270,23 +270,14 @@ class PythonPolicy : public Policy {
     out.hw_spec = ctx.spec.name;
     out.hw_spec_hash = hw_spec_hash(ctx.spec);
     const OpGraph& g = ctx.graph;
-    std::vector<int> owner(g.num_nodes(), -1);
     for (ScheduledGroup& sg : order_groups(g, std::move(proposed), name_)) {
       ScheduleGroup group;
       group.group = std::move(sg);
-      for (NodeId n : group.group.nodes) owner[n] = static_cast<int>(out.groups.size());
       group.predicted = ctx.cost.estimate(g, group.group, ctx.spec);
       out.predicted_latency_s += group.predicted.latency_s;
       out.groups.push_back(std::move(group));
     }
-    for (NodeId c : g.topological_order()) {
-      std::set<TensorId> seen;
-      for (TensorId t : g.node_inputs(c)) {
-        const NodeId p = g.producer(t);
-        if (p < 0 || owner[p] == owner[c] || !seen.insert(t).second) continue;
-        out.unfused.push_back({t, p, c, UnfusedReason::policy, cat("the ", name_, " policy's groups")});
-      }
-    }
+    record_edges_between_groups(g, out, UnfusedReason::policy, cat("the ", name_, " policy's groups"));
     const std::vector<std::string> problems = check_schedule(g, ctx.spec, out);
     if (!problems.empty()) throw UserError(cat("policy ", name_), "schedule", problems.front());
     return out;

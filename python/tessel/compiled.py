@@ -253,9 +253,19 @@ def compile(model, example_inputs=None, *, hw=None, device=None, policy=None, po
         hw_path = _text_file(hw, tmp, "spec.json")
         schedule_path = _text_file(schedule, tmp, "schedule.json")
         with _model_file(model, example_inputs) as path:
-            impl = _tessel.compile(path, hw_path, device, policy, options, cost_model, shapes, schedule_path,
-                                   None if cache_dir is None else os.fspath(cache_dir), bool(cache), bool(normalize),
-                                   int(threads), int(tune), sparse_kernels, stage)
+            try:
+                impl = _tessel.compile(path, hw_path, device, policy, options, cost_model, shapes, schedule_path,
+                                       None if cache_dir is None else os.fspath(cache_dir), bool(cache), bool(normalize),
+                                       int(threads), int(tune), sparse_kernels, stage)
+            except _tessel.UserError as e:
+                # An error in a spec, schedule or model given as a value names the argument, not the
+                # temporary file it was written to.
+                message = str(e)
+                for given, written, name in ((hw, hw_path, "hw"), (schedule, schedule_path, "schedule"), (model, path, "model")):
+                    as_path = os.fspath(given) if isinstance(given, (str, os.PathLike)) else None
+                    if written is not None and written != as_path:  # written to a temporary file
+                        message = message.replace(written, f"{name}=<{type(given).__name__}>")
+                raise _tessel.UserError(message) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return Compiled(impl, model if isinstance(model, (str, os.PathLike)) else type(model).__name__)

@@ -142,3 +142,11 @@ def test_profile_and_explain_with_it(small_bert, host_spec):
     assert text.count("  profiled  ") == len(kernels) and "profiled: the kernels took" in text
     assert "  work      " in m.explain() and "profiled" not in m.explain()
     assert "<th>profiled</th>" in m.explain("html", profile=True)
+
+
+def test_errors_in_values_name_the_argument(small_bert):
+    spec = tessel.hw.load("nvidia-h100-sxm")
+    spec["compute"]["units"] = -3
+    with pytest.raises(tessel.UserError, match=r"hw=<dict>.*units") as e:
+        tessel.compile(small_bert, hw=spec, stage="schedule")
+    assert "tessel_" not in str(e.value)  # not the temporary file it was written to
