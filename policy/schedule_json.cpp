@@ -291,9 +291,11 @@ class Reader {
   UnfusedEdge read_unfused(const json& j, const std::string& ptr) const {
     check_keys(j, ptr, {"tensor", "producer", "consumer", "reason", "detail"});
     UnfusedEdge e;
-    if (j.contains("tensor")) e.tensor = tensor_named(read_string(j["tensor"], ptr + "/tensor"), ptr + "/tensor");
-    if (j.contains("producer")) e.producer = read_node(j["producer"], ptr + "/producer");
-    if (j.contains("consumer")) e.consumer = read_node(j["consumer"], ptr + "/consumer");
+    for (const char* key : {"tensor", "producer", "consumer"})
+      if (!j.contains(key)) fail(ptr, cat("missing key \"", key, "\""));
+    e.tensor = tensor_named(read_string(j["tensor"], ptr + "/tensor"), ptr + "/tensor");
+    e.producer = read_node(j["producer"], ptr + "/producer");
+    e.consumer = read_node(j["consumer"], ptr + "/consumer");
     if (j.contains("reason")) {
       const std::string r = read_string(j["reason"], ptr + "/reason");
       bool found = false;

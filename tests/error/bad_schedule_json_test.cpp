@@ -91,6 +91,11 @@ TEST_CASE("bad schedule JSON: unknown node and tensor names") {
                     "/unfused/0/tensor", "\"w9\"");
   expect_user_error(g, edit(base, "\"edge_levels\": {}", "\"edge_levels\": {\"q\": \"smem\"}"), "/groups/0/edge_levels/q",
                     "\"q\"");
+  // An unfused edge must name all three (found by fuzz_schedule_json: a missing producer reached the
+  // printer as node -1).
+  expect_user_error(g, edit(base, "\"producer\": \"" + a + "\", ", ""), "/unfused/0", "\"producer\"");
+  expect_user_error(g, edit(base, "\"tensor\": \"" + g.tensor(g.node_output(0)).name + "\", ", ""), "/unfused/0",
+                    "\"tensor\"");
 }
 
 TEST_CASE("bad schedule JSON: unknown keys") {
