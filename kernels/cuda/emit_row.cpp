@@ -2,6 +2,7 @@
 #include "kernels/cuda/emitter.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace tessel::cuda::emitter {
 
@@ -12,32 +13,100 @@ namespace tessel::cuda::emitter {
 // element e of thread `lane` is column (c lanes + lane) vec + e), a per-row reduction folds the
 // same columns and combines over the row's lanes (shuffles, plus shared memory across warps), a
 // per-row elementwise node is one value. Row nodes that leave the group are stored a vector at a
-// time; per-row ones by the row's first lane.
-std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
-  const int n = static_cast<int>(r.nodes.size());
+// time; per-row ones by the row's first lane. A streamed row (row_kernel_streamed) keeps no row
+// node: each pass walks the row and recomputes the row nodes it reads.
+
+// The kernel's head up to the row's coordinates: the header, the signature, the grid-stride loop
+// over blocks of rows; returns the coordinates' variables b_0 .. b_{d-2}.
+std::vector<std::string> Emitter::emit_row_prologue(const std::string& name, const RowPlan& r) {
   const int d = static_cast<int>(r.row_extents.size()) + 1;
-  const int vec = r.vec, lanes = r.lanes, chunks = r.chunks, elems = r.elements_per_thread();
-  const bool tail = static_cast<int64_t>(chunks) * lanes * vec != r.n;
   os_ << "// Tessel generated kernel for " << spec_.name << " (" << spec_.target.arch << ").\n";
   os_ << "//   " << print_row_plan(r) << "\n";
   os_ << "#define TSL_WARP_MASK 0x" << std::hex << (plan_.warp == 32 ? 0xffffffffu : ((1u << plan_.warp) - 1u)) << std::dec
       << "u\n";
   os_ << device_library_source() << "\n";
   emit_signature(name, 0);
-  if (lanes > plan_.warp) os_ << "  __shared__ unsigned long long tsl_red[" << r.threads / plan_.warp << "];\n";
+  if (r.lanes > plan_.warp) os_ << "  __shared__ unsigned long long tsl_red[" << r.threads / plan_.warp << "];\n";
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
-  os_ << "  const unsigned tsl_lane = threadIdx.x % " << lanes << "u;\n";
+  os_ << "  const unsigned tsl_lane = threadIdx.x % " << r.lanes << "u;\n";
   os_ << "  for (long long tsl_base = static_cast<long long>(blockIdx.x) * " << r.rows_per_block << "LL; tsl_base < " << r.rows
       << "LL; tsl_base += static_cast<long long>(gridDim.x) * " << r.rows_per_block << "LL) {\n";
-  os_ << "    const long long tsl_row = tsl_base + threadIdx.x / " << lanes << "u;\n";
+  os_ << "    const long long tsl_row = tsl_base + threadIdx.x / " << r.lanes << "u;\n";
   os_ << "    const bool tsl_active = tsl_row < " << r.rows << "LL;\n";
-  std::vector<std::string> rows;  // the row's coordinates b_0 .. b_{d-2}
+  std::vector<std::string> rows;
   os_ << "    long long tsl_rr = tsl_row;\n";
   for (int a = d - 2; a >= 0; --a) {
     rows.insert(rows.begin(), cat("tsl_b", a));
     os_ << "    const long long tsl_b" << a << " = tsl_rr % " << r.row_extents[a] << "LL; tsl_rr /= " << r.row_extents[a] << "LL;\n";
   }
   os_ << "    (void)tsl_rr;\n";
+  return rows;
+}
+
+// A node's axis variables at the current column: the row's coordinates, then its column (a row
+// node's last spatial axis, a per-row node's reduction axis, "0" for a keepdims axis), then a row
+// node's serial reduction axes.
+static std::vector<std::string> row_axis_vars(const TeNode& nd, RowKind kind, const std::vector<std::string>& rows) {
+  const int d = static_cast<int>(rows.size()) + 1;
+  std::vector<std::string> x = rows;
+  if (nd.num_spatial() == d) x.push_back(kind == RowKind::row ? "tsl_col" : "0LL");
+  if (kind == RowKind::per_row && nd.num_reduction() == 1) x.push_back("tsl_col");
+  if (kind == RowKind::row)
+    for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) x.push_back(cat("tsl_k", a));
+  return x;
+}
+
+// A per-row reduction's accumulator `tsl_acc<i>` combined over the row's lanes: shuffles within a
+// warp, then shared memory across the warps of a row; then its value `tsl_s<i>`.
+void Emitter::emit_row_combine(int i, const TeNode& nd, int lanes) {
+  const DType dt = nd.output().dtype;
+  const std::string at = acc_type(dt);
+  const std::string comb = combiner_fn(nd.combiner());
+  const std::string f = cat("[](", at, " a, ", at, " b) { return ", comb, "(a, b); }");
+  os_ << "    tsl_acc" << i << " = tsl::segment_combine(tsl_acc" << i << ", " << std::min(lanes, plan_.warp)
+      << "u, TSL_WARP_MASK, " << f << ");\n";
+  if (lanes > plan_.warp) {
+    const int warps = lanes / plan_.warp;
+    os_ << "    {\n      " << at << "* tsl_red_v = reinterpret_cast<" << at << "*>(tsl_red);\n";
+    os_ << "      if (threadIdx.x % " << plan_.warp << "u == 0) tsl_red_v[threadIdx.x / " << plan_.warp << "u] = tsl_acc" << i
+        << ";\n      __syncthreads();\n";
+    os_ << "      const unsigned first = (threadIdx.x / " << lanes << "u) * " << warps << "u;\n";
+    os_ << "      tsl_acc" << i << " = tsl_red_v[first];\n";
+    os_ << "      for (unsigned w = 1; w < " << warps << "u; ++w) tsl_acc" << i << " = " << comb << "(tsl_acc" << i
+        << ", tsl_red_v[first + w]);\n      __syncthreads();\n    }\n";
+  }
+  os_ << "    const " << compute_type(dt) << " tsl_s" << i << " = " << round_to_dtype(dt, cat("tsl_acc", i)) << ";\n";
+}
+
+// A per-row node without a reduction: one value per row from per-row values and device memory.
+void Emitter::emit_row_scalar(int i, const RowPlan& r, const std::vector<std::string>& rows) {
+  const RowNode& rn = r.nodes[i];
+  const TeNode& nd = g_.node(rn.node);
+  const DType dt = nd.output().dtype;
+  const std::vector<std::string> x = row_axis_vars(nd, rn.kind, rows);
+  os_ << "    " << compute_type(dt) << " tsl_s" << i << " = " << literal(dt, 0) << ";\n    if (tsl_active) {\n";
+  std::vector<std::string> values(rn.reads.size());
+  for (size_t k = 0; k < rn.reads.size(); ++k)
+    values[k] = rn.reads[k].producer >= 0 ? cat("tsl_s", rn.reads[k].producer) : emit_row_global_read(nd, rn.reads[k], x, "      ");
+  std::map<const ExprNode*, std::string> memo;
+  const std::string v = emit_expr(nd.body(), values, x, memo, "      ");
+  os_ << "      tsl_s" << i << " = " << round_to_dtype(dt, v) << ";\n    }\n";
+}
+
+// A stored row node's chunk of `vec` values, `tsl_out`, written to device memory.
+void Emitter::emit_row_store(const RowNode& rn, const RowPlan& r, const std::string& ind) {
+  const std::string st = storage_type(g_.node(rn.node).output().dtype);
+  const std::string dst = cat("g_out", output_param(g_.node_output(rn.node)), " + (tsl_row * ", r.n, "LL + tsl_col0)");
+  if (r.vec > 1) os_ << ind << "tsl::row_store<" << st << ", " << r.vec << ">(" << dst << ", tsl_out);\n";
+  else os_ << ind << "*(" << dst << ") = tsl_out[0];\n";
+}
+
+std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
+  if (r.streamed) return row_kernel_streamed(name, r);
+  const int n = static_cast<int>(r.nodes.size());
+  const int vec = r.vec, lanes = r.lanes, chunks = r.chunks, elems = r.elements_per_thread();
+  const bool tail = static_cast<int64_t>(chunks) * lanes * vec != r.n;
+  const std::vector<std::string> rows = emit_row_prologue(name, r);
   // Vector reads of device memory, by parameter and offset text: a row read by several nodes
   // (softmax's max, sum and output) is loaded once into registers.
   std::map<std::string, std::string> row_arrays;
@@ -48,139 +117,231 @@ std::string Emitter::row_kernel(const std::string& name, const RowPlan& r) {
     const DType dt = nd.output().dtype;
     const std::string ct = compute_type(dt);
     const int col = row_column_axis(nd, rn.kind);
-    // The node's axis variables.
-    std::vector<std::string> x = rows;
-    if (nd.num_spatial() == d) x.push_back(rn.kind == RowKind::row ? "tsl_col" : "0LL");
-    if (rn.kind == RowKind::per_row && nd.num_reduction() == 1) x.push_back("tsl_col");
-    if (rn.kind == RowKind::row)
-      for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) x.push_back(cat("tsl_k", a));
+    const std::vector<std::string> x = row_axis_vars(nd, rn.kind, rows);
     const std::vector<RowRead>& ins = rn.reads;
     os_ << "    // " << nd.name() << " (" << (rn.kind == RowKind::row ? "row" : "per row") << "): "
         << print_expr(nd.body(), nd.axis_names()) << "\n";
-    std::vector<bool> vector_read(ins.size(), false);
-    std::vector<std::string> array(ins.size()), offset(ins.size());
-    std::vector<bool> first_use(ins.size(), false);
-    for (size_t k = 0; k < ins.size(); ++k) {
-      // Loaded per chunk, before a row node's serial reduction: only reads that stay put along it.
-      vector_read[k] = ins[k].producer < 0 && row_vector_access(nd, ins[k].map, ins[k].type, col, vec) &&
-                       (rn.kind != RowKind::row || !reads_along_reduction(nd, ins[k].map));
-      if (!vector_read[k]) continue;
-      const std::vector<int64_t> strides = row_major_strides(ins[k].type.shape);
-      std::vector<std::string> xc = x;
-      xc[col] = "tsl_col0";
-      offset[k] = "0LL";
-      for (int q = 0; q < ins[k].type.rank(); ++q)
-        offset[k] += cat(" + (", affine_text(ins[k].map.result(q), xc), ") * ", strides[q], "LL");
-      const std::string key = cat(input_param(ins[k].tensor), "|", offset[k]);
-      auto it = row_arrays.find(key);
-      if (it != row_arrays.end()) {
-        array[k] = it->second;
-        continue;
-      }
-      array[k] = row_arrays[key] = cat("tsl_g", row_arrays.size());
-      first_use[k] = true;
-      os_ << "    " << storage_type(ins[k].type.dtype) << " " << array[k] << "[" << elems << "];  // "
-          << g_.tensor(ins[k].tensor).name << "'s row\n";
-    }
-    // The inputs' values at the current point (inside the element loop when there is a column).
-    // `inner`: vector reads along the serial reduction's last axis (row nodes with reductions),
-    // by input, the array and index holding the current element.
-    auto inputs = [&](const std::string& ind, const std::vector<std::string>& xs, const std::vector<std::string>& inner) {
-      std::vector<std::string> values(ins.size());
+    if (rn.kind == RowKind::per_row && nd.num_reduction() == 0) {
+      emit_row_scalar(i, r, rows);
+    } else {
+      std::vector<bool> vector_read(ins.size(), false);
+      std::vector<std::string> array(ins.size()), offset(ins.size());
+      std::vector<bool> first_use(ins.size(), false);
       for (size_t k = 0; k < ins.size(); ++k) {
-        const DType idt = ins[k].type.dtype;
-        const int j = ins[k].producer;
-        if (j >= 0) {
-          values[k] = r.nodes[j].kind == RowKind::row ? cat("tsl_v", j, "[tsl_c * ", vec, " + tsl_e]") : cat("tsl_s", j);
+        // Loaded per chunk, before a row node's serial reduction: only reads that stay put along it.
+        vector_read[k] = ins[k].producer < 0 && row_vector_access(nd, ins[k].map, ins[k].type, col, vec) &&
+                         (rn.kind != RowKind::row || !reads_along_reduction(nd, ins[k].map));
+        if (!vector_read[k]) continue;
+        offset[k] = row_vector_offset(ins[k], x, col);
+        const std::string key = cat(input_param(ins[k].tensor), "|", offset[k]);
+        auto it = row_arrays.find(key);
+        if (it != row_arrays.end()) {
+          array[k] = it->second;
           continue;
         }
-        if (vector_read[k] || !inner[k].empty()) {
-          values[k] = fresh("in");
-          const std::string at = vector_read[k] ? cat(array[k], "[tsl_c * ", vec, " + tsl_e]") : inner[k];
-          os_ << ind << "const " << compute_type(idt) << " " << values[k] << " = " << from_storage(idt, at) << ";\n";
-          continue;
+        array[k] = row_arrays[key] = cat("tsl_g", row_arrays.size());
+        first_use[k] = true;
+        os_ << "    " << storage_type(ins[k].type.dtype) << " " << array[k] << "[" << elems << "];  // "
+            << g_.tensor(ins[k].tensor).name << "'s row\n";
+      }
+      // The inputs' values at the current point (inside the element loop when there is a column).
+      // `inner`: vector reads along the serial reduction's last axis (row nodes with reductions),
+      // by input, the array and index holding the current element.
+      auto inputs = [&](const std::string& ind, const std::vector<std::string>& xs, const std::vector<std::string>& inner) {
+        std::vector<std::string> values(ins.size());
+        for (size_t k = 0; k < ins.size(); ++k) {
+          const DType idt = ins[k].type.dtype;
+          const int j = ins[k].producer;
+          if (j >= 0) {
+            values[k] = r.nodes[j].kind == RowKind::row ? cat("tsl_v", j, "[tsl_c * ", vec, " + tsl_e]") : cat("tsl_s", j);
+            continue;
+          }
+          if (vector_read[k] || !inner[k].empty()) {
+            values[k] = fresh("in");
+            const std::string at = vector_read[k] ? cat(array[k], "[tsl_c * ", vec, " + tsl_e]") : inner[k];
+            os_ << ind << "const " << compute_type(idt) << " " << values[k] << " = " << from_storage(idt, at) << ";\n";
+            continue;
+          }
+          values[k] = emit_row_global_read(nd, ins[k], xs, ind);
         }
-        values[k] = emit_row_global_read(nd, ins[k], xs, ind);
-      }
-      return values;
-    };
-    const std::vector<std::string> no_inner(ins.size());
-    // The chunk loop's head: the column of the chunk, its guard, and the vector reads.
-    auto open_chunks = [&](const std::string& guard_extra) {
-      os_ << "    #pragma unroll\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
-      os_ << "      const long long tsl_col0 = (static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane) * " << vec
-          << "LL;\n";
-      os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << guard_extra << ";\n";
-      for (size_t k = 0; k < ins.size(); ++k) {
-        if (!first_use[k]) continue;
-        const std::string st = storage_type(ins[k].type.dtype);
-        const std::string dst = cat(array[k], " + tsl_c * ", vec);
-        os_ << "      if (tsl_ok) tsl::row_load<" << st << ", " << vec << ">(" << dst << ", g_in" << input_param(ins[k].tensor)
-            << " + (" << offset[k] << "));\n";
-        os_ << "      else for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << array[k] << "[tsl_c * " << vec
-            << " + tsl_e] = 0;\n";
-      }
-      os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
-      os_ << "        const long long tsl_col = tsl_col0 + tsl_e; (void)tsl_col;\n";
-    };
-    if (rn.kind == RowKind::row) {
-      os_ << "    " << ct << " tsl_v" << i << "[" << elems << "] = {};\n";
-      const bool store = rn.writes_global;
-      const std::string st = storage_type(dt);
-      open_chunks("");
-      os_ << "        if (tsl_ok) {\n";
-      if (nd.num_reduction() == 0) {
+        return values;
+      };
+      const std::vector<std::string> no_inner(ins.size());
+      // The chunk loop's head: the column of the chunk, its guard, and the vector reads.
+      auto open_chunks = [&]() {
+        os_ << "    #pragma unroll\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
+        os_ << "      const long long tsl_col0 = (static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane) * " << vec
+            << "LL;\n";
+        os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << ";\n";
+        for (size_t k = 0; k < ins.size(); ++k)
+          if (first_use[k]) emit_row_vector_load(ins[k], vec, array[k], cat("tsl_c * ", vec), offset[k], "      ");
+        os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+        os_ << "        const long long tsl_col = tsl_col0 + tsl_e; (void)tsl_col;\n";
+      };
+      if (rn.kind == RowKind::row) {
+        os_ << "    " << ct << " tsl_v" << i << "[" << elems << "] = {};\n";
+        open_chunks();
+        os_ << "        if (tsl_ok) {\n";
+        if (nd.num_reduction() == 0) {
+          const std::vector<std::string> values = inputs("          ", x, no_inner);
+          std::map<const ExprNode*, std::string> memo;
+          const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
+          os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, v) << ";\n";
+        } else {
+          emit_row_reduction(nd, ins, x, inputs);
+          os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, "tsl_r") << ";\n";
+        }
+        os_ << "        }\n      }\n";
+        if (rn.writes_global) {
+          os_ << "      if (tsl_ok) {\n        " << storage_type(dt) << " tsl_out[" << vec << "];\n";
+          os_ << "        #pragma unroll\n        for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) tsl_out[tsl_e] = "
+              << to_storage(dt, cat("tsl_v", i, "[tsl_c * ", vec, " + tsl_e]")) << ";\n";
+          emit_row_store(rn, r, "        ");
+          os_ << "      }\n";
+        }
+        os_ << "    }\n";
+      } else {
+        const Wide wide(*this);
+        const std::string at = acc_type(dt);
+        os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
+        open_chunks();
+        os_ << "        if (tsl_ok) {\n";
         const std::vector<std::string> values = inputs("          ", x, no_inner);
         std::map<const ExprNode*, std::string> memo;
         const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
-        os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, v) << ";\n";
-      } else {
-        emit_row_reduction(nd, ins, x, inputs);
-        os_ << "          tsl_v" << i << "[tsl_c * " << vec << " + tsl_e] = " << round_to_dtype(dt, "tsl_r") << ";\n";
+        os_ << "          tsl_acc" << i << " = " << combiner_fn(nd.combiner()) << "(tsl_acc" << i << ", static_cast<" << at << ">("
+            << v << "));\n";
+        os_ << "        }\n      }\n    }\n";
+        emit_row_combine(i, nd, lanes);
       }
+    }
+    if (rn.kind == RowKind::per_row && rn.writes_global)
+      os_ << "    if (tsl_active && tsl_lane == 0) g_out" << output_param(g_.node_output(rn.node)) << "[tsl_row] = "
+          << to_storage(dt, cat("tsl_s", i)) << ";\n";
+  }
+  os_ << "  }\n}\n";
+  return os_.str();
+}
+
+// The offset text of a vector read of a row at the chunk's first column `tsl_col0`.
+std::string Emitter::row_vector_offset(const RowRead& rd, const std::vector<std::string>& x, int col) {
+  const std::vector<int64_t> strides = row_major_strides(rd.type.shape);
+  std::vector<std::string> xc = x;
+  xc[col] = "tsl_col0";
+  std::string offset = "0LL";
+  for (int q = 0; q < rd.type.rank(); ++q) offset += cat(" + (", affine_text(rd.map.result(q), xc), ") * ", strides[q], "LL");
+  return offset;
+}
+
+// One vector of a row into `array` at `at` (zeros past the row's end).
+void Emitter::emit_row_vector_load(const RowRead& rd, int vec, const std::string& array, const std::string& at,
+                                   const std::string& offset, const std::string& ind) {
+  const std::string st = storage_type(rd.type.dtype);
+  os_ << ind << "if (tsl_ok) tsl::row_load<" << st << ", " << vec << ">(" << array << " + " << at << ", g_in" << input_param(rd.tensor)
+      << " + (" << offset << "));\n";
+  os_ << ind << "else for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << array << "[" << at << " + tsl_e] = 0;\n";
+}
+
+// The streamed row (row_plan.h's file comment): one pass over the row per per-row reduction and per
+// stored row node, in group order; each pass loads, a chunk at a time, the vectors of device memory
+// that it and the row nodes it reads need, and computes those row nodes per element again.
+std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan& r) {
+  const int n = static_cast<int>(r.nodes.size());
+  const int vec = r.vec, lanes = r.lanes, chunks = r.chunks;
+  const bool tail = static_cast<int64_t>(chunks) * lanes * vec != r.n;
+  const std::vector<std::string> rows = emit_row_prologue(name, r);
+  for (int i = 0; i < n; ++i) {
+    const RowNode& rn = r.nodes[i];
+    if (rn.kind == RowKind::copy) continue;
+    const TeNode& nd = g_.node(rn.node);
+    const DType dt = nd.output().dtype;
+    const bool reduce = rn.kind == RowKind::per_row && nd.num_reduction() == 1;
+    const bool store = rn.kind == RowKind::row && rn.writes_global;
+    if (rn.kind == RowKind::per_row && !reduce) {
+      os_ << "    // " << nd.name() << " (per row): " << print_expr(nd.body(), nd.axis_names()) << "\n";
+      emit_row_scalar(i, r, rows);
+    } else if (reduce || store) {
+      // The row nodes this pass recomputes: those `i` reads, and theirs, in group order.
+      std::vector<bool> need(n, false);
+      need[i] = true;
+      for (int j = i; j >= 0; --j)
+        if (need[j])
+          for (const RowRead& rd : r.nodes[j].reads)
+            if (rd.producer >= 0 && r.nodes[rd.producer].kind == RowKind::row) need[rd.producer] = true;
+      os_ << "    // pass: " << nd.name() << " (" << (reduce ? "per row" : "row") << "): " << print_expr(nd.body(), nd.axis_names())
+          << "\n";
+      const std::string at = acc_type(dt);
+      if (reduce) os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
+      os_ << "    #pragma unroll 4\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
+      os_ << "      const long long tsl_col0 = (static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane) * " << vec << "LL;\n";
+      os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << ";\n";
+      // The chunk's vectors of device memory, each loaded once for the pass.
+      std::map<std::string, std::string> arrays;
+      std::map<std::pair<int, size_t>, std::string> array_of;  // (node, input) -> array
+      for (int j = 0; j <= i; ++j) {
+        if (!need[j]) continue;
+        const TeNode& nj = g_.node(r.nodes[j].node);
+        const int col = row_column_axis(nj, r.nodes[j].kind);
+        const std::vector<std::string> xj = row_axis_vars(nj, r.nodes[j].kind, rows);
+        for (size_t k = 0; k < r.nodes[j].reads.size(); ++k) {
+          const RowRead& rd = r.nodes[j].reads[k];
+          if (rd.producer >= 0 || !row_vector_access(nj, rd.map, rd.type, col, vec)) continue;
+          const std::string offset = row_vector_offset(rd, xj, col);
+          const std::string key = cat(input_param(rd.tensor), "|", offset);
+          auto it = arrays.find(key);
+          if (it == arrays.end()) {
+            it = arrays.emplace(key, cat("tsl_g", arrays.size())).first;
+            os_ << "      " << storage_type(rd.type.dtype) << " " << it->second << "[" << vec << "];  // " << g_.tensor(rd.tensor).name
+                << "'s vector\n";
+            emit_row_vector_load(rd, vec, it->second, "0", offset, "      ");
+          }
+          array_of[{j, k}] = it->second;
+        }
+      }
+      if (store) os_ << "      " << storage_type(dt) << " tsl_out[" << vec << "];\n";
+      os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+      os_ << "        const long long tsl_col = tsl_col0 + tsl_e; (void)tsl_col;\n";
+      os_ << "        if (tsl_ok) {\n";
+      const std::string ind = "          ";
+      for (int j = 0; j <= i; ++j) {
+        if (!need[j]) continue;
+        const RowNode& rj = r.nodes[j];
+        const TeNode& nj = g_.node(rj.node);
+        const std::vector<std::string> xj = row_axis_vars(nj, rj.kind, rows);
+        // The reduction's own body in f64 for f32, as the register kernel does (Emitter::wide_).
+        std::optional<Wide> wide;
+        if (j == i && reduce) wide.emplace(*this);
+        std::vector<std::string> values(rj.reads.size());
+        for (size_t k = 0; k < rj.reads.size(); ++k) {
+          const RowRead& rd = rj.reads[k];
+          if (rd.producer >= 0) {
+            values[k] = r.nodes[rd.producer].kind == RowKind::row ? cat("tsl_u", rd.producer) : cat("tsl_s", rd.producer);
+          } else if (auto a = array_of.find({j, k}); a != array_of.end()) {
+            values[k] = fresh("in");
+            os_ << ind << "const " << compute_type(rd.type.dtype) << " " << values[k] << " = "
+                << from_storage(rd.type.dtype, cat(a->second, "[tsl_e]")) << ";\n";
+          } else {
+            values[k] = emit_row_global_read(nj, rd, xj, ind);
+          }
+        }
+        std::map<const ExprNode*, std::string> memo;
+        const std::string v = emit_expr(nj.body(), values, xj, memo, ind);
+        if (j == i && reduce)
+          os_ << ind << "tsl_acc" << i << " = " << combiner_fn(nd.combiner()) << "(tsl_acc" << i << ", static_cast<" << at << ">(" << v
+              << "));\n";
+        else
+          os_ << ind << "const " << compute_type(nj.output().dtype) << " tsl_u" << j << " = " << round_to_dtype(nj.output().dtype, v)
+              << ";\n";
+      }
+      if (store) os_ << ind << "tsl_out[tsl_e] = " << to_storage(dt, cat("tsl_u", i)) << ";\n";
       os_ << "        }\n      }\n";
       if (store) {
-        os_ << "      if (tsl_ok) {\n        " << st << " tsl_out[" << vec << "];\n";
-        os_ << "        #pragma unroll\n        for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) tsl_out[tsl_e] = "
-            << to_storage(dt, cat("tsl_v", i, "[tsl_c * ", vec, " + tsl_e]")) << ";\n";
-        const std::string dst = cat("g_out", output_param(g_.node_output(rn.node)), " + (tsl_row * ", r.n, "LL + tsl_col0)");
-        if (vec > 1) os_ << "        tsl::row_store<" << st << ", " << vec << ">(" << dst << ", tsl_out);\n";
-        else os_ << "        *(" << dst << ") = tsl_out[0];\n";
+        os_ << "      if (tsl_ok) {\n";
+        emit_row_store(rn, r, "        ");
         os_ << "      }\n";
       }
       os_ << "    }\n";
-    } else if (nd.num_reduction() == 1) {
-      const Wide wide(*this);
-      const std::string at = acc_type(dt);
-      const std::string comb = combiner_fn(nd.combiner());
-      os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
-      open_chunks("");
-      os_ << "        if (tsl_ok) {\n";
-      const std::vector<std::string> values = inputs("          ", x, no_inner);
-      std::map<const ExprNode*, std::string> memo;
-      const std::string v = emit_expr(nd.body(), values, x, memo, "          ");
-      os_ << "          tsl_acc" << i << " = " << comb << "(tsl_acc" << i << ", static_cast<" << at << ">(" << v << "));\n";
-      os_ << "        }\n      }\n    }\n";
-      const std::string f = cat("[](", at, " a, ", at, " b) { return ", comb, "(a, b); }");
-      os_ << "    tsl_acc" << i << " = tsl::segment_combine(tsl_acc" << i << ", " << std::min(lanes, plan_.warp)
-          << "u, TSL_WARP_MASK, " << f << ");\n";
-      if (lanes > plan_.warp) {
-        const int warps = lanes / plan_.warp;
-        os_ << "    {\n      " << at << "* tsl_red_v = reinterpret_cast<" << at << "*>(tsl_red);\n";
-        os_ << "      if (threadIdx.x % " << plan_.warp << "u == 0) tsl_red_v[threadIdx.x / " << plan_.warp << "u] = tsl_acc" << i
-            << ";\n      __syncthreads();\n";
-        os_ << "      const unsigned first = (threadIdx.x / " << lanes << "u) * " << warps << "u;\n";
-        os_ << "      tsl_acc" << i << " = tsl_red_v[first];\n";
-        os_ << "      for (unsigned w = 1; w < " << warps << "u; ++w) tsl_acc" << i << " = " << comb << "(tsl_acc" << i
-            << ", tsl_red_v[first + w]);\n      __syncthreads();\n    }\n";
-      }
-      os_ << "    const " << ct << " tsl_s" << i << " = " << round_to_dtype(dt, cat("tsl_acc", i)) << ";\n";
-    } else {
-      os_ << "    " << ct << " tsl_s" << i << " = " << literal(dt, 0) << ";\n    if (tsl_active) {\n";
-      const std::vector<std::string> values = inputs("      ", x, no_inner);
-      std::map<const ExprNode*, std::string> memo;
-      const std::string v = emit_expr(nd.body(), values, x, memo, "      ");
-      os_ << "      tsl_s" << i << " = " << round_to_dtype(dt, v) << ";\n    }\n";
+      if (reduce) emit_row_combine(i, nd, lanes);
     }
     if (rn.kind == RowKind::per_row && rn.writes_global)
       os_ << "    if (tsl_active && tsl_lane == 0) g_out" << output_param(g_.node_output(rn.node)) << "[tsl_row] = "

@@ -57,6 +57,7 @@ class Emitter {
   void emit_unflatten(const std::string& ind, const std::string& type, const std::string& var, const std::vector<int>& axes,
                       const std::vector<int64_t>& extents, const std::string& prefix);
   std::string row_kernel(const std::string& name, const RowPlan& r);
+  std::string row_kernel_streamed(const std::string& name, const RowPlan& r);
   std::string vector_kernel(const std::string& name, const VectorPlan& p);
 
  private:
@@ -118,6 +119,13 @@ class Emitter {
   void emit_signature(const std::string& name, int min_blocks_per_sm);
   std::string emit_row_global_read(const TeNode& nd, const RowRead& rd, const std::vector<std::string>& x,
                                    const std::string& ind);
+  std::vector<std::string> emit_row_prologue(const std::string& name, const RowPlan& r);
+  void emit_row_combine(int i, const TeNode& nd, int lanes);
+  void emit_row_scalar(int i, const RowPlan& r, const std::vector<std::string>& rows);
+  void emit_row_store(const RowNode& rn, const RowPlan& r, const std::string& ind);
+  std::string row_vector_offset(const RowRead& rd, const std::vector<std::string>& x, int col);
+  void emit_row_vector_load(const RowRead& rd, int vec, const std::string& array, const std::string& at,
+                            const std::string& offset, const std::string& ind);
   template <class Inputs>
   void emit_row_reduction(const TeNode& nd, const std::vector<RowRead>& reads, const std::vector<std::string>& x,
                           const Inputs& inputs);

@@ -17,8 +17,8 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
        true},
       {"mma", "contraction + elementwise epilogue on mma.sync tensor-core instructions",
        {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit"}},
-      {"row", "rows reduced and normalized in registers (softmax, layer norm)",
-       {"vec", "lanes", "chunks", "rows_per_block", "threads"}},
+      {"row", "rows reduced and normalized in registers, or streamed in passes when too long (softmax, layer norm)",
+       {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes"}},
       {"vector", "an elementwise group, vector loads and stores over the sink's domain", {"vec", "threads", "blocks"}},
       {"generic", "any group: one thread per output element, reductions in a loop",
        {"threads", "blocks", "instructions_per_point"}},
@@ -34,7 +34,8 @@ std::map<std::string, int64_t> family_params(const AttentionPlan& p) {
 std::map<std::string, int64_t> family_params(const ContractionPlan& p) { return contraction_params(p); }
 
 std::map<std::string, int64_t> family_params(const RowPlan& p) {
-  return {{"vec", p.vec}, {"lanes", p.lanes}, {"chunks", p.chunks}, {"rows_per_block", p.rows_per_block}, {"threads", p.threads}};
+  return {{"vec", p.vec},         {"lanes", p.lanes},       {"chunks", p.chunks}, {"rows_per_block", p.rows_per_block},
+          {"threads", p.threads}, {"streamed", p.streamed}, {"passes", p.passes}};
 }
 
 std::map<std::string, int64_t> family_params(const VectorPlan& p) {

@@ -41,6 +41,13 @@ bool row_is_zero(const AffineExpr& row, const TeNode& reader) {
   return true;
 }
 
+/// The map reads its source at the reader's own point (result r is axis r).
+bool is_identity_read(const AffineMap& map) {
+  for (int r = 0; r < map.num_results(); ++r)
+    if (!row_is(map.result(r), r)) return false;
+  return true;
+}
+
 }  // namespace
 
 int row_column_axis(const TeNode& node, RowKind kind) {
@@ -126,10 +133,38 @@ bool reads_along_reduction(const TeNode& node, const AffineMap& map) {
 RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec) {
   const NodeId sink_id = group.nodes.back();
   const TeNode& sink = graph.node(sink_id);
-  const int d = sink.num_spatial();
-  if (d < 1 || sink.num_reduction() != 0) return fail(cat("the sink '", sink.name(), "' is not elementwise over rows"));
+  // The rows: the sink's spatial axes but the last (the columns), or, when the sink reduces a row
+  // (one reduction axis: the columns), all its spatial axes less a keepdims axis of extent 1.
+  const int sink_ns = sink.num_spatial();
+  const bool sink_reduces = sink.num_reduction() == 1;
+  const int d = sink_reduces ? sink_ns - (sink_ns > 0 && sink.axes()[sink_ns - 1].extent == 1 ? 1 : 0) + 1 : sink_ns;
+  if (d < 1 || sink.num_reduction() > 1)
+    return fail(cat("the sink '", sink.name(), "' is neither elementwise over rows nor a reduction of one axis"));
+  if (sink_reduces) {
+    // A row's reduction reads one row along its axis; a product of two (a matmul on SIMT units)
+    // is not a row.
+    // is not a row, and neither is a window (a pooling: the vector kernel's, a vector of channels
+    // at a time): the input is read along the axis by its last index.
+    int along = 0;
+    for (const Access& acc : sink.inputs()) {
+      if (!acc.map.uses_axis(sink_ns)) continue;
+      ++along;
+      const int rank = acc.map.num_results();
+      for (int r = 0; r < rank; ++r)
+        if (acc.map.result(r).coeffs[sink_ns] != (r == rank - 1 ? 1 : 0))
+          return fail(cat("the sink '", sink.name(), "' does not read a row along its reduction axis (a window or a strided walk)"));
+    }
+    if (along > 1) return fail(cat("the sink '", sink.name(), "' reduces a product of ", along, " inputs (a contraction, not a row)"));
+    // A row shorter than a warp as the sink: one thread per row, the generic kernel's way, is
+    // faster (an H100, 2026-11-27f: ResNet-50's mean over a width of 7, 0.0062 ms there and
+    // 0.0099 ms here with 4 lanes per row).
+    const int64_t warp = spec.compute.simd_width;
+    if (sink.axes()[sink_ns].extent < warp)
+      return fail(cat("the sink '", sink.name(), "' reduces rows of ", sink.axes()[sink_ns].extent, ", fewer than a warp's ", warp,
+                      " threads"));
+  }
   RowPlan p;
-  p.n = sink.axes()[d - 1].extent;
+  p.n = sink.axes()[sink_reduces ? sink_ns : d - 1].extent;
   for (int a = 0; a + 1 < d; ++a) {
     p.row_extents.push_back(sink.axes()[a].extent);
     p.rows *= sink.axes()[a].extent;
@@ -163,16 +198,24 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
       if (acc.is_gather()) return fail(cat("'", nd.name(), "' gathers"));
       RowRead rd{pos_of(graph.producer(ins[k])), ins[k], acc.map, acc.type, acc.pad_value};
       if (rd.producer >= 0 && p.nodes[rd.producer].kind == RowKind::copy) {
-        // Through a folded copy: its source, at the composed map (both reads in bounds).
-        if (!reads_in_bounds(nd, acc)) return fail(cat("'", nd.name(), "' reads the copy '", graph.node(p.nodes[rd.producer].node).name(), "' out of bounds"));
+        // Through a folded copy: its source, at the composed map (both reads in bounds); a copy
+        // that only reshapes its whole source is a view of it: the same flat offsets, so the
+        // source is read at the reader's map as if it had the copy's shape.
+        const TeNode& copy = graph.node(p.nodes[rd.producer].node);
+        if (!reads_in_bounds(nd, acc)) return fail(cat("'", nd.name(), "' reads the copy '", copy.name(), "' out of bounds"));
         const RowRead& src = p.nodes[rd.producer].reads[0];
-        rd = RowRead{-1, src.tensor, compose(src.map, acc.map), src.type, src.pad};
+        if (copy.output().shape != copy.extents()) rd = RowRead{-1, src.tensor, acc.map, TensorType{src.type.dtype, copy.output().shape}, src.pad};
+        else rd = RowRead{-1, src.tensor, compose(src.map, acc.map), src.type, src.pad};
       }
       rn.reads.push_back(std::move(rd));
     }
+    // A copy: one read, unchanged, in bounds; either of the copy's own shape (a transpose) or of
+    // the whole source in order under another shape (a reshape: a view).
+    const bool view = ins.size() == 1 && nd.output().shape != nd.extents() && rn.reads[0].type.shape == nd.extents() &&
+                      is_identity_read(rn.reads[0].map);
     const bool copy = i != count - 1 && !rn.writes_global && nr == 0 && ins.size() == 1 && rn.reads[0].producer < 0 &&
                       nd.body().op() == ExprOp::input && nd.body().index() == 0 &&
-                      nd.output().dtype == nd.inputs()[0].type.dtype && nd.output().shape == nd.extents() &&
+                      nd.output().dtype == nd.inputs()[0].type.dtype && (nd.output().shape == nd.extents() || view) &&
                       reads_in_bounds(nd, nd.inputs()[0]);
     std::vector<int64_t> spatial;
     for (int a = 0; a < ns; ++a) spatial.push_back(nd.axes()[a].extent);
@@ -233,13 +276,33 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   while (p.vec > 1 && p.n % p.vec != 0) p.vec /= 2;
   const int64_t vectors = (p.n + p.vec - 1) / p.vec;
   const int64_t max_threads = floor_pow2(spec.limits.max_threads_per_block);
+  const int warp = static_cast<int>(spec.compute.simd_width);
   p.lanes = static_cast<int>(
       std::min(max_threads, ceil_pow2((vectors + kRowAccessesPerThread - 1) / kRowAccessesPerThread)));
+  // A short row of scalar accesses (an odd length) stays in one warp -- its reductions are
+  // shuffles only, no shared-memory step and block barrier each -- at up to kRowWarpAccesses
+  // accesses per thread: attention's 197-wide rows (measured 2-3.7x faster on an H100 than two
+  // accesses per thread over 128 lanes). Rows of 16-byte vectors keep two accesses per thread
+  // (BERT's 768-wide layer norm measured 1.3x slower in one warp; 2026-11-27f).
+  if (p.vec == 1 && p.lanes > warp && vectors <= static_cast<int64_t>(kRowWarpAccesses) * warp) p.lanes = warp;
   p.chunks = static_cast<int>((vectors + p.lanes - 1) / p.lanes);
-  if (p.elements_per_thread() > kMaxElementsPerThread)
-    return fail(cat("a row of ", p.n, " elements needs ", p.elements_per_thread(), " registers per thread and node (at most ",
-                    kMaxElementsPerThread, ")"));
-  const int warp = static_cast<int>(spec.compute.simd_width);
+  if (p.elements_per_thread() > kMaxElementsPerThread) {
+    // Too long for registers: streamed, one block of the most threads per row, a pass per
+    // per-row reduction and per stored row node (the file comment).
+    const std::string too_long = cat("a row of ", p.n, " elements needs ", p.elements_per_thread(),
+                                     " registers per thread and node (at most ", kMaxElementsPerThread, ")");
+    for (const RowNode& rn : p.nodes)
+      if (rn.kind == RowKind::row && graph.node(rn.node).num_reduction() > 0)
+        return fail(cat(too_long, ", and the row node '", graph.node(rn.node).name(),
+                        "' reduces serially per element (not recomputed in a streamed row)"));
+    p.streamed = true;
+    p.lanes = static_cast<int>(max_threads);
+    p.chunks = static_cast<int>((vectors + p.lanes - 1) / p.lanes);
+    p.passes = 0;
+    for (const RowNode& rn : p.nodes)
+      p.passes += (rn.kind == RowKind::per_row && graph.node(rn.node).num_reduction() == 1) ||
+                  (rn.kind == RowKind::row && rn.writes_global);
+  }
   const int64_t target = std::max<int64_t>(std::min<int64_t>(kRowBlockThreads, max_threads), warp);
   p.rows_per_block = static_cast<int>(std::max<int64_t>(1, target / p.lanes));
   p.threads = p.lanes * p.rows_per_block;
@@ -250,8 +313,13 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
 
 GroupPlan row_group_plan(const GroupPlan& generic, const RowPlan& rp) {
   GroupPlan plan = inlined_launch_plan(generic, rp.blocks, rp.threads);
-  plan.sink_tile.back() = rp.n;
-  if (plan.sink_tile.size() >= 2) plan.sink_tile[plan.sink_tile.size() - 2] = rp.rows_per_block;
+  const size_t rank = plan.sink_tile.size();
+  if (!rp.per_row_sink()) {
+    plan.sink_tile.back() = rp.n;
+    if (rank >= 2) plan.sink_tile[rank - 2] = rp.rows_per_block;
+  } else if (!rp.row_extents.empty()) {
+    plan.sink_tile[rp.row_extents.size() - 1] = rp.rows_per_block;  // a per-row sink: its last row axis
+  }
   plan.reduce_scratch_bytes = rp.lanes > plan.warp ? static_cast<int64_t>(rp.threads / plan.warp) * 8 : 0;
   return plan;
 }
@@ -259,7 +327,8 @@ GroupPlan row_group_plan(const GroupPlan& generic, const RowPlan& rp) {
 std::string print_row_plan(const RowPlan& p) {
   return cat("row kernel: ", p.rows, " rows of ", p.n, " elements; ", p.lanes, " threads per row, ", p.rows_per_block,
              " rows per block of ", p.threads, " threads, ", p.blocks, " blocks; ", p.chunks, " accesses of ", p.vec,
-             " elements per thread and row");
+             " elements per thread and row",
+             p.streamed ? cat("; streamed: the row walked in ", p.passes, " passes, not held in registers") : std::string());
 }
 
 }  // namespace tessel::cuda

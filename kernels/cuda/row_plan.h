@@ -16,13 +16,26 @@
 //         (keepdims), with at most one reduction axis, of extent N (the mean, variance, max or
 //         sum of exp of a row), or
 //       - a copy folded into its readers: body `in0` of one in-bounds input from device memory or
-//         from another copy, same dtype, no reshape, read only in the group (attention's
-//         transposes of Q and K); its readers read device memory through the composed map;
+//         from another copy, same dtype, read only in the group, either without a reshape
+//         (attention's transposes of Q and K: its readers read device memory through the composed
+//         map) or reshaping its whole source read in order (GroupNorm's [B, C, H, W] as
+//         [B, G, C/G H W]: a view, its readers read the source at the same flat offsets);
 //   * every read of an in-group node is at the reader's own point: a row node reads row nodes at
 //     (b, n) and per-row nodes at (b) (or (b, 0)); a per-row reduction reads row nodes at (b, r)
 //     with r its reduction axis, which plays the part of n;
-//   * no read is a gather, and a row of N elements fits in registers: at most
-//     kMaxElementsPerThread per thread with up to the spec's max_threads_per_block threads per row.
+//   * no read is a gather.
+// The sink may also be a per-row reduction itself (a row's max or sum: ReduceMax over the last
+// axis, with or without keepdims) that reads one input along that axis by its last index (not a
+// contraction, not a window) and at least a warp's width of it; the rows are then its spatial
+// axes (less a keepdims axis of extent 1) and N the extent of its reduction axis.
+//
+// A row of N elements is held in registers when it fits: at most kMaxElementsPerThread per thread
+// with up to the spec's max_threads_per_block threads per row. A longer row (a vocabulary softmax:
+// 50257 columns) is *streamed*: one block per row walks it in chunks once per pass -- one pass per
+// per-row reduction and one per row node that leaves the group -- and recomputes the row nodes a
+// pass needs from device memory instead of keeping them; the re-reads of a row (100 KB for 50257
+// halves) come from L2. A row node with reduction axes of its own is not recomputed that way (the
+// row stays on the generic kernel, with the reason).
 // Reads of device memory may be any affine map; those that walk a row contiguously (the last
 // index is n, no other index depends on n, the tensor's last dimension a multiple of the vector
 // width, never out of bounds) are vector loads, and so are those of a row node's serial reduction
@@ -68,6 +81,11 @@ struct RowPlan {
   int rows_per_block = 1;
   int threads = 0;                    // lanes * rows_per_block
   int64_t blocks = 0;
+  bool streamed = false;              // the row walked once per pass, not held (file comment)
+  int passes = 1;                     // walks of the row: per-row reductions and stored row nodes
+
+  /// Whether the sink is a per-row node (a row's reduction), not a row node.
+  bool per_row_sink() const { return !nodes.empty() && nodes.back().kind == RowKind::per_row; }
 
   int elements_per_thread() const { return vec * chunks; }
 };
@@ -86,6 +104,8 @@ inline constexpr int kRowVectorBytes = 16;
 /// block), and vector accesses per thread and row (enough loads in flight, few registers).
 inline constexpr int kRowBlockThreads = 256;
 inline constexpr int kRowAccessesPerThread = 2;
+/// A row of scalar accesses of at most this many per lane of one warp is given one warp.
+inline constexpr int kRowWarpAccesses = 8;
 
 /// The axis of `node` that walks a row: n for a row node, the reduction axis of a per-row
 /// reduction; -1 for a per-row node without one.

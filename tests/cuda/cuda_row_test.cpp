@@ -8,6 +8,8 @@
 #include "cuda_check.h"
 #include "../model_builder.h"
 #include "kernels/cuda/kernel_emitter.h"
+#include "kernels/cuda/kernel_families.h"
+#include "policy/kernel_families.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -18,6 +20,23 @@ HostTensor random_of(DType dt, std::vector<int64_t> shape, uint64_t seed) { retu
 
 cuda::GeneratedKernel welder_kernel(const OpGraph& g) {
   const Schedule s = schedule_with(g, gpu_spec(), "welder");
+  REQUIRE(s.groups.size() == 1);
+  return emit_kernel(g, s, 0, gpu_spec());
+}
+
+/// Welder scheduling as the driver runs it, pricing each group as the CUDA backend's kernel family
+/// (a row too long for one block's shared memory fuses only when the policy knows it streams).
+Schedule welder_with_families(const OpGraph& g) {
+  const cuda::CudaKernelFamilies families;
+  AnalyticCostModel cost;
+  for (const auto& p : policies())
+    if (p->name() == "welder") return schedule_with_families(*p, PolicyContext{g, gpu_spec(), cost}, &families);
+  FAIL("no welder policy");
+  return {};
+}
+
+cuda::GeneratedKernel streamed_kernel(const OpGraph& g) {
+  const Schedule s = welder_with_families(g);
   REQUIRE(s.groups.size() == 1);
   return emit_kernel(g, s, 0, gpu_spec());
 }
@@ -44,7 +63,35 @@ OpGraph scores_softmax(DType dt, int64_t batch, int64_t heads, int64_t s, int64_
   return b.graph(b.op("Softmax", {scaled}, {{"axis", int64_t{-1}}}));
 }
 
+/// The largest value of each row (ReduceMax over the last axis): a per-row sink.
+OpGraph row_max(DType dt, std::vector<int64_t> shape, bool keepdims) {
+  return op_graph("ReduceMax", {random_of(dt, std::move(shape), 1), i64({1}, {-1})}, {{"keepdims", int64_t{keepdims}}}, {1});
+}
+
+/// GroupNorm's statistics as exporters write them: x [b, c, h, w] reshaped to [b, groups, rest],
+/// normalized along the last axis, reshaped back.
+OpGraph grouped_norm(DType dt, std::vector<int64_t> shape, int64_t groups) {
+  ModelBuilder b(dt);
+  const std::string x = b.input("x", shape);
+  const std::string grouped = b.op("Reshape", {x, b.weight_i64("to_groups", {shape[0], groups, -1})});
+  const std::string norm = b.op("Softmax", {grouped}, {{"axis", int64_t{-1}}});
+  std::vector<int64_t> back(shape.begin(), shape.end());
+  return b.graph(b.op("Reshape", {norm, b.weight_i64("to_x", back)}));
+}
+
 }  // namespace
+
+TEST_CASE("cuda row: a reshape of the whole input is a view: folded into the row kernel's reads") {
+  const OpGraph g = grouped_norm(DType::f16, {2, 8, 6, 10}, 4);  // rows of 2 x 60
+  const cuda::GeneratedKernel k = streamed_kernel(g);
+  REQUIRE(k.path == "row");
+  CHECK(k.rows->rows == 8);
+  CHECK(k.rows->n == 120);
+  CHECK(k.rows->nodes.front().kind == cuda::RowKind::copy);
+  CHECK(k.rows->vec == 8);
+  // The input read as [2, 4, 120]: row b, g starts at (b 4 + g) 120.
+  CHECK(k.source.find("(tsl_b0) * 480LL + (tsl_b1) * 120LL + (tsl_col0) * 1LL") != std::string::npos);
+}
 
 TEST_CASE("cuda row: attention scores fused with their softmax: copies folded, Q K^T summed per element") {
   const OpGraph g = scores_softmax(DType::f16, 2, 3, 40, 64);
@@ -88,6 +135,18 @@ TEST_CASE("cuda row: softmax and layer norm groups take the row path, one row in
   CHECK(ln.rows->chunks == 2);
   CHECK(ln.rows->rows_per_block == 2);
   CHECK(ln.plan.blocks == 3);
+  // A short row of scalar accesses: one warp, several accesses per lane (ViT's 197 scores).
+  const cuda::GeneratedKernel vit = welder_kernel(softmax(DType::f16, {6, 197}));
+  REQUIRE(vit.path == "row");
+  CHECK(vit.rows->vec == 1);
+  CHECK(vit.rows->lanes == 32);
+  CHECK(vit.rows->chunks == 7);
+  CHECK(vit.rows->rows_per_block == 8);
+  // A layer norm of 1280 halves (SD UNet, Whisper) stays in registers: 160 vectors over 128 lanes.
+  const cuda::GeneratedKernel wide = welder_kernel(layernorm(DType::f16, {6, 1280}));
+  REQUIRE(wide.path == "row");
+  CHECK_FALSE(wide.rows->streamed);
+  CHECK(wide.rows->lanes == 128);
 
   // An odd row length: scalar accesses, the last chunk partly past the row.
   const cuda::GeneratedKernel odd = welder_kernel(softmax(DType::f32, {7, 33}));
@@ -117,17 +176,75 @@ TEST_CASE("cuda row: groups outside the row path say why") {
   CHECK(reason(softmax(DType::f32, {4, 64}), "roller").find("no node reduces a row") != std::string::npos);
   // A reduction over the first axis is not a row reduction.
   CHECK(reason(op_graph("Softmax", {random_f32({6, 10}, 1)}, {{"axis", int64_t{0}}})).find("neither elementwise") != std::string::npos);
-  // A row must fit in registers: with at most 64 threads per block, a row of 4096 f32 would need
-  // 64 elements per thread.
-  const OpGraph g = softmax(DType::f32, {2, 4096});
+  // A row too long for registers is streamed, unless a row node reduces serially per element (it
+  // would be recomputed in every pass): with one thread per block, a row of 40 f16 scores needs 40
+  // elements per thread.
+  const OpGraph g = scores_softmax(DType::f16, 2, 3, 40, 64);
   const Schedule s = schedule_with(g, gpu_spec(), "welder");
   REQUIRE(s.groups.size() == 1);
   HwSpec narrow = gpu_spec();
-  narrow.limits.max_threads_per_block = 64;
+  narrow.limits.max_threads_per_block = 1;
   const cuda::GroupPlan generic = cuda::plan_group(g, s.groups[0].group, narrow);
   const cuda::RowMatch m = cuda::plan_rows(g, s.groups[0].group, generic, narrow);
   CHECK_FALSE(m.plan);
-  CHECK(m.reason.find("needs 64 registers per thread") != std::string::npos);
+  CHECK(m.reason.find("needs 40 registers per thread") != std::string::npos);
+  CHECK(m.reason.find("reduces serially per element") != std::string::npos);
+  // A row's maximum over 7 values: one thread per row (the generic kernel) is faster.
+  const OpGraph short_rows = row_max(DType::f16, {64, 7}, true);
+  const Schedule ss = schedule_with(short_rows, gpu_spec(), "welder");
+  const cuda::GeneratedKernel k = emit_kernel(short_rows, ss, 0, gpu_spec());
+  CHECK(k.path != "row");
+  CHECK(k.row_reason.find("reduces rows of 7, fewer than a warp's 32 threads") != std::string::npos);
+}
+
+
+/// Rows that take the streamed form, and row maxima as sinks (held and streamed).
+std::vector<OpGraph> long_rows() {
+  std::vector<OpGraph> out;
+  out.push_back(softmax(DType::f16, {64, 50257}));
+  out.push_back(softmax(DType::bf16, {40, 50257}));
+  out.push_back(softmax(DType::f32, {48, 40001}));
+  out.push_back(layernorm(DType::bf16, {64, 65536}));
+  out.push_back(row_max(DType::f16, {16, 32000}, false));
+  out.push_back(row_max(DType::bf16, {6, 50257}, true));
+  out.push_back(row_max(DType::f32, {5, 70000}, false));
+  out.push_back(grouped_norm(DType::f16, {2, 8, 6, 10}, 4));
+  out.push_back(grouped_norm(DType::bf16, {2, 320, 16, 16}, 32));
+  return out;
+}
+
+TEST_CASE("cuda row: rows longer than registers hold are streamed, a pass per reduction and per stored node") {
+  // GPT-2's vocabulary softmax: rows of 50257 halves (odd: scalar accesses), one block per row.
+  const cuda::GeneratedKernel sm = streamed_kernel(softmax(DType::f16, {64, 50257}));
+  REQUIRE(sm.path == "row");
+  CHECK(sm.rows->streamed);
+  CHECK(sm.rows->vec == 1);
+  CHECK(sm.rows->lanes == 1024);
+  CHECK(sm.rows->rows_per_block == 1);
+  CHECK(sm.rows->chunks == 50);  // ceil(50257 / 1024)
+  CHECK(sm.rows->passes == 3);   // the max, the sum of exponentials, the output
+  CHECK(sm.source.find("streamed: the row walked in 3 passes") != std::string::npos);
+  CHECK(sm.source.find("tsl_col0 < 50257LL") != std::string::npos);
+  // An aligned long row: 16-byte vectors per chunk, loaded again in each pass.
+  const cuda::GeneratedKernel ln = streamed_kernel(layernorm(DType::bf16, {64, 65536}));
+  REQUIRE(ln.path == "row");
+  CHECK(ln.rows->streamed);
+  CHECK(ln.rows->vec == 8);
+  CHECK(ln.rows->chunks == 8);
+  CHECK(ln.source.find("tsl::row_load<unsigned short, 8>(tsl_g0 + 0") != std::string::npos);
+  // A row's maximum as the sink, in registers when it fits and streamed when not; with or
+  // without keepdims.
+  for (bool keep : {false, true}) {
+    const cuda::GeneratedKernel held = streamed_kernel(row_max(DType::f16, {16, 32000}, keep));
+    REQUIRE(held.path == "row");
+    CHECK_FALSE(held.rows->streamed);
+    CHECK(held.rows->per_row_sink());
+    CHECK(held.rows->rows == 16);
+    const cuda::GeneratedKernel streamed = streamed_kernel(row_max(DType::bf16, {6, 50257}, keep));
+    REQUIRE(streamed.path == "row");
+    CHECK(streamed.rows->streamed);
+    CHECK(streamed.rows->passes == 1);
+  }
 }
 
 TEST_CASE("cuda row: row kernels compile with NVRTC for sm_90a") {
@@ -138,6 +255,7 @@ TEST_CASE("cuda row: row kernels compile with NVRTC for sm_90a") {
     const Schedule s = schedule_with(g, spec, "welder");
     CHECK(nvrtc_compile_all(g, s, spec) >= 1);
   }
+  for (const OpGraph& g : long_rows()) CHECK(nvrtc_compile_all(g, welder_with_families(g), spec) == 1);
 }
 
 TEST_CASE("cuda row run: row kernels match the interpreter") {
@@ -151,5 +269,11 @@ TEST_CASE("cuda row run: row kernels match the interpreter") {
                            scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7)}) {
     INFO(g.tensor(g.inputs()[0]).type.print());
     check_on_gpu(g, "welder", gpu_test_inputs(g, 7));
+  }
+  for (const OpGraph& g : long_rows()) {
+    INFO(g.tensor(g.inputs()[0]).type.print(), " (streamed)");
+    const Schedule s = welder_with_families(g);
+    REQUIRE(s.groups.size() == 1);
+    check_schedule_on_gpu(g, gpu_spec(), s, gpu_test_inputs(g, 7));
   }
 }
