@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -180,6 +181,31 @@ std::vector<HostTensor> read_inputs(const std::string& dir, const ModelDef& mode
     out.push_back(read_tensor_file(*file));
   }
   return out;
+}
+
+std::vector<std::string> override_defaulted_inputs(const std::string& dir, ModelDef& model) {
+  std::vector<std::string> done;
+  for (const std::string& name : model.defaulted_inputs) {
+    const bool plain = !name.empty() && name[0] != '.' && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+    if (!plain) continue;  // not a file name: no way to give it
+    const std::optional<std::string> file = find_tensor_file(dir, name);
+    if (!file) continue;
+    HostTensor value = read_tensor_file(*file);
+    for (WeightDef& w : model.weights) {
+      if (w.name != name) continue;
+      if (value.dtype() != w.type.dtype)
+        throw UserError(*file, "", cat("graph input '", name, "' is ", dtype_name(w.type.dtype), ", the file holds ",
+                                       dtype_name(value.dtype())));
+      w.type = value.type();
+      w.source = std::make_shared<const HostTensor>(std::move(value));
+      w.sparsity.reset();
+      done.push_back(name);
+      break;
+    }
+  }
+  return done;
 }
 
 HostTensor random_input(const TensorType& type, uint64_t seed) {

@@ -45,6 +45,12 @@ std::map<std::string, std::vector<int64_t>> parse_shapes(const Args& args);
 std::optional<std::string> find_tensor_file(const std::string& dir, const std::string& stem);
 /// input_0..input_{n-1} of `model` from `dir` (UserError naming a missing one).
 std::vector<HostTensor> read_inputs(const std::string& dir, const ModelDef& model);
+/// ONNX graph inputs with initializers (ModelDef::defaulted_inputs) that --inputs overrides, as
+/// onnxruntime lets a caller: a file `<name>.pb` or `<name>.npy` in `dir` (names of letters,
+/// digits, '_', '-' and '.', not starting with '.') replaces the initializer in `model`, same
+/// dtype (the model is then compiled with that value as its constant). Returns the names
+/// overridden; the others keep their initializers.
+std::vector<std::string> override_defaulted_inputs(const std::string& dir, ModelDef& model);
 /// One line: type, min, max, mean, l2, NaN count, first values.
 std::string describe(const HostTensor& t);
 /// --inputs DIR, else seeded random inputs (--seed; normal(0,1) floats, 0..3 integers).

@@ -68,7 +68,8 @@ const char* kRunHelp =
     "  --hw       hardware spec to schedule for (default: probe this machine, as `tessel hw probe`)\n"
     "  --policy   scheduling policy (default welder); --schedule replays a saved schedule\n"
     "  --inputs   directory with input_N.pb (ONNX TensorProto) or input_N.npy files; default:\n"
-    "             seeded random inputs (normal(0,1) for floats, 0..3 for integers)\n"
+    "             seeded random inputs (normal(0,1) for floats, 0..3 for integers); a graph input\n"
+    "             with an ONNX initializer keeps it unless DIR has NAME.pb or NAME.npy\n"
     "  --outputs  write output_N in the inputs' format (.npy when inputs are random)\n"
     "  --expect   compare with output_N.pb/.npy under the dtype tolerances; exit 1 on a mismatch\n"
     "  --seed     seed of the random inputs (default 0)\n"
@@ -154,20 +155,29 @@ int cmd_run(const std::vector<std::string>& argv) {
   import_only.model_path = args.one_positional("MODEL");
   import_only.last = Stage::import;
   const Compilation imported = compile(import_only);
-  const ModelDef& model = *imported.model;
+  ModelDef overridden;  // the model with --inputs' values for inputs that have initializers
+  const ModelDef* model_ptr = imported.model.get();
   std::vector<HostTensor> given;
   if (auto dir = args.option("inputs")) {
-    given = read_inputs(*dir, model);
-    // ONNX lets a caller override a graph input that has an initializer; Tessel uses the
-    // initializer: say so, instead of leaving the caller to believe a file of theirs was read.
-    if (!model.defaulted_inputs.empty()) {
-      std::string names, read;
-      for (const std::string& n : model.defaulted_inputs) names += cat(names.empty() ? "'" : ", '", n, "'");
-      for (size_t i = 0; i < model.inputs.size(); ++i) read += cat(i ? ", " : "", "input_", i, " '", model.inputs[i].name, "'");
-      std::cerr << "tessel: note: graph input(s) " << names << " have initializers: used as constant weights, not read from "
-                << "--inputs (which gives " << (read.empty() ? std::string("no inputs") : read) << ")\n";
+    given = read_inputs(*dir, *model_ptr);
+    // ONNX lets a caller override a graph input that has an initializer, and so does --inputs
+    // (a file named after the input); the others keep their initializers -- said either way.
+    if (!model_ptr->defaulted_inputs.empty()) {
+      overridden = *model_ptr;
+      const std::vector<std::string> done = override_defaulted_inputs(*dir, overridden);
+      if (!done.empty()) model_ptr = &overridden;
+      std::string kept, taken;
+      for (const std::string& n : model_ptr->defaulted_inputs)
+        (std::find(done.begin(), done.end(), n) == done.end() ? kept : taken) += cat(", '", n, "'");
+      if (!taken.empty())
+        std::cerr << "tessel: note: graph input(s) " << taken.substr(2) << " with initializers taken from --inputs (compiled as "
+                  << "constants)\n";
+      if (!kept.empty())
+        std::cerr << "tessel: note: graph input(s) " << kept.substr(2) << " have initializers: used as constant weights (a file "
+                  << "NAME.npy or NAME.pb in --inputs overrides one)\n";
     }
   }
+  const ModelDef& model = *model_ptr;
   std::vector<HostTensor> outputs;
   int status = 0;
   if (device) {

@@ -5,6 +5,7 @@
 #include "../temp_dir.h"
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "tilegraph/error.h"
 #include "tilegraph/import/onnx_import.h"
+#include "tilegraph/import/tensor_files.h"
 #include "tilegraph/op_graph.h"
 
 namespace fs = std::filesystem;
@@ -149,6 +151,49 @@ TEST_CASE("a graph input with an initializer is a weight, listed as a defaulted 
   REQUIRE(m.weights.size() == 1);
   CHECK(m.weights[0].name == "x");
   CHECK(m.defaulted_inputs == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("tessel run --inputs overrides a graph input that has an initializer, by a file named after it") {
+  // Issue 29, class 12: as onnxruntime lets a caller override such an input, --inputs does (a
+  // file NAME.npy or NAME.pb); without one the initializer is used, and both are said.
+  TempDir dir;
+  const std::string init = int_field(1, 2) + int_field(2, kFloat) + bytes_field(8, "x") + bytes_field(9, std::string(8, '\0'));
+  const std::string path = dir.write("defaulted.onnx", model({tensor_value_info("x", kFloat, {2})}, {init},
+                                                             tensor_value_info("y", kFloat, {2})));
+  const fs::path given = dir.path / "given";
+  fs::create_directories(given);
+  struct Ran {
+    int status;
+    std::string text;
+  };
+  auto run = [&](const std::string& out) {
+    const std::string cmd = std::string(TESSEL_BINARY) + " run " + path + " --interp --inputs " + given.string() + " --outputs " +
+                            dir.file(out) + " 2>&1";
+    Ran r{-1, ""};
+    FILE* pipe = popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.text.append(buf, n);
+    const int status = pclose(pipe);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  };
+  const Ran kept = run("kept");
+  CHECK(kept.status == 0);
+  CHECK(kept.text.find("'x' have initializers: used as constant weights") != std::string::npos);
+  CHECK(read_tensor_file(dir.file("kept/output_0.npy"))[0] == 0.0);
+  write_tensor_file((given / "x.npy").string(), HostTensor(TensorType{DType::f32, {2}}, {1.5, -2.0}));
+  const Ran taken = run("taken");
+  CHECK(taken.status == 0);
+  CHECK(taken.text.find("'x' with initializers taken from --inputs") != std::string::npos);
+  const HostTensor y = read_tensor_file(dir.file("taken/output_0.npy"));
+  CHECK(y[0] == 1.5);
+  CHECK(y[1] == -2.0);
+  // The file's dtype must be the input's: exit 2, one line naming the file.
+  write_tensor_file((given / "x.npy").string(), HostTensor(TensorType{DType::f64, {2}}, {1.5, -2.0}));
+  const Ran wrong = run("wrong");
+  CHECK(wrong.status == 2);
+  CHECK(wrong.text.find("graph input 'x' is f32, the file holds f64") != std::string::npos);
 }
 
 TEST_CASE("a sequence-typed input is an UnsupportedError") {
