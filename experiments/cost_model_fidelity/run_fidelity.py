@@ -63,7 +63,9 @@ def select(args):
     import instances as catalog
     pool = [i for i in catalog.instances() if i.dtype == args.dtype and i.flops <= MAX_FLOPS]
     if args.only:
-        return [i for i in catalog.instances() if i.id in set(args.only)]
+        chosen = [i for i in catalog.instances() if i.id in set(args.only)]
+        # --as-dtype: the same operators in another dtype (f32 for a CPU spec).
+        return [catalog.Instance(i.proto, args.as_dtype) for i in chosen] if args.as_dtype else chosen
     rng = random.Random(args.seed)
     chosen = []
     for part in args.per_class.split(","):
@@ -296,6 +298,7 @@ def main():
     ap.add_argument("--hw", default=os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm.json"))
     ap.add_argument("--k", type=int, default=40, help="tilings measured per group (default 40)")
     ap.add_argument("--dtype", default="f16")
+    ap.add_argument("--as-dtype", help="with --only: build the operators in this dtype instead (f32 for a CPU --hw)")
     ap.add_argument("--per-class", default=DEFAULT_PER_CLASS)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", nargs="*")
