@@ -37,7 +37,10 @@ struct Contraction {
 std::optional<Contraction> match_contraction(const TeNode& node) {
   const DType dtype = node.body().dtype();
   if (node.combiner() != Combiner::sum || node.init() != 0 || node.num_reduction() == 0 || node.num_spatial() == 0) return std::nullopt;
-  if ((dtype != DType::f32 && dtype != DType::f64) || node.output().dtype != dtype) return std::nullopt;
+  // Floats: f16 and bf16 compute in f32 like everything else on the CPU (emit_scalar.h's
+  // compute_type): their products are exact in f32, B's panel is converted once when packed, and
+  // the totals round once to the output dtype, as the interpreter's.
+  if (!is_float(dtype) || node.output().dtype != dtype) return std::nullopt;
   Contraction c;
   Expr product = node.body();
   if (product.op() == ExprOp::mul) {
