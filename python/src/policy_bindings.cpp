@@ -13,15 +13,19 @@
 // spec and cost model); using it afterwards is a UserError.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cost_model/group_footprint.h"
@@ -33,6 +37,8 @@
 #include "policy/schedule.h"
 #include "python/src/bindings.h"
 #include "tilegraph/error.h"
+#include "tilegraph/import/tile_config_json.h"
+#include "tilegraph/tile_config.h"
 #include "tilegraph/op_graph.h"
 #include "tilegraph/tile_config.h"
 #include "tilegraph/tile_propagation.h"
@@ -112,8 +118,13 @@ class Context {
     Group out;
     for (nb::handle n : nodes) out.g.nodes.push_back(node_id(n));
     for (auto [k, v] : tiles) out.g.tiles[node_id(k)] = nb::cast<TileConfig>(v);
-    for (NodeId n : out.g.nodes)
-      if (!out.g.tiles.count(n)) throw UserError("policy context", "group", cat("no tile for node '", graph().node(n).name(), "'"));
+    for (NodeId n : out.g.nodes) {
+      auto t = out.g.tiles.find(n);
+      if (t == out.g.tiles.end()) throw UserError("policy context", "group", cat("no tile for node '", graph().node(n).name(), "'"));
+      // A tile the policy built or edited must fit its node before anything prices it.
+      if (std::optional<std::string> bad = check_tile_config(graph().node(n), t->second))
+        throw UserError("policy context", "group", cat("tile for node '", graph().node(n).name(), "': ", *bad));
+    }
     for (const auto& [name, level] : edge_levels) {
       auto t = graph().find_tensor(name);
       if (!t) throw UserError("policy context", "edge_levels", cat("no tensor named '", name, "'"));
@@ -296,7 +307,47 @@ std::vector<std::string>& python_policy_names() {
 }  // namespace
 
 void bind_policies(nb::module_& m) {
+  // A level as Python gives it: (level name, spatial extents, reduction steps).
+  using Level = std::tuple<std::string, std::vector<int64_t>, std::vector<int64_t>>;
+  auto to_levels = [](const std::vector<Level>& levels) {
+    std::vector<LevelTile> out;
+    for (const auto& [name, spatial, reduction] : levels) out.push_back(LevelTile{name, spatial, reduction});
+    return out;
+  };
   nb::class_<TileConfig>(m, "Tile")
+      .def(
+          "__init__",
+          [to_levels](TileConfig* t, const std::vector<Level>& levels, const std::vector<int64_t>& threads, int vector_width,
+                      int pipeline_stages, int raster_group) {
+            new (t) TileConfig{};
+            t->levels = to_levels(levels);
+            t->threads = threads;
+            t->vector_width = vector_width;
+            t->pipeline_stages = pipeline_stages;
+            t->raster_group = raster_group;
+          },
+          "levels"_a, "threads"_a = std::vector<int64_t>{}, "vector_width"_a = 1, "pipeline_stages"_a = 1, "raster_group"_a = 1,
+          "A tile configuration: levels outermost first, each (level, spatial extents, reduction steps); checked against "
+          "its node when a group is made.")
+      .def(
+          "replace",
+          [to_levels](const TileConfig& t, std::optional<std::vector<Level>> levels, std::optional<std::vector<int64_t>> threads,
+                      std::optional<int> vector_width, std::optional<int> pipeline_stages, std::optional<int> raster_group) {
+            TileConfig out = t;
+            if (levels) out.levels = to_levels(*levels);
+            if (threads) out.threads = *threads;
+            if (vector_width) out.vector_width = *vector_width;
+            if (pipeline_stages) out.pipeline_stages = *pipeline_stages;
+            if (raster_group) out.raster_group = *raster_group;
+            return out;
+          },
+          "levels"_a = nb::none(), "threads"_a = nb::none(), "vector_width"_a = nb::none(), "pipeline_stages"_a = nb::none(),
+          "raster_group"_a = nb::none(), "A copy with the given fields replaced (a tile kind is kept).")
+      .def("to_json", [](const TileConfig& t) { return tile_config_to_json(t); })
+      .def_static(
+          "from_json", [](const std::string& text) { return tile_config_from_json(text, "Tile.from_json"); }, "text"_a,
+          "A tile configuration from the schedule format's JSON (a UserError naming the JSON pointer when malformed).")
+      .def("__eq__", [](const TileConfig& a, const TileConfig& b) { return a == b; })
       .def_prop_ro("levels",
                    [](const TileConfig& t) {
                      nb::list l;

@@ -20,6 +20,11 @@ What `ctx` (a `Context`, valid only during the call) offers -- the tile-graph AP
   ctx.footprint(group)             shared memory per block, registers per thread, threads
   ctx.grid(nodes, sink, sink_tile) whether the nodes share the grid the sink's tile induces
   ctx.base("welder")               a built-in policy's groups, to start from
+A policy may also set tiles of its own: `Tile(levels, threads=[], vector_width=1,
+pipeline_stages=1, raster_group=1)` with levels outermost first, each (level name, spatial
+extents, reduction steps); `tile.replace(levels=..., threads=..., ...)` edits a copy of one
+(a candidate's, say); `Tile.from_json` / `tile.to_json()` use the schedule format. `ctx.group`
+checks every tile against its node (a UserError naming it), `ctx.check` the hardware's rules.
 python/examples/split_if_faster.py is a worked example.
 """
 from . import _tessel

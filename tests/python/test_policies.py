@@ -88,6 +88,59 @@ def test_broken_policies_are_user_errors(small_bert, bad, message):
         tessel.compile(small_bert, device="cpu", policy=Broken(), stage="schedule")
 
 
+class HalvedTiles(tessel.Policy):
+    """Each operator alone, with roller's top tile made smaller by the policy itself: every even
+    outer spatial extent halved (Tile.replace), the inner levels clamped to it."""
+
+    name = "py-halved"
+
+    def __init__(self):
+        self.made = []
+
+    def schedule(self, ctx):
+        groups = []
+        for n in reversed(ctx.nodes()):
+            best = ctx.candidates(n["id"], 1)[0]
+            outer = [e // 2 if e % 2 == 0 and e > 1 else e for e in best.levels[0][1]]
+            levels = [(best.levels[0][0], outer, best.levels[0][2])]
+            for name, spatial, reduction in best.levels[1:]:
+                levels.append((name, [min(a, b) for a, b in zip(spatial, outer)], reduction))
+            threads = [min(t, e) for t, e in zip(best.threads, outer)] if best.threads else []
+            tile = best.replace(levels=levels, threads=threads)
+            assert tessel.Tile.from_json(tile.to_json()) == tile
+            g = ctx.group([n["id"]], {n["id"]: tile})
+            if ctx.check(g):  # a halving the hardware rules refuse: keep roller's tile
+                g = ctx.group([n["id"]], {n["id"]: best})
+            else:
+                self.made.append(tile)
+            groups.append(g)
+        return groups
+
+
+def test_python_policy_sets_its_own_tiles(small_bert):
+    policy = HalvedTiles()
+    m = tessel.compile(small_bert, device="cpu", policy=policy)
+    assert policy.made  # some tiles were the policy's own
+    assert all(r["ok"] for r in m.check())
+    # A Tile made from scratch, and a malformed one refused with the node's name.
+    t = tessel.Tile([("l2", [4, 8], [16])], vector_width=4)
+    assert t.levels == [("l2", [4, 8], [16])] and t.vector_width == 4 and t.threads == []
+
+    class Wrong(tessel.Policy):
+        name = "wrong-tile"
+
+        def schedule(self, ctx):
+            n = ctx.nodes()[0]
+            bad = tessel.Tile([("l2", [0] * len(n["shape"]), [])])
+            return [ctx.group([n["id"]], {n["id"]: bad})]
+
+    with pytest.raises(tessel.UserError, match="tile for node"):
+        tessel.compile(small_bert, device="cpu", policy=Wrong(), stage="schedule")
+    with pytest.raises(tessel.UserError, match="Tile.from_json"):
+        tessel.Tile.from_json('{"levels": 3}')
+    tessel.unregister_policy("py-halved")
+
+
 def test_builtin_names_are_taken_and_names_are_required():
     class Welder(tessel.Policy):
         name = "welder"
