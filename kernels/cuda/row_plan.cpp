@@ -141,6 +141,10 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   if (d < 1 || sink.num_reduction() > 1)
     return fail(cat("the sink '", sink.name(), "' is neither elementwise over rows nor a reduction of one axis"));
   if (sink_reduces) {
+    // Float rows only: integer and boolean row reductions (a mask's sum) keep the generic kernel,
+    // where they have always been checked on a GPU.
+    if (!is_float(sink.output().dtype))
+      return fail(cat("the sink '", sink.name(), "' reduces rows of ", dtype_name(sink.output().dtype), " (float rows only)"));
     // A row's reduction reads one row along its axis; a product of two (a matmul on SIMT units)
     // is not a row.
     // is not a row, and neither is a window (a pooling: the vector kernel's, a vector of channels

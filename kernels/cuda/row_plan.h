@@ -25,8 +25,8 @@
 //     with r its reduction axis, which plays the part of n;
 //   * no read is a gather.
 // The sink may also be a per-row reduction itself (a row's max or sum: ReduceMax over the last
-// axis, with or without keepdims) that reads one input along that axis by its last index (not a
-// contraction, not a window) and at least a warp's width of it; the rows are then its spatial
+// axis, with or without keepdims) of floats that reads one input along that axis by its last index
+// (not a contraction, not a window) and at least a warp's width of it; the rows are then its spatial
 // axes (less a keepdims axis of extent 1) and N the extent of its reduction axis.
 //
 // A row of N elements is held in registers when it fits: at most kMaxElementsPerThread per thread

@@ -195,6 +195,11 @@ TEST_CASE("cuda row: groups outside the row path say why") {
   const cuda::GeneratedKernel k = emit_kernel(short_rows, ss, 0, gpu_spec());
   CHECK(k.path != "row");
   CHECK(k.row_reason.find("reduces rows of 7, fewer than a warp's 32 threads") != std::string::npos);
+  // Integer rows (a mask's sum) keep the generic kernel.
+  const OpGraph ints = op_graph("ReduceSum", {i64({4, 64}, std::vector<double>(256, 1.0)), i64({1}, {-1})}, {}, {1});
+  const cuda::GeneratedKernel ik = emit_kernel(ints, schedule_with(ints, gpu_spec(), "welder"), 0, gpu_spec());
+  CHECK(ik.path != "row");
+  CHECK(ik.row_reason.find("reduces rows of i64 (float rows only)") != std::string::npos);
 }
 
 
