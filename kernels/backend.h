@@ -91,6 +91,18 @@ class Executable {
     (void)inputs, (void)repeats;
     return {};
   }
+  /// Runs on the caller's host memory without converting through HostTensor: `inputs` and
+  /// `outputs` (one per graph input and output, in order) hold each tensor in its machine layout
+  /// (packed_tensor.h: row-major, each dtype in its own storage). A buffer aligned to
+  /// `in_place_alignment()` is read or written in place (no copy); any other is copied through
+  /// the executable's own. Inputs are only read. False (nothing done) for a backend whose buffers
+  /// are not host memory.
+  virtual bool run_in_place(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+    (void)inputs, (void)outputs;
+    return false;
+  }
+  /// The alignment (bytes) a run_in_place buffer needs to be used without a copy.
+  virtual int64_t in_place_alignment() const { return 0; }
   virtual const CompileStats& compile_stats() const = 0;
   /// Peak bytes of the buffer plan (arena + inputs + weights + outputs).
   virtual int64_t peak_memory_bytes() const = 0;

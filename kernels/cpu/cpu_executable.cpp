@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "kernels/cpu/emit_group.h"
 #include "kernels/packed_tensor.h"
@@ -82,19 +84,69 @@ void CpuExecutable::execute() {
   for (const CompiledGroup& g : groups_) execute_group(g);
 }
 
-std::vector<HostTensor> CpuExecutable::run(const std::vector<HostTensor>& inputs) {
-  upload(inputs);
-  // Poison the outputs, so an element no kernel writes cannot pass a comparison: NaN for floats,
-  // a byte pattern for integers.
+// Poisons the outputs, so an element no kernel writes cannot pass a comparison: NaN for floats, a
+// byte pattern for integers.
+void CpuExecutable::poison_outputs() {
   for (TensorId t : graph_.outputs()) {
     if (!buffers_.find(t)) continue;  // an input or weight: not written by any kernel
     const TensorType& type = graph_.tensor(t).type;
     std::memset(tensor_ptrs_[t], is_float(type.dtype) ? 0xff : 0xa5, static_cast<size_t>(type.num_elements() * dtype_bytes(type.dtype)));
   }
+}
+
+std::vector<HostTensor> CpuExecutable::run(const std::vector<HostTensor>& inputs) {
+  upload(inputs);
+  poison_outputs();
   execute();
   std::vector<HostTensor> out;
   for (TensorId t : graph_.outputs()) out.push_back(unpack_tensor(graph_.tensor(t).type, tensor_ptrs_[t]));
   return out;
+}
+
+int64_t CpuExecutable::in_place_alignment() const {
+  return std::max<int64_t>(buffers_.alignment, static_cast<int64_t>(alignof(std::max_align_t)));
+}
+
+bool CpuExecutable::run_in_place(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  if (inputs.size() != graph_.inputs().size() || outputs.size() != graph_.outputs().size())
+    throw UserError("", "", cat("the model has ", graph_.inputs().size(), " inputs and ", graph_.outputs().size(), " outputs, ",
+                                inputs.size(), " and ", outputs.size(), " buffers were given"));
+  const int64_t align = in_place_alignment();
+  auto aligned = [&](const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(align) == 0; };
+  auto bytes_of = [&](TensorId t) {
+    const TensorType& type = graph_.tensor(t).type;
+    return static_cast<size_t>(type.num_elements() * dtype_bytes(type.dtype));
+  };
+  // The kernels find every tensor through tensor_ptrs_: point inputs and outputs at the caller's
+  // buffers for this run, and put the executable's own back after it, whatever happens.
+  const std::vector<uint8_t*> own = tensor_ptrs_;
+  struct Restore {
+    std::vector<uint8_t*>& ptrs;
+    const std::vector<uint8_t*>& saved;
+    ~Restore() { ptrs = saved; }
+  } restore{tensor_ptrs_, own};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorId t = graph_.inputs()[i];
+    if (aligned(inputs[i])) tensor_ptrs_[t] = static_cast<uint8_t*>(const_cast<void*>(inputs[i]));  // only read
+    else if (bytes_of(t) > 0) std::memcpy(tensor_ptrs_[t], inputs[i], bytes_of(t));
+  }
+  // An output a kernel writes goes straight to the caller's buffer (once per tensor); an output that
+  // is an input or a weight, or a second output of one tensor, or an unaligned buffer, is copied.
+  std::vector<bool> direct(outputs.size(), false);
+  std::set<TensorId> redirected;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const TensorId t = graph_.outputs()[o];
+    if (!buffers_.find(t) || !aligned(outputs[o]) || redirected.count(t)) continue;
+    tensor_ptrs_[t] = static_cast<uint8_t*>(outputs[o]);
+    redirected.insert(t);
+    direct[o] = true;
+  }
+  poison_outputs();
+  execute();
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (!direct[o] && bytes_of(graph_.outputs()[o]) > 0)
+      std::memcpy(outputs[o], tensor_ptrs_[graph_.outputs()[o]], bytes_of(graph_.outputs()[o]));
+  return true;
 }
 
 std::vector<double> CpuExecutable::time(const std::vector<HostTensor>& inputs, const TimingOptions& options) {

@@ -36,6 +36,8 @@ class CpuExecutable : public Executable {
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) override;
   std::vector<double> time(const std::vector<HostTensor>& inputs, const TimingOptions& options) override;
   std::vector<double> profile(const std::vector<HostTensor>& inputs, int repeats) override;
+  bool run_in_place(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) override;
+  int64_t in_place_alignment() const override;
   const CompileStats& compile_stats() const override { return stats_; }
   int64_t peak_memory_bytes() const override;
   int launches_per_run() const override { return static_cast<int>(groups_.size()); }
@@ -48,6 +50,7 @@ class CpuExecutable : public Executable {
   Buffer allocate(int64_t bytes) const;
 
   void upload(const std::vector<HostTensor>& inputs);
+  void poison_outputs();
   void execute();
   void execute_group(const CompiledGroup& g);  // one group: its tasks on the pool, then its status
 

@@ -19,7 +19,9 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,6 +117,38 @@ HostTensor to_host(const Array& a, const TensorType& type, const std::string& na
   return unpack_tensor(type, packed.data());
 }
 
+/// The array's memory when it already holds `type` in the machine layout (host, same shape and
+/// dtype, row-major contiguous): what Executable::run_in_place reads without a copy. nullptr when
+/// it is strided; a UserError naming the input when its shape, dtype or device is wrong.
+const void* packed_view(const Array& a, const TensorType& type, const std::string& name) {
+  if (a.device_type() != nb::device::cpu::value)
+    throw UserError("input", name, "is not in host memory (a device array goes through Compiled.run_device)");
+  std::vector<int64_t> shape(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = a.shape(i);
+  if (shape != type.shape)
+    throw UserError("input", name, cat("has shape ", shape_text(shape), "; the model expects ", type.print()));
+  if (a.dtype() != dl_dtype(type.dtype))
+    throw UserError("input", name, cat("has dtype ", dl_dtype_name(a.dtype()), "; the model expects ", type.print()));
+  int64_t expect = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && a.stride(d) != expect) return nullptr;
+    expect *= shape[d];
+  }
+  return a.data();
+}
+
+/// A host array of `type` in the machine layout, on memory aligned to `alignment` (a run_in_place
+/// output: the kernels write it directly).
+OutArray aligned_array(const TensorType& type, int64_t alignment) {
+  const size_t align = static_cast<size_t>(std::max<int64_t>(alignment, 64));
+  const size_t bytes = static_cast<size_t>(type.num_elements() * dtype_bytes(type.dtype));
+  void* p = std::aligned_alloc(align, std::max<size_t>(align, (bytes + align - 1) / align * align));
+  if (!p) throw UserError("outputs", "", cat("out of memory: ", bytes, " bytes for an output"));
+  nb::capsule owner(p, [](void* q) noexcept { std::free(q); });
+  std::vector<size_t> shape(type.shape.begin(), type.shape.end());
+  return OutArray(p, shape.size(), shape.data(), owner, nullptr, dl_dtype(type.dtype), nb::device::cpu::value);
+}
+
 /// A host array owning the packed values of `t` (DLPack and the buffer protocol read it).
 OutArray to_array(const HostTensor& t) {
   auto* bytes = new std::vector<uint8_t>(pack_tensor(t));
@@ -150,11 +184,38 @@ class Compiled {
   const Compilation& compilation() const { return c_; }
 
   std::vector<OutArray> run(const std::vector<Array>& arrays) {
-    std::vector<HostTensor> inputs = host_inputs(arrays);
     Executable& exe = executable();
+    // Contiguous host arrays of the model's dtypes run in place: the kernels read the inputs'
+    // memory and write the outputs' (no conversion through HostTensor's doubles).
+    const OpGraph& g = c_.graph;
+    if (arrays.size() == g.inputs().size() && exe.in_place_alignment() > 0) {
+      std::vector<const void*> in;
+      for (size_t i = 0; i < arrays.size(); ++i) {
+        const TensorInfo& info = g.tensor(g.inputs()[i]);
+        if (const void* p = packed_view(arrays[i], info.type, info.name)) in.push_back(p);
+        else break;
+      }
+      if (in.size() == arrays.size()) {
+        std::vector<OutArray> out;
+        std::vector<void*> dst;
+        for (TensorId t : g.outputs()) {
+          out.push_back(aligned_array(g.tensor(t).type, exe.in_place_alignment()));
+          dst.push_back(out.back().data());
+        }
+        bool done = false;
+        {
+          nb::gil_scoped_release release;
+          const std::lock_guard<std::mutex> lock(run_mutex_);
+          done = exe.run_in_place(in, dst);
+        }
+        if (done) return out;
+      }
+    }
+    std::vector<HostTensor> inputs = host_inputs(arrays);
     std::vector<HostTensor> outputs;
     {
       nb::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(run_mutex_);
       outputs = exe.run(inputs);
     }
     std::vector<OutArray> out;
@@ -183,7 +244,10 @@ class Compiled {
     std::vector<HostTensor> actual, expected;
     {
       nb::gil_scoped_release release;
-      actual = exe.run(inputs);
+      {
+        const std::lock_guard<std::mutex> lock(run_mutex_);
+        actual = exe.run(inputs);
+      }
       expected = interpret(reference_graph(), inputs);
     }
     nb::list out;
@@ -226,6 +290,7 @@ class Compiled {
     options.graph = graph;
     Executable& exe = executable();
     nb::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(run_mutex_);
     return exe.time(inputs, options);
   }
 
@@ -240,6 +305,7 @@ class Compiled {
     const std::vector<HostTensor> inputs = inputs_or_random(arrays, 0);
     Executable& exe = executable();
     nb::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(run_mutex_);
     return exe.profile(inputs, repeats);
   }
 
@@ -324,6 +390,9 @@ class Compiled {
     return inputs;
   }
 
+  // One run at a time: an executable's buffers (and, in place, its pointers to the caller's) are
+  // shared by every call, and the GIL is released while it runs.
+  std::mutex run_mutex_;
   std::unique_ptr<DeviceContext> context_;  // declared before c_: destroyed after the executable
   std::unique_ptr<CliPipeline> pipeline_;
   Compilation c_;

@@ -55,7 +55,9 @@ class Compiled:
     `m(*inputs)` returns the outputs (one, or a tuple), as the same kind of array as the inputs:
     numpy in, numpy out; torch in, torch out (on the inputs' device). On a GPU, torch tensors on
     the device are copied device-to-device into the compiled model's buffers (no host round trip);
-    host arrays are copied in and out.
+    host arrays are copied in and out. On the CPU, contiguous host arrays of the model's dtypes
+    are used in place (Executable::run_in_place: the kernels read the inputs' memory and write the
+    outputs' directly); strided ones are converted first.
     """
 
     def __init__(self, impl, source):
