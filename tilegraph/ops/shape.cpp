@@ -541,6 +541,8 @@ void lower_einsum(LowerContext& ctx) {
   std::vector<Value> ins;
   for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(ctx.input(i));
   require_same_dtype(ctx, ins);
+  // ONNX's Einsum takes numeric tensors; a bool product summed is not one (found by fuzz_onnx).
+  if (!ins.empty() && ins[0].dtype() == DType::boolean) ctx.unsupported("bool inputs are not supported by this operator");
   const size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow);
   std::vector<std::string> terms;
