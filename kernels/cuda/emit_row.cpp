@@ -272,7 +272,7 @@ std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan&
           << "\n";
       const std::string at = acc_type(dt);
       if (reduce) os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
-      os_ << "    #pragma unroll 4\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
+      os_ << "    #pragma unroll " << kRowStreamUnroll << "\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
       os_ << "      const long long tsl_col0 = (static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane) * " << vec << "LL;\n";
       os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << ";\n";
       // The chunk's vectors of device memory, each loaded once for the pass.

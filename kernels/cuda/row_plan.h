@@ -106,6 +106,8 @@ inline constexpr int kRowBlockThreads = 256;
 inline constexpr int kRowAccessesPerThread = 2;
 /// A row of scalar accesses of at most this many per lane of one warp is given one warp.
 inline constexpr int kRowWarpAccesses = 8;
+/// A streamed row's chunk loop is unrolled this many times (loads of several chunks in flight).
+inline constexpr int kRowStreamUnroll = 4;
 
 /// The axis of `node` that walks a row: n for a row node, the reduction axis of a per-row
 /// reduction; -1 for a per-row node without one.

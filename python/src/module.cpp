@@ -87,18 +87,24 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-/// The array's values as a HostTensor of `type` (the model's input type): same shape, same dtype,
-/// on the host; any strides. UserError naming the input otherwise.
-HostTensor to_host(const Array& a, const TensorType& type, const std::string& name) {
+/// The array's shape, after checking that it is a host array of `type`'s shape and dtype (a
+/// UserError naming the input otherwise).
+std::vector<int64_t> checked_shape(const Array& a, const TensorType& type, const std::string& name) {
   if (a.device_type() != nb::device::cpu::value)
     throw UserError("input", name, "is not in host memory (a device array goes through Compiled.run_device)");
   std::vector<int64_t> shape(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) shape[i] = a.shape(i);
   if (shape != type.shape)
     throw UserError("input", name, cat("has shape ", shape_text(shape), "; the model expects ", type.print()));
-  const nb::dlpack::dtype want = dl_dtype(type.dtype);
-  if (a.dtype() != want)
+  if (a.dtype() != dl_dtype(type.dtype))
     throw UserError("input", name, cat("has dtype ", dl_dtype_name(a.dtype()), "; the model expects ", type.print()));
+  return shape;
+}
+
+/// The array's values as a HostTensor of `type` (the model's input type): same shape, same dtype,
+/// on the host; any strides. UserError naming the input otherwise.
+HostTensor to_host(const Array& a, const TensorType& type, const std::string& name) {
+  const std::vector<int64_t> shape = checked_shape(a, type, name);
   // Gather into the packed row-major form, then unpack (rounding, bool and half handling in one place).
   const int64_t n = type.num_elements();
   const int elem = dtype_bytes(type.dtype);
@@ -121,14 +127,7 @@ HostTensor to_host(const Array& a, const TensorType& type, const std::string& na
 /// dtype, row-major contiguous): what Executable::run_in_place reads without a copy. nullptr when
 /// it is strided; a UserError naming the input when its shape, dtype or device is wrong.
 const void* packed_view(const Array& a, const TensorType& type, const std::string& name) {
-  if (a.device_type() != nb::device::cpu::value)
-    throw UserError("input", name, "is not in host memory (a device array goes through Compiled.run_device)");
-  std::vector<int64_t> shape(a.ndim());
-  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = a.shape(i);
-  if (shape != type.shape)
-    throw UserError("input", name, cat("has shape ", shape_text(shape), "; the model expects ", type.print()));
-  if (a.dtype() != dl_dtype(type.dtype))
-    throw UserError("input", name, cat("has dtype ", dl_dtype_name(a.dtype()), "; the model expects ", type.print()));
+  const std::vector<int64_t> shape = checked_shape(a, type, name);
   int64_t expect = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     if (shape[d] != 1 && a.stride(d) != expect) return nullptr;
