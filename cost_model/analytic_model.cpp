@@ -289,7 +289,22 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   for (int r = 0; r < node.num_reduction(); ++r) k *= extent(ns + r);
   const DType dt = input_dtype(node);
   const int64_t in_bytes = dtype_bytes(dt);
-  const int64_t tiles = batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+  // A box-tiled convolution on the wgmma kernel (kernels/cuda/contraction_plan.h) records its box
+  // (box<a>: output points per tile along output axis a) and its K tiles (taps x 64-channel
+  // chunks): its tiles cover the box grid, padded at each output edge, and K to whole chunks.
+  int64_t tiles_m = (m + bm - 1) / bm;
+  bool boxed = false;
+  for (int a = 0; a + 1 < ns; ++a)
+    if (p.count(cat("box", a))) boxed = true;
+  if (boxed) {
+    tiles_m = 1;
+    for (int a = 0; a + 1 < ns; ++a) {
+      const int64_t t = param(cat("box", a).c_str(), 1);
+      tiles_m *= (extent(a) + t - 1) / t;
+    }
+  }
+  const int64_t k_tiles = param("k_tiles", 0);
+  const int64_t tiles = batch * tiles_m * ((n + bn - 1) / bn);
 
   CostBreakdown out;
   out.tensor_cores = true;
@@ -309,7 +324,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // Compute: the busiest SM's share of the padded block FLOPs at one SM's share of the peak.
   const double peak = spec.peak_flops(dt, true);
   TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no tensor-core peak for ", dtype_name(dt));
-  const int64_t k_part = (k + split - 1) / split;
+  const int64_t k_part = k_tiles > 0 ? (k_tiles + split - 1) / split * bk : (k + split - 1) / split;
   const double block_flops = 2.0 * static_cast<double>(bm * bn) * static_cast<double>((k_part + bk - 1) / bk * bk);
   const double per_unit_blocks = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(units));
   // A block-sparse operand (the block_sparse tile kind): each tile walks only the K tiles whose
@@ -378,7 +393,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     // A wave's working set: the distinct panels of its concurrent tiles. Tiles are rasterized in
     // groups of raster_group block rows, column by column, so a wave of W tiles spans about
     // min(raster, W) block rows and W / raster block columns, and its tiles share those panels.
-    const int64_t tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn;
+    const int64_t tiles_n = (n + bn - 1) / bn;
     const int64_t wave = std::max<int64_t>(std::min(out.blocks, out.blocks_per_unit * units) / std::max<int64_t>(split, 1), 1);
     const int64_t raster = std::clamp<int64_t>(param("raster_group", 1), 1, tiles_m);
     int64_t rows = std::min(raster, wave), cols = std::min(tiles_n, (wave + rows - 1) / rows);

@@ -215,7 +215,7 @@ GroupPlan attention_group_plan(const GroupPlan& generic, const AttentionPlan& a)
     // (device/flash.cuh's WarpgroupAttention); the batch axes with a stride as outer dimensions.
     const StreamedAttention& s = a.shape;
     auto map = [&](const MmaOperand& op, const std::vector<int>& dims, int64_t rows, int64_t cols, int box_rows) {
-      TensorMapParam m{op.tensor, rows, cols, op.ld, box_rows, kWgRowElems, {}, {}, op.offset};
+      TensorMapParam m{op.tensor, rows, cols, op.ld, box_rows, kWgRowElems, {}, {}, op.offset, {}, {}};
       for (int b : dims) {
         m.batch_extents.push_back(a.batch_extents[b]);
         m.batch_strides.push_back(op.batch_strides[b]);

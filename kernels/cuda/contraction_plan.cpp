@@ -58,6 +58,8 @@ constexpr int kWgMaxSplit = 4;
 // elements here).
 constexpr int kMaxMapBatchDims = 3;
 constexpr int64_t kMaxMapExtent = int64_t{1} << 32, kMaxMapStrideElems = (int64_t{1} << 40) / 2;
+// A box spans at most 256 elements along a dimension, stepping at most 8 apart (element strides).
+constexpr int64_t kMaxBoxExtent = 256, kMaxElementStride = 8;
 
 ContractionMatch fail(std::string reason) { return ContractionMatch{std::nullopt, std::move(reason)}; }
 
@@ -390,6 +392,68 @@ std::string warpgroup_block(const HwSpec& spec, int& threads) {
 
 namespace {
 
+/// The box-tiled form of implicit GEMM `p` on the wgmma kernel (contraction_plan.h's file
+/// comment): the output points per tile along each of p.m_axes (`box`, product `rows`) with the
+/// fewest tiles (`tiles_m`); returns why the convolution cannot be read in boxes, or "".
+std::string plan_conv_box(const ContractionPlan& p, int64_t rows, std::vector<int64_t>& box, int64_t& tiles_m) {
+  const int dims = static_cast<int>(p.a_gather.size());
+  if (dims < 2 || dims > 2 + kMaxMapBatchDims)
+    return cat("the input has ", dims, " dimensions (a tensor map of it takes 2 to ", 2 + kMaxMapBatchDims, ")");
+  if (p.m_axes.size() > 4) return cat(p.m_axes.size(), " output axes before the channel (a tile records at most 4)");
+  const GatherDim& channels = p.a_gather.back();
+  if (channels.k_axis != p.k_axes.back() || channels.stride != 1 || channels.m_axis >= 0)
+    return "the input's channels are not its innermost dimension";
+  // Each output axis of extent > 1 is read by one input dimension, in the output's order, at most
+  // kMaxElementStride points apart.
+  std::vector<int64_t> coeff(p.m_axes.size(), 1);
+  std::vector<int> readers(p.m_axes.size(), 0);
+  int last = -1;
+  for (int d = 0; d + 1 < dims; ++d) {
+    const GatherDim& g = p.a_gather[d];
+    if (g.stride % kChunkElems != 0 || g.stride >= kMaxMapStrideElems || g.extent > kMaxMapExtent)
+      return cat("input dimension ", d, " (extent ", g.extent, ", stride ", g.stride, ") is beyond a tensor map's limits");
+    if (g.m_axis < 0) continue;
+    const int i = static_cast<int>(std::find(p.m_axes.begin(), p.m_axes.end(), g.m_axis) - p.m_axes.begin());
+    if (i >= static_cast<int>(p.m_axes.size()) || i <= last) return "the input's dimensions read the output axes out of order";
+    if (g.m_coeff < 1 || g.m_coeff > kMaxElementStride)
+      return cat("input dimension ", d, " steps ", g.m_coeff, " points per output point (a tensor map's element stride is 1..",
+                 kMaxElementStride, ")");
+    last = i;
+    coeff[i] = g.m_coeff;
+    ++readers[i];
+  }
+  std::vector<size_t> axes;  // the output axes the box spans
+  for (size_t i = 0; i < p.m_axes.size(); ++i)
+    if (p.m_extents[i] > 1) {
+      if (readers[i] != 1) return cat("output axis ", p.m_axes[i], " is not read by one input dimension");
+      axes.push_back(i);
+    }
+  // Powers of two with product `rows`: the fewest tiles, then the widest innermost extents.
+  std::vector<int64_t> cur(p.m_axes.size(), 1);
+  box.clear();
+  tiles_m = -1;
+  auto pick = [&](auto&& self, size_t j, int64_t left) -> void {
+    if (j == axes.size()) {
+      if (left != 1) return;
+      int64_t tiles = 1;
+      for (size_t i : axes) tiles *= ceil_div(p.m_extents[i], cur[i]);
+      if (tiles_m < 0 || tiles < tiles_m ||
+          (tiles == tiles_m && std::lexicographical_compare(box.rbegin(), box.rend(), cur.rbegin(), cur.rend())))
+        box = cur, tiles_m = tiles;
+      return;
+    }
+    const size_t i = axes[j];
+    for (int64_t t = 1; t <= left && t * coeff[i] <= kMaxBoxExtent; t *= 2) {
+      cur[i] = t;
+      self(self, j + 1, left / t);
+    }
+    cur[i] = 1;
+  };
+  pick(pick, 0, rows);
+  if (tiles_m < 0) return cat("no box of ", rows, " output points fits a tensor map's box (", kMaxBoxExtent, " elements a dimension)");
+  return "";
+}
+
 /// Moves plan `p` (planned for mma.sync) to the wgmma kernel when the target and the problem
 /// allow it (contraction_plan.h's file comment); returns why not, or "" when it did.
 std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_raster) {
@@ -397,7 +461,11 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
     return cat("spec '", spec.name, "' lists no wgmma and TMA (target.gpu_features)");
   if (!wgmma_listed(spec, p.dtype, kWgBlockNWide) || !wgmma_listed(spec, p.dtype, kWgBlockN))
     return cat("the spec lists no wgmma shapes m64n", kWgBlockNWide, "k16 and m64n", kWgBlockN, "k16 for ", dtype_name(p.dtype));
-  if (p.implicit) return "an implicit GEMM gathers A (the copy engine reads boxes)";
+  const int64_t bm = kWgConsumers * kWgInstM;
+  std::vector<int64_t> box;
+  int64_t tiles_m = ceil_div(p.m, bm);
+  if (p.implicit)
+    if (std::string why = plan_conv_box(p, bm, box, tiles_m); !why.empty()) return "an implicit GEMM read in boxes: " + why;
   // A batched product: each operand's tensor map takes the batch axes it is not broadcast over as
   // outer dimensions (a map has at most five; extents and strides within its limits).
   for (const MmaOperand* o : {&p.a, &p.b}) {
@@ -413,10 +481,10 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
       return cat(o == &p.a ? "A" : "B", " has ", dims, " batch axes with a stride (a tensor map takes ", kMaxMapBatchDims, ")");
   }
   if (!p.a.k_contiguous) return "A is stored K x M";
-  const int64_t bm = kWgConsumers * kWgInstM;
   if (p.m < bm || p.n < kWgBlockN) return cat("M or N is below ", bm, " (most of a 64-row wgmma tile would be padding)");
   for (const MmaOperand* o : {&p.a, &p.b}) {
-    const int64_t cols = o->k_contiguous ? p.k : (o == &p.a ? p.m : p.n);
+    if (p.implicit && o == &p.a) continue;  // (read in boxes: plan_conv_box checked its dimensions)
+    const int64_t cols = o->k_contiguous ? (p.implicit ? p.k_extents.back() : p.k) : (o == &p.a ? p.m : p.n);
     if (o->ld % kChunkElems != 0 || o->ld < cols) return cat("a tensor map needs rows 16-byte aligned, not ", o->ld, " elements apart");
   }
   int threads = 0;
@@ -424,7 +492,7 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   // The block width whose tiles take the least time in waves over the SMs, a wave of 256-wide
   // tiles counting twice one of 128 (ties: 256, fewer loads of A per product). 1576 x 3072 (ViT-B
   // at batch 8): 156 tiles of 256 are 2 waves on 132 SMs (cost 512), 312 of 128 are 3 (384).
-  auto waves = [&](int64_t bn) { return ceil_div(p.batch * ceil_div(p.m, bm) * ceil_div(p.n, bn), spec.compute.units) * bn; };
+  auto waves = [&](int64_t bn) { return ceil_div(p.batch * tiles_m * ceil_div(p.n, bn), spec.compute.units) * bn; };
   const int bn = waves(kWgBlockNWide) <= waves(kWgBlockN) ? kWgBlockNWide : kWgBlockN;
   auto smem = [&](int stages) { return wgmma_smem_bytes(bm, bn, stages); };
   int stages = kWgMaxStages;
@@ -437,14 +505,20 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   p.block_k = kWgRowElems;
   p.stages = stages;
   p.tile_from_schedule = false;
-  p.tiles_m = ceil_div(p.m, bm);
+  p.tiles_m = tiles_m;
   p.tiles_n = ceil_div(p.n, bn);
+  if (p.implicit) {
+    p.conv_box = true;
+    p.box_tiles = box;
+    p.k_chunks = ceil_div(p.k_extents.back(), kWgRowElems);
+    p.taps = p.k / p.k_extents.back();
+  }
   p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, schedule_raster > 1 ? schedule_raster : kRasterGroup));
   p.smem_bytes = smem(stages);
   p.persistent = p.tiles() > spec.compute.units ? spec.compute.units : 0;
   // Fewer tiles than SMs and a long K: K split over a cluster, as the mma path does (the partial
   // sums park in the stages' memory, device/wgmma.cuh's run).
-  p.split_k = std::min(reduction_split(p.tiles(), ceil_div(p.k, kWgRowElems), kWgMinSplitTiles, spec), kWgMaxSplit);
+  p.split_k = std::min(reduction_split(p.tiles(), p.k_tiles(), kWgMinSplitTiles, spec), kWgMaxSplit);
   return "";
 }
 
@@ -559,12 +633,34 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
       return cat("a wgmma block is ", kWgConsumers * kWgInstM, " x ", kWgBlockN, " or ", kWgBlockNWide, " x ", kWgRowElems,
                  "; recorded ", bm, " x ", bn, " x ", bk);
     if (split > 1 && (!is_pow2(split) || split > std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit) ||
-                      ceil_div(p.k, kWgRowElems) < split))
+                      p.k_tiles() < split))
       return cat("a wgmma K split in ", split, " parts: a power of two up to ", std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit),
                  " cluster blocks, with a K tile per part at least");
     const int64_t smem = wgmma_smem_bytes(bm, bn, stages);
     if (stages < 2 || stages > kWgMaxStages || smem > spec.limits.smem_per_block_bytes)
       return cat(stages, " wgmma stages (2..", kWgMaxStages, " that fit ", spec.limits.smem_per_block_bytes, " bytes)");
+    if (p.conv_box) {
+      // A recorded box (box<a>: output points per tile along output axis a) replaces the derived one.
+      std::vector<int64_t> box = p.box_tiles;
+      for (size_t i = 0; i < box.size(); ++i)
+        if (const int64_t t = param(cat("box", p.m_axes[i]).c_str()); t > 0) box[i] = t;
+      if (box != p.box_tiles) {
+        int64_t points = 1, tiles_m = 1;
+        for (size_t i = 0; i < box.size(); ++i) {
+          int64_t coeff = 1;
+          for (const GatherDim& g : p.a_gather)
+            if (g.m_axis == p.m_axes[i]) coeff = g.m_coeff;
+          if (!is_pow2(box[i]) || box[i] * coeff > kMaxBoxExtent || (p.m_extents[i] == 1 && box[i] != 1))
+            return cat("a recorded box of ", box[i], " points along axis ", p.m_axes[i], " (powers of two, at most ", kMaxBoxExtent,
+                       " elements of the input, 1 along a unit axis)");
+          points *= box[i];
+          tiles_m *= ceil_div(p.m_extents[i], box[i]);
+        }
+        if (points != bm) return cat("a recorded box of ", points, " output points (a wgmma block has ", bm, " rows)");
+        p.box_tiles = box;
+        p.tiles_m = tiles_m;
+      }
+    }
     p.block_n = static_cast<int>(bn);
     p.stages = static_cast<int>(stages);
     p.smem_bytes = smem;
@@ -586,9 +682,10 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
       // such tiles than the pairs of SMs.
       const int64_t pairs = spec.compute.units / 2;
       if (cluster != 2 || spec.limits.max_cluster_blocks < 2 || persistent != 1 || p.pingpong || split > 1 || p.tiles_m < 2 || p.batch > 1 ||
+          p.conv_box ||
           ceil_div(p.tiles_m, 2) * p.tiles_n <= pairs)
-        return cat("B shared by a cluster (cluster_m ", cluster, "): 2 blocks of the persistent grid, not ping-pong, split or batched, "
-                   "more tiles of 2 x ", bm, " rows than the ", pairs, " pairs of SMs; recorded persistent ", persistent, ", ",
+        return cat("B shared by a cluster (cluster_m ", cluster, "): 2 blocks of the persistent grid, not ping-pong, split, batched or "
+                   "a convolution, more tiles of 2 x ", bm, " rows than the ", pairs, " pairs of SMs; recorded persistent ", persistent, ", ",
                    p.tiles_m, " x ", p.tiles_n, " tiles");
       p.cluster_m = 2;
       p.persistent = 2 * pairs;
@@ -604,6 +701,9 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
   if (bk != kBlockK && bk != kMaxBlockK) return cat("an mma.sync K step is ", kBlockK, " or ", kMaxBlockK, ", recorded ", bk);
   q.warpgroup = false;
   q.warpgroups = 0;
+  q.conv_box = false;
+  q.box_tiles.clear();
+  q.k_chunks = q.taps = 0;
   q.warpgroup_reason = p.warpgroup ? "the schedule records mma" : p.warpgroup_reason;
   q.block_m = static_cast<int>(bm);
   q.block_n = static_cast<int>(bn);
@@ -644,6 +744,10 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
     if (p.persistent > 0) out["persistent"] = 1;
     if (p.pingpong) out["pingpong"] = 1;
     if (p.cluster_m > 1) out["cluster_m"] = p.cluster_m;
+    if (p.conv_box) {
+      for (size_t i = 0; i < p.box_tiles.size(); ++i) out[cat("box", p.m_axes[i])] = p.box_tiles[i];
+      out["k_tiles"] = p.k_tiles();
+    }
   } else {
     out["warps_m"] = p.warps_m;
     out["warps_n"] = p.warps_n;
@@ -671,8 +775,7 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
             for (int64_t split : {1, 2, 4})
               for (int64_t cluster : {1, 2})
                 // (A K split only where its blocks fit the SMs in one wave: tiles that leave SMs idle.)
-                if ((split == 1 || (persistent == 0 && pingpong == 0 && p.batch * ceil_div(p.m, kWgConsumers * kWgInstM) * ceil_div(p.n, bn) *
-                                                                              split <= spec.compute.units)) &&
+                if ((split == 1 || (persistent == 0 && pingpong == 0 && p.batch * p.tiles_m * ceil_div(p.n, bn) * split <= spec.compute.units)) &&
                     (cluster == 1 || (persistent == 1 && pingpong == 0 && split == 1)))
                   add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
                                 {"split_k", split}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent},
@@ -876,7 +979,7 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
     // A batched product's maps have the batch axes the operand is not broadcast over as outer
     // dimensions, in C's order (the kernel's TileAt coordinates, emit_mma.cpp).
     auto map = [&](const MmaOperand& o, int64_t rows, int64_t cols, int box_rows) {
-      TensorMapParam m{o.tensor, rows, cols, o.ld, box_rows, kWgRowElems, {}, {}, o.offset};
+      TensorMapParam m{o.tensor, rows, cols, o.ld, box_rows, kWgRowElems, {}, {}, o.offset, {}, {}};
       for (size_t b = 0; b < c.batch_axes.size(); ++b)
         if (o.batch_strides[b] != 0) {
           m.batch_extents.push_back(c.batch_extents[b]);
@@ -884,6 +987,43 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
         }
       return m;
     };
+    if (c.conv_box) {
+      // A box-tiled convolution (contraction_plan.h): A's map is the input's dimensions innermost
+      // first, boxes of 64 channels and, along a dimension reading output axis a, box<a> points
+      // m_coeff apart (its element stride); B's has the taps as its outer dimension, so a box of
+      // 64 channels of one tap reads zeros past the channels.
+      const int dims = static_cast<int>(c.a_gather.size());
+      auto points = [&](const GatherDim& g) -> int64_t {
+        for (size_t i = 0; i < c.m_axes.size(); ++i)
+          if (g.m_axis >= 0 && c.m_axes[i] == g.m_axis) return c.box_tiles[i];
+        return 1;
+      };
+      auto step = [](const GatherDim& g) { return static_cast<int>(g.m_axis >= 0 ? g.m_coeff : 1); };
+      const GatherDim& ch = c.a_gather[dims - 1];
+      const GatherDim& d1 = c.a_gather[dims - 2];
+      TensorMapParam a{c.a.tensor, d1.extent, ch.extent, d1.stride, static_cast<int>(points(d1) * step(d1)), kWgRowElems, {}, {}, 0, {}, {}};
+      a.element_strides = {1, step(d1)};
+      for (int d = dims - 3; d >= 0; --d) {
+        const GatherDim& g = c.a_gather[d];
+        a.batch_extents.push_back(g.extent);
+        a.batch_strides.push_back(g.stride);
+        a.batch_box.push_back(static_cast<int>(points(g) * step(g)));
+        a.element_strides.push_back(step(g));
+      }
+      plan.tensor_maps.push_back(a);
+      // (Dimensions in increasing strides: (channels, taps, n) when k is contiguous, boxes of one tap
+      // and block_n rows; else (n, channels, taps), boxes of 64 x 64.)
+      const int64_t channels = c.k_extents.back();
+      if (c.b.k_contiguous) {
+        TensorMapParam b{c.b.tensor, c.taps, channels, channels, 1, kWgRowElems, {c.n}, {c.b.ld}, 0, {}, {}};
+        b.batch_box = {c.block_n};
+        plan.tensor_maps.push_back(b);
+      } else {
+        plan.tensor_maps.push_back(
+            TensorMapParam{c.b.tensor, channels, c.n, c.b.ld, kWgRowElems, kWgRowElems, {c.taps}, {channels * c.b.ld}, 0, {}, {}});
+      }
+      return plan;
+    }
     plan.tensor_maps.push_back(map(c.a, c.m, c.k, c.block_m));
     // (A cluster sharing B copies block_n / cluster_m rows of it per block.)
     if (c.b.k_contiguous) plan.tensor_maps.push_back(map(c.b, c.n, c.k, c.block_n / c.cluster_m));
@@ -939,15 +1079,22 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
   const std::string shape = p.implicit ? cat("implicit GEMM m", axes(p.m_axes), " ", p.m, " x n ", p.n, " x k", axes(p.k_axes), " ", p.k)
                    : p.flat_m() ? cat("m", axes(p.m_axes), " ", p.m, " x ", p.n, " x ", p.k, " (batch folded into m)")
                                        : cat(p.batch, " x ", p.m, "x", p.n, "x", p.k);
+  std::string boxes;
+  if (p.conv_box) {
+    boxes = "; read in boxes of ";
+    for (size_t i = 0; i < p.box_tiles.size(); ++i) boxes += cat(i ? "x" : "", p.box_tiles[i]);
+    boxes += cat(" output points ", axes(p.m_axes), ", ", p.tiles_m, " m tiles, K tiles ", p.taps, " taps x ", p.k_chunks, " chunks of ",
+                 p.block_k, " channels");
+  }
   if (p.warpgroup)
-    return cat("tensor cores (wgmma m64n", p.block_n, "k16 ", dtype_name(p.dtype), ", TMA): '", cn.name(), "' ", shape, "; ",
+    return cat("tensor cores (wgmma m64n", p.block_n, "k16 ", dtype_name(p.dtype), ", TMA): '", cn.name(), "' ", shape, boxes, "; ",
                operand("A", p.a), ", ", operand("B", p.b), "; block ", p.block_m, "x", p.block_n, "x", p.block_k, ", ",
                p.warpgroups, " warpgroups (1 producer), ", p.stages, " stages, ", p.smem_bytes,
                " bytes of shared memory, raster group ", p.raster_group,
                p.persistent > 0 ? cat("; persistent grid of ", p.persistent, p.pingpong ? ", consumers in ping-pong" : "",
                                       p.cluster_m > 1 ? cat(", clusters of ", p.cluster_m, " sharing B") : std::string())
                                 : std::string(),
-               p.split_k > 1 ? cat("; K's ", ceil_div(p.k, p.block_k), " tiles split in ", p.split_k, " parts over a cluster") : std::string());
+               p.split_k > 1 ? cat("; K's ", p.k_tiles(), " tiles split in ", p.split_k, " parts over a cluster") : std::string());
   return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", cn.name(), "' ", shape, "; ", operand("A", p.a), ", ",
              operand("B", p.b), "; block ", p.block_m, "x",
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",

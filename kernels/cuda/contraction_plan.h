@@ -45,8 +45,23 @@
 // same way (its parts at least 4 K tiles of 64; device/wgmma.cuh's run parks ranks 1..'s sums in
 // their stages' memory), never on its persistent grid.
 //
+// On an sm_90a target the implicit GEMM runs on the wgmma kernel too, as a box-tiled convolution
+// (`conv_box`): a block's 128 rows of m are a box of output points -- t_a consecutive points along
+// each output axis a (powers of two, product 128: e.g. 2 images x 8 rows x 8 columns of a 7 x 7
+// output) -- so for one tap (kh, kw) and one chunk of 64 channels the input it reads is a box of
+// A's tensor too: t_a points along each input dimension, m_coeff_a apart (the stride: the tensor
+// map's element stride, at most 8), starting at m_coeff * origin + k_coeff * tap + offset (the
+// dilation and the padding: the copy engine zero-fills coordinates outside the tensor, negative
+// ones included). The K loop walks taps x ceil(C / 64) chunks (channels past C read as zeros from
+// both operands: B's map has the taps as an outer dimension), the producer computes each stage's
+// coordinates (device/wgmma.cuh's COORDS hook), and the epilogue maps a row of the box back to its
+// output point, skipping those past an output's edge. The box's shape is the one with the fewest
+// tiles (ties: wider along the innermost axis); it is recorded as the family parameters box<a>
+// (and k_tiles) so the cost model prices the padded tiles. Needs every output axis read by one
+// input dimension alone, in the same order, strides of at most 8, and A's channels innermost.
+//
 // On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a product
-// (not implicit) with A stored M x K, M and N at least 128 and 16-byte aligned rows runs on the
+// (or a box-tiled implicit GEMM) with A stored M x K, M and N at least 128 and 16-byte aligned rows runs on the
 // Hopper kernel instead (device/wgmma.cuh: TMA copies, wgmma, a producer warpgroup and two
 // consumers); the others keep mma.sync and the plan says why. A batched product (attention's
 // Q K^T and P V outside a fused attention) gives each operand's tensor map the batch axes it is
@@ -60,6 +75,7 @@
 // must be the kernel's tiles along the weight's two dimensions, its density theirs.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -142,6 +158,12 @@ struct ContractionPlan {
   std::vector<int> m_axes, k_axes;
   std::vector<int64_t> m_extents, k_extents;
   std::vector<GatherDim> a_gather;
+  // The wgmma form of the implicit GEMM (file comment): box_tiles[i] output points of m_axes[i]
+  // per tile (product block_m), k_chunks chunks of 64 channels per tap, `taps` taps (the product
+  // of the k extents but the innermost); the K loop has taps x k_chunks tiles.
+  bool conv_box = false;
+  std::vector<int64_t> box_tiles;
+  int64_t k_chunks = 0, taps = 0;
   // Tiling: a block computes block_m x block_n of one batch point with warps_m x warps_n warps,
   // stepping K by block_k through `stages` shared-memory buffers.
   int block_m = 0, block_n = 0, block_k = 0;
@@ -190,6 +212,8 @@ struct ContractionPlan {
   bool flat_m() const { return !m_axes.empty(); }
   int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }
   int64_t tiles() const { return batch * tiles_m * tiles_n; }
+  /// K tiles of the main loop: of the flattened k, or the box-tiled convolution's taps x chunks.
+  int64_t k_tiles() const { return conv_box ? taps * k_chunks : (k + block_k - 1) / std::max(block_k, 1); }
   int64_t blocks() const { return persistent > 0 ? persistent : tiles() * split_k; }
 };
 

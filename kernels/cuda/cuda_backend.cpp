@@ -185,11 +185,14 @@ class CudaExecutable : public Executable {
     cuuint64_t dims[5] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(m.rows)};
     cuuint64_t strides[4] = {static_cast<cuuint64_t>(m.ld * 2)};
     cuuint32_t box[5] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows)};
-    const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+    cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+    TESSEL_ASSERT(m.batch_box.empty() || m.batch_box.size() == nb, "tensor map of '", graph_.tensor(m.tensor).name, "': batch boxes");
+    TESSEL_ASSERT(m.element_strides.size() <= 2 + nb, "tensor map of '", graph_.tensor(m.tensor).name, "': element strides");
+    for (size_t d = 0; d < m.element_strides.size(); ++d) element_strides[d] = static_cast<cuuint32_t>(m.element_strides[d]);
     for (size_t b = 0; b < nb; ++b) {
       dims[2 + b] = static_cast<cuuint64_t>(m.batch_extents[b]);
       strides[1 + b] = static_cast<cuuint64_t>(m.batch_strides[b] * 2);
-      box[2 + b] = 1;
+      box[2 + b] = m.batch_box.empty() ? 1 : static_cast<cuuint32_t>(m.batch_box[b]);
     }
     d_.check(d_.cuTensorMapEncodeTiled(&map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                                        static_cast<cuuint32_t>(2 + nb), reinterpret_cast<void*>(at), dims, strides, box, element_strides,

@@ -77,6 +77,41 @@ void Emitter::emit_gather_copy(const ContractionPlan& c) {
   os_ << "  __device__ __forceinline__ void advance() { k += kCols; }\n};\n";
 }
 
+void Emitter::emit_conv_coords(const ContractionPlan& c) {
+  const int dims = static_cast<int>(c.a_gather.size());
+  const int nk = static_cast<int>(c.k_axes.size());
+  os_ << "// The stages of the box-tiled convolution (contraction_plan.h): K tile kt is tap kt / " << c.k_chunks
+      << " and channels 64 (kt % " << c.k_chunks << ") ..; A's box starts at m_coeff * the tile's first output point + k_coeff *\n"
+      << "// the tap + offset along each input dimension (outside the input: zeros); B's map is (channels, taps, n) with k\n"
+      << "// contiguous, else (n, channels, taps).\n";
+  os_ << "struct TslConvCoords {\n";
+  os_ << "  template <bool B_K_CONTIG>\n";
+  os_ << "  __device__ __forceinline__ static void place(int kt, const tsl::wg::TileAt& at, int& a0, int& a1, int (&ab)[3], int& b0, "
+         "int& b1, int (&bb)[3]) {\n";
+  os_ << "    int tap = kt / " << c.k_chunks << ";\n";
+  os_ << "    a0 = (kt % " << c.k_chunks << ") * " << c.block_k << ";\n";
+  os_ << "    b0 = B_K_CONTIG ? a0 : at.n0;\n    b1 = B_K_CONTIG ? tap : a0;\n";
+  os_ << "    bb[0] = B_K_CONTIG ? at.n0 : tap; bb[1] = bb[2] = 0;\n";
+  for (int i = nk - 2; i >= 0; --i) {
+    os_ << "    const int x" << c.k_axes[i] << " = tap";
+    if (i > 0) os_ << " % " << c.k_extents[i] << "; tap /= " << c.k_extents[i];
+    os_ << ";\n";
+  }
+  if (nk < 2) os_ << "    (void)tap;\n";
+  auto coord = [&](const GatherDim& g) {
+    std::string e = cat(g.offset);
+    if (g.m_axis >= 0) {
+      const int i = static_cast<int>(std::find(c.m_axes.begin(), c.m_axes.end(), g.m_axis) - c.m_axes.begin());
+      e += cat(" + ", g.m_coeff, " * at.mo[", i, "]");
+    }
+    if (g.k_axis >= 0) e += cat(" + ", g.k_coeff, " * x", g.k_axis);
+    return e;
+  };
+  os_ << "    a1 = " << coord(c.a_gather[dims - 2]) << ";\n";
+  for (int d = dims - 3, j = 0; j < 3; --d, ++j) os_ << "    ab[" << j << "] = " << (d >= 0 ? coord(c.a_gather[d]) : std::string("0")) << ";\n";
+  os_ << "  }\n};\n";
+}
+
 std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& c) {
   const int n = static_cast<int>(plan_.nodes.size());
   const int s = n - 1;
@@ -104,16 +139,22 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     return axes;
   };
   const std::vector<int> a_batch = map_batch_axes(c.a), b_batch = map_batch_axes(c.b);
-  const std::string map_dims = c.batch_axes.empty() ? std::string() : cat(", ", a_batch.size(), ", ", b_batch.size());
+  // A box-tiled convolution's maps: the input's dimensions but two as A's outer ones, the taps as
+  // B's; its stages' coordinates come from TslConvCoords (emit_conv_coords).
+  const std::string map_dims = c.conv_box ? cat(", ", c.a_gather.size() - 2, ", 1, TslConvCoords")
+                               : c.batch_axes.empty() ? std::string()
+                                                      : cat(", ", a_batch.size(), ", ", b_batch.size());
+  const int64_t k_param = c.conv_box ? c.k_tiles() * c.block_k : c.k;  // the kernel's K: whole tiles of a convolution's taps
   const std::string gemm_type =
-      c.pingpong    ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.k,
+      c.pingpong    ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", k_param,
                           map_dims, ">")
       : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
-                          ", ", c.k, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
+                          ", ", k_param, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
                   : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                         c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                         ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
+  if (c.conv_box) emit_conv_coords(c);
   os_ << "typedef " << gemm_type << " TslGemm;\n";
   if (c.warpgroup) {
     // The host planned the launch and the tensor maps' boxes with these (contraction_plan.cpp).
@@ -124,7 +165,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   if (c.split_k > 1)
     os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
         << ", \"the partial sums of a split K must fit the kernel's shared memory\");\n";
-  if (c.implicit) emit_gather_copy(c);
+  if (c.implicit && !c.warpgroup) emit_gather_copy(c);
   if (c.sparse_operand >= 0) {
     // The block-sparse K loop's lists (ContractionPlan::sparse_*), from the weight's values.
     constexpr size_t kPerLine = 32;  // values per line of the generated source
@@ -169,6 +210,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  // a persistent grid: the block's tiles are blockIdx.x, blockIdx.x + gridDim.x, ... of " << c.batch * tiles
         << (c.pingpong ? " (its two consumers take turns: ping-pong)" : "") << "\n";
     os_ << "  int tsl_m0 = 0, tsl_n0 = 0;\n";
+    for (size_t i = 0; c.conv_box && i < c.m_axes.size(); ++i) os_ << "  int tsl_o" << i << " = 0;  // the box's first point along " << c.m_axes[i] << "\n";
     for (int b : c.batch_axes) os_ << "  long long tsl_x" << b << " = 0;\n";
     os_ << "  auto tsl_origin = [&](long long tsl_t, tsl::wg::TileAt& tsl_at) {\n";
   }
@@ -193,6 +235,16 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     if (!c.persistent) os_ << "  tsl::wg::TileAt tsl_at;\n  tsl_at.m0 = tsl_m0;\n  tsl_at.n0 = tsl_n0;\n";
     for (size_t i = 0; i < a_batch.size(); ++i) os_ << in << "tsl_at.ba[" << i << "] = static_cast<int>(tsl_x" << a_batch[i] << ");\n";
     for (size_t i = 0; i < b_batch.size(); ++i) os_ << in << "tsl_at.bb[" << i << "] = static_cast<int>(tsl_x" << b_batch[i] << ");\n";
+    if (c.conv_box) {
+      // A box-tiled convolution's m tile is a box of output points: its first one along each output axis.
+      os_ << in << "long long tsl_mq = tsl_at.m0 / " << c.block_m << "LL;\n";
+      for (int i = static_cast<int>(c.m_axes.size()) - 1; i >= 0; --i) {
+        const int64_t t = c.box_tiles[i], count = (c.m_extents[i] + t - 1) / t;
+        os_ << in << "tsl_at.mo[" << i << "] = static_cast<int>((tsl_mq % " << count << "LL) * " << t << "LL); tsl_mq /= " << count
+            << "LL;\n";
+        os_ << in << (c.persistent ? "" : "const int ") << "tsl_o" << i << " = tsl_at.mo[" << i << "];\n";
+      }
+    }
   }
   if (c.persistent) os_ << "  };\n";
   auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(c.batch_axes, strides); };
@@ -257,6 +309,22 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   // The stored point's row (returning past M; a flattened m unflattened into its axes) and its
   // first column, named `xn`.
   auto emit_point = [&](const char* xn) {
+    if (c.conv_box) {
+      // Row tsl_dm of a box-tiled convolution's tile: box points row-major over the output axes.
+      os_ << "    const long long " << xn << " = tsl_n0 + tsl_dn;\n";
+      os_ << "    long long tsl_r = tsl_dm;\n";
+      std::string outside, flat = "0LL";
+      for (int i = static_cast<int>(c.m_axes.size()) - 1; i >= 0; --i) {
+        const int64_t t = c.box_tiles[i];
+        os_ << "    const long long tsl_x" << c.m_axes[i] << " = tsl_o" << i << (t > 1 ? cat(" + tsl_r % ", t, "LL; tsl_r /= ", t, "LL") : "")
+            << ";\n";
+        if (c.m_extents[i] % t != 0) outside += cat(outside.empty() ? "" : " || ", "tsl_x", c.m_axes[i], " >= ", c.m_extents[i], "LL");
+      }
+      for (size_t i = 0; i < c.m_axes.size(); ++i) flat = cat("(", flat, ") * ", c.m_extents[i], "LL + tsl_x", c.m_axes[i]);
+      if (!outside.empty()) os_ << "    if (" << outside << ") return;  // past an edge of the output\n";
+      os_ << "    const long long tsl_xm = " << flat << ";\n";
+      return;
+    }
     os_ << "    const long long tsl_xm = tsl_m0 + tsl_dm, " << xn << " = tsl_n0 + tsl_dn;\n";
     os_ << "    if (tsl_xm >= " << c.m << "LL) return;\n";
     if (c.flat_m()) {

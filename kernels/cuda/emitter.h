@@ -54,6 +54,8 @@ class Emitter {
   std::string packed_score_pair(const AttentionPlan& a, int spos, const std::vector<NodeId>& skip = {},
                                 const char* name = "tsl_score2");
   void emit_gather_copy(const ContractionPlan& c);
+  // A box-tiled convolution's TslConvCoords (the wgmma kernel's COORDS hook: each stage's boxes).
+  void emit_conv_coords(const ContractionPlan& c);
   void emit_unflatten(const std::string& ind, const std::string& type, const std::string& var, const std::vector<int>& axes,
                       const std::vector<int64_t>& extents, const std::string& prefix);
   std::string row_kernel(const std::string& name, const RowPlan& r);

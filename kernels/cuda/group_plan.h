@@ -64,6 +64,10 @@ struct TensorMapParam {
   int box_rows = 0, box_cols = 0;
   std::vector<int64_t> batch_extents, batch_strides;
   int64_t offset = 0;  // elements from the tensor's start to the map's origin
+  // A box-tiled convolution's input (contraction_plan.h): the box's extent along each batch
+  // dimension (empty: 1 each) and the element stride of every dimension, innermost first (empty:
+  // 1 each; the box extent along a dimension is then the points read times its stride).
+  std::vector<int> batch_box, element_strides;
 };
 
 struct GroupPlan {

@@ -162,6 +162,17 @@ std::vector<MmaCase> mma_cases() {
   add("wgmma batched broadcast A 1x3 @ 2x3 256x72x264", batched(DType::f16, {1, 3, 256, 72}, {2, 3, 72, 264}));
   add("wgmma bf16 scores 2x2 s300/264 d64", scores(DType::bf16, 2, 2, 300, 264, 64));
   add("wgmma persistent batched 2x8 384x64x384", batched(DType::f16, {2, 8, 384, 64}, {2, 8, 64, 384}));
+  // Convolutions on the wgmma kernel, read in boxes of output points (contraction_plan.h): padding
+  // at every edge with a folded batch norm; stride 2 over 96 channels (the second 64-channel chunk
+  // half zeros) and 136 output channels (an N edge); a 1x1 over 7 x 7 images (a box spans two);
+  // dilation 2 in bf16; C = 32 with more tiles than SMs (the persistent grid); a long K over two
+  // tiles (K split over a cluster).
+  add("wgmma conv 3x3 pad 1 2x14x14x64 -> 128, bn relu", conv_nhwc(DType::f16, {2, 14, 14, 64}, 128, 3, 1, 1, 1));
+  add("wgmma conv 3x3 stride 2 4x15x13x96 -> 136", conv_nhwc(DType::f16, {4, 15, 13, 96}, 136, 3, 2, 1, 1, false));
+  add("wgmma conv 1x1 4x7x7x256 -> 256", conv_nhwc(DType::f16, {4, 7, 7, 256}, 256, 1, 1, 0, 1, false));
+  add("wgmma bf16 conv 3x3 dilation 2 1x19x21x64 -> 128, bn relu", conv_nhwc(DType::bf16, {1, 19, 21, 64}, 128, 3, 1, 2, 2));
+  add("wgmma persistent conv 3x3 16x40x40x32 -> 128", conv_nhwc(DType::f16, {16, 40, 40, 32}, 128, 3, 1, 1, 1, false));
+  add("wgmma split conv 3x3 1x16x16x512 -> 128", conv_nhwc(DType::f16, {1, 16, 16, 512}, 128, 3, 1, 1, 1, false));
   // Batch axes over which B is broadcast fold into m (a [batch, seq, hidden] projection): m = 3 x 50.
   add("folded batch 3x50x72 @ 72x136", batched(DType::f16, {3, 50, 72}, {72, 136}));
   add("folded batch 2x1x9x16 @ 16x24", batched(DType::bf16, {2, 1, 9, 16}, {16, 24}));
@@ -693,4 +704,87 @@ TEST_CASE("cuda mma run: the wgmma kernel's K split over a cluster matches the i
 
 TEST_CASE("cuda mma run: tensor-core kernels match the interpreter (odd shapes, transposes, batches, bf16, epilogues, attention)") {
   check_cases_on_gpu(mma_cases());
+}
+
+TEST_CASE("cuda mma run: box-tiled convolutions on the wgmma kernel (plans, recorded boxes, forms) match the interpreter") {
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  // 32 x 7 x 7 outputs (ResNet-50's last stage) in boxes of 16 images x 1 row x 8 columns: 14 m
+  // tiles (boxes of 2 x 8 x 8 would take 16; 13 of 128 flat rows cannot be read as boxes); stride
+  // 2 steps the input's map.
+  const OpGraph g = conv_nhwc(DType::f16, {32, 14, 14, 64}, 256, 3, 2, 1, 1, false);
+  const cuda::GeneratedKernel k = roller_kernel(g);
+  REQUIRE(k.path == "wgmma");
+  REQUIRE(k.contraction);
+  const cuda::ContractionPlan& c = *k.contraction;
+  CHECK(c.conv_box);
+  CHECK(c.box_tiles == std::vector<int64_t>{16, 1, 8});
+  CHECK(c.tiles_m == 14);
+  CHECK(c.taps == 9);
+  CHECK(c.k_chunks == 1);
+  CHECK(c.k_tiles() == 9);
+  CHECK(k.source.find("struct TslConvCoords") != std::string::npos);
+  CHECK(k.source.find("struct TslGatherA") == std::string::npos);
+  REQUIRE(k.plan.tensor_maps.size() == 2);
+  const cuda::TensorMapParam& a = k.plan.tensor_maps[0];
+  CHECK(a.cols == 64);
+  CHECK(a.rows == 14);
+  CHECK(a.box_rows == 16);  // 8 points 2 apart
+  CHECK(a.element_strides == std::vector<int>{1, 2, 2, 1});
+  CHECK(a.batch_box == std::vector<int>{2, 16});  // 1 row (stride 2), 16 images
+  CHECK(k.plan.tensor_maps[1].rows == 9);  // B: (channels, taps, n), one tap's 64 channels of block_n rows
+  CHECK(k.plan.tensor_maps[1].batch_box == std::vector<int>{c.block_n});
+  ScheduledGroup plain = schedule_with(g, spec, "roller").groups.back().group;
+  plain.kernel = {};
+  const KernelChoice chosen = families.choose(g, plain, spec);
+  CHECK(chosen.family == "wgmma");
+  CHECK(chosen.params.at("box0") == 16);
+  CHECK(chosen.params.at("box1") == 1);
+  CHECK(chosen.params.at("k_tiles") == 9);
+  CHECK(nvrtc_compile_all(g, schedule_with(g, spec, "roller"), spec) >= 1);
+
+  // A recorded box replaces the derived one; one of the wrong size or past a map's box is refused.
+  int gi = -1;
+  Schedule s = with_wgmma_variant(g, [](const KernelChoice&) { return true; }, gi);
+  s.groups[gi].group.kernel.params["box0"] = 1;
+  s.groups[gi].group.kernel.params["box1"] = 8;
+  s.groups[gi].group.kernel.params["box2"] = 16;
+  const cuda::GeneratedKernel rk = emit_kernel(g, s, gi, spec);
+  REQUIRE(rk.contraction);
+  CHECK(rk.contraction->box_tiles == std::vector<int64_t>{1, 8, 16});
+  CHECK(rk.contraction->tiles_m == 32);  // 32 images x 1 x 1
+  check_forced_on_gpu(g, s);
+  ScheduledGroup bad = s.groups[gi].group;
+  bad.kernel.params["box2"] = 8;
+  std::optional<std::string> why = families.check(g, bad, spec);
+  REQUIRE(why.has_value());
+  CHECK(why->find("64 output points") != std::string::npos);
+  bad.kernel.params["box1"] = 3;  // powers of two only
+  why = families.check(g, bad, spec);
+  REQUIRE(why.has_value());
+  CHECK(why->find("a recorded box") != std::string::npos);
+
+  // The persistent, ping-pong and split forms take the convolution's stages too.
+  const OpGraph big = conv_nhwc(DType::bf16, {16, 40, 40, 64}, 128, 3, 1, 1, 1);
+  for (const char* form : {"pingpong", "persistent"}) {
+    INFO(form);
+    const Schedule f = with_wgmma_variant(big, [&](const KernelChoice& v) { return param_or(v, form, 0) == 1; }, gi);
+    const cuda::GeneratedKernel fk = emit_kernel(big, f, gi, spec);
+    REQUIRE(fk.contraction);
+    CHECK(fk.contraction->conv_box);
+    CHECK(fk.contraction->persistent > 0);
+    CHECK(nvrtc_compile_all(big, f, spec) >= 1);
+    check_forced_on_gpu(big, f);
+  }
+  const OpGraph deep = conv_nhwc(DType::f16, {1, 16, 16, 512}, 128, 3, 1, 1, 1, false);
+  const Schedule sp = with_wgmma_variant(deep, [](const KernelChoice& v) { return v.params.at("split_k") == 4; }, gi);
+  CHECK(emit_kernel(deep, sp, gi, spec).contraction->split_k == 4);
+  CHECK(nvrtc_compile_all(deep, sp, spec) >= 1);
+  check_forced_on_gpu(deep, sp);
+  // B is never shared by a cluster for a convolution.
+  ScheduledGroup shared = with_wgmma_variant(big, [](const KernelChoice& v) { return param_or(v, "persistent", 0) == 1; }, gi).groups[gi].group;
+  shared.kernel.params["cluster_m"] = 2;
+  why = families.check(big, shared, spec);
+  REQUIRE(why.has_value());
+  CHECK(why->find("B shared by a cluster") != std::string::npos);
 }

@@ -25,6 +25,10 @@
 // K tail adds zeros and rows or columns past M or N produce accumulators the epilogue does not
 // store. Operand rows must start 16-byte aligned (the tensor map's stride rule), as for mma.cuh.
 //
+// Where each stage's boxes start is the COORDS hook's (PlainCoords: a product's K tile kt at
+// k = 64 kt, A's rows at the tile's m0); a box-tiled convolution (contraction_plan.h) supplies its
+// own, so A's box is the input points its tile's outputs read for one tap and 64 channels.
+//
 // What is a hardware fact here is a fact of the PTX instructions (wgmma's warpgroup of 4 warps,
 // m64 and k16; the swizzle modes of the copy engine and the descriptors), not of a chip: the
 // planner takes this path only for an sm_90a target whose spec lists wgmma's shape.
@@ -248,9 +252,31 @@ __device__ __forceinline__ void wgmma_n128_acc(float (&d)[64], u64 da, u64 db, i
 // Where a tile of C lies: its first row and column, and for a batched product its batch point's
 // coordinates in each operand's tensor map (the outer dimensions after the matrix's two, NBA of
 // A's map and NBB of B's; an operand broadcast over a batch axis has no dimension for it).
+// A box-tiled convolution's tile (contraction_plan.h) also has the first output point along each
+// output axis its rows span (mo, in the plan's m_axes order).
 struct TileAt {
   int m0 = 0, n0 = 0;
   int ba[3] = {0, 0, 0}, bb[3] = {0, 0, 0};
+  int mo[4] = {0, 0, 0, 0};
+};
+
+// Where K tile kt of the tile at `at` lies in the operands' tensor maps (the COORDS hook of
+// load_stage): A's box at (a0, a1, ab..), B's first box at (b0, b1, bb..) -- B stored N x K one box,
+// else the box j of 64 columns at (b0 + 64 j, b1, bb..). A plain or batched product: K tile kt
+// starts at k = 64 kt in both, A's rows at m0, B's at n0, the batch point's coordinates as placed.
+// A box-tiled convolution's kernel defines its own (emit_mma.cpp): the tap and channel chunk of
+// kt, the input box's corner, the tap as a dimension of B's map.
+struct PlainCoords {
+  template <bool B_K_CONTIG>
+  __device__ __forceinline__ static void place(int kt, const TileAt& at, int& a0, int& a1, int (&ab)[3], int& b0, int& b1,
+                                               int (&bb)[3]) {
+    a0 = kt * kRowElems;
+    a1 = at.m0;
+    b0 = B_K_CONTIG ? kt * kRowElems : at.n0;
+    b1 = B_K_CONTIG ? at.n0 : kt * kRowElems;
+#pragma unroll
+    for (int i = 0; i < 3; ++i) ab[i] = at.ba[i], bb[i] = at.bb[i];
+  }
 };
 
 // The stages' barriers: full[s] at bars + 8 s (armed by the producer), empty[s] at bars + 8
@@ -278,13 +304,14 @@ __device__ __forceinline__ void init_stage_barriers(unsigned bars, unsigned rele
 // 64 boxes of a B stored K x N) into every block's stage, and each block's `full` barrier expects
 // the whole stage. A stage is refilled only when every block's consumers released it (`empty`
 // counts their arrivals from the whole cluster).
-template <int BM, int BN, int STAGES, bool B_K_CONTIG, int CLUSTER = 1, int NBA = 0, int NBB = 0>
+template <int BM, int BN, int STAGES, bool B_K_CONTIG, int CLUSTER = 1, int NBA = 0, int NBB = 0, class COORDS = PlainCoords>
 __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const TensorMap* map_a, const TensorMap* map_b, int i,
                                            int kt, const TileAt& at, int rank = 0) {
   constexpr int kABytes = BM * kRowBytes, kStageBytes = kABytes + BN * kRowBytes;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "B is shared by at most two blocks");
   static_assert(CLUSTER == 1 || (NBA == 0 && NBB == 0), "a cluster shares B of an unbatched product");
-  const int m0 = at.m0, n0 = at.n0;
+  int a0, a1, ab[3], b0, b1, bb[3];
+  COORDS::template place<B_K_CONTIG>(kt, at, a0, a1, ab, b0, b1, bb);
   const int s = i % STAGES;
   const unsigned full = bars + 8 * s;
   // Round r of a stage waits for the consumers' release of round r - 1 (at r = 0 the phase
@@ -292,24 +319,24 @@ __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const T
   mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
   const unsigned a = base + s * kStageBytes, b = a + kABytes;
   mbar_expect_tx(full, kStageBytes);
-  tma_load<NBA>(a, map_a, full, kt * kRowElems, m0, at.ba);
+  tma_load<NBA>(a, map_a, full, a0, a1, ab);
   if constexpr (CLUSTER > 1) {
     constexpr unsigned short kAll = (1u << CLUSTER) - 1;
     if (B_K_CONTIG) {
       constexpr int kRows = BN / CLUSTER;
-      tma_load_2d_multicast(b + rank * kRows * kRowBytes, map_b, full, kt * kRowElems, n0 + rank * kRows, kAll);
+      tma_load_2d_multicast(b + rank * kRows * kRowBytes, map_b, full, b0, b1 + rank * kRows, kAll);
     } else {
       constexpr int kBoxes = BN / kRowElems / CLUSTER;
 #pragma unroll
       for (int j = rank * kBoxes; j < (rank + 1) * kBoxes; ++j)
-        tma_load_2d_multicast(b + j * kRowElems * kRowBytes, map_b, full, n0 + j * kRowElems, kt * kRowElems, kAll);
+        tma_load_2d_multicast(b + j * kRowElems * kRowBytes, map_b, full, b0 + j * kRowElems, b1, kAll);
     }
   } else if (B_K_CONTIG) {
-    tma_load<NBB>(b, map_b, full, kt * kRowElems, n0, at.bb);
+    tma_load<NBB>(b, map_b, full, b0, b1, bb);
   } else {
 #pragma unroll
     for (int j = 0; j < BN / kRowElems; ++j)
-      tma_load<NBB>(b + j * kRowElems * kRowBytes, map_b, full, n0 + j * kRowElems, kt * kRowElems, at.bb);
+      tma_load<NBB>(b + j * kRowElems * kRowBytes, map_b, full, b0 + j * kRowElems, b1, bb);
   }
 }
 
@@ -317,7 +344,8 @@ __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const T
 // blockIdx.x + gridDim.x, ... in order, stage rounds running on across tiles.
 // With CLUSTER > 1, the cluster's blocks walk tiles blockIdx.x / CLUSTER, + gridDim.x / CLUSTER,
 // ... together (origin places each block's own part of a tile) and share B (load_stage).
-template <int BM, int BN, int STAGES, bool B_K_CONTIG, int KTILES, int CLUSTER = 1, int NBA = 0, int NBB = 0, class Origin>
+template <int BM, int BN, int STAGES, bool B_K_CONTIG, int KTILES, int CLUSTER = 1, int NBA = 0, int NBB = 0, class COORDS = PlainCoords,
+          class Origin>
 __device__ __forceinline__ void produce_tiles(unsigned base, unsigned bars, const TensorMap* map_a, const TensorMap* map_b,
                                               long long tiles, Origin&& origin, int rank = 0) {
   int i = 0;  // stage rounds so far, over all of this block's tiles
@@ -325,7 +353,7 @@ __device__ __forceinline__ void produce_tiles(unsigned base, unsigned bars, cons
     TileAt at;
     origin(t, at);
     for (int kt = 0; kt < KTILES; ++kt, ++i)
-      load_stage<BM, BN, STAGES, B_K_CONTIG, CLUSTER, NBA, NBB>(base, bars, map_a, map_b, i, kt, at, rank);
+      load_stage<BM, BN, STAGES, B_K_CONTIG, CLUSTER, NBA, NBB, COORDS>(base, bars, map_a, map_b, i, kt, at, rank);
   }
 }
 
@@ -457,7 +485,8 @@ __device__ __forceinline__ void store_row(T* dst, const T (&v)[N]) {
 // BM rows x 64 columns and B with boxes of BN rows x 64 (B_K_CONTIG) or 64 rows x 64 columns; a
 // batched product's maps have NBA and NBB outer dimensions (its batch axes each operand is not
 // broadcast over), boxes of one matrix, so every edge of M, N and K reads zeros per batch point.
-template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K, int SPLIT = 1, int CLUSTER = 1, int NBA = 0, int NBB = 0>
+template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K, int SPLIT = 1, int CLUSTER = 1, int NBA = 0, int NBB = 0,
+          class COORDS = PlainCoords>
 struct WarpgroupGemm {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
@@ -507,7 +536,7 @@ struct WarpgroupGemm {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0) {
         for (int i = 0; i < ktiles; ++i)
-          load_stage<BM, BN, STAGES, B_K_CONTIG, 1, NBA, NBB>(base, bars, map_a, map_b, i, tiles ? __ldg(tiles + i) : kt0 + i, at);
+          load_stage<BM, BN, STAGES, B_K_CONTIG, 1, NBA, NBB, COORDS>(base, bars, map_a, map_b, i, tiles ? __ldg(tiles + i) : kt0 + i, at);
       }
       if (SPLIT > 1) {
         __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barriers
@@ -643,7 +672,7 @@ struct WarpgroupGemm {
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0)
-        produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, CLUSTER, NBA, NBB>(base, bars, map_a, map_b, tiles, origin, rank);
+        produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, CLUSTER, NBA, NBB, COORDS>(base, bars, map_a, map_b, tiles, origin, rank);
       if (CLUSTER > 1) {
         __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barrier
         mma::cluster_sync();
@@ -713,7 +742,7 @@ struct WarpgroupGemm {
 // producer fills the stage ring with the block's tiles in order; each stage is read by the one
 // consumer whose tile it holds. A block with a single tile leaves consumer 1 idle: the planner
 // takes this form only when the tiles outnumber the SMs.
-template <int STAGES, bool B_K_CONTIG, bool BF16, int K, int NBA = 0, int NBB = 0>
+template <int STAGES, bool B_K_CONTIG, bool BF16, int K, int NBA = 0, int NBB = 0, class COORDS = PlainCoords>
 struct WarpgroupPingpong {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
@@ -738,7 +767,7 @@ struct WarpgroupPingpong {
     init_stage_barriers<STAGES>(bars, 1);
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
-      if (threadIdx.x == 0) produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, 1, NBA, NBB>(base, bars, map_a, map_b, tiles, origin);
+      if (threadIdx.x == 0) produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, 1, NBA, NBB, COORDS>(base, bars, map_a, map_b, tiles, origin);
     } else {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
       const int c = wg - 1;
