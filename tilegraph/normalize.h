@@ -7,6 +7,10 @@
 //      elementwise ops moved before a Transpose, chains of view ops (Reshape, Transpose, Squeeze,
 //      Unsqueeze, Flatten, a Gather of one constant index) rewritten as one strided view in
 //      canonical form, and MatMul reading a Transpose of its B directly (attribute transB).
+//      0d. An erf GELU written out -- Div by sqrt(2) (or Mul by its inverse), Erf, Add 1, Mul by
+//      x, Mul by 0.5 (ConvNeXt-T and ViT from torchvision) -- becomes one Gelu op, computed in f32
+//      and rounded once (the ops rounded each intermediate), its intermediates read by nothing
+//      else.
 //   1. BatchNormalization folded into the convolution before it (inference mode, constant
 //      parameters, the convolution's output read by nothing else): W' = W * s per output channel
 //      and b' = (b - mean) * s + beta with s = gamma / sqrt(var + epsilon), computed once here.
@@ -53,7 +57,7 @@ struct NormalizeOptions {
   /// what it needs (Backend::conv_channel_alignment_bytes).
   int channel_alignment_bytes = 0;
   /// The clean-ups of normalize_views.h: scalar ops before transposes, view chains in canonical
-  /// form, MatMul reading a transposed B directly.
+  /// form, MatMul reading a transposed B directly; and an erf GELU written out as one Gelu op (0d).
   bool simplify_views = true;
   /// Per operand dtype: the multiple of bytes the rows of a MatMul's or Gemm's operands must start
   /// at for the backend's fast contraction family (rewrite 3); empty: never.
@@ -66,6 +70,7 @@ struct NormalizeReport {
   int view_chains = 0;          // chains of view ops rewritten in canonical form
   int view_ops_removed = 0;     // view ops fewer after that
   int matmuls_trans_b = 0;      // MatMuls reading a transposed B directly
+  int gelus = 0;                // erf GELUs written out as five ops, now one Gelu op
   int batch_norms_folded = 0;   // into the convolution before them
   int batch_norms_scaled = 0;   // run in NHWC as a per-channel scale and shift
   int convs_1d = 0;             // 1-D convolutions rewritten as 2-D ones over a height of 1
@@ -77,7 +82,7 @@ struct NormalizeReport {
   int contractions_aligned = 0;  // MatMuls and Gemms whose weight was re-laid out for aligned rows
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
-    return scalars_moved + view_chains + matmuls_trans_b + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
+    return scalars_moved + view_chains + matmuls_trans_b + gelus + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
                transposes_absorbed + convs_channels_padded + contractions_aligned + convs_1d > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops

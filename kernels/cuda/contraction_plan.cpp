@@ -775,7 +775,8 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
             for (int64_t split : {1, 2, 4})
               for (int64_t cluster : {1, 2})
                 // (A K split only where its blocks fit the SMs in one wave: tiles that leave SMs idle.)
-                if ((split == 1 || (persistent == 0 && pingpong == 0 && p.batch * p.tiles_m * ceil_div(p.n, bn) * split <= spec.compute.units)) &&
+                if ((split == 1 ||
+                     (persistent == 0 && pingpong == 0 && p.batch * p.tiles_m * ceil_div(p.n, bn) * split <= spec.compute.units)) &&
                     (cluster == 1 || (persistent == 1 && pingpong == 0 && split == 1)))
                   add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
                                 {"split_k", split}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent},
@@ -1001,7 +1002,8 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
       auto step = [](const GatherDim& g) { return static_cast<int>(g.m_axis >= 0 ? g.m_coeff : 1); };
       const GatherDim& ch = c.a_gather[dims - 1];
       const GatherDim& d1 = c.a_gather[dims - 2];
-      TensorMapParam a{c.a.tensor, d1.extent, ch.extent, d1.stride, static_cast<int>(points(d1) * step(d1)), kWgRowElems, {}, {}, 0, {}, {}};
+      TensorMapParam a{c.a.tensor, d1.extent, ch.extent, d1.stride, static_cast<int>(points(d1) * step(d1)), kWgRowElems,
+                       {}, {}, 0, {}, {}};
       a.element_strides = {1, step(d1)};
       for (int d = dims - 3; d >= 0; --d) {
         const GatherDim& g = c.a_gather[d];

@@ -108,7 +108,8 @@ void Emitter::emit_conv_coords(const ContractionPlan& c) {
     return e;
   };
   os_ << "    a1 = " << coord(c.a_gather[dims - 2]) << ";\n";
-  for (int d = dims - 3, j = 0; j < 3; --d, ++j) os_ << "    ab[" << j << "] = " << (d >= 0 ? coord(c.a_gather[d]) : std::string("0")) << ";\n";
+  for (int d = dims - 3, j = 0; j < 3; --d, ++j)
+    os_ << "    ab[" << j << "] = " << (d >= 0 ? coord(c.a_gather[d]) : std::string("0")) << ";\n";
   os_ << "  }\n};\n";
 }
 
@@ -210,7 +211,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  // a persistent grid: the block's tiles are blockIdx.x, blockIdx.x + gridDim.x, ... of " << c.batch * tiles
         << (c.pingpong ? " (its two consumers take turns: ping-pong)" : "") << "\n";
     os_ << "  int tsl_m0 = 0, tsl_n0 = 0;\n";
-    for (size_t i = 0; c.conv_box && i < c.m_axes.size(); ++i) os_ << "  int tsl_o" << i << " = 0;  // the box's first point along " << c.m_axes[i] << "\n";
+    for (size_t i = 0; c.conv_box && i < c.m_axes.size(); ++i)
+      os_ << "  int tsl_o" << i << " = 0;  // the box's first point along " << c.m_axes[i] << "\n";
     for (int b : c.batch_axes) os_ << "  long long tsl_x" << b << " = 0;\n";
     os_ << "  auto tsl_origin = [&](long long tsl_t, tsl::wg::TileAt& tsl_at) {\n";
   }
@@ -316,8 +318,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       std::string outside, flat = "0LL";
       for (int i = static_cast<int>(c.m_axes.size()) - 1; i >= 0; --i) {
         const int64_t t = c.box_tiles[i];
-        os_ << "    const long long tsl_x" << c.m_axes[i] << " = tsl_o" << i << (t > 1 ? cat(" + tsl_r % ", t, "LL; tsl_r /= ", t, "LL") : "")
-            << ";\n";
+        os_ << "    const long long tsl_x" << c.m_axes[i] << " = tsl_o" << i
+            << (t > 1 ? cat(" + tsl_r % ", t, "LL; tsl_r /= ", t, "LL") : "") << ";\n";
         if (c.m_extents[i] % t != 0) outside += cat(outside.empty() ? "" : " || ", "tsl_x", c.m_axes[i], " >= ", c.m_extents[i], "LL");
       }
       for (size_t i = 0; i < c.m_axes.size(); ++i) flat = cat("(", flat, ") * ", c.m_extents[i], "LL + tsl_x", c.m_axes[i]);

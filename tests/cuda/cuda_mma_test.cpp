@@ -782,7 +782,8 @@ TEST_CASE("cuda mma run: box-tiled convolutions on the wgmma kernel (plans, reco
   CHECK(nvrtc_compile_all(deep, sp, spec) >= 1);
   check_forced_on_gpu(deep, sp);
   // B is never shared by a cluster for a convolution.
-  ScheduledGroup shared = with_wgmma_variant(big, [](const KernelChoice& v) { return param_or(v, "persistent", 0) == 1; }, gi).groups[gi].group;
+  ScheduledGroup shared =
+      with_wgmma_variant(big, [](const KernelChoice& v) { return param_or(v, "persistent", 0) == 1; }, gi).groups[gi].group;
   shared.kernel.params["cluster_m"] = 2;
   why = families.check(big, shared, spec);
   REQUIRE(why.has_value());

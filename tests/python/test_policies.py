@@ -108,8 +108,15 @@ class HalvedTiles(tessel.Policy):
             threads = [min(t, e) for t, e in zip(best.threads, outer)] if best.threads else []
             tile = best.replace(levels=levels, threads=threads)
             assert tessel.Tile.from_json(tile.to_json()) == tile
-            g = ctx.group([n["id"]], {n["id"]: tile})
-            if ctx.check(g):  # a halving the hardware rules refuse: keep roller's tile
+            # A halving the tile rules refuse (ctx.group: e.g. a vector width that no longer
+            # divides the tile, on a host whose probe gave roller a narrow tile) or the hardware
+            # rules refuse (ctx.check): keep roller's tile.
+            try:
+                g = ctx.group([n["id"]], {n["id"]: tile})
+                refused = bool(ctx.check(g))
+            except tessel.UserError:
+                refused = True
+            if refused:
                 g = ctx.group([n["id"]], {n["id"]: best})
             else:
                 self.made.append(tile)

@@ -2,6 +2,8 @@
 // BatchNormalization folding and channels-last convolutions keep what the model computes -- each
 // rewritten model is interpreted and compared with the model as imported -- and rewrite what they
 // promise.
+#include <cmath>
+
 #include <doctest/doctest.h>
 
 #include "../model_builder.h"
@@ -106,6 +108,45 @@ ModelDef torch_mha(DType dt, int64_t B, int64_t S, int64_t H, int64_t d) {
   o = b.op("Gemm", {o, b.weight("w_out", {E, E}, 4, -0.2, 0.2), b.weight("b_out", {E}, 5, -0.1, 0.1)}, {{"transB", int64_t{1}}});
   o = b.op("Transpose", {b.op("Reshape", {o, b.weight_i64("sbe", {S, B, E})})}, perm({1, 0, 2}));
   return b.model({b.op("Add", {o, x})});
+}
+
+/// A scalar weight of the builder's dtype with value v.
+std::string scalar(ModelDef& m, const std::string& name, double v) {
+  const TensorType type{m.inputs.front().type.dtype, {}};
+  m.weights.push_back({name, type, std::make_shared<const HostTensor>(type, std::vector<double>{v})});
+  return name;
+}
+
+/// MatMul + bias, then x * 0.5 * (1 + erf(x / sqrt 2)) as exporters write it: `order` 0 is
+/// torch's Div, Erf, Add, Mul(x, .), Mul(., 0.5); 1 multiplies by 1 / sqrt 2 and takes x * 0.5
+/// first. `leak` also makes the Erf's output a model output (the pattern must then stay).
+ModelDef written_out_gelu(DType dt, int order, bool leak = false, double root = std::sqrt(2.0)) {
+  ModelBuilder b(dt);
+  const std::string x0 = b.input("x", {4, 24, 32});
+  const std::string x = b.op("Add", {b.op("MatMul", {x0, b.weight("w", {32, 48}, 1, -0.3, 0.3)}), b.weight("bias", {48}, 2)});
+  ModelDef m = b.model({x});
+  auto op = [&](const std::string& type, std::vector<std::string> in) {
+    OpDef d;
+    d.name = cat("g", m.ops.size());
+    d.op_type = type;
+    d.inputs = std::move(in);
+    d.outputs = {cat("g", m.ops.size(), "_out")};
+    m.ops.push_back(d);
+    return d.outputs[0];
+  };
+  std::string out;
+  if (order == 0) {
+    const std::string e = op("Erf", {op("Div", {x, scalar(m, "root2", root)})});
+    const std::string a = op("Add", {e, scalar(m, "one", 1.0)});
+    out = op("Mul", {op("Mul", {x, a}), scalar(m, "half", 0.5)});
+    if (leak) m.outputs.push_back(e);
+  } else {
+    const std::string e = op("Erf", {op("Mul", {scalar(m, "inv_root2", 1.0 / root), x})});
+    const std::string a = op("Add", {scalar(m, "one", 1.0), e});
+    out = op("Mul", {a, op("Mul", {scalar(m, "half", 0.5), x})});
+  }
+  m.outputs[0] = out;
+  return m;
 }
 
 int count_ops(const ModelDef& m, const std::string& type) {
@@ -472,6 +513,31 @@ TEST_CASE("normalize: exported attention compiles to the streamed attention kern
   CHECK(families(normalized)["flash"] == 1);
   r.normalize = NormalizeOptions{false, false, 0, false, {}};
   CHECK(families(compile(r))["flash"] == 0);
+}
+
+TEST_CASE("normalize: an erf GELU written out as five ops becomes one Gelu op") {
+  for (DType dt : {DType::f32, DType::f16})
+    for (int order : {0, 1}) {
+      INFO(dtype_name(dt), " order ", order);
+      const ModelDef m = written_out_gelu(dt, order);
+      NormalizeReport report;
+      const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+      CHECK(report.gelus == 1);
+      CHECK(count_ops(n, "Gelu") == 1);
+      CHECK(count_ops(n, "Erf") == 0);
+      CHECK(count_ops(n, "Div") == 0);
+      CHECK(count_ops(n, "Mul") == 0);
+      CHECK(n.outputs == m.outputs);
+      CHECK(report.summary().find("1 erf GELUs") != std::string::npos);
+      check_same_outputs(m, n, 7);
+    }
+  // Left as it is: an intermediate the model also outputs, another constant than sqrt 2.
+  for (const ModelDef& m : {written_out_gelu(DType::f32, 0, true), written_out_gelu(DType::f32, 0, false, 2.0)}) {
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+    CHECK(report.gelus == 0);
+    CHECK(count_ops(n, "Erf") == 1);
+  }
 }
 
 }  // namespace tessel::testing
