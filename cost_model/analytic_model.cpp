@@ -299,11 +299,11 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   if (boxed) {
     tiles_m = 1;
     for (int a = 0; a + 1 < ns; ++a) {
-      const int64_t t = param(cat("box", a).c_str(), 1);
+      const int64_t t = std::min(param(cat("box", a).c_str(), 1), std::max<int64_t>(extent(a), 1));
       tiles_m *= (extent(a) + t - 1) / t;
     }
   }
-  const int64_t k_tiles = param("k_tiles", 0);
+  const int64_t k_tiles = std::min(param("k_tiles", 0), std::max<int64_t>(k, 1));  // (a recorded value is at most K)
   const int64_t tiles = batch * tiles_m * ((n + bn - 1) / bn);
 
   CostBreakdown out;

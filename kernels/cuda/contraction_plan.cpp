@@ -650,7 +650,7 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
           int64_t coeff = 1;
           for (const GatherDim& g : p.a_gather)
             if (g.m_axis == p.m_axes[i]) coeff = g.m_coeff;
-          if (!is_pow2(box[i]) || box[i] * coeff > kMaxBoxExtent || (p.m_extents[i] == 1 && box[i] != 1))
+          if (!is_pow2(box[i]) || box[i] > kMaxBoxExtent / coeff || (p.m_extents[i] == 1 && box[i] != 1))
             return cat("a recorded box of ", box[i], " points along axis ", p.m_axes[i], " (powers of two, at most ", kMaxBoxExtent,
                        " elements of the input, 1 along a unit axis)");
           points *= box[i];

@@ -7,12 +7,14 @@
 // and, on a GPU, their results against the interpreter under the welder and roller schedules.
 // Without a GPU the run cases print [SKIP] and still compile every kernel.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
 #include "../model_builder.h"
+#include "cost_model/analytic_model.h"
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/kernel_families.h"
 #include "tilegraph/lower.h"
@@ -763,6 +765,15 @@ TEST_CASE("cuda mma run: box-tiled convolutions on the wgmma kernel (plans, reco
   why = families.check(g, bad, spec);
   REQUIRE(why.has_value());
   CHECK(why->find("a recorded box") != std::string::npos);
+  bad.kernel.params["box1"] = int64_t{1} << 62;  // refused without overflowing (UBSan checks)
+  why = families.check(g, bad, spec);
+  REQUIRE(why.has_value());
+  CHECK(why->find("a recorded box") != std::string::npos);
+  // The cost model reads recorded boxes and K tiles clamped to the extents, whatever they say.
+  bad.kernel.params["k_tiles"] = int64_t{1} << 62;
+  const CostBreakdown priced = AnalyticCostModel().estimate(g, bad, spec);
+  CHECK(std::isfinite(priced.latency_s));
+  CHECK(priced.latency_s > 0);
 
   // The persistent, ping-pong and split forms take the convolution's stages too.
   const OpGraph big = conv_nhwc(DType::bf16, {16, 40, 40, 64}, 128, 3, 1, 1, 1);
