@@ -20,6 +20,11 @@ const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 
 // Ops whose every output element depends only on the same element of each input (with numpy
 // broadcasting): they run in whichever layout their inputs have.
+// Rewrite 0d takes a constant as sqrt 2, 1 / sqrt 2, 1 or 0.5 within this relative distance: an
+// f16 weight of sqrt 2 is 1.4140625 (1.5e-4 off), a bf16 one 1.4140625 too; 1e-3 leaves room for
+// an exporter's rounding and none for another constant.
+constexpr double kGeluConstantTolerance = 1e-3;
+
 const std::set<std::string> kUnary = {"Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Sqrt", "Erf", "Gelu",
                                       "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish",
                                       "Clip", "Identity", "Reciprocal", "Floor", "Ceil", "Round", "Mish",
@@ -202,8 +207,6 @@ class Normalizer {
     report_.matmuls_trans_b = r.matmuls_trans_b;
   }
 
-  // ---- 1. BatchNormalization folding ------------------------------------------------------------
-
   // ---- 0d. An erf GELU written out as five ops ---------------------------------------------------
 
   /// The value of a float tensor of one element known at import (a weight or a Constant op's
@@ -241,7 +244,9 @@ class Normalizer {
       for (const std::string& in : out_.ops[i].inputs) readers[in].push_back(static_cast<int>(i));
     }
     const std::set<std::string> outputs(out_.outputs.begin(), out_.outputs.end());
-    auto near = [](std::optional<double> v, double want) { return v && std::abs(*v - want) <= 1e-3 * std::abs(want); };
+    auto near = [](std::optional<double> v, double want) {
+      return v && std::abs(*v - want) <= kGeluConstantTolerance * std::abs(want);
+    };
     // The op reading `t`, when it is the only reader and `t` is not a model output; -1 otherwise.
     auto sole_reader = [&](const std::string& t) {
       auto it = readers.find(t);
@@ -303,6 +308,9 @@ class Normalizer {
         continue;
       }
       if (std::any_of(pattern.begin(), pattern.end(), [&](int i) { return dead.count(i) > 0; })) continue;
+      // A constant of higher rank than x broadcasts the result to it: then it is not x's GELU.
+      const std::optional<TensorType> ht = type_of(h);
+      if (!ht || ht->shape != xt->shape || ht->dtype != xt->dtype) continue;
       dead.insert(pattern.begin(), pattern.end());
       OpDef g;
       g.name = fresh(out_.ops[e].name + "_gelu", op_names_);
@@ -320,6 +328,8 @@ class Normalizer {
     for (OpDef& g : added) kept.push_back(std::move(g));
     out_.ops = std::move(kept);
   }
+
+  // ---- 1. BatchNormalization folding ------------------------------------------------------------
 
   void fold_batch_norms() {
     std::map<std::string, int> producer, readers;

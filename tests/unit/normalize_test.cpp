@@ -531,8 +531,15 @@ TEST_CASE("normalize: an erf GELU written out as five ops becomes one Gelu op") 
       CHECK(report.summary().find("1 erf GELUs") != std::string::npos);
       check_same_outputs(m, n, 7);
     }
-  // Left as it is: an intermediate the model also outputs, another constant than sqrt 2.
-  for (const ModelDef& m : {written_out_gelu(DType::f32, 0, true), written_out_gelu(DType::f32, 0, false, 2.0)}) {
+  // Left as it is: an intermediate the model also outputs, another constant than sqrt 2, and a
+  // 0.5 of rank 4 that broadcasts the rank-3 result (then it is not x's GELU alone).
+  ModelDef broadcast = written_out_gelu(DType::f32, 0);
+  for (WeightDef& w : broadcast.weights)
+    if (w.name == "half") {
+      w.type.shape = {1, 1, 1, 1};
+      w.source = std::make_shared<const HostTensor>(w.type, std::vector<double>{0.5});
+    }
+  for (const ModelDef& m : {written_out_gelu(DType::f32, 0, true), written_out_gelu(DType::f32, 0, false, 2.0), broadcast}) {
     NormalizeReport report;
     const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
     CHECK(report.gelus == 0);
