@@ -253,6 +253,78 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
   return out;
 }
 
+// A group emitted by the vector family with its plan recorded (KernelChoice params vec, threads,
+// blocks; kernels/cuda/vector_plan.h): every thread computes `vec` consecutive elements of the
+// sink, holding the group's values in registers, so the schedule's tiles do not apply:
+//   - compute: every node's FLOPs on the SIMT units (f32 arithmetic);
+//   - device memory: every input once, the outputs once;
+//   - a window's taps come through L1 (the same array as shared memory: priced at its level):
+//     each read of a window node moves its element once per domain point (reduction points
+//     included), except a read that does not move along the node's last spatial axis -- a grouped
+//     window's input, shared by the vector's elements -- once per `vec` points.
+CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) {
+  CostBreakdown out;
+  const int device = device_level_index(spec);
+  const MemoryLevel& dram = spec.memory_levels[device];
+  const double simt_peak = spec.peak_flops(DType::f32, false);
+  TESSEL_ASSERT(simt_peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
+  const int64_t vec = std::max<int64_t>(1, group.kernel.params.at("vec"));
+  const int64_t threads = std::max<int64_t>(1, group.kernel.params.at("threads"));
+  auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
+  double compute_s = 0, compulsory = 0, written = 0, window_bytes = 0;
+  for (NodeId n : group.nodes) {
+    const TeNode& node = graph.node(n);
+    out.flops += static_cast<double>(node.flops());
+    compute_s += static_cast<double>(node.flops()) / simt_peak;
+    double points = 1;
+    for (const auto& axis : node.axes()) points *= static_cast<double>(axis.extent);
+    for (size_t k = 0; k < node.inputs().size(); ++k) {
+      const NodeId p = graph.producer(graph.node_inputs(n)[k]);
+      if (p >= 0 && in_group(p)) continue;
+      compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
+      if (node.num_reduction() == 0 || node.num_spatial() == 0) continue;
+      const bool shared = !node.inputs()[k].map.uses_axis(node.num_spatial() - 1);
+      window_bytes += points * dtype_bytes(node.inputs()[k].type.dtype) / (shared ? static_cast<double>(vec) : 1.0);
+    }
+    const TensorId result = graph.node_output(n);
+    bool leaves = n == group.nodes.back();
+    for (TensorId o : graph.outputs()) leaves |= o == result;
+    for (NodeId c : graph.consumers(result)) leaves |= !in_group(c);
+    if (leaves) written += static_cast<double>(bytes_of(graph.tensor(result).type));
+  }
+  const LimitSpec& lim = spec.limits;
+  out.blocks = group.kernel.params.count("blocks") ? group.kernel.params.at("blocks") : 1;
+  out.blocks_per_unit = std::max<int64_t>(1, std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / threads));
+  out.occupancy = static_cast<double>(out.blocks_per_unit * threads) / static_cast<double>(lim.max_threads_per_sm);
+  const int64_t concurrent = out.blocks_per_unit * spec.compute.units;
+  out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(concurrent));
+  const double active =
+      std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(spec.compute.units));
+  compute_s /= active;
+  std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
+  // The per-SM cache window reads hit: a cached SM-scoped level where the spec has one, else the
+  // SM's shared memory (the same array as L1 on the GPUs the specs describe).
+  const MemoryLevel* l1 = nullptr;
+  for (const MemoryLevel& level : spec.memory_levels)
+    if (level.scope == MemoryScope::sm && level.cache) l1 = l1 ? l1 : &level;
+  for (size_t i = 1; i < spec.memory_levels.size() && !l1; ++i)
+    if (spec.memory_levels[i].scope == MemoryScope::sm && spec.memory_levels[i].software_managed) l1 = &spec.memory_levels[i];
+  if (l1 && window_bytes > 0) levels.push_back({l1, window_bytes});
+  out.bound = "compute";
+  double worst = compute_s;
+  for (const auto& [level, bytes] : levels) {
+    const double seconds = bytes / (level->bandwidth_gbps * 1e9 * active);
+    out.memory.push_back({level->name, bytes, seconds});
+    if (seconds > worst) worst = seconds, out.bound = level->name;
+  }
+  out.notes.push_back(cat("vector kernel: ", vec, " elements per thread, values in registers; priced as the recorded plan"));
+  const double launch_s = spec.compute.launch_overhead_us * 1e-6;
+  out.term_ref("compute") = compute_s;
+  out.term_ref("launch") = launch_s;
+  out.latency_s = launch_s + worst / family_efficiency(spec, group, out);
+  return out;
+}
+
 // A contraction group emitted by a tensor-core family whose plan is recorded (KernelChoice
 // params block_m, block_n, block_k, stages, split_k, and warpgroups or warps_m x warps_n): the
 // kernel's own block tile, not the schedule's, decides the grid, the waves, the occupancy and the
@@ -479,6 +551,10 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       if (is_contraction(graph.node(n)) && (c < 0 || graph.node(n).flops() > graph.node(c).flops())) c = n;
     if (c >= 0 && graph.node(c).num_spatial() >= 1) return estimate_contraction_plan(graph, group, spec, c);
   }
+  // A vector family with its plan recorded: priced as that plan.
+  if (is_gpu(spec) && group.kernel.family == "vector" && group.kernel.params.count("vec") &&
+      group.kernel.params.count("threads"))
+    return estimate_vector_plan(graph, group, spec);
   CostBreakdown out;
   double compute_s = 0;  // the "compute" term
   const int device = device_level_index(spec);

@@ -588,9 +588,10 @@ class Normalizer {
     c.inputs[0] = nhwc(op.inputs[0]);
     const auto wt = type_of(op.inputs[1]);
     const WeightDef* wd = weight(op.inputs[1]);
-    if (attr_int(op, "group", 1) > 1 && wt && wt->shape[1] == 1 && wd) {
-      // A depthwise convolution (one input channel per group): constant weights re-laid out as
-      // [kH, kW, 1, M], so that its kernel reads a vector of channels' weights per tap.
+    if (attr_int(op, "group", 1) > 1 && wt && wd && !wd->sparsity) {
+      // A grouped or depthwise convolution: constant weights re-laid out as [kH, kW, C/g, M], so
+      // that its kernel reads a vector of output channels' weights per tap and input channel
+      // (the threads of a warp, on neighbouring output channels, read neighbouring weights).
       c.inputs[1] = add_weight(op.inputs[1] + "_hwio", transpose(values_of(*wd), {2, 3, 1, 0}));
       c.attrs["weight_layout"] = std::string("HWIO");
     } else {
@@ -744,7 +745,9 @@ class Normalizer {
   }
 
   /// Convolutions the model itself runs in NHWC get their input channels zero-padded like those
-  /// rewrite 2 converts (a ViT's patch embedding or a ConvNeXt stem over 3 RGB channels).
+  /// rewrite 2 converts (a ViT's patch embedding or a ConvNeXt stem over 3 RGB channels), and a
+  /// grouped or depthwise one's constant OHWI weights [M, kH, kW, C/g] the HWIO layout
+  /// [kH, kW, C/g, M] rewrite 2 gives a converted one.
   void pad_nhwc_convs() {
     refresh_weights();
     ops_.clear();
@@ -752,6 +755,12 @@ class Normalizer {
       if (op.op_type == "Conv" && op.domain.empty() && attr_string(op, "layout", "NCHW") == "NHWC" && op.inputs.size() >= 2 &&
           rank4(op.inputs[0]) && rank4(op.inputs[1]) && !op.attrs.count("weight_layout")) {
         OpDef c = op;
+        const WeightDef* wd = weight(op.inputs[1]);
+        if (attr_int(op, "group", 1) > 1 && wd && !wd->sparsity) {
+          c.inputs[1] = add_weight(op.inputs[1] + "_hwio", transpose(values_of(*wd), {1, 2, 3, 0}));
+          c.attrs["weight_layout"] = std::string("HWIO");
+          ++report_.grouped_hwio;
+        }
         pad_channels(op, c);
         op = std::move(c);
       }
@@ -869,6 +878,7 @@ std::string NormalizeReport::summary() const {
   if (convs_1d) out += cat(out.empty() ? "" : "; ", convs_1d, " 1-D convolutions as 2-D ones over a height of 1");
   if (convs_channels_padded && !convs_channels_last)
     out += cat(out.empty() ? "" : "; ", convs_channels_padded, " NHWC convolutions with input channels zero-padded");
+  if (grouped_hwio) out += cat(out.empty() ? "" : "; ", grouped_hwio, " NHWC grouped convolutions with HWIO weights");
   if (gelus) out += cat(out.empty() ? "" : "; ", gelus, " erf GELUs written out as five ops now one Gelu op");
   if (contractions_aligned) {
     out += cat(out.empty() ? "" : "; ", contractions_aligned, " contractions by a weight re-laid out for aligned rows");

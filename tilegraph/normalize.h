@@ -76,6 +76,7 @@ struct NormalizeReport {
   int convs_1d = 0;             // 1-D convolutions rewritten as 2-D ones over a height of 1
   int convs_channels_last = 0;  // NCHW convolutions run in NHWC
   int convs_channels_padded = 0;  // input channels zero-padded to the alignment (converted or NHWC already)
+  int grouped_hwio = 0;         // NHWC grouped (depthwise too) convolutions' constant weights re-laid out as HWIO
   int ops_channels_last = 0;    // other ops run in NHWC
   int transposes = 0;           // inserted where a tensor crosses between the layouts
   int transposes_absorbed = 0;  // the model's own Transposes to or from NHWC, made redundant
@@ -83,7 +84,7 @@ struct NormalizeReport {
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
     return scalars_moved + view_chains + matmuls_trans_b + gelus + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
-               transposes_absorbed + convs_channels_padded + contractions_aligned + convs_1d > 0;
+               transposes_absorbed + convs_channels_padded + grouped_hwio + contractions_aligned + convs_1d > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops
   /// in NHWC, 3 transposes".

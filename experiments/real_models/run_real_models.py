@@ -225,6 +225,8 @@ MODELS = [
      "inputs": image_inputs, "input_names": ["image"], "cases": [{"batch": 1}, {"batch": 8}]},
     {"name": "convnext_tiny", "family": "torchvision", "kind": "cnn", "build": torchvision_builder("convnext_tiny"),
      "inputs": image_inputs, "input_names": ["image"], "cases": [{"batch": 1}, {"batch": 8}]},
+    {"name": "resnext50", "family": "torchvision", "kind": "cnn", "build": torchvision_builder("resnext50_32x4d"),
+     "inputs": image_inputs, "input_names": ["image"], "cases": [{"batch": 1}, {"batch": 8}]},
     {"name": "vit_b_16", "family": "torchvision", "kind": "vision transformer",
      "build": torchvision_builder("vit_b_16"),
      "inputs": image_inputs, "input_names": ["image"], "cases": [{"batch": 1}, {"batch": 8}]},

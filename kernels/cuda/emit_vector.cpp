@@ -76,11 +76,23 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     bool narrow = true;
     for (const VectorRead& r : p.reads[i]) narrow &= r.read.type.num_elements() < (int64_t{1} << 30);
     const std::string it = narrow ? "int" : "long long", lit = narrow ? "" : "LL";
-    std::vector<std::string> xw(d);  // the node's axes: the vector's first point, then the taps
+    // The node's spatial coordinates at the vector's first element (a grouped window splits the
+    // sink's last axis m into m / Mg, m % Mg), then its reduction axes.
+    const int ns = nd.num_spatial(), last = ns - 1;
+    const int64_t split = p.split[i];
+    std::vector<std::string> sp(ns);
+    for (int a = 0; a < ns; ++a)
+      sp[a] = split == 0 || a < d - 1 ? base[a]
+                                      : cat("(", base[d - 1], a == d - 1 ? " / " : " % ", split, "LL)");
+    std::vector<std::string> xw(ns);
     std::string ind = "    ";
-    for (int a = 0; a < d; ++a) {
-      xw[a] = narrow ? fresh("tsl_n") : base[a];
-      if (narrow) os_ << ind << "const int " << xw[a] << " = static_cast<int>(" << base[a] << ");\n";
+    for (int a = 0; a < ns; ++a) {
+      xw[a] = narrow ? fresh("tsl_n") : sp[a];
+      if (narrow) os_ << ind << "const int " << xw[a] << " = static_cast<int>(" << sp[a] << ");\n";
+    }
+    if (p.channel_axis[i] >= 0) {
+      grouped_window(nd, p.reads[i], p.channel_axis[i], p.channel_vec[i], vec, xw, sp, acc, narrow);
+      continue;
     }
     const std::vector<int64_t> extents = nd.extents();
     for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
@@ -105,7 +117,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
         const std::string idx = fresh("i");
         os_ << ind << "const " << it << " " << idx << " = " << affine_text(row, xw, lit.c_str()) << ";\n";
         off += cat(" + ", idx, " * ", strides[q], lit);
-        steps[k] += row.coeffs[d - 1] * strides[q];
+        steps[k] += row.coeffs[last] * strides[q];
         if (q + 1 < r.read.type.rank() && (row.min_over(extents) < 0 || row.max_over(extents) >= r.read.type.shape[q]))
           inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", r.read.type.shape[q], lit);
       }
@@ -127,9 +139,9 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
     const std::string inner = ind + "  ";
     std::vector<std::string> xe = xw;
-    for (int a = 0; a < d; ++a) {
+    for (int a = 0; a < ns; ++a) {
       xe[a] = cat("tsl_y", a);
-      os_ << inner << "const long long " << xe[a] << " = " << base[a] << (a == d - 1 ? " + tsl_e" : "") << "; (void)" << xe[a]
+      os_ << inner << "const long long " << xe[a] << " = " << sp[a] << (a == last ? " + tsl_e" : "") << "; (void)" << xe[a]
           << ";\n";
     }
     std::vector<std::string> inputs(p.reads[i].size());
@@ -200,5 +212,110 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
   return os_.str();
 }
 
+// A grouped window: the taps outermost, then the group's channels `cv` at a time. Per step, each
+// read loads
+//   - a channel read that does not depend on the node's last axis (the input: a group's channels
+//     at one pixel): one vector of `cv` channels, shared by the elements (guarded at a padded
+//     border);
+//   - a channel read that does (weights [M, kh, kw, Cg]: an output channel's row): one vector of
+//     `cv` channels per element, at a fixed step;
+//   - an element read (weights [kh, kw, Cg, M], `VectorRead::guarded`): per channel, one vector of
+//     the `vec` elements' weights;
+// then every element's `cv` products. The plan guarantees that indices depending on the last axis
+// or the channel axis stay inside their tensors, so the only guard is a padded border's, which
+// moves with the taps alone.
+void Emitter::grouped_window(const TeNode& nd, const std::vector<VectorRead>& reads, int channel, int cv, int vec,
+                             std::vector<std::string> xw, const std::vector<std::string>& sp, const std::string& acc,
+                             bool narrow) {
+  const std::string it = narrow ? "int" : "long long", lit = narrow ? "" : "LL";
+  const std::vector<int64_t> extents = nd.extents();
+  const int ns = nd.num_spatial(), last = ns - 1;
+  const std::string at = acc_type(nd.output().dtype), comb = combiner_fn(nd.combiner());
+  std::string ind = "    ";
+  xw.resize(nd.num_axes());
+  int innermost = -1;
+  for (int a = ns; a < nd.num_axes(); ++a)
+    if (a != channel) innermost = a;
+  for (int a = ns; a < nd.num_axes(); ++a) {
+    if (a == channel) continue;
+    xw[a] = cat("tsl_k", a);
+    if (a == innermost) os_ << ind << "#pragma unroll\n";
+    os_ << ind << "for (" << it << " tsl_k" << a << " = 0; tsl_k" << a << " < " << extents[a] << lit << "; ++tsl_k" << a << ") {\n";
+    ind += "  ";
+  }
+  xw[channel] = "tsl_c";
+  const int64_t steps = extents[channel] / cv;
+  os_ << ind << (steps <= kVectorChannelUnroll ? "#pragma unroll\n" : cat("#pragma unroll ", kVectorChannelUnroll, "\n"));
+  os_ << ind << "for (" << it << " tsl_c = 0; tsl_c < " << extents[channel] << lit << "; tsl_c += " << cv << lit << ") {\n";
+  ind += "  ";
+  enum class Mode { shared, per_element, elements };
+  std::vector<std::string> regs(reads.size());
+  std::vector<Mode> mode(reads.size());
+  for (size_t k = 0; k < reads.size(); ++k) {
+    const RowRead& r = reads[k].read;
+    const std::vector<int64_t> strides = row_major_strides(r.type.shape);
+    std::string off = cat("0", lit), inside;
+    int64_t step = 0, channel_step = 0;
+    bool moves = false;
+    for (int q = 0; q < r.type.rank(); ++q) {
+      const AffineExpr& row = r.map.result(q);
+      const std::string idx = fresh("i");
+      os_ << ind << "const " << it << " " << idx << " = " << affine_text(row, xw, lit.c_str()) << ";\n";
+      off += cat(" + ", idx, " * ", strides[q], lit);
+      step += row.coeffs[last] * strides[q];
+      channel_step += row.coeffs[channel] * strides[q];
+      moves = moves || row.coeffs[last] != 0;
+      if (row.min_over(extents) < 0 || row.max_over(extents) >= r.type.shape[q])
+        inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", r.type.shape[q], lit);
+    }
+    mode[k] = reads[k].guarded ? Mode::elements : moves ? Mode::per_element : Mode::shared;
+    const std::string st = storage_type(r.type.dtype), o = fresh("tsl_o");
+    regs[k] = fresh("tsl_w");
+    os_ << ind << "const " << it << " " << o << " = " << off << ";\n";
+    const std::string pad = to_storage(r.type.dtype, literal(r.type.dtype, r.pad));
+    // (outer count, width, the outer index's step): per element or per channel, or one vector.
+    const int outer = mode[k] == Mode::per_element ? vec : mode[k] == Mode::elements ? cv : 1;
+    const int width = mode[k] == Mode::elements ? vec : cv;
+    const int64_t outer_step = mode[k] == Mode::per_element ? step : channel_step;
+    os_ << ind << st << " " << regs[k] << (outer > 1 || mode[k] != Mode::shared ? cat("[", outer, "]") : "") << "[" << width
+        << "];  // " << g_.tensor(r.tensor).name << "\n";
+    std::string dst = regs[k], src = cat("g_in", input_param(r.tensor), " + ", o);
+    if (mode[k] != Mode::shared) {
+      os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_u = 0; tsl_u < " << outer << "; ++tsl_u) ";
+      dst += "[tsl_u]";
+      src += cat(" + tsl_u * ", outer_step, lit);
+    } else {
+      os_ << ind;
+    }
+    const std::string load = cat("tsl::row_load<", st, ", ", width, ">(", dst, ", ", src, ");");
+    if (inside.empty()) os_ << load << "\n";
+    else os_ << "{\n" << ind << "  if (" << inside << ") " << load << "\n" << ind << "  else for (int tsl_j = 0; tsl_j < " << width
+             << "; ++tsl_j) " << dst << "[tsl_j] = " << pad << ";\n" << ind << "}\n";
+  }
+  os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+  os_ << ind << "  #pragma unroll\n" << ind << "  for (int tsl_j = 0; tsl_j < " << cv << "; ++tsl_j) {\n";
+  const std::string inner = ind + "    ";
+  std::vector<std::string> xe = xw;
+  for (int a = 0; a < ns; ++a) {
+    xe[a] = cat("tsl_y", a);
+    os_ << inner << "const long long " << xe[a] << " = " << sp[a] << (a == last ? " + tsl_e" : "") << "; (void)" << xe[a] << ";\n";
+  }
+  xe[channel] = "(tsl_c + tsl_j)";
+  std::vector<std::string> inputs(reads.size());
+  for (size_t k = 0; k < reads.size(); ++k) {
+    const DType rdt = reads[k].read.type.dtype;
+    inputs[k] = fresh("in");
+    const std::string element = mode[k] == Mode::shared ? "[tsl_j]" : mode[k] == Mode::per_element ? "[tsl_e][tsl_j]" : "[tsl_j][tsl_e]";
+    os_ << inner << "const " << ctype(rdt) << " " << inputs[k] << " = " << from_storage(rdt, regs[k] + element) << ";\n";
+  }
+  std::map<const ExprNode*, std::string> memo;
+  const std::string val = emit_expr(nd.body(), inputs, xe, memo, inner);
+  os_ << inner << acc << "[tsl_e] = " << comb << "(" << acc << "[tsl_e], static_cast<" << at << ">(" << val << "));\n";
+  os_ << ind << "  }\n" << ind << "}\n";
+  for (int a = ns; a < nd.num_axes(); ++a) {
+    ind.resize(ind.size() - 2);
+    os_ << ind << "}\n";
+  }
+}
 
 }  // namespace tessel::cuda::emitter

@@ -61,6 +61,10 @@ class Emitter {
   std::string row_kernel(const std::string& name, const RowPlan& r);
   std::string row_kernel_streamed(const std::string& name, const RowPlan& r);
   std::string vector_kernel(const std::string& name, const VectorPlan& p);
+  // A grouped window's accumulation into `acc` (vector_plan.h; emit_vector.cpp): `xw` holds the
+  // node's spatial coordinates at the vector's first element, `sp` the same as 64-bit expressions.
+  void grouped_window(const TeNode& nd, const std::vector<VectorRead>& reads, int channel, int cv, int vec,
+                      std::vector<std::string> xw, const std::vector<std::string>& sp, const std::string& acc, bool narrow);
 
  private:
   const OpGraph& g_;

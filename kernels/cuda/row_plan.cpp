@@ -91,9 +91,11 @@ bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const
   if (type.shape[rank - 1] % vec != 0) return false;
   for (int r = 0; r < rank; ++r) {
     const AffineExpr& row = map.result(r);
-    if (r == rank - 1 ? !row_is(row, axis) : row.coeffs[axis] != 0) return false;
+    if (r == rank - 1 ? !(row_is(row, axis) || vector_last_index(reader, row, axis, vec)) : row.coeffs[axis] != 0) return false;
   }
-  return reader.axes()[axis].extent <= type.shape[rank - 1];
+  const AffineExpr& last = map.result(rank - 1);
+  const std::vector<int64_t> extents = reader.extents();
+  return last.min_over(extents) >= 0 && last.max_over(extents) < type.shape[rank - 1];
 }
 
 std::optional<AffineMap> split_reshape_map(const std::vector<int64_t>& domain, const std::vector<int64_t>& shape) {

@@ -119,7 +119,9 @@ bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorT
 
 /// row_vector_access where the indices other than the last may leave the tensor (the kernel
 /// guards the vector load and fills the pad value instead): a window read of a convolution or a
-/// pooling along its channels. The last index must stay inside.
+/// pooling along its channels, or a grouped convolution's weights `[kh, kw, Cg, M]` along the
+/// output channels of a group (`g Mg + mg`: other terms in whole vectors). The last index must
+/// stay inside.
 bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
 
 /// A reshape that only splits dimensions (and adds or drops dimensions of size 1) read at a point

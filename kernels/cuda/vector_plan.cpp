@@ -23,6 +23,68 @@ bool is_identity(const AffineMap& map, int axes) {
   return true;
 }
 
+struct GroupedWindow {
+  int vec = 1;         // elements of the channel axis per vector load
+  std::string reason;  // why not, else empty
+};
+
+// The conditions of a grouped window (vector_plan.h) on `node`, whose reads `reads` (over its axes,
+// through any folded copy) sum the reduction axis `channel` along the last index of an input.
+// Each read is a channel read (its last index walks `channel`, with coefficient 1) or an element
+// read (its last index walks the node's last axis with coefficient 1, and no other index does:
+// weights laid out [kh, kw, Cg, M], a vector of the elements' weights per channel; the vector
+// width is checked once it is known, by element_read_fits).
+GroupedWindow grouped_window(const TeNode& node, const std::vector<VectorRead>& reads, int channel) {
+  const std::vector<int64_t> extents = node.extents();
+  const int last_spatial = node.num_spatial() - 1;
+  bool grouped = false;
+  int vec = kRowVectorBytes;
+  for (const VectorRead& r : reads) {
+    const AffineMap& map = r.read.map;
+    const int rank = map.num_results();
+    if (rank == 0) return {1, "reads a scalar in a grouped window"};
+    const AffineExpr& last = map.result(rank - 1);
+    const bool channel_read = last.coeffs[channel] == 1;
+    if (!channel_read && (last.coeffs[channel] != 0 || last.coeffs[last_spatial] != 1))
+      return {1, "reduces along the innermost dimension of an input (a contraction, not a window)"};
+    for (int q = 0; q < rank; ++q) {
+      const AffineExpr& row = map.result(q);
+      if (q + 1 < rank && channel_read && row.coeffs[channel] != 0)
+        return {1, "reduces its channels along more than the innermost dimension of an input"};
+      if (q + 1 < rank && !channel_read && row.coeffs[last_spatial] != 0)
+        return {1, "reads its last axis along more than the innermost dimension of an input"};
+      const bool inside = row.min_over(extents) >= 0 && row.max_over(extents) < r.read.type.shape[q];
+      if ((q + 1 == rank || row.coeffs[last_spatial] != 0 || row.coeffs[channel] != 0) && !inside)
+        return {1, "reads its channels or its last axis outside an input"};
+    }
+    if (!channel_read) continue;
+    for (int a = 0; a < node.num_spatial(); ++a) grouped |= last.coeffs[a] != 0;
+    vec = std::min(vec, kRowVectorBytes / std::max(1, dtype_bytes(r.read.type.dtype)));
+  }
+  if (!grouped)
+    return {1, "sums over channels of no group (a contraction over channels belongs to the tensor-core or generic families)"};
+  // Halved until every channel read's vectors are contiguous and aligned.
+  auto aligned = [&](int v) {
+    if (extents[channel] % v != 0) return false;
+    for (const VectorRead& r : reads) {
+      const AffineExpr& last = r.read.map.result(r.read.map.num_results() - 1);
+      if (last.coeffs[channel] != 1) continue;
+      if (r.read.type.shape.back() % v != 0 || last.offset % v != 0) return false;
+      for (size_t a = 0; a < last.coeffs.size(); ++a)
+        if (static_cast<int>(a) != channel && last.coeffs[a] % v != 0) return false;
+    }
+    return true;
+  };
+  while (vec > 1 && !aligned(vec)) vec /= 2;
+  return {vec, ""};
+}
+
+// Whether a grouped window's element read (grouped_window) is a vector of `vec` aligned elements.
+bool element_read_fits(const TeNode& node, const VectorRead& r, int channel, int vec) {
+  const AffineExpr& last = r.read.map.result(r.read.map.num_results() - 1);
+  return last.coeffs[channel] != 1 && row_vector_access_guarded(node, r.read.map, r.read.type, node.num_spatial() - 1, vec);
+}
+
 }  // namespace
 
 VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec) {
@@ -57,30 +119,46 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     if (folded[i]) continue;
     const TeNode& node = graph.node(group.nodes[i]);
     const std::vector<int64_t> all = node.extents();
-    if (std::vector<int64_t>(all.begin(), all.begin() + node.num_spatial()) != p.extents)
-      return fail(cat("'", node.name(), "' has another domain than the sink"));
+    const int ns = node.num_spatial();
+    const std::vector<int64_t> domain(all.begin(), all.begin() + ns);
+    int64_t split = 0;
+    if (domain != p.extents) {
+      // A grouped window: (g, mg) for the sink's last axis, its output their row-major merge.
+      const bool splits = node.num_reduction() != 0 && ns == d + 1 && node.output().shape == p.extents &&
+                          std::equal(p.extents.begin(), p.extents.end() - 1, domain.begin()) &&
+                          domain[d - 1] * domain[d] == p.extents[d - 1];
+      if (!splits) return fail(cat("'", node.name(), "' has another domain than the sink"));
+      split = domain[d];
+    }
+    int channel = -1, channel_vec = 1;
     if (node.num_reduction() != 0) {
-      // A window: each output reduces a few points (a depthwise convolution, a pooling).
+      // A window: each output reduces a few points (a depthwise convolution, a pooling), or a
+      // grouped window, which also sums a group's channels along the last index of its inputs.
       if (node.combiner() == Combiner::none) return fail(cat("'", node.name(), "' reduces without a combiner"));
-      int64_t points = 1;
-      for (int a = node.num_spatial(); a < node.num_axes(); ++a) points *= all[a];
-      if (points > kVectorMaxWindowPoints)
-        return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a window (",
-                        kVectorMaxWindowPoints, ")"));
-      // Across positions, not along the innermost dimension of what it reads: a contraction over
-      // channels (a GEMM, a 1x1 convolution) belongs to the tensor-core or generic families.
       for (const Access& acc : node.inputs()) {
         if (acc.map.num_results() == 0) continue;
         const AffineExpr& last = acc.map.result(acc.map.num_results() - 1);
-        for (int a = node.num_spatial(); a < node.num_axes(); ++a)
-          if (last.coeffs[a] != 0)
-            return fail(cat("'", node.name(), "' reduces along the innermost dimension of an input (a contraction, not a window)"));
+        for (int a = ns; a < node.num_axes(); ++a)
+          if (last.coeffs[a] != 0 && channel != a) {
+            if (channel >= 0)
+              return fail(cat("'", node.name(), "' reduces along the innermost dimension of its inputs over two axes"));
+            channel = a;
+          }
       }
+      int64_t points = 1;
+      for (int a = ns; a < node.num_axes(); ++a)
+        if (a != channel) points *= all[a];
+      if (points > kVectorMaxWindowPoints)
+        return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a window (",
+                        kVectorMaxWindowPoints, ")"));
     }
     if (i + 1 < n && generic.nodes[i].writes_global) return fail(cat("'", node.name(), "' also writes device memory"));
-    if (i + 1 < n && generic.nodes[i].reshaped) return fail(cat("'", node.name(), "' reshapes its output inside the group"));
+    if (i + 1 < n && generic.nodes[i].reshaped && split == 0)
+      return fail(cat("'", node.name(), "' reshapes its output inside the group"));
     index_of[i] = static_cast<int>(p.nodes.size());
     p.nodes.push_back(group.nodes[i]);
+    p.split.push_back(split);
+    p.channel_axis.push_back(channel);
     std::vector<VectorRead> reads;
     const std::vector<TensorId>& ins = graph.node_inputs(group.nodes[i]);
     for (size_t k = 0; k < ins.size(); ++k) {
@@ -120,19 +198,44 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
       }
       reads.push_back(r);
     }
+    if (channel >= 0) {
+      const GroupedWindow gw = grouped_window(node, reads, channel);
+      if (!gw.reason.empty()) return fail(cat("'", node.name(), "' ", gw.reason));
+      channel_vec = gw.vec;
+    }
+    p.channel_vec.push_back(channel_vec);
     p.reads.push_back(std::move(reads));
   }
   // 16 bytes of the narrowest dtype read from or written to device memory, halved until it
   // divides the last axis.
   p.vec = std::max(1, kRowVectorBytes / std::max(1, min_bytes));
-  while (p.vec > 1 && p.extents.back() % p.vec != 0) p.vec /= 2;
-  if (p.vec < 2) return fail(cat("the last axis (", p.extents.back(), ") is not a multiple of two elements"));
+  auto fits = [&](int v) {
+    if (p.extents.back() % v != 0) return false;
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      if (p.split[i] > 0 && p.split[i] % v != 0) return false;
+      if (p.channel_axis[i] < 0) continue;
+      for (const VectorRead& r : p.reads[i]) {
+        const AffineExpr& last = r.read.map.result(r.read.map.num_results() - 1);
+        if (last.coeffs[p.channel_axis[i]] != 1 && !element_read_fits(graph.node(p.nodes[i]), r, p.channel_axis[i], v)) return false;
+      }
+    }
+    return true;
+  };
+  while (p.vec > 1 && !fits(p.vec)) p.vec /= 2;
+  if (p.vec < 2) {
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      if (p.channel_axis[i] >= 0 && p.extents.back() % 2 == 0)
+        return fail(cat("'", graph.node(p.nodes[i]).name(),
+                        "' has no vector of two elements (its groups' output channels, or its weights' alignment)"));
+    return fail(cat("the last axis (", p.extents.back(), ") is not a multiple of two elements"));
+  }
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const TeNode& node = graph.node(p.nodes[i]);
     for (VectorRead& r : p.reads[i]) {
       if (r.producer >= 0) continue;
       if (node.num_reduction() == 0) r.vector = row_vector_access(node, r.read.map, r.read.type, d - 1, p.vec);
-      else r.guarded = row_vector_access_guarded(node, r.read.map, r.read.type, d - 1, p.vec);
+      else if (p.channel_axis[i] < 0) r.guarded = row_vector_access_guarded(node, r.read.map, r.read.type, node.num_spatial() - 1, p.vec);
+      else r.guarded = element_read_fits(node, r, p.channel_axis[i], p.vec);
     }
   }
   const int warp = static_cast<int>(spec.compute.simd_width);

@@ -19,6 +19,16 @@
 //     readers' maps and never computed (the copies before an attention's Q and K scaling);
 //   * no read is a gather;
 //   * the last axis is a multiple of a vector width of at least two elements.
+// A grouped convolution (channels-last, OHWI weights, groups > 1 with more than one input channel
+// per group) is a *grouped window*: its domain is (n, o..., g, mg) and its output the channels
+// m = g Mg + mg, so its domain splits the sink's last axis in two (allowed for a window whose
+// output is the row-major merge of its domain; `vec` divides Mg, so a vector's elements share
+// their group), and besides its taps it sums one reduction axis c (the group's input channels)
+// along the last index of every input (x at g Cg + c, w at c). It is accumulated tap by tap, c a
+// vector of up to 16 bytes at a time: the input's vector shared by the elements (guarded at the
+// padded border), the weights' one vector per element (its row of w). A contraction over channels
+// that involves no group (a GEMM, a dense convolution: no input's last index depends on a spatial
+// axis) stays with the tensor-core or generic families.
 // Reads of device memory may be any affine map; those that walk the last axis contiguously
 // (row_plan.h's row_vector_access: the last index is the last axis, no other index depends on it,
 // the tensor's last dimension a multiple of the width, never out of bounds) are vector loads. A
@@ -51,6 +61,11 @@ struct VectorPlan {
   int vec = 1;                                  // elements per thread and access
   int threads = 0;                              // per block
   int64_t blocks = 0;                           // grid (a grid-stride loop covers the rest)
+  // Per node (in `nodes` order), for grouped windows (file comment):
+  std::vector<int64_t> split;       // 0, or Mg: the node's domain splits the sink's last axis m into
+                                    // (g, mg), m = g Mg + mg; `vec` divides Mg
+  std::vector<int> channel_axis;    // -1, or the reduction axis summed along every input's last index
+  std::vector<int> channel_vec;     // that axis's elements per vector load
 };
 
 struct VectorMatch {
@@ -63,6 +78,9 @@ inline constexpr int kVectorBlockThreads = 256;
 /// Design choice: the most points a node may reduce per output in the vector kernel (a 16x16
 /// window); longer reductions leave one thread too much serial work and take another family.
 inline constexpr int64_t kVectorMaxWindowPoints = 256;
+/// Design choice: a grouped window's channel loop is unrolled whole up to this many vector steps
+/// (a ResNeXt group of 4 to 32 halves: 1 to 4), by this many beyond.
+inline constexpr int kVectorChannelUnroll = 8;
 
 /// Checks the conditions of the file comment for `group` and plans the vector kernel.
 VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic, const HwSpec& spec);

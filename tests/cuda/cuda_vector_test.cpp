@@ -4,6 +4,8 @@
 // (bias, scalars, a column), transposed reads, casts between widths, integers and booleans, odd
 // sizes (every vector width down to 2), and windows (depthwise convolutions, max pooling in NHWC,
 // padded borders, strides).
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
@@ -91,6 +93,23 @@ OpGraph depthwise(DType dt, int64_t n, int64_t h, int64_t w, int64_t c, int64_t 
   return b.graph(b.op("Relu", {y}));
 }
 
+/// relu(grouped_conv(x) + bias) in NHWC with OHWI weights [m, k, k, c / groups]: a grouped window
+/// (its domain (n, h, w, g, mg) splits the channels m, its group's c / groups input channels summed
+/// along the last index of x and w).
+/// With `hwio`, the weights are [k, k, c / groups, m] (weight_layout "HWIO", as the normalize stage
+/// lays them out): per input channel, a vector of the elements' weights.
+OpGraph grouped(DType dt, int64_t n, int64_t h, int64_t w, int64_t c, int64_t m, int64_t groups, int64_t k,
+                int64_t stride, int64_t pad, bool hwio = false) {
+  ModelBuilder b(dt);
+  std::map<std::string, AttrValue> attrs = {{"layout", std::string("NHWC")}, {"group", groups},
+                                            {"strides", std::vector<int64_t>{stride, stride}},
+                                            {"pads", std::vector<int64_t>{pad, pad, pad, pad}}};
+  if (hwio) attrs["weight_layout"] = std::string("HWIO");
+  const std::vector<int64_t> wshape = hwio ? std::vector<int64_t>{k, k, c / groups, m} : std::vector<int64_t>{m, k, k, c / groups};
+  const std::string y = b.op("Conv", {b.input("x", {n, h, w, c}), b.weight("w", wshape, 6), b.weight("bias", {m}, 7)}, attrs);
+  return b.graph(b.op("Relu", {y}));
+}
+
 /// MaxPool 3x3, stride 2, pad 1 in NHWC (ResNet's stem pooling): the pad value is the lowest.
 OpGraph max_pool_nhwc(DType dt, int64_t n, int64_t h, int64_t c) {
   ModelBuilder b(dt);
@@ -121,6 +140,19 @@ std::vector<VectorCase> vector_cases() {
   add("depthwise f32 7x7 stride 1 pad 3, 1x9x9x6 (vector of 2)", depthwise(DType::f32, 1, 9, 9, 6, 7, 1, 3));
   add("depthwise f16 HWIO weights 7x7 pad 3, 2x10x9x64", depthwise(DType::f16, 2, 10, 9, 64, 7, 1, 3, true));
   add("max pool f16 3x3 stride 2 pad 1, 2x17x64", max_pool_nhwc(DType::f16, 2, 17, 64));
+  add("grouped f16 3x3 pad 1, 8 groups of 4 -> 4, 2x9x7x32", grouped(DType::f16, 2, 9, 7, 32, 32, 8, 3, 1, 1));
+  add("grouped f16 3x3 stride 2 pad 1, 4 groups of 8 -> 8, 1x11x11x32", grouped(DType::f16, 1, 11, 11, 32, 32, 4, 3, 2, 1));
+  add("grouped bf16 3x3 pad 1, 2 groups of 24 -> 16 (channel vectors of 8, 3 steps)",
+      grouped(DType::bf16, 1, 6, 5, 48, 32, 2, 3, 1, 1));
+  add("grouped f32 1x1, 3 groups of 6 -> 2 (channel vectors of 2, vector of 2)", grouped(DType::f32, 2, 4, 5, 18, 6, 3, 1, 1, 0));
+  add("grouped f16 3x3 pad 1, 16 groups of 2 -> 1 (one output channel per group)", grouped(DType::f16, 1, 5, 6, 32, 16, 16, 3, 1, 1));
+  add("grouped f16 5x5 pad 2, depthwise multiplier 2 (1 -> 2 per group)", grouped(DType::f16, 1, 7, 6, 16, 32, 16, 5, 1, 2));
+  add("grouped f16 3x3 pad 1, 4 groups of 3 -> 4 (odd channels: scalar channel steps)", grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1));
+  add("grouped f16 3x3 pad 1, 2 groups of 72 -> 8 (channel loop partly unrolled)", grouped(DType::f16, 1, 4, 4, 144, 16, 2, 3, 1, 1));
+  add("grouped f16 HWIO 3x3 pad 1, 8 groups of 4 -> 4, 2x9x7x32", grouped(DType::f16, 2, 9, 7, 32, 32, 8, 3, 1, 1, true));
+  add("grouped bf16 HWIO 3x3 stride 2 pad 1, 4 groups of 8 -> 16, 1x11x11x32", grouped(DType::bf16, 1, 11, 11, 32, 64, 4, 3, 2, 1, true));
+  add("grouped f32 HWIO 1x1, 3 groups of 6 -> 2", grouped(DType::f32, 2, 4, 5, 18, 6, 3, 1, 1, 0, true));
+  add("grouped f16 HWIO 3x3 pad 1, 4 groups of 3 -> 4 (odd channels)", grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1, true));
   return out;
 }
 
@@ -198,6 +230,46 @@ TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows 
   const cuda::GeneratedKernel wide = welder_kernel(depthwise(DType::f16, 1, 40, 40, 16, 17, 1, 8));
   CHECK(wide.path != "vector");
   CHECK(wide.vector_reason.find("more than a window") != std::string::npos);
+}
+
+TEST_CASE("cuda vector: grouped convolutions are grouped windows, their channels read a vector at a time") {
+  // 8 groups of 4 -> 4: the conv's domain (n, h, w, g, mg) splits the sink's channels; the vector
+  // of 4 output channels shares a group, each step reads 4 input channels of x (shared) and of
+  // each element's weight row.
+  const cuda::GeneratedKernel k = welder_kernel(grouped(DType::f16, 2, 9, 7, 32, 32, 8, 3, 1, 1));
+  REQUIRE(k.path == "vector");
+  const cuda::VectorPlan& p = *k.vector;
+  CHECK(p.vec == 4);
+  const auto conv = std::find_if(p.split.begin(), p.split.end(), [](int64_t s) { return s > 0; });
+  REQUIRE(conv != p.split.end());
+  const size_t at = static_cast<size_t>(conv - p.split.begin());
+  CHECK(*conv == 4);
+  CHECK(p.channel_axis[at] >= 0);
+  CHECK(p.channel_vec[at] == 4);
+  CHECK(k.source.find("tsl_c += 4") != std::string::npos);
+  // Weights [kh, kw, Cg, M]: per input channel, one vector of the 4 elements' weights (guarded).
+  const cuda::GeneratedKernel h = welder_kernel(grouped(DType::f16, 2, 9, 7, 32, 32, 8, 3, 1, 1, true));
+  REQUIRE(h.path == "vector");
+  CHECK(h.vector->vec == 4);
+  bool element_read = false;
+  for (const std::vector<cuda::VectorRead>& rs : h.vector->reads)
+    for (const cuda::VectorRead& r : rs) element_read |= r.guarded;
+  CHECK(element_read);
+  // Groups of 24 bf16 channels: vectors of 8, three steps; 3 channels per group: one at a time.
+  const cuda::GeneratedKernel wide = welder_kernel(grouped(DType::bf16, 1, 6, 5, 48, 32, 2, 3, 1, 1));
+  REQUIRE(wide.path == "vector");
+  CHECK(wide.source.find("tsl_c += 8") != std::string::npos);
+  const cuda::GeneratedKernel odd = welder_kernel(grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1));
+  REQUIRE(odd.path == "vector");
+  CHECK(odd.source.find("tsl_c += 1") != std::string::npos);
+  // A dense convolution sums channels of no group: not a window (here, in f32, generic; in f16 the
+  // tensor-core families take it).
+  ModelBuilder b(DType::f32);
+  const OpGraph dense_graph = b.graph(b.op("Conv", {b.input("x", {1, 6, 6, 16}), b.weight("w", {8, 3, 3, 16}, 6)},
+                                          {{"layout", std::string("NHWC")}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+  const cuda::GeneratedKernel dense = welder_kernel(dense_graph);
+  CHECK(dense.path == "generic");
+  CHECK(dense.vector_reason.find("sums over channels of no group") != std::string::npos);
 }
 
 TEST_CASE("cuda vector: groups outside the path keep the generic kernel and say why") {

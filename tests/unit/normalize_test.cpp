@@ -283,6 +283,38 @@ TEST_CASE("normalize: an RGB stem convolution gets its input channels zero-padde
   CHECK(unpadded.convs_channels_padded == 0);
 }
 
+TEST_CASE("normalize: grouped and depthwise convolutions get HWIO weights, NCHW or NHWC in the model") {
+  for (const bool nhwc : {true, false}) {
+    INFO("model layout NHWC: ", nhwc);
+    ModelBuilder b(DType::f16);
+    const std::string x = nhwc ? b.input("x", {2, 9, 9, 16}) : b.input("x", {2, 16, 9, 9});
+    auto conv = [&](const std::string& w, int64_t groups) {
+      std::map<std::string, AttrValue> attrs = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", groups}};
+      if (nhwc) attrs["layout"] = std::string("NHWC");
+      return b.op("Conv", {x, w}, attrs);
+    };
+    const std::vector<int64_t> dw_shape = nhwc ? std::vector<int64_t>{16, 3, 3, 1} : std::vector<int64_t>{16, 1, 3, 3};
+    const std::vector<int64_t> g_shape = nhwc ? std::vector<int64_t>{16, 3, 3, 4} : std::vector<int64_t>{16, 4, 3, 3};
+    const std::string dw = conv(b.weight("w_dw", dw_shape, 1, -0.3, 0.3), 16);
+    const std::string gr = conv(b.weight("w_g", g_shape, 2, -0.3, 0.3), 4);
+    const ModelDef m = b.model({b.op("Add", {dw, gr})});
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 16, true, {}}, &report);
+    CHECK(report.grouped_hwio == (nhwc ? 2 : 0));
+    if (nhwc) CHECK(report.summary().find("2 NHWC grouped convolutions with HWIO weights") != std::string::npos);
+    int hwio = 0;
+    for (const OpDef& op : n.ops)
+      if (op.op_type == "Conv") {
+        REQUIRE(op.attrs.count("weight_layout"));
+        CHECK(std::get<std::string>(op.attrs.at("weight_layout")) == "HWIO");
+        ++hwio;
+      }
+    CHECK(hwio == 2);
+    check_same_outputs(m, n, 31);
+  }
+}
+
 TEST_CASE("normalize: 1-D convolutions (Whisper's front end) run as 2-D ones, channels-last, on tensor cores") {
   ModelBuilder b(DType::f16);
   const std::string x = b.input("x", {2, 16, 50});
