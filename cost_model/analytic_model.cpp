@@ -255,7 +255,8 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
 
 // A group emitted by the vector family with its plan recorded (KernelChoice params vec, threads,
 // blocks; kernels/cuda/vector_plan.h): every thread computes `vec` consecutive elements of the
-// sink, holding the group's values in registers, so the schedule's tiles do not apply:
+// sink, holding the group's values in registers, so the schedule's tiles do not apply (the same
+// for the transpose family, a copy through shared-memory tiles read and written whole):
 //   - compute: every node's FLOPs on the SIMT units (f32 arithmetic);
 //   - device memory: every input once, the outputs once;
 //   - a window's taps come through L1 (the same array as shared memory: priced at its level):
@@ -268,7 +269,7 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
   const MemoryLevel& dram = spec.memory_levels[device];
   const double simt_peak = spec.peak_flops(DType::f32, false);
   TESSEL_ASSERT(simt_peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
-  const int64_t vec = std::max<int64_t>(1, group.kernel.params.at("vec"));
+  const int64_t vec = group.kernel.params.count("vec") ? std::max<int64_t>(1, group.kernel.params.at("vec")) : 1;
   const int64_t threads = std::max<int64_t>(1, group.kernel.params.at("threads"));
   auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
   double compute_s = 0, compulsory = 0, written = 0, window_bytes = 0;
@@ -317,7 +318,9 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
     out.memory.push_back({level->name, bytes, seconds});
     if (seconds > worst) worst = seconds, out.bound = level->name;
   }
-  out.notes.push_back(cat("vector kernel: ", vec, " elements per thread, values in registers; priced as the recorded plan"));
+  out.notes.push_back(group.kernel.family == "transpose"
+                          ? std::string("tiled transpose: input and output once, each along its contiguous axis; priced as the recorded plan")
+                          : cat("vector kernel: ", vec, " elements per thread, values in registers; priced as the recorded plan"));
   const double launch_s = spec.compute.launch_overhead_us * 1e-6;
   out.term_ref("compute") = compute_s;
   out.term_ref("launch") = launch_s;
@@ -552,7 +555,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     if (c >= 0 && graph.node(c).num_spatial() >= 1) return estimate_contraction_plan(graph, group, spec, c);
   }
   // A vector family with its plan recorded: priced as that plan.
-  if (is_gpu(spec) && group.kernel.family == "vector" && group.kernel.params.count("vec") &&
+  if (is_gpu(spec) && ((group.kernel.family == "vector" && group.kernel.params.count("vec")) || group.kernel.family == "transpose") &&
       group.kernel.params.count("threads"))
     return estimate_vector_plan(graph, group, spec);
   CostBreakdown out;

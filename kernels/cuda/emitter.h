@@ -6,6 +6,7 @@
 //   emit_mma.cpp      the tensor-core kernel (mma.sync and wgmma; contraction_plan.h)
 //   emit_flash.cpp    the streamed attention kernel (attention_plan.h)
 //   emit_vector.cpp   the vector kernel (vector_plan.h)
+//   emit_transpose.cpp  the tiled transpose kernel (transpose_plan.h)
 //   emit_row.cpp      the row kernel (row_plan.h)
 // Internal to kernels/cuda/.
 #pragma once
@@ -61,6 +62,7 @@ class Emitter {
   std::string row_kernel(const std::string& name, const RowPlan& r);
   std::string row_kernel_streamed(const std::string& name, const RowPlan& r);
   std::string vector_kernel(const std::string& name, const VectorPlan& p);
+  std::string transpose_kernel(const std::string& name, const TransposePlan& p);
   // A grouped window's accumulation into `acc` (vector_plan.h; emit_vector.cpp): `xw` holds the
   // node's spatial coordinates at the vector's first element, `sp` the same as 64-bit expressions.
   void grouped_window(const TeNode& nd, const std::vector<VectorRead>& reads, int channel, int cv, int vec,

@@ -46,6 +46,7 @@ std::string declined_comments(const KernelChoice& k) {
                                                         {"wgmma", "warpgroup MMA not used: "},
                                                         {"mma", "tensor cores not used: "},
                                                         {"row", "row kernel not used: "},
+                                                        {"transpose", "tiled transpose not used: "},
                                                         {"vector", "vector kernel not used: "}};
   for (const auto& [family, label] : labels)
     if (const std::string why = declined(k, family); !why.empty()) out += cat("// ", label, why, "\n");
@@ -69,6 +70,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   k.mma_reason = declined(choice, "mma");
   k.row_reason = declined(choice, "row");
   k.vector_reason = declined(choice, "vector");
+  k.transpose_reason = declined(choice, "transpose");
   const GroupPlan generic = plan_group(graph, group, spec);
   // The recorded family's plan, derived from the group; its parameters must be the recorded ones.
   auto illegal = [&](const std::string& why) {
@@ -112,6 +114,14 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
     k.plan = row_group_plan(generic, *rows.plan);
     Emitter e(graph, k.plan, spec);
     source = e.row_kernel(kPlaceholder, *rows.plan);
+  } else if (choice.family == "transpose") {
+    TransposeMatch t = plan_transpose(graph, group, generic, spec);
+    if (!t.plan) throw illegal(t.reason);
+    check_params(family_params(*t.plan));
+    k.transpose = t.plan;
+    k.plan = transpose_group_plan(generic, *t.plan);
+    Emitter e(graph, k.plan, spec);
+    source = e.transpose_kernel(kPlaceholder, *t.plan);
   } else if (choice.family == "vector") {
     VectorMatch vectors = plan_vector(graph, group, generic, spec);
     if (!vectors.plan) throw illegal(vectors.reason);
@@ -127,7 +137,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
     source = e.kernel(kPlaceholder);
   } else {
     throw UserError("schedule", where + "/family",
-                    cat("unknown CUDA kernel family '", choice.family, "' (flash, wgmma, mma, row, vector, generic)"));
+                    cat("unknown CUDA kernel family '", choice.family, "' (flash, wgmma, mma, row, transpose, vector, generic)"));
   }
   finish_kernel(k, cat(declined_comments(choice), source), graph, schedule, index);
   return k;

@@ -20,6 +20,8 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
        {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit"}},
       {"row", "rows reduced and normalized in registers, or streamed in passes when too long (softmax, layer norm)",
        {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes"}},
+      {"transpose", "a permuting copy through shared-memory tiles, read and written along each side's contiguous axis",
+       {"tile", "threads", "blocks"}},
       {"vector", "an elementwise group, vector loads and stores over the sink's domain", {"vec", "threads", "blocks"}},
       {"generic", "any group: one thread per output element, reductions in a loop",
        {"threads", "blocks", "instructions_per_point"}},
@@ -37,6 +39,10 @@ std::map<std::string, int64_t> family_params(const ContractionPlan& p) { return 
 std::map<std::string, int64_t> family_params(const RowPlan& p) {
   return {{"vec", p.vec},         {"lanes", p.lanes},       {"chunks", p.chunks}, {"rows_per_block", p.rows_per_block},
           {"threads", p.threads}, {"streamed", p.streamed}, {"passes", p.passes}};
+}
+
+std::map<std::string, int64_t> family_params(const TransposePlan& p) {
+  return {{"tile", p.tile}, {"threads", p.threads()}, {"blocks", p.blocks}};
 }
 
 std::map<std::string, int64_t> family_params(const VectorPlan& p) {
@@ -84,6 +90,13 @@ KernelChoice CudaKernelFamilies::choose(const OpGraph& graph, const ScheduledGro
     return k;
   }
   k.rejected.push_back("row: " + r.reason);
+  const TransposeMatch t = plan_transpose(graph, group, generic, spec);
+  if (t.plan) {
+    k.family = "transpose";
+    k.params = family_params(*t.plan);
+    return k;
+  }
+  k.rejected.push_back("transpose: " + t.reason);
   const VectorMatch v = plan_vector(graph, group, generic, spec);
   if (v.plan) {
     k.family = "vector";

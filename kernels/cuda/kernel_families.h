@@ -4,6 +4,7 @@
 //   wgmma    a contraction with an elementwise epilogue on Hopper's warpgroup MMA + TMA (contraction_plan.h)
 //   mma      the same on mma.sync tensor-core instructions
 //   row      a group that reduces and normalizes rows: softmax, layer norm (row_plan.h)
+//   transpose  a permuting copy, tiled through shared memory (transpose_plan.h)
 //   vector   an elementwise group, vectorized over the sink's domain (vector_plan.h)
 //   generic  any group: one thread per output element, its reductions in a loop (group_plan.h)
 //
@@ -16,6 +17,7 @@
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/group_plan.h"
 #include "kernels/cuda/row_plan.h"
+#include "kernels/cuda/transpose_plan.h"
 #include "kernels/cuda/vector_plan.h"
 #include "policy/kernel_families.h"
 
@@ -39,6 +41,7 @@ class CudaKernelFamilies : public KernelFamilies {
 std::map<std::string, int64_t> family_params(const AttentionPlan& plan);
 std::map<std::string, int64_t> family_params(const ContractionPlan& plan);
 std::map<std::string, int64_t> family_params(const RowPlan& plan);
+std::map<std::string, int64_t> family_params(const TransposePlan& plan);
 std::map<std::string, int64_t> family_params(const VectorPlan& plan);
 /// The generic kernel's: its launch, and the instructions it issues per point of the iteration
 /// domain of its largest node (generic_instructions_per_point), which the cost model prices.

@@ -35,6 +35,10 @@ struct GroupedWindow {
 // weights laid out [kh, kw, Cg, M], a vector of the elements' weights per channel; the vector
 // width is checked once it is known, by element_read_fits).
 GroupedWindow grouped_window(const TeNode& node, const std::vector<VectorRead>& reads, int channel) {
+  // A convolution's sum of products of its input and weights; a pooling along its input's
+  // innermost dimension (NCHW) is not one.
+  if (reads.size() < 2 || node.combiner() != Combiner::sum)
+    return {1, "reduces along the innermost dimension of an input (a contraction, not a window)"};
   const std::vector<int64_t> extents = node.extents();
   const int last_spatial = node.num_spatial() - 1;
   bool grouped = false;
