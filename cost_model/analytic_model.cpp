@@ -155,6 +155,20 @@ int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwS
 
 namespace {
 
+// The slowest of `compute_s` and each level's bytes over its bandwidth (scaled by the `active`
+// fraction of the units): sets out.bound and out.memory, returns that time.
+double bound_time(const std::vector<std::pair<const MemoryLevel*, double>>& levels, double compute_s, double active,
+                  CostBreakdown& out) {
+  out.bound = "compute";
+  double worst = compute_s;
+  for (const auto& [level, bytes] : levels) {
+    const double seconds = bytes / (level->bandwidth_gbps * 1e9 * active);
+    out.memory.push_back({level->name, bytes, seconds});
+    if (seconds > worst) worst = seconds, out.bound = level->name;
+  }
+  return worst;
+}
+
 // A streamed attention group (group_footprint.h's StreamedAttention): the two contractions on the
 // tensor cores and the softmax's per-score work on the SIMT units; each block reads its Q tile
 // once and every key and value of its batch point (through the last-level cache, which keeps a
@@ -237,13 +251,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
       static_cast<double>(a.elem_bytes);
   std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
   if (llc >= 0) levels.push_back({&spec.memory_levels[llc], streamed + side_bytes + written});
-  out.bound = "compute";
-  double worst = compute_s;
-  for (const auto& [level, bytes] : levels) {
-    const double seconds = bytes / (level->bandwidth_gbps * 1e9 * active);
-    out.memory.push_back({level->name, bytes, seconds});
-    if (seconds > worst) worst = seconds, out.bound = level->name;
-  }
+  const double worst = bound_time(levels, compute_s, active, out);
   out.notes.push_back(cat("streamed attention: ", a.rows, " query rows per block, keys in chunks of ", a.chunk,
                           ", scores and probabilities in registers"));
   const double launch_s = spec.compute.launch_overhead_us * 1e-6;
@@ -311,13 +319,7 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
   for (size_t i = 1; i < spec.memory_levels.size() && !l1; ++i)
     if (spec.memory_levels[i].scope == MemoryScope::sm && spec.memory_levels[i].software_managed) l1 = &spec.memory_levels[i];
   if (l1 && window_bytes > 0) levels.push_back({l1, window_bytes});
-  out.bound = "compute";
-  double worst = compute_s;
-  for (const auto& [level, bytes] : levels) {
-    const double seconds = bytes / (level->bandwidth_gbps * 1e9 * active);
-    out.memory.push_back({level->name, bytes, seconds});
-    if (seconds > worst) worst = seconds, out.bound = level->name;
-  }
+  const double worst = bound_time(levels, compute_s, active, out);
   out.notes.push_back(group.kernel.family == "transpose"
                           ? std::string("tiled transpose: input and output once, each along its contiguous axis; priced as the recorded plan")
                           : cat("vector kernel: ", vec, " elements per thread, values in registers; priced as the recorded plan"));
