@@ -55,8 +55,8 @@ TransposeMatch plan_transpose(const OpGraph& graph, const ScheduledGroup& group,
     in_strides[q] = stride;
     stride *= acc.type.shape[q];
   }
-  std::vector<TransposeAxis> axes;  // merged, outermost first; axes of extent 1 dropped
-  std::vector<int> last_dim;        // per merged axis: the input dimension of its innermost axis
+  // The merged axes, innermost first (axes of extent 1 dropped), and per merged axis the input
+  // dimension of its outermost axis (the next axis out merges when it walks the dimension before).
   int64_t out_stride = 1;
   std::vector<TransposeAxis> rev;
   std::vector<int> rev_dim;

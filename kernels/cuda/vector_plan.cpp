@@ -35,8 +35,8 @@ struct GroupedWindow {
 // weights laid out [kh, kw, Cg, M], a vector of the elements' weights per channel; the vector
 // width is checked once it is known, by element_read_fits).
 GroupedWindow grouped_window(const TeNode& node, const std::vector<VectorRead>& reads, int channel) {
-  // A convolution's sum of products of its input and weights; a pooling along its input's
-  // innermost dimension (NCHW) is not one.
+  // A sum over two or more inputs (a convolution's input and weights); a pooling along its
+  // input's innermost dimension (NCHW) is not one.
   if (reads.size() < 2 || node.combiner() != Combiner::sum)
     return {1, "reduces along the innermost dimension of an input (a contraction, not a window)"};
   const std::vector<int64_t> extents = node.extents();
@@ -62,7 +62,14 @@ GroupedWindow grouped_window(const TeNode& node, const std::vector<VectorRead>& 
         return {1, "reads its channels or its last axis outside an input"};
     }
     if (!channel_read) continue;
-    for (int a = 0; a < node.num_spatial(); ++a) grouped |= last.coeffs[a] != 0;
+    // The channels in whole blocks of the group's extent (g Cg + c), not a window's w o + k.
+    if (last.offset % extents[channel] != 0)
+      return {1, "reduces along the innermost dimension of an input (a contraction, not a window)"};
+    for (int a = 0; a < node.num_spatial(); ++a) {
+      if (last.coeffs[a] % extents[channel] != 0)
+        return {1, "reduces along the innermost dimension of an input (a contraction, not a window)"};
+      grouped |= last.coeffs[a] != 0;
+    }
     vec = std::min(vec, kRowVectorBytes / std::max(1, dtype_bytes(r.read.type.dtype)));
   }
   if (!grouped)
@@ -211,7 +218,7 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     p.reads.push_back(std::move(reads));
   }
   // 16 bytes of the narrowest dtype read from or written to device memory, halved until it
-  // divides the last axis.
+  // divides the last axis (and a grouped window's Mg, and aligns its element reads).
   p.vec = std::max(1, kRowVectorBytes / std::max(1, min_bytes));
   auto fits = [&](int v) {
     if (p.extents.back() % v != 0) return false;

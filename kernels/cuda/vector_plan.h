@@ -8,27 +8,35 @@
 // A group qualifies when
 //   * no node reduces but over a window (at most kVectorMaxWindowPoints points per output, none
 //     along the innermost dimension of a tensor it reads: a depthwise convolution, a pooling --
-//     not a GEMM or a convolution over channels), reading device memory only (so its window needs
-//     no in-group values at other points); no node but the sink reshapes its output (the sink stores
-//     at its domain point's row-major offset, which a reshape keeps), and only the sink writes
+//     not a GEMM or a convolution over channels) or a grouped window (below), reading device
+//     memory only (so its window needs no in-group values at other points); no node but the sink
+//     reshapes its output (the sink stores at its domain point's row-major offset, which a
+//     reshape keeps) except a grouped window's split of the channels, and only the sink writes
 //     device memory;
-//   * every node's spatial domain is the sink's (same extents), and every read of an in-group node
-//     is at the reader's own point (the identity map), so one point indexes every node -- except
-//     in-group plain copies (a transpose, a fixed index, a reshape that only splits dimensions:
-//     body in0 of one in-bounds input, same dtype, read in bounds), which are folded into their
-//     readers' maps and never computed (the copies before an attention's Q and K scaling);
+//   * every node's spatial domain is the sink's (same extents; a grouped window's splits the last
+//     axis), and every read of an in-group node is at the reader's own point (the identity map),
+//     so one point indexes every node -- except in-group plain copies (a transpose, a fixed index,
+//     a reshape that only splits dimensions: body in0 of one in-bounds input, same dtype, read in
+//     bounds), which are folded into their readers' maps and never computed (the copies before an
+//     attention's Q and K scaling);
 //   * no read is a gather;
-//   * the last axis is a multiple of a vector width of at least two elements.
-// A grouped convolution (channels-last, OHWI weights, groups > 1 with more than one input channel
-// per group) is a *grouped window*: its domain is (n, o..., g, mg) and its output the channels
-// m = g Mg + mg, so its domain splits the sink's last axis in two (allowed for a window whose
-// output is the row-major merge of its domain; `vec` divides Mg, so a vector's elements share
-// their group), and besides its taps it sums one reduction axis c (the group's input channels)
-// along the last index of every input (x at g Cg + c, w at c). It is accumulated tap by tap, c a
-// vector of up to 16 bytes at a time: the input's vector shared by the elements (guarded at the
-// padded border), the weights' one vector per element (its row of w). A contraction over channels
-// that involves no group (a GEMM, a dense convolution: no input's last index depends on a spatial
-// axis) stays with the tensor-core or generic families.
+//   * the last axis is a multiple of a vector width of at least two elements, which also divides
+//     a grouped window's Mg and aligns its element reads.
+// A grouped convolution (channels-last, groups > 1 with more than one input channel per group) is
+// a *grouped window*: its domain is (n, o..., g, mg) and its output the channels m = g Mg + mg,
+// so its domain splits the sink's last axis in two (allowed for a window whose output is the
+// row-major merge of its domain; `vec` divides Mg, so a vector's elements share their group), and
+// besides its taps it sums one reduction axis c, the group's input channels, along the innermost
+// dimension of its input: x at g Cg + c, whole blocks of c's extent (every other term of that
+// index a multiple of it: an NCHW convolution's w o + k is not). It sums over two or more inputs
+// with a sum; each read is a channel read (its last index walks c: x, and OHWI weights [M, kh,
+// kw, Cg]) or an element read (its last index walks the node's last axis: HWIO weights [kh, kw,
+// Cg, M], as the normalize stage lays them out). It is accumulated tap by tap, c a vector of up to
+// 16 bytes at a time: the input's vector shared by the elements (guarded at the padded border),
+// OHWI weights one channel vector per element (its row of w), HWIO weights one element vector per
+// channel. A contraction over channels that involves no group (a GEMM, a dense convolution: no
+// channel read's last index depends on a spatial axis) stays with the tensor-core or generic
+// families.
 // Reads of device memory may be any affine map; those that walk the last axis contiguously
 // (row_plan.h's row_vector_access: the last index is the last axis, no other index depends on it,
 // the tensor's last dimension a multiple of the width, never out of bounds) are vector loads. A

@@ -270,6 +270,17 @@ TEST_CASE("cuda vector: grouped convolutions are grouped windows, their channels
   const cuda::GeneratedKernel dense = welder_kernel(dense_graph);
   CHECK(dense.path == "generic");
   CHECK(dense.vector_reason.find("sums over channels of no group") != std::string::npos);
+  // An NCHW convolution's input is read along W at w o + k: not whole blocks of channels (here
+  // unpadded, so every index stays inside): not a grouped window, dense or grouped.
+  for (const int64_t groups : {int64_t{1}, int64_t{4}}) {
+    INFO("NCHW, groups ", groups);
+    ModelBuilder nb(DType::f16);
+    const OpGraph nchw = nb.graph(nb.op("Conv", {nb.input("x", {1, 16, 8, 8}), nb.weight("w", {8, 16 / groups, 3, 3}, 6)},
+                                        {{"group", groups}}));
+    const cuda::GeneratedKernel k2 = welder_kernel(nchw);
+    CHECK(k2.path != "vector");
+    CHECK(k2.vector_reason.find("a contraction, not a window") != std::string::npos);
+  }
 }
 
 TEST_CASE("cuda vector: groups outside the path keep the generic kernel and say why") {
