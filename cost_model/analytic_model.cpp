@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "tilegraph/attention_pattern.h"
 #include "tilegraph/error.h"
@@ -281,6 +282,7 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
   const int64_t threads = std::max<int64_t>(1, group.kernel.params.at("threads"));
   auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
   double compute_s = 0, compulsory = 0, written = 0, window_bytes = 0;
+  std::set<TensorId> read;  // device memory sees each tensor once, however many nodes read it
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
     out.flops += static_cast<double>(node.flops());
@@ -288,9 +290,10 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
     double points = 1;
     for (const auto& axis : node.axes()) points *= static_cast<double>(axis.extent);
     for (size_t k = 0; k < node.inputs().size(); ++k) {
-      const NodeId p = graph.producer(graph.node_inputs(n)[k]);
+      const TensorId t = graph.node_inputs(n)[k];
+      const NodeId p = graph.producer(t);
       if (p >= 0 && in_group(p)) continue;
-      compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
+      if (read.insert(t).second) compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
       if (node.num_reduction() == 0 || node.num_spatial() == 0) continue;
       const bool shared = !node.inputs()[k].map.uses_axis(node.num_spatial() - 1);
       window_bytes += points * dtype_bytes(node.inputs()[k].type.dtype) / (shared ? static_cast<double>(vec) : 1.0);

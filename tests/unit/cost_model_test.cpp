@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "../model_builder.h"
 #include "../test_util.h"
 #include "cost_model/analytic_model.h"
 #include "cost_model/roofline_model.h"
@@ -129,6 +130,45 @@ TEST_CASE("a recorded tensor-core plan is priced as that plan, by hand, a family
   const CostBreakdown half = AnalyticCostModel().estimate(g, group, measured);
   CHECK(half.latency_s == doctest::Approx(2e-6 + 2 * c.term("compute")));
   CHECK(half.notes.back().find("reaches 0.5 of the roofline") != std::string::npos);
+}
+
+TEST_CASE("a recorded vector or transpose kernel is priced as that kernel, by hand: each tensor once, a window's taps in L1") {
+  const HwSpec spec = toy_gpu();
+  // x + x over 1024 x 1024 f32: device memory reads x once (4 MiB) and writes 4 MiB, whatever
+  // the schedule's tiles; 1 MFLOP on the SIMT units; 256-thread blocks, 8 per SM.
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {1024, 1024});
+  const OpGraph twice = b.graph(b.op("Add", {x, x}));
+  ScheduledGroup group = single(add_tiles());
+  group.kernel = KernelChoice{"vector", {{"vec", 4}, {"threads", 256}, {"blocks", 1024}}, {}};
+  const CostBreakdown c = AnalyticCostModel().estimate(twice, group, spec);
+  const double dram = 8.0 * (1 << 20);
+  REQUIRE(c.memory.size() == 1);
+  CHECK(c.memory[0].level == "dram");
+  CHECK(c.memory[0].bytes == dram);
+  CHECK(c.term("compute") == doctest::Approx(1024.0 * 1024 / 1e13));
+  CHECK(c.blocks == 1024);
+  CHECK(c.blocks_per_unit == 8);
+  CHECK(c.bound == "dram");
+  CHECK(c.latency_s == doctest::Approx(2e-6 + dram / 1e12));
+  // The transpose family: the same accounting, no vector width.
+  group.kernel = KernelChoice{"transpose", {{"tile", 32}, {"threads", 256}, {"blocks", 1024}}, {}};
+  CHECK(AnalyticCostModel().estimate(twice, group, spec).latency_s == doctest::Approx(c.latency_s));
+  // A 3x3 depthwise window over 1 x 8 x 8 x 64 (NHWC, HWIO weights): each of its 36864 points
+  // reads an element of x and one of w through L1 (the toy's smem level).
+  ModelBuilder d(DType::f32);
+  const OpGraph dw = d.graph(d.op("Conv", {d.input("x", {1, 8, 8, 64}), d.weight("w", {3, 3, 1, 64}, 3)},
+                                  {{"layout", std::string("NHWC")}, {"weight_layout", std::string("HWIO")}, {"group", int64_t{64}},
+                                   {"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+  ScheduledGroup window;
+  window.nodes = {0};
+  window.kernel = KernelChoice{"vector", {{"vec", 4}, {"threads", 256}, {"blocks", 4}}, {}};
+  const CostBreakdown w = AnalyticCostModel().estimate(dw, window, spec);
+  REQUIRE(w.memory.size() == 2);
+  CHECK(w.memory[1].level == "smem");
+  CHECK(w.memory[1].bytes == 36864.0 * 4 * 2);
+  // Four blocks keep 4 of the 10 SMs busy: every term at 0.4 of the chip.
+  CHECK(w.term("compute") == doctest::Approx(2.0 * 36864 / 1e13 / 0.4));
 }
 
 TEST_CASE("compute-bound: a 1024^3 f16 GEMM on the toy GPU's tensor cores, by hand") {
