@@ -2,6 +2,7 @@
 #include "kernels/cuda/emitter.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessel::cuda::emitter {
 
@@ -70,11 +71,24 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     os_ << "    " << at << " " << acc << "[" << vec << "];\n";
     os_ << "    #pragma unroll\n    for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << acc << "[tsl_e] = "
         << literal(dt, nd.init(), true) << ";\n";
-    // 32-bit index arithmetic when every tensor the window reads is under 2^30 elements, so that
-    // an offset a padded tap computes (a few rows outside) still fits an int (64-bit integer
-    // multiplies cost several instructions each, and a window computes an offset per tap).
+    // 32-bit index arithmetic when every index and offset the window computes fits an int over its
+    // whole domain, padded taps outside the tensor included (64-bit integer multiplies cost several
+    // instructions each, and a window computes an offset per tap): the sum over a read's indices of
+    // the largest magnitude each takes times its stride, plus a vector's steps, stays below 2^31.
+    const std::vector<int64_t> window_extents = nd.extents();
     bool narrow = true;
-    for (const VectorRead& r : p.reads[i]) narrow &= r.read.type.num_elements() < (int64_t{1} << 30);
+    for (int64_t e : window_extents) narrow &= e < (int64_t{1} << 30);
+    for (const VectorRead& r : p.reads[i]) {
+      const std::vector<int64_t> strides = row_major_strides(r.read.type.shape);
+      double reach = 0;  // doubles: the bound itself must not overflow
+      for (int q = 0; q < r.read.type.rank(); ++q) {
+        const AffineExpr& row = r.read.map.result(q);
+        const double most = std::max(std::abs(static_cast<double>(row.min_over(window_extents))),
+                                     std::abs(static_cast<double>(row.max_over(window_extents))));
+        reach += (most + kRowVectorBytes) * static_cast<double>(strides[q]);
+      }
+      narrow &= reach < static_cast<double>(int64_t{1} << 31);
+    }
     const std::string it = narrow ? "int" : "long long", lit = narrow ? "" : "LL";
     // The node's spatial coordinates at the vector's first element (a grouped window splits the
     // sink's last axis m into m / Mg, m % Mg), then its reduction axes.

@@ -283,6 +283,24 @@ TEST_CASE("cuda vector: grouped convolutions are grouped windows, their channels
   }
 }
 
+TEST_CASE("cuda vector: a window's index arithmetic is 32-bit only where every offset it computes fits") {
+  // A small depthwise convolution: 32-bit coordinates and offsets.
+  const cuda::GeneratedKernel small = welder_kernel(depthwise(DType::f16, 2, 13, 11, 48, 3, 1, 1));
+  REQUIRE(small.path == "vector");
+  CHECK(small.source.find("const int tsl_n") != std::string::npos);
+  // A tiny input under a huge padding (2^27 zeros, stride 2^20): the padded taps' offsets reach
+  // 2^33 elements though the tensor holds 128, so the window computes in 64 bits.
+  ModelBuilder b(DType::f16);
+  const std::string y = b.op("Conv", {b.input("x", {1, 4, 4, 8}), b.weight("w", {1, 1, 1, 8}, 6)},
+                             {{"layout", std::string("NHWC")}, {"weight_layout", std::string("HWIO")}, {"group", int64_t{8}},
+                              {"strides", std::vector<int64_t>{int64_t{1} << 20, int64_t{1} << 20}},
+                              {"pads", std::vector<int64_t>{int64_t{1} << 27, int64_t{1} << 27, int64_t{1} << 27, int64_t{1} << 27}}});
+  const cuda::GeneratedKernel huge = welder_kernel(b.graph(y));
+  REQUIRE(huge.path == "vector");
+  CHECK(huge.source.find("const int tsl_n") == std::string::npos);
+  CHECK(huge.source.find("for (long long tsl_k") != std::string::npos);
+}
+
 TEST_CASE("cuda vector: groups outside the path keep the generic kernel and say why") {
   // An odd last axis has no vector width.
   const cuda::GeneratedKernel odd = welder_kernel(chain(DType::f16, {4, 7}));
