@@ -55,23 +55,18 @@ TransposeMatch plan_transpose(const OpGraph& graph, const ScheduledGroup& group,
     in_strides[q] = stride;
     stride *= acc.type.shape[q];
   }
-  // The merged axes, innermost first (axes of extent 1 dropped), and per merged axis the input
-  // dimension of its outermost axis (the next axis out merges when it walks the dimension before).
+  // The merged axes, innermost first (axes of extent 1 dropped). An axis merges into the merged
+  // axis inside it when it steps over that one's whole extent in the input too (its input stride
+  // is the inner one's times its extent; in the output it always does, the axes being adjacent
+  // there): then (outer, inner) is one axis of both layouts, whatever dimensions of size 1 the
+  // input has between them.
   int64_t out_stride = 1;
   std::vector<TransposeAxis> rev;
-  std::vector<int> rev_dim;
   for (int a = d - 1; a >= 0; --a) {
     if (extents[a] == 1) continue;
     const int q = in_dim[a];
-    // Merge into the axis inside it when that walks the next input dimension (contiguous in both).
-    if (!rev.empty() && rev_dim.back() == q + 1 && rev.back().out_stride * rev.back().extent == out_stride &&
-        rev.back().in_stride * rev.back().extent == in_strides[q]) {
-      rev.back().extent *= extents[a];
-      rev_dim.back() = q;
-    } else {
-      rev.push_back({extents[a], in_strides[q], out_stride});
-      rev_dim.push_back(q);
-    }
+    if (!rev.empty() && rev.back().in_stride * rev.back().extent == in_strides[q]) rev.back().extent *= extents[a];
+    else rev.push_back({extents[a], in_strides[q], out_stride});
     out_stride *= extents[a];
   }
   if (rev.size() < 2) return fail("the copy is contiguous (one merged axis)");

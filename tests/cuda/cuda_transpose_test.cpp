@@ -30,6 +30,7 @@ std::vector<GraphCase> transpose_cases() {
   add("2-D f64 17x40", permute(DType::f64, {17, 40}, {1, 0}));
   add("2-D i8 64x96", permute(DType::i8, {64, 96}, {1, 0}));
   add("3-D i32 (heads) 6x37x40 -> (2, 0, 1)", permute(DType::i32, {6, 37, 40}, {2, 0, 1}));
+  add("4-D f16 3x1x5x40 -> (3, 1, 0, 2) (merged across a unit dimension)", permute(DType::f16, {3, 1, 5, 40}, {3, 1, 0, 2}));
   return out;
 }
 
@@ -60,6 +61,13 @@ TEST_CASE("cuda transpose: a permuting copy is a tiled transpose, its axes merge
   CHECK(five.transpose->a.extent == 4);
   CHECK(five.transpose->b.extent == 34);
   CHECK(five.transpose->batch.size() == 3);
+  // [A, 1, B, C] -> [C, 1, A, B]: A and B merge across the input's dimension of size 1, so the
+  // copy is one 2-D transpose of (A B) x C, no batch.
+  const cuda::GeneratedKernel unit = welder_kernel(permute(DType::f16, {3, 1, 5, 40}, {3, 1, 0, 2}));
+  REQUIRE(unit.path == "transpose");
+  CHECK(unit.transpose->a.extent == 15);
+  CHECK(unit.transpose->b.extent == 40);
+  CHECK(unit.transpose->batch.empty());
 }
 
 TEST_CASE("cuda transpose: copies contiguous on both sides stay with the vector kernel, and say why") {
