@@ -56,6 +56,17 @@ int last_level_cache_index(const HwSpec& spec, int device) {
   return l.cache && l.cache->shared ? i : -1;
 }
 
+// The per-SM level a window's repeated reads come through: a cached SM-scoped level where the spec
+// has one (an L1), else the SM's software-managed level after the registers (shared memory: the
+// same array as L1 on the GPUs the shipped specs describe); -1 when neither exists.
+int sm_cache_index(const HwSpec& spec) {
+  for (int i = 0; i < static_cast<int>(spec.memory_levels.size()); ++i)
+    if (spec.memory_levels[i].scope == MemoryScope::sm && spec.memory_levels[i].cache) return i;
+  for (int i = 1; i < static_cast<int>(spec.memory_levels.size()); ++i)
+    if (spec.memory_levels[i].scope == MemoryScope::sm && spec.memory_levels[i].software_managed) return i;
+  return -1;
+}
+
 bool is_gpu(const HwSpec& spec) { return spec.kind == "gpu"; }
 
 // The fraction of the roofline the group's kernel family reaches (HwSpec's family_efficiency;
@@ -314,14 +325,7 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
       std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(spec.compute.units));
   compute_s /= active;
   std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
-  // The per-SM cache window reads hit: a cached SM-scoped level where the spec has one, else the
-  // SM's shared memory (the same array as L1 on the GPUs the specs describe).
-  const MemoryLevel* l1 = nullptr;
-  for (const MemoryLevel& level : spec.memory_levels)
-    if (level.scope == MemoryScope::sm && level.cache) l1 = l1 ? l1 : &level;
-  for (size_t i = 1; i < spec.memory_levels.size() && !l1; ++i)
-    if (spec.memory_levels[i].scope == MemoryScope::sm && spec.memory_levels[i].software_managed) l1 = &spec.memory_levels[i];
-  if (l1 && window_bytes > 0) levels.push_back({l1, window_bytes});
+  if (const int l1 = sm_cache_index(spec); l1 >= 0 && window_bytes > 0) levels.push_back({&spec.memory_levels[l1], window_bytes});
   const double worst = bound_time(levels, compute_s, active, out);
   out.notes.push_back(group.kernel.family == "transpose"
                           ? std::string("tiled transpose: input and output once, each along its contiguous axis; priced as the recorded plan")

@@ -74,7 +74,8 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     // 32-bit index arithmetic when every index and offset the window computes fits an int over its
     // whole domain, padded taps outside the tensor included (64-bit integer multiplies cost several
     // instructions each, and a window computes an offset per tap): the sum over a read's indices of
-    // the largest magnitude each takes times its stride, plus a vector's steps, stays below 2^31.
+    // the largest magnitude each takes over the domain (the vector's elements and the channel
+    // steps are points of it) times its stride stays below 2^31.
     const std::vector<int64_t> window_extents = nd.extents();
     bool narrow = true;
     for (int64_t e : window_extents) narrow &= e < (int64_t{1} << 30);
@@ -85,7 +86,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
         const AffineExpr& row = r.read.map.result(q);
         const double most = std::max(std::abs(static_cast<double>(row.min_over(window_extents))),
                                      std::abs(static_cast<double>(row.max_over(window_extents))));
-        reach += (most + kRowVectorBytes) * static_cast<double>(strides[q]);
+        reach += most * static_cast<double>(strides[q]);
       }
       narrow &= reach < static_cast<double>(int64_t{1} << 31);
     }
@@ -122,21 +123,12 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     std::vector<int64_t> steps(p.reads[i].size(), 0);
     for (size_t k = 0; k < p.reads[i].size(); ++k) {
       const VectorRead& r = p.reads[i][k];
-      const std::vector<int64_t> strides = row_major_strides(r.read.type.shape);
       // Else a scalar read per element, bounds checked there.
       if (!r.guarded && !reads_in_bounds(nd, Access{r.read.type, r.read.map})) continue;
-      std::string off = cat("0", lit), inside;
-      for (int q = 0; q < r.read.type.rank(); ++q) {
-        const AffineExpr& row = r.read.map.result(q);
-        const std::string idx = fresh("i");
-        os_ << ind << "const " << it << " " << idx << " = " << affine_text(row, xw, lit.c_str()) << ";\n";
-        off += cat(" + ", idx, " * ", strides[q], lit);
-        steps[k] += row.coeffs[last] * strides[q];
-        if (q + 1 < r.read.type.rank() && (row.min_over(extents) < 0 || row.max_over(extents) >= r.read.type.shape[q]))
-          inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", r.read.type.shape[q], lit);
-      }
-      offsets[k] = fresh("tsl_o");
-      os_ << ind << "const " << it << " " << offsets[k] << " = " << off << ";\n";
+      const WindowOffset w = emit_window_offset(r.read, xw, extents, {last}, it, ind);
+      offsets[k] = w.offset;
+      steps[k] = w.steps[0];
+      const std::string& inside = w.inside;
       if (!r.guarded) continue;
       const std::string st = storage_type(r.read.type.dtype);
       wregs[k] = fresh("tsl_w");
@@ -226,6 +218,28 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
   return os_.str();
 }
 
+Emitter::WindowOffset Emitter::emit_window_offset(const RowRead& r, const std::vector<std::string>& x,
+                                                  const std::vector<int64_t>& extents, const std::vector<int>& axes,
+                                                  const std::string& it, const std::string& ind) {
+  const std::string lit = it == "int" ? "" : "LL";
+  const std::vector<int64_t> strides = row_major_strides(r.type.shape);
+  WindowOffset w;
+  w.steps.assign(axes.size(), 0);
+  std::string off = cat("0", lit);
+  for (int q = 0; q < r.type.rank(); ++q) {
+    const AffineExpr& row = r.map.result(q);
+    const std::string idx = fresh("i");
+    os_ << ind << "const " << it << " " << idx << " = " << affine_text(row, x, lit.c_str()) << ";\n";
+    off += cat(" + ", idx, " * ", strides[q], lit);
+    for (size_t a = 0; a < axes.size(); ++a) w.steps[a] += row.coeffs[axes[a]] * strides[q];
+    if (q + 1 < r.type.rank() && (row.min_over(extents) < 0 || row.max_over(extents) >= r.type.shape[q]))
+      w.inside += cat(w.inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", r.type.shape[q], lit);
+  }
+  w.offset = fresh("tsl_o");
+  os_ << ind << "const " << it << " " << w.offset << " = " << off << ";\n";
+  return w;
+}
+
 // A grouped window: the taps outermost, then the group's channels `cv` at a time. Per step, each
 // read loads
 //   - a channel read that does not depend on the node's last axis (the input: a group's channels
@@ -267,25 +281,12 @@ void Emitter::grouped_window(const TeNode& nd, const std::vector<VectorRead>& re
   std::vector<Mode> mode(reads.size());
   for (size_t k = 0; k < reads.size(); ++k) {
     const RowRead& r = reads[k].read;
-    const std::vector<int64_t> strides = row_major_strides(r.type.shape);
-    std::string off = cat("0", lit), inside;
-    int64_t step = 0, channel_step = 0;
-    bool moves = false;
-    for (int q = 0; q < r.type.rank(); ++q) {
-      const AffineExpr& row = r.map.result(q);
-      const std::string idx = fresh("i");
-      os_ << ind << "const " << it << " " << idx << " = " << affine_text(row, xw, lit.c_str()) << ";\n";
-      off += cat(" + ", idx, " * ", strides[q], lit);
-      step += row.coeffs[last] * strides[q];
-      channel_step += row.coeffs[channel] * strides[q];
-      moves = moves || row.coeffs[last] != 0;
-      if (row.min_over(extents) < 0 || row.max_over(extents) >= r.type.shape[q])
-        inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", r.type.shape[q], lit);
-    }
-    mode[k] = reads[k].guarded ? Mode::elements : moves ? Mode::per_element : Mode::shared;
-    const std::string st = storage_type(r.type.dtype), o = fresh("tsl_o");
+    const WindowOffset w = emit_window_offset(r, xw, extents, {last, channel}, it, ind);
+    const int64_t step = w.steps[0], channel_step = w.steps[1];
+    const std::string& inside = w.inside;
+    mode[k] = reads[k].guarded ? Mode::elements : step != 0 ? Mode::per_element : Mode::shared;
+    const std::string st = storage_type(r.type.dtype), o = w.offset;
     regs[k] = fresh("tsl_w");
-    os_ << ind << "const " << it << " " << o << " = " << off << ";\n";
     const std::string pad = to_storage(r.type.dtype, literal(r.type.dtype, r.pad));
     // (outer count, width, the outer index's step): per element or per channel, or one vector.
     const int outer = mode[k] == Mode::per_element ? vec : mode[k] == Mode::elements ? cv : 1;

@@ -127,6 +127,16 @@ class Emitter {
   void emit_signature(const std::string& name, int min_blocks_per_sm);
   std::string emit_row_global_read(const TeNode& nd, const RowRead& rd, const std::vector<std::string>& x,
                                    const std::string& ind);
+  // A window's read at the point `x` (the node's axes: the vector's first element, then the taps;
+  // emit_vector.cpp): its indices and offset, declared in `it` arithmetic; the guard of the
+  // indices but the last that can leave the tensor ("" when none can), and the offset's step per
+  // unit of each axis in `axes`.
+  struct WindowOffset {
+    std::string offset, inside;
+    std::vector<int64_t> steps;
+  };
+  WindowOffset emit_window_offset(const RowRead& r, const std::vector<std::string>& x, const std::vector<int64_t>& extents,
+                                  const std::vector<int>& axes, const std::string& it, const std::string& ind);
   std::vector<std::string> emit_row_prologue(const std::string& name, const RowPlan& r);
   void emit_row_combine(int i, const TeNode& nd, int lanes);
   void emit_row_scalar(int i, const RowPlan& r, const std::vector<std::string>& rows);

@@ -27,6 +27,8 @@ TransposeMatch plan_transpose(const OpGraph& graph, const ScheduledGroup& group,
   const int d = node.num_spatial(), rank = acc.map.num_results();
   if (d < 2) return fail("the copy has fewer than two axes");
   const std::vector<int64_t> extents = node.extents();
+  for (int64_t e : extents)
+    if (e == 0) return fail("the output is empty");
   // in_dim[a]: the input dimension axis a walks.
   std::vector<int> in_dim(d, -1);
   for (int q = 0; q < rank; ++q) {
@@ -48,13 +50,9 @@ TransposeMatch plan_transpose(const OpGraph& graph, const ScheduledGroup& group,
   }
   for (int a = 0; a < d; ++a)
     if (in_dim[a] < 0 && extents[a] != 1) return fail("an axis does not walk the input");
-  // Strides of every axis in the input and (row-major over the domain) the output.
-  int64_t in_strides[16] = {}, stride = 1;
-  if (rank > 16 || d > 16) return fail("more than 16 dimensions");
-  for (int q = rank - 1; q >= 0; --q) {
-    in_strides[q] = stride;
-    stride *= acc.type.shape[q];
-  }
+  // The input's row-major strides.
+  std::vector<int64_t> in_strides(static_cast<size_t>(rank), 1);
+  for (int q = rank - 2; q >= 0; --q) in_strides[q] = in_strides[q + 1] * acc.type.shape[q + 1];
   // The merged axes, innermost first (axes of extent 1 dropped). An axis merges into the merged
   // axis inside it when it steps over that one's whole extent in the input too (its input stride
   // is the inner one's times its extent; in the output it always does, the axes being adjacent

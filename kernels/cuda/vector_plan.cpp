@@ -74,16 +74,14 @@ GroupedWindow grouped_window(const TeNode& node, const std::vector<VectorRead>& 
   }
   if (!grouped)
     return {1, "sums over channels of no group (a contraction over channels belongs to the tensor-core or generic families)"};
-  // Halved until every channel read's vectors are contiguous and aligned.
+  // Halved until every channel read's vectors are contiguous and aligned (the row kernel's rule for
+  // a guarded vector along `channel`).
   auto aligned = [&](int v) {
     if (extents[channel] % v != 0) return false;
-    for (const VectorRead& r : reads) {
-      const AffineExpr& last = r.read.map.result(r.read.map.num_results() - 1);
-      if (last.coeffs[channel] != 1) continue;
-      if (r.read.type.shape.back() % v != 0 || last.offset % v != 0) return false;
-      for (size_t a = 0; a < last.coeffs.size(); ++a)
-        if (static_cast<int>(a) != channel && last.coeffs[a] % v != 0) return false;
-    }
+    for (const VectorRead& r : reads)
+      if (r.read.map.result(r.read.map.num_results() - 1).coeffs[channel] == 1 &&
+          !row_vector_access_guarded(node, r.read.map, r.read.type, channel, v))
+        return false;
     return true;
   };
   while (vec > 1 && !aligned(vec)) vec /= 2;

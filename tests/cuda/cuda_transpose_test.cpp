@@ -81,6 +81,10 @@ TEST_CASE("cuda transpose: copies contiguous on both sides stay with the vector 
   const cuda::GeneratedKernel r = welder_kernel(relu);
   CHECK(r.path != "transpose");
   CHECK_FALSE(r.transpose_reason.empty());
+  // An empty tensor launches no tiles.
+  const cuda::GeneratedKernel empty = welder_kernel(permute(DType::f16, {0, 48, 9, 7}, {0, 2, 3, 1}));
+  CHECK(empty.path != "transpose");
+  CHECK(empty.transpose_reason == "the output is empty");
 }
 
 TEST_CASE("cuda transpose: kernels of every case compile with NVRTC for sm_90a (welder and roller)") {
