@@ -44,13 +44,15 @@ std::vector<std::string> Emitter::emit_row_prologue(const std::string& name, con
 }
 
 // A node's axis variables at the current column: the row's coordinates, then its column (a row
-// node's last spatial axis, a per-row node's reduction axis, "0" for a keepdims axis), then a row
-// node's serial reduction axes.
+// node's last spatial axis, a per-row node's first reduction axis -- a merged row's reads walk it
+// alone, row_plan.cpp's merged_read --, "0" for keepdims axes and a merged row's other reduction
+// axes), then a row node's serial reduction axes.
 static std::vector<std::string> row_axis_vars(const TeNode& nd, RowKind kind, const std::vector<std::string>& rows) {
   const int d = static_cast<int>(rows.size()) + 1;
   std::vector<std::string> x = rows;
-  if (nd.num_spatial() == d) x.push_back(kind == RowKind::row ? "tsl_col" : "0LL");
-  if (kind == RowKind::per_row && nd.num_reduction() == 1) x.push_back("tsl_col");
+  for (int a = d - 1; a < nd.num_spatial(); ++a) x.push_back(kind == RowKind::row && a == d - 1 ? "tsl_col" : "0LL");
+  if (kind == RowKind::per_row)
+    for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) x.push_back(a == nd.num_spatial() ? "tsl_col" : "0LL");
   if (kind == RowKind::row)
     for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) x.push_back(cat("tsl_k", a));
   return x;
@@ -255,7 +257,7 @@ std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan&
     if (rn.kind == RowKind::copy) continue;
     const TeNode& nd = g_.node(rn.node);
     const DType dt = nd.output().dtype;
-    const bool reduce = rn.kind == RowKind::per_row && nd.num_reduction() == 1;
+    const bool reduce = rn.kind == RowKind::per_row && nd.num_reduction() >= 1;
     const bool store = rn.kind == RowKind::row && rn.writes_global;
     if (rn.kind == RowKind::per_row && !reduce) {
       os_ << "    // " << nd.name() << " (per row): " << print_expr(nd.body(), nd.axis_names()) << "\n";

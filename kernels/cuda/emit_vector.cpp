@@ -13,7 +13,18 @@ namespace tessel::cuda::emitter {
 // (unrolled) every node's value in group order (in-group reads are the producer's value at the same
 // element, other reads of device memory scalar with the generic bounds and pad), and one vector
 // store of the sink. A window (a node reducing a few points per output) is accumulated before the
-// per-element loop, in a loop over its taps whose guarded vector loads serve every element.
+// per-element loop, in a loop over its taps whose guarded vector loads serve every element. A
+// sliced window's taps are shared by the `slices` threads of a vector, which combine their sums
+// through shared memory; the first of them goes on with the rest of the group.
+
+// Node i's spatial coordinates from the sink's `vars` (VectorPlan::axis_of; 0 along an axis of
+// extent 1 the sink does not have).
+static std::vector<std::string> node_vars(const VectorPlan& p, int i, const std::vector<std::string>& vars) {
+  std::vector<std::string> out;
+  for (const int s : p.axis_of[i]) out.push_back(s >= 0 ? vars[s] : std::string("0LL"));
+  return out;
+}
+
 std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p) {
   const int n = static_cast<int>(p.nodes.size());
   const int d = static_cast<int>(p.extents.size());
@@ -29,8 +40,20 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
   emit_signature(name, 0);
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
   const int64_t vectors = p.elements / vec;
-  os_ << "  for (long long tsl_v = static_cast<long long>(blockIdx.x) * " << p.threads << "LL + threadIdx.x; tsl_v < " << vectors
-      << "LL; tsl_v += static_cast<long long>(gridDim.x) * " << p.threads << "LL) {\n";
+  const bool sliced = p.slices > 1;
+  if (!sliced) {
+    os_ << "  for (long long tsl_v = static_cast<long long>(blockIdx.x) * " << p.threads << "LL + threadIdx.x; tsl_v < " << vectors
+        << "LL; tsl_v += static_cast<long long>(gridDim.x) * " << p.threads << "LL) {\n";
+  } else {
+    // Blocks of `lanes` vectors, a block-uniform bound (the combines' barriers); a thread past the
+    // last vector works on the block's first and stores nothing.
+    os_ << "  __shared__ unsigned long long tsl_red[" << p.threads * vec << "];\n";
+    os_ << "  const unsigned tsl_slice = threadIdx.x / " << p.lanes << "u;\n";
+    os_ << "  for (long long tsl_vb = static_cast<long long>(blockIdx.x) * " << p.lanes << "LL; tsl_vb < " << vectors
+        << "LL; tsl_vb += static_cast<long long>(gridDim.x) * " << p.lanes << "LL) {\n";
+    os_ << "    const bool tsl_active = tsl_vb + threadIdx.x % " << p.lanes << "u < " << vectors << "LL;\n";
+    os_ << "    const long long tsl_v = tsl_active ? tsl_vb + threadIdx.x % " << p.lanes << "u : tsl_vb;\n";
+  }
   os_ << "    const long long tsl_first = tsl_v * " << vec << "LL;\n";
   os_ << "    long long tsl_q = tsl_first;\n";
   std::vector<int> axes(d);
@@ -47,8 +70,9 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       const VectorRead& r = p.reads[i][k];
       if (r.producer >= 0 || !r.vector) continue;
       const std::vector<int64_t> strides = row_major_strides(r.read.type.shape);
+      const std::vector<std::string> at = node_vars(p, i, base);
       std::string off = "0LL";
-      for (int q = 0; q < r.read.type.rank(); ++q) off += cat(" + (", affine_text(r.read.map.result(q), base), ") * ", strides[q], "LL");
+      for (int q = 0; q < r.read.type.rank(); ++q) off += cat(" + (", affine_text(r.read.map.result(q), at), ") * ", strides[q], "LL");
       const std::string reg = fresh("tsl_g");
       const std::string st = storage_type(r.read.type.dtype);
       os_ << "    " << st << " " << reg << "[" << vec << "];  // " << g_.tensor(r.read.tensor).name << "\n";
@@ -93,12 +117,11 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     const std::string it = narrow ? "int" : "long long", lit = narrow ? "" : "LL";
     // The node's spatial coordinates at the vector's first element (a grouped window splits the
     // sink's last axis m into m / Mg, m % Mg), then its reduction axes.
-    const int ns = nd.num_spatial(), last = ns - 1;
+    const int ns = nd.num_spatial(), last = p.vector_axis[i];
     const int64_t split = p.split[i];
-    std::vector<std::string> sp(ns);
+    std::vector<std::string> sp = node_vars(p, i, base);
     for (int a = 0; a < ns; ++a)
-      sp[a] = split == 0 || a < d - 1 ? base[a]
-                                      : cat("(", base[d - 1], a == d - 1 ? " / " : " % ", split, "LL)");
+      if (split != 0 && a >= d - 1) sp[a] = cat("(", base[d - 1], a == d - 1 ? " / " : " % ", split, "LL)");
     std::vector<std::string> xw(ns);
     std::string ind = "    ";
     for (int a = 0; a < ns; ++a) {
@@ -110,12 +133,32 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       continue;
     }
     const std::vector<int64_t> extents = nd.extents();
-    for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
-      xw.push_back(cat("tsl_k", a));
-      if (a + 1 == nd.num_axes()) os_ << ind << "#pragma unroll\n";
-      os_ << ind << "for (" << it << " tsl_k" << a << " = 0; tsl_k" << a << " < " << extents[a] << lit << "; ++tsl_k" << a
-          << ") {\n";
+    if (!sliced) {
+      for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
+        xw.push_back(cat("tsl_k", a));
+        if (a + 1 == nd.num_axes()) os_ << ind << "#pragma unroll\n";
+        os_ << ind << "for (" << it << " tsl_k" << a << " = 0; tsl_k" << a << " < " << extents[a] << lit << "; ++tsl_k" << a
+            << ") {\n";
+        ind += "  ";
+      }
+    } else {
+      // This thread's taps: every slices-th of them flattened, split into the reduction axes.
+      std::vector<int> raxes;
+      std::vector<int64_t> rext;
+      int64_t points = 1;
+      for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
+        xw.push_back(cat("tsl_k", a));
+        raxes.push_back(a);
+        rext.push_back(extents[a]);
+        points *= extents[a];
+      }
+      os_ << ind << "#pragma unroll 4\n";
+      os_ << ind << "for (" << it << " tsl_t = static_cast<" << it << ">(tsl_slice); tsl_t < " << points << lit << "; tsl_t += "
+          << p.slices << lit << ") {\n";
       ind += "  ";
+      os_ << ind << it << " tsl_tq = tsl_t;\n";
+      emit_unflatten(ind, it, "tsl_tq", raxes, rext, "tsl_k");
+      for (size_t a = 1; a < raxes.size(); ++a) ind += "  ";  // as deep as the nested loops, closed below once
     }
     // Per tap: a guarded vector load for each read along the channels; for each other read that
     // stays inside its tensor, the offset at the vector's first element and its step per element.
@@ -170,9 +213,21 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     os_ << ind << "}\n";
     for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
       ind.resize(ind.size() - 2);
-      os_ << ind << "}\n";
+      if (!sliced || a + 1 == nd.num_axes()) os_ << ind << "}\n";
+    }
+    if (sliced) {
+      // The slices' sums combined in slice order by the first slice.
+      os_ << "    {\n      " << at << "* tsl_red_v = reinterpret_cast<" << at << "*>(tsl_red);\n";
+      os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) tsl_red_v[tsl_e * " << p.threads
+          << " + threadIdx.x] = " << acc << "[tsl_e];\n";
+      os_ << "      __syncthreads();\n";
+      os_ << "      if (tsl_slice == 0)\n        for (unsigned tsl_s = 1; tsl_s < " << p.slices << "u; ++tsl_s)\n";
+      os_ << "          #pragma unroll\n          for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << acc << "[tsl_e] = " << comb
+          << "(" << acc << "[tsl_e], tsl_red_v[tsl_e * " << p.threads << " + tsl_s * " << p.lanes << " + threadIdx.x]);\n";
+      os_ << "      __syncthreads();\n    }\n";
     }
   }
+  if (sliced) os_ << "    if (!tsl_active || tsl_slice != 0) continue;\n";
   const std::string sst = storage_type(sdt);
   os_ << "    " << sst << " tsl_out[" << vec << "];\n";
   os_ << "    #pragma unroll\n    for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
@@ -186,6 +241,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
   for (int i = 0; i < n; ++i) {
     const TeNode& nd = g_.node(p.nodes[i]);
     const DType dt = nd.output().dtype;
+    const std::vector<std::string> xi = node_vars(p, i, x);
     os_ << ind << "// " << nd.name() << ": " << print_expr(nd.body(), nd.axis_names()) << "\n";
     std::vector<std::string> inputs(p.reads[i].size());
     for (size_t k = 0; k < p.reads[i].size() && !window_acc.count(i); ++k) {
@@ -197,7 +253,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
         os_ << ind << "const " << compute_type(r.read.type.dtype) << " " << inputs[k] << " = "
             << from_storage(r.read.type.dtype, cat(vregs.at({i, static_cast<int>(k)}), "[tsl_e]")) << ";\n";
       } else {
-        inputs[k] = emit_row_global_read(nd, r.read, x, ind);
+        inputs[k] = emit_row_global_read(nd, r.read, xi, ind);
       }
     }
     if (window_acc.count(i)) {
@@ -207,7 +263,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       continue;
     }
     std::map<const ExprNode*, std::string> memo;
-    const std::string v = emit_expr(nd.body(), inputs, x, memo, ind);
+    const std::string v = emit_expr(nd.body(), inputs, xi, memo, ind);
     value[i] = fresh("v");
     os_ << ind << "const " << compute_type(dt) << " " << value[i] << " = " << round_to_dtype(dt, v) << ";\n";
   }

@@ -46,7 +46,12 @@ std::map<std::string, int64_t> family_params(const TransposePlan& p) {
 }
 
 std::map<std::string, int64_t> family_params(const VectorPlan& p) {
-  return {{"vec", p.vec}, {"threads", p.threads}, {"blocks", p.blocks}};
+  std::map<std::string, int64_t> out{{"vec", p.vec}, {"threads", p.threads}, {"blocks", p.blocks}};
+  if (p.slices > 1) {
+    out["slices"] = p.slices;
+    out["lanes"] = p.lanes;
+  }
+  return out;
 }
 
 int64_t generic_instructions_per_point(const TeNode& node) {

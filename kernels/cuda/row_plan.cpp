@@ -41,6 +41,51 @@ bool row_is_zero(const AffineExpr& row, const TeNode& reader) {
   return true;
 }
 
+/// Whether `e` reads an axis's index (an iota-like body).
+bool uses_axis_index(const Expr& e) {
+  if (e.op() == ExprOp::axis_index) return true;
+  for (const Expr& o : e.operands())
+    if (uses_axis_index(o)) return true;
+  return false;
+}
+
+/// `shape` is `rows` followed by any number of dimensions of size 1.
+bool rows_then_ones(const std::vector<int64_t>& shape, const std::vector<int64_t>& rows) {
+  if (shape.size() < rows.size() || !std::equal(rows.begin(), rows.end(), shape.begin())) return false;
+  return std::all_of(shape.begin() + static_cast<std::ptrdiff_t>(rows.size()), shape.end(), [](int64_t e) { return e == 1; });
+}
+
+/// A read by a sink reducing `nr` axes from `first` on (its spatial count) that walks them as the
+/// last `nr` dimensions of the tensor, whole and in order (result rank - nr + j is axis first + j,
+/// coefficient 1, nothing else; no other result uses them): the merged row's read -- the tensor
+/// viewed with those dimensions as one and the map's last result the column axis `first`.
+/// nullopt when the read does not walk them so.
+std::optional<RowRead> merged_read(const RowRead& rd, const TeNode& sink, int first, int nr) {
+  const int rank = rd.map.num_results();
+  if (rank < nr) return std::nullopt;
+  for (int q = 0; q < rank; ++q) {
+    const AffineExpr& row = rd.map.result(q);
+    const int j = q - (rank - nr);
+    for (int a = first; a < first + nr; ++a)
+      if (row.coeffs[a] != (j >= 0 && a == first + j ? 1 : 0)) return std::nullopt;
+    if (j < 0) continue;
+    if (row.offset != 0 || rd.type.shape[q] != sink.axes()[first + j].extent) return std::nullopt;
+    for (int a = 0; a < first; ++a)
+      if (row.coeffs[a] != 0) return std::nullopt;
+  }
+  RowRead out = rd;
+  std::vector<AffineExpr> results(rd.map.results().begin(), rd.map.results().end() - nr);
+  AffineExpr column{std::vector<int64_t>(rd.map.num_axes(), 0), 0};
+  column.coeffs[first] = 1;
+  results.push_back(column);
+  out.map = AffineMap(rd.map.num_axes(), std::move(results));
+  out.type.shape.resize(rank - nr);
+  int64_t n = 1;
+  for (int a = first; a < first + nr; ++a) n *= sink.axes()[a].extent;
+  out.type.shape.push_back(n);
+  return out;
+}
+
 /// The map reads its source at the reader's own point (result r is axis r).
 bool is_identity_read(const AffineMap& map) {
   for (int r = 0; r < map.num_results(); ++r)
@@ -52,7 +97,7 @@ bool is_identity_read(const AffineMap& map) {
 
 int row_column_axis(const TeNode& node, RowKind kind) {
   if (kind == RowKind::row) return node.num_spatial() - 1;
-  return node.num_reduction() == 1 ? node.num_spatial() : -1;
+  return node.num_reduction() >= 1 ? node.num_spatial() : -1;
 }
 
 bool reads_in_bounds(const TeNode& reader, const Access& acc) {
@@ -136,12 +181,21 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   const NodeId sink_id = group.nodes.back();
   const TeNode& sink = graph.node(sink_id);
   // The rows: the sink's spatial axes but the last (the columns), or, when the sink reduces a row
-  // (one reduction axis: the columns), all its spatial axes less a keepdims axis of extent 1.
+  // (its reduction axes: the columns), all its spatial axes less keepdims axes of extent 1 (one
+  // per reduction axis). A sink reducing several axes (a global average pool over H and W in
+  // NCHW) is a row of their product when each of its reads walks them as its tensor's last
+  // dimensions, whole and in order (merged_read); its group holds nothing else but copies.
   const int sink_ns = sink.num_spatial();
-  const bool sink_reduces = sink.num_reduction() == 1;
-  const int d = sink_reduces ? sink_ns - (sink_ns > 0 && sink.axes()[sink_ns - 1].extent == 1 ? 1 : 0) + 1 : sink_ns;
-  if (d < 1 || sink.num_reduction() > 1)
-    return fail(cat("the sink '", sink.name(), "' is neither elementwise over rows nor a reduction of one axis"));
+  const int sink_nr = sink.num_reduction();
+  const bool sink_reduces = sink_nr >= 1;
+  int kept = sink_ns;
+  if (sink_reduces)
+    for (int j = 0; j < sink_nr && kept > 0 && sink.axes()[kept - 1].extent == 1; ++j) --kept;
+  const int d = sink_reduces ? kept + 1 : sink_ns;
+  const bool merged = sink_nr > 1;
+  if (d < 1) return fail(cat("the sink '", sink.name(), "' is neither elementwise over rows nor a reduction"));
+  if (merged && uses_axis_index(sink.body()))
+    return fail(cat("the sink '", sink.name(), "' reduces ", sink_nr, " axes and reads their indices"));
   if (sink_reduces) {
     // Float rows only: integer and boolean row reductions (a mask's sum) keep the generic kernel,
     // where they have always been checked on a GPU.
@@ -153,8 +207,19 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     // at a time): the input is read along the axis by its last index.
     int along = 0;
     for (const Access& acc : sink.inputs()) {
-      if (!acc.map.uses_axis(sink_ns)) continue;
+      bool uses = false;
+      for (int a = sink_ns; a < sink_ns + sink_nr; ++a) uses |= acc.map.uses_axis(a);
+      if (!uses) continue;
       ++along;
+      if (merged) {  // the rest checked through any folded copy below (merged_read)
+        for (const AffineExpr& row : acc.map.results()) {
+          bool position = false, tap = false;
+          for (int a = 0; a < sink.num_axes(); ++a)
+            if (row.coeffs[a] != 0) (a < sink_ns ? position : tap) = true;
+          if (position && tap) return fail(cat("the sink '", sink.name(), "' reduces over a window (a convolution or a pooling)"));
+        }
+        continue;
+      }
       const int rank = acc.map.num_results();
       for (int r = 0; r < rank; ++r)
         if (acc.map.result(r).coeffs[sink_ns] != (r == rank - 1 ? 1 : 0))
@@ -165,12 +230,17 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     // faster (an H100, 2026-11-27f: ResNet-50's mean over a width of 7, 0.0062 ms there and
     // 0.0099 ms here with 4 lanes per row).
     const int64_t warp = spec.compute.simd_width;
-    if (sink.axes()[sink_ns].extent < warp)
-      return fail(cat("the sink '", sink.name(), "' reduces rows of ", sink.axes()[sink_ns].extent, ", fewer than a warp's ", warp,
-                      " threads"));
+    int64_t columns = 1;
+    for (int a = sink_ns; a < sink_ns + sink_nr; ++a) columns *= sink.axes()[a].extent;
+    if (columns < warp)
+      return fail(cat("the sink '", sink.name(), "' reduces rows of ", columns, ", fewer than a warp's ", warp, " threads"));
   }
   RowPlan p;
-  p.n = sink.axes()[sink_reduces ? sink_ns : d - 1].extent;
+  p.n = 1;
+  if (sink_reduces)
+    for (int a = sink_ns; a < sink_ns + sink_nr; ++a) p.n *= sink.axes()[a].extent;
+  else
+    p.n = sink.axes()[d - 1].extent;
   for (int a = 0; a + 1 < d; ++a) {
     p.row_extents.push_back(sink.axes()[a].extent);
     p.rows *= sink.axes()[a].extent;
@@ -190,8 +260,6 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     return -1;
   };
   bool reduces = false;
-  std::vector<int64_t> keep = p.row_extents;
-  keep.push_back(1);
   for (int i = 0; i < count; ++i) {
     const TeNode& nd = graph.node(group.nodes[i]);
     const int ns = nd.num_spatial(), nr = nd.num_reduction();
@@ -227,9 +295,12 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     for (int a = 0; a < ns; ++a) spatial.push_back(nd.axes()[a].extent);
     const bool row = !copy && ns == d && same_rows(nd) && nd.axes()[d - 1].extent == p.n &&
                      (i == count - 1 || nd.output().shape == spatial);
-    const bool per_row_domain = (ns == d - 1 && same_rows(nd)) || (ns == d && same_rows(nd) && nd.axes()[d - 1].extent == 1);
-    const bool per_row = !copy && !row && per_row_domain && nr <= 1 && (nr == 0 || nd.axes()[ns].extent == p.n) &&
-                         (nd.output().shape == p.row_extents || nd.output().shape == keep);
+    bool per_row_domain = ns >= d - 1 && same_rows(nd);
+    for (int a = d - 1; a < ns; ++a) per_row_domain &= nd.axes()[a].extent == 1;
+    int64_t reduced = 1;
+    for (int a = ns; a < ns + nr; ++a) reduced *= nd.axes()[a].extent;
+    const bool per_row = !copy && !row && per_row_domain && (nr <= 1 || (merged && i == count - 1)) &&
+                         (nr == 0 || reduced == p.n) && rows_then_ones(nd.output().shape, p.row_extents);
     if (!copy && !row && !per_row)
       return fail(cat("'", nd.name(), "' is neither elementwise over the sink's rows nor one value per row"));
     // A row node's reduction is a serial loop per element: fine for a short dot product, not for a
@@ -244,7 +315,19 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
           if (tap && position) return fail(cat("'", nd.name(), "' reduces over a window (a convolution or a pooling)"));
         }
     rn.kind = copy ? RowKind::copy : row ? RowKind::row : RowKind::per_row;
-    reduces |= per_row && nr == 1;
+    if (merged && i != count - 1 && !copy)
+      return fail(cat("the sink '", sink.name(), "' reduces ", sink_nr, " axes; '", nd.name(), "' is not a copy"));
+    if (merged && i == count - 1)
+      for (RowRead& rd : rn.reads) {
+        bool uses = false;
+        for (int a = ns; a < ns + nr; ++a) uses |= rd.map.uses_axis(a);
+        if (!uses) continue;
+        std::optional<RowRead> view = rd.producer < 0 ? merged_read(rd, nd, ns, nr) : std::nullopt;
+        if (!view)
+          return fail(cat("the sink '", sink.name(), "' reduces ", sink_nr, " axes not read as its input's last dimensions in order"));
+        rd = std::move(*view);
+      }
+    reduces |= per_row && nr >= 1;
     p.nodes.push_back(std::move(rn));
   }
   if (!reduces) return fail("no node reduces a row (elementwise groups take the vector kernel)");
@@ -306,7 +389,7 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
     p.chunks = static_cast<int>((vectors + p.lanes - 1) / p.lanes);
     p.passes = 0;
     for (const RowNode& rn : p.nodes)
-      p.passes += (rn.kind == RowKind::per_row && graph.node(rn.node).num_reduction() == 1) ||
+      p.passes += (rn.kind == RowKind::per_row && graph.node(rn.node).num_reduction() >= 1) ||
                   (rn.kind == RowKind::row && rn.writes_global);
   }
   const int64_t target = std::max<int64_t>(std::min<int64_t>(kRowBlockThreads, max_threads), warp);

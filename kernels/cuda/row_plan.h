@@ -27,7 +27,13 @@
 // The sink may also be a per-row reduction itself (a row's max or sum: ReduceMax over the last
 // axis, with or without keepdims) of floats that reads one input along that axis by its last index
 // (not a contraction, not a window) and at least a warp's width of it; the rows are then its spatial
-// axes (less a keepdims axis of extent 1) and N the extent of its reduction axis.
+// axes (less a keepdims axis of extent 1) and N the extent of its reduction axis. A sink reducing
+// several axes (a global average pool over H and W in NCHW, a ReduceMean over the last two axes) is
+// a row of their product N when each read that uses them walks them as its tensor's last
+// dimensions, whole and in order (so a row is contiguous): the read is taken as one of the tensor
+// viewed with those dimensions merged, along the first reduction axis; its group holds nothing but
+// the sink and folded copies, its body reads no axis index, and the rows drop one keepdims axis
+// per reduction axis.
 //
 // A row of N elements is held in registers when it fits: at most kMaxElementsPerThread per thread
 // with up to the spec's max_threads_per_block threads per row. A longer row (a vocabulary softmax:

@@ -12,13 +12,46 @@ namespace {
 
 VectorMatch fail(std::string reason) { return VectorMatch{std::nullopt, std::move(reason)}; }
 
-bool is_identity(const AffineMap& map, int axes) {
-  if (map.num_results() != axes) return false;
-  for (int r = 0; r < axes; ++r) {
-    const AffineExpr& row = map.result(r);
+int64_t floor_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+// The sink's axis that each axis of `domain` walks when the two are equal up to axes of extent 1
+// (vector_plan.h): the other axes in order with equal extents; -1 for an axis of extent 1.
+// nullopt when they are not.
+std::optional<std::vector<int>> squeezed_axes(const std::vector<int64_t>& domain, const std::vector<int64_t>& sink) {
+  std::vector<int> out(domain.size(), -1);
+  size_t s = 0;
+  for (size_t a = 0; a < domain.size(); ++a) {
+    if (domain[a] == 1) continue;
+    while (s < sink.size() && sink[s] == 1) ++s;
+    if (s == sink.size() || sink[s] != domain[a]) return std::nullopt;
+    out[a] = static_cast<int>(s++);
+  }
+  while (s < sink.size() && sink[s] == 1) ++s;
+  if (s != sink.size()) return std::nullopt;
+  return out;
+}
+
+// Whether `map` (over the reader's axes) reads its producer at the reader's own point: the
+// producer's axis q is read at the reader's axis that walks the same sink axis (coefficient 1),
+// an axis of extent 1 walking none at 0; the reader's axes of extent 1 (always 0) may appear.
+bool same_point(const AffineMap& map, const std::vector<int>& reader, const std::vector<int>& producer) {
+  if (map.num_results() != static_cast<int>(producer.size())) return false;
+  for (int q = 0; q < map.num_results(); ++q) {
+    const AffineExpr& row = map.result(q);
     if (row.offset != 0) return false;
-    for (size_t a = 0; a < row.coeffs.size(); ++a)
-      if (row.coeffs[a] != (static_cast<int>(a) == r ? 1 : 0)) return false;
+    for (size_t a = 0; a < row.coeffs.size(); ++a) {
+      if (a >= reader.size()) {
+        if (row.coeffs[a] != 0) return false;  // a reduction axis
+        continue;
+      }
+      if (reader[a] < 0) continue;  // extent 1: its coordinate is 0
+      if (row.coeffs[a] != (producer[q] >= 0 && reader[a] == producer[q] ? 1 : 0)) return false;
+    }
+    if (producer[q] >= 0 && std::find(reader.begin(), reader.end(), producer[q]) == reader.end()) return false;
   }
   return true;
 }
@@ -100,9 +133,12 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   const int n = static_cast<int>(group.nodes.size());
   const TeNode& sink = graph.node(group.nodes.back());
   VectorPlan p;
-  const int d = sink.num_spatial();
   p.extents = sink.extents();
-  p.extents.resize(d);  // a window's reduction axes are not the sink's domain
+  p.extents.resize(sink.num_spatial());  // a window's reduction axes are not the sink's domain
+  // A sink whose last axes have extent 1 (a flatten of [N, C, 1, 1]) stores the same row-major
+  // offsets without them, and vectors run along its last other axis.
+  while (p.extents.size() > 1 && p.extents.back() == 1) p.extents.pop_back();
+  const int d = static_cast<int>(p.extents.size());
   if (d == 0) return fail("the sink is a scalar");
   p.elements = 1;
   for (int64_t e : p.extents) p.elements *= e;
@@ -111,6 +147,7 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   // kernel stores them (a reshaped node inside the group is not, unless it is a copy that only
   // splits dimensions, folded below: it is read through its shape).
   int min_bytes = dtype_bytes(sink.output().dtype);
+  int64_t most_points = 0;  // the most points a window of the group reduces per output
   // In-group plain copies (a transpose, a fixed index, a reshape that only splits dimensions:
   // body in0 of one in-bounds input, same dtype, no write to device memory) are folded into their
   // readers' maps: their domains may differ from the sink's.
@@ -131,21 +168,42 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     const int ns = node.num_spatial();
     const std::vector<int64_t> domain(all.begin(), all.begin() + ns);
     int64_t split = 0;
+    std::vector<int> axis_of(ns);
+    for (int a = 0; a < ns; ++a) axis_of[a] = a < d ? std::min(a, d - 1) : -1;
     if (domain != p.extents) {
       // A grouped window: (g, mg) for the sink's last axis, its output their row-major merge.
       const bool splits = node.num_reduction() != 0 && ns == d + 1 && node.output().shape == p.extents &&
                           std::equal(p.extents.begin(), p.extents.end() - 1, domain.begin()) &&
                           domain[d - 1] * domain[d] == p.extents[d - 1];
-      if (!splits) return fail(cat("'", node.name(), "' has another domain than the sink"));
-      split = domain[d];
+      // Or the sink's domain up to axes of extent 1.
+      const std::optional<std::vector<int>> squeezed = splits ? std::nullopt : squeezed_axes(domain, p.extents);
+      if (!splits && !squeezed) return fail(cat("'", node.name(), "' has another domain than the sink"));
+      if (splits) split = domain[d];
+      else axis_of = *squeezed;
     }
+    // The axis a vector's elements walk: the one along the sink's last (the axes after it have
+    // extent 1); a grouped window's mg.
+    const int vector_axis = split != 0 ? ns - 1
+                                       : static_cast<int>(std::find(axis_of.begin(), axis_of.end(), d - 1) - axis_of.begin());
+    if (vector_axis >= ns) return fail(cat("'", node.name(), "' has no axis along the sink's last"));
     int channel = -1, channel_vec = 1;
     if (node.num_reduction() != 0) {
       // A window: each output reduces a few points (a depthwise convolution, a pooling), or a
       // grouped window, which also sums a group's channels along the last index of its inputs.
       if (node.combiner() == Combiner::none) return fail(cat("'", node.name(), "' reduces without a combiner"));
+      // A pooling of one input along its innermost dimension (NCHW: W at s w + k) slides a window
+      // there -- a position and a tap in the last index: not a contraction. Its reads are scalar,
+      // `vec` outputs at a step of the stride.
+      bool innermost = false;
+      if (node.inputs().size() == 1 && node.inputs()[0].map.num_results() > 0) {
+        const AffineExpr& last = node.inputs()[0].map.result(node.inputs()[0].map.num_results() - 1);
+        bool position = false, tap = false;
+        for (int a = 0; a < node.num_axes(); ++a)
+          if (last.coeffs[a] != 0) (a < ns ? position : tap) = true;
+        innermost = position && tap;
+      }
       for (const Access& acc : node.inputs()) {
-        if (acc.map.num_results() == 0) continue;
+        if (innermost || acc.map.num_results() == 0) continue;
         const AffineExpr& last = acc.map.result(acc.map.num_results() - 1);
         for (int a = ns; a < node.num_axes(); ++a)
           if (last.coeffs[a] != 0 && channel != a) {
@@ -157,9 +215,11 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
       int64_t points = 1;
       for (int a = ns; a < node.num_axes(); ++a)
         if (a != channel) points *= all[a];
-      if (points > kVectorMaxWindowPoints)
-        return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a window (",
+      // A longer window is sliced (the file comment); a grouped window's is not.
+      if (points > kVectorMaxWindowPoints && channel >= 0)
+        return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a grouped window (",
                         kVectorMaxWindowPoints, ")"));
+      most_points = std::max(most_points, points);
     }
     if (i + 1 < n && generic.nodes[i].writes_global) return fail(cat("'", node.name(), "' also writes device memory"));
     if (i + 1 < n && generic.nodes[i].reshaped && split == 0)
@@ -168,6 +228,8 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     p.nodes.push_back(group.nodes[i]);
     p.split.push_back(split);
     p.channel_axis.push_back(channel);
+    p.axis_of.push_back(axis_of);
+    p.vector_axis.push_back(vector_axis);
     std::vector<VectorRead> reads;
     const std::vector<TensorId>& ins = graph.node_inputs(group.nodes[i]);
     for (size_t k = 0; k < ins.size(); ++k) {
@@ -200,7 +262,13 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
         return fail(cat("'", node.name(), "' reduces over '", graph.tensor(r.read.tensor).name,
                         "', which the group computes (a window reads device memory only)"));
       if (pos >= 0) {
-        if (!is_identity(r.read.map, d))
+        // A grouped window's output is the sink's shape (its split axes merged).
+        std::vector<int> produced = p.axis_of[r.producer];
+        if (p.split[r.producer] != 0) {
+          produced.resize(d);
+          for (int a = 0; a < d; ++a) produced[a] = a;
+        }
+        if (!same_point(r.read.map, axis_of, produced))
           return fail(cat("'", node.name(), "' reads '", graph.tensor(r.read.tensor).name, "' at another point"));
       } else {
         min_bytes = std::min(min_bytes, dtype_bytes(r.read.type.dtype));
@@ -242,8 +310,8 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     const TeNode& node = graph.node(p.nodes[i]);
     for (VectorRead& r : p.reads[i]) {
       if (r.producer >= 0) continue;
-      if (node.num_reduction() == 0) r.vector = row_vector_access(node, r.read.map, r.read.type, d - 1, p.vec);
-      else if (p.channel_axis[i] < 0) r.guarded = row_vector_access_guarded(node, r.read.map, r.read.type, node.num_spatial() - 1, p.vec);
+      if (node.num_reduction() == 0) r.vector = row_vector_access(node, r.read.map, r.read.type, p.vector_axis[i], p.vec);
+      else if (p.channel_axis[i] < 0) r.guarded = row_vector_access_guarded(node, r.read.map, r.read.type, p.vector_axis[i], p.vec);
       else r.guarded = element_read_fits(node, r, p.channel_axis[i], p.vec);
     }
   }
@@ -253,12 +321,27 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   if (p.threads <= 0) return fail("no whole warp fits a block");
   const int64_t vectors = p.elements / p.vec;
   p.blocks = std::min<int64_t>((vectors + p.threads - 1) / p.threads, INT_MAX);
+  // A sliced window (the file comment): past a window's points, or when the vectors fill less
+  // than a wave of blocks and each slice would still sum a few taps. Vectors per block from the
+  // least, doubled while the blocks still make kVectorSliceWaves waves; slices halved (down to
+  // kVectorMinSlices) while a slice would sum fewer than two taps.
+  const int64_t units = spec.compute.units;
+  if (most_points > kVectorMaxWindowPoints || (most_points >= 2 * kVectorMinSlices && p.blocks < units)) {
+    p.lanes = static_cast<int>(std::clamp<int64_t>(floor_pow2(std::max<int64_t>(1, vectors / (kVectorSliceWaves * units))),
+                                                   kVectorMinLanes, p.threads / kVectorMinSlices));
+    p.slices = p.threads / p.lanes;
+    while (p.slices > kVectorMinSlices && 2 * p.slices > most_points) p.slices /= 2;
+    p.threads = p.lanes * p.slices;
+    if (p.threads % warp != 0) return fail(cat(p.threads, " threads of a sliced window are not whole warps"));
+    p.blocks = std::min<int64_t>((vectors + p.lanes - 1) / p.lanes, INT_MAX);
+  }
   return VectorMatch{p, ""};
 }
 
 GroupPlan vector_group_plan(const GroupPlan& generic, const VectorPlan& vp) {
   GroupPlan plan = inlined_launch_plan(generic, vp.blocks, vp.threads);
   plan.sink_tile.back() = vp.vec;
+  if (vp.slices > 1) plan.reduce_scratch_bytes = static_cast<int64_t>(vp.threads) * vp.vec * 8;  // the combine's accumulators
   return plan;
 }
 
@@ -268,7 +351,9 @@ std::string print_vector_plan(const VectorPlan& p) {
     for (const VectorRead& r : rs)
       if (r.producer < 0) (r.vector || r.guarded ? vector_reads : other_reads) += 1;
   return cat("vector kernel: ", p.elements, " elements, ", p.vec, " per thread and access; ", p.threads, " threads per block, ",
-             p.blocks, " blocks (grid-stride); ", vector_reads, " vector reads, ", other_reads, " scalar reads of device memory");
+             p.blocks, " blocks (grid-stride); ", vector_reads, " vector reads, ", other_reads, " scalar reads of device memory",
+             p.slices > 1 ? cat("; windows sliced: ", p.slices, " threads share each vector's taps, ", p.lanes, " vectors per block")
+                          : std::string());
 }
 
 }  // namespace tessel::cuda

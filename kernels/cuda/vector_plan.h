@@ -8,13 +8,17 @@
 // A group qualifies when
 //   * no node reduces but over a window (at most kVectorMaxWindowPoints points per output, none
 //     along the innermost dimension of a tensor it reads: a depthwise convolution, a pooling --
-//     not a GEMM or a convolution over channels) or a grouped window (below), reading device
+//     not a GEMM or a convolution over channels -- unless it pools one input whose last index
+//     slides along it, a position and a tap: an NCHW pooling's `s w + k`, read a scalar per
+//     element) or a grouped window (below), reading device
 //     memory only (so its window needs no in-group values at other points); no node but the sink
 //     reshapes its output (the sink stores at its domain point's row-major offset, which a
 //     reshape keeps) except a grouped window's split of the channels, and only the sink writes
 //     device memory;
 //   * every node's spatial domain is the sink's (same extents; a grouped window's splits the last
-//     axis), and every read of an in-group node is at the reader's own point (the identity map),
+//     axis), or the sink's up to axes of extent 1 (a global pooling's [N, 1, 1, C] before a sink
+//     [N, C, 1, 1] or [N, C]: the other axes in the same order), and every read of an
+//     in-group node is at the reader's own point (the identity map up to those axes: 0 along them),
 //     so one point indexes every node -- except in-group plain copies (a transpose, a fixed index,
 //     a reshape that only splits dimensions: body in0 of one in-bounds input, same dtype, read in
 //     bounds), which are folded into their readers' maps and never computed (the copies before an
@@ -37,6 +41,12 @@
 // channel. A contraction over channels that involves no group (a GEMM, a dense convolution: no
 // channel read's last index depends on a spatial axis) stays with the tensor-core or generic
 // families.
+// A window of more points than kVectorMaxWindowPoints (a global average pool over 56 x 56 pixels
+// in channels-last, an SE block's squeeze) is *sliced*: `slices` threads of a block share each
+// vector, each summing every slices-th tap (the taps flattened), and the first of them combines
+// their accumulators through shared memory and computes the rest of the group; a block holds
+// `lanes` vectors (consecutive channels: its loads of one tap are contiguous), lanes x slices
+// threads, and loops over blocks of vectors with a block-uniform bound (the combine's barriers).
 // Reads of device memory may be any affine map; those that walk the last axis contiguously
 // (row_plan.h's row_vector_access: the last index is the last axis, no other index depends on it,
 // the tensor's last dimension a multiple of the width, never out of bounds) are vector loads. A
@@ -74,6 +84,13 @@ struct VectorPlan {
                                     // (g, mg), m = g Mg + mg; `vec` divides Mg
   std::vector<int> channel_axis;    // -1, or the reduction axis summed along every input's last index
   std::vector<int> channel_vec;     // that axis's elements per vector load
+  // Per node: for each spatial axis, the sink's axis it walks, or -1 for an axis of extent 1 the
+  // sink does not have (the identity when the domains are equal; a grouped window's split axes
+  // are both the sink's last).
+  std::vector<std::vector<int>> axis_of;
+  std::vector<int> vector_axis;     // the node's axis along the sink's last (a vector's elements)
+  int slices = 1;                   // threads per vector sharing a window's taps (file comment)
+  int lanes = 0;                    // vectors per block when sliced (threads = lanes x slices)
 };
 
 struct VectorMatch {
@@ -86,6 +103,12 @@ inline constexpr int kVectorBlockThreads = 256;
 /// Design choice: the most points a node may reduce per output in the vector kernel (a 16x16
 /// window); longer reductions leave one thread too much serial work and take another family.
 inline constexpr int64_t kVectorMaxWindowPoints = 256;
+/// Design choice: a sliced window's threads (vector_plan.h): at least this many vectors per block
+/// (a tap's loads of 4 x 16 contiguous bytes per warp), at most a block over this many slices, and
+/// blocks for about this many waves of the SMs before vectors per block grow past the least.
+inline constexpr int kVectorMinLanes = 4;
+inline constexpr int kVectorMinSlices = 8;
+inline constexpr int kVectorSliceWaves = 2;
 /// Design choice: a grouped window's channel loop is unrolled whole up to this many vector steps
 /// (a ResNeXt group of 4 to 32 halves: 1 to 4), by this many beyond.
 inline constexpr int kVectorChannelUnroll = 8;

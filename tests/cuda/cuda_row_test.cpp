@@ -2,7 +2,7 @@
 // spread over threads and vectors, why other groups keep the generic kernel, attention's scores
 // fused with their softmax (copies folded, a serial reduction per element); its kernels compile
 // with NVRTC, and on a GPU match the interpreter for odd row lengths, several row axes, f16, bf16
-// and f32, and rows longer than a block.
+// and f32, rows longer than a block, and sinks reducing several axes (an NCHW global pool).
 #include <doctest/doctest.h>
 
 #include "cuda_check.h"
@@ -79,7 +79,39 @@ OpGraph grouped_norm(DType dt, std::vector<int64_t> shape, int64_t groups) {
   return b.graph(b.op("Reshape", {norm, b.weight_i64("to_x", back)}));
 }
 
+/// GlobalAveragePool of NCHW x: a sink reducing H and W, contiguous in x (a merged row of H W).
+OpGraph global_pool(DType dt, std::vector<int64_t> shape) { return op_graph("GlobalAveragePool", {random_of(dt, std::move(shape), 1)}); }
+
+/// The maximum over the last two axes of [b, r, c] without keepdims.
+OpGraph max_last_two(DType dt, std::vector<int64_t> shape) {
+  return op_graph("ReduceMax", {random_of(dt, std::move(shape), 1), i64({2}, {1, 2})}, {{"keepdims", int64_t{0}}}, {1});
+}
+
 }  // namespace
+
+TEST_CASE("cuda row: a sink reducing its input's last dimensions is one row of their product") {
+  // An NCHW global average pool over 28 x 28: 32 rows of 784, vectors of 8 halves.
+  const cuda::GeneratedKernel k = welder_kernel(global_pool(DType::f16, {4, 8, 28, 28}));
+  REQUIRE(k.path == "row");
+  CHECK(k.rows->n == 784);
+  CHECK(k.rows->rows == 32);
+  CHECK(k.rows->row_extents == std::vector<int64_t>{4, 8});
+  CHECK(k.rows->vec == 8);
+  CHECK(k.rows->nodes.back().reads[0].type.shape == std::vector<int64_t>{4, 8, 784});
+  // Without keepdims, odd sizes: scalar accesses.
+  const cuda::GeneratedKernel odd = welder_kernel(max_last_two(DType::f32, {6, 13, 11}));
+  REQUIRE(odd.path == "row");
+  CHECK(odd.rows->n == 143);
+  CHECK(odd.rows->vec == 1);
+  // Axes read in another order (a transpose before the pool) are not one contiguous row.
+  ModelBuilder b(DType::f16);
+  const std::string t = b.op("Transpose", {b.input("x", {2, 4, 16, 32})}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  const cuda::GeneratedKernel swapped = welder_kernel(b.graph(b.op("GlobalAveragePool", {t})));
+  CHECK(swapped.path != "row");
+  CHECK(swapped.row_reason.find("not read as its input's last dimensions in order") != std::string::npos);
+  // Fewer columns than a warp: the generic kernel, as for one axis.
+  CHECK(welder_kernel(global_pool(DType::f16, {4, 8, 5, 5})).path != "row");
+}
 
 TEST_CASE("cuda row: a reshape of the whole input is a view: folded into the row kernel's reads") {
   const OpGraph g = grouped_norm(DType::f16, {2, 8, 6, 10}, 4);  // rows of 2 x 60
@@ -256,7 +288,8 @@ TEST_CASE("cuda row: row kernels compile with NVRTC for sm_90a") {
   const HwSpec& spec = gpu_spec();
   for (const OpGraph& g : {softmax(DType::f16, {64, 4096}), softmax(DType::f32, {7, 33}), softmax(DType::bf16, {3, 5, 96}),
                            layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768}),
-                           scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7)}) {
+                           scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7),
+                           global_pool(DType::f16, {4, 8, 28, 28}), max_last_two(DType::f32, {6, 13, 11})}) {
     const Schedule s = schedule_with(g, spec, "welder");
     CHECK(nvrtc_compile_all(g, s, spec) >= 1);
   }
@@ -271,7 +304,9 @@ TEST_CASE("cuda row run: row kernels match the interpreter") {
   for (const OpGraph& g : {softmax(DType::f16, {64, 4096}), softmax(DType::f32, {7, 33}), softmax(DType::bf16, {3, 5, 96}),
                            softmax(DType::f16, {5, 11000}), layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768}),
                            layernorm(DType::f32, {300, 31}), scores_softmax(DType::f16, 2, 3, 40, 64),
-                           scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7)}) {
+                           scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7),
+                           global_pool(DType::f16, {4, 8, 28, 28}), global_pool(DType::bf16, {2, 3, 64, 64}),
+                           max_last_two(DType::f32, {6, 13, 11})}) {
     INFO(g.tensor(g.inputs()[0]).type.print());
     check_on_gpu(g, "welder", gpu_test_inputs(g, 7));
   }

@@ -2,8 +2,8 @@
 // it, the vector width, which reads are vector loads, why other groups keep the generic kernel;
 // its kernels compile with NVRTC, and on a GPU match the interpreter for chains, broadcasting
 // (bias, scalars, a column), transposed reads, casts between widths, integers and booleans, odd
-// sizes (every vector width down to 2), and windows (depthwise convolutions, max pooling in NHWC,
-// padded borders, strides).
+// sizes (every vector width down to 2), windows (depthwise convolutions, max pooling in NHWC,
+// padded borders, strides) and sliced windows (column reductions: channels-last global pools).
 #include <algorithm>
 
 #include <doctest/doctest.h>
@@ -11,6 +11,7 @@
 #include "cuda_check.h"
 #include "../model_builder.h"
 #include "kernels/cuda/kernel_emitter.h"
+#include "kernels/cuda/kernel_families.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -118,6 +119,39 @@ OpGraph max_pool_nhwc(DType dt, int64_t n, int64_t h, int64_t c) {
                        {"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
 }
 
+/// relu(mean over the pixels of channels-last x [n, h, w, c]) kept as [n, 1, 1, c]: a column
+/// reduction (an SE block's squeeze), every channel vector reduced over h w taps.
+OpGraph column_mean(DType dt, int64_t n, int64_t h, int64_t w, int64_t c) {
+  ModelBuilder b(dt);
+  const std::string m = b.op("ReduceMean", {b.input("x", {n, h, w, c})},
+                             {{"axes", std::vector<int64_t>{1, 2}}, {"keepdims", int64_t{1}}});
+  return b.graph(b.op("Relu", {m}));
+}
+
+/// ResNet's head in channels-last: the global average pool, transposed to [n, c, 1, 1] and
+/// flattened to [n, c] (nodes whose domains differ from the sink's by axes of extent 1).
+OpGraph pool_head(DType dt, int64_t n, int64_t h, int64_t c) {
+  ModelBuilder b(dt);
+  const std::string m = b.op("ReduceMean", {b.input("x", {n, h, h, c})},
+                             {{"axes", std::vector<int64_t>{1, 2}}, {"keepdims", int64_t{1}}});
+  return b.graph(b.op("Flatten", {b.op("Transpose", {m}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}})}));
+}
+
+/// max over axis 1 of [b, r, c]: a column reduction of r points per output.
+OpGraph column_max(DType dt, int64_t batch, int64_t r, int64_t c) {
+  ModelBuilder b(dt);
+  return b.graph(b.op("ReduceMax", {b.input("x", {batch, r, c})}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}));
+}
+
+/// `op` (MaxPool or AveragePool) k x k, stride s, pad p over NCHW x [n, c, h, h]: a window sliding
+/// along the innermost dimension (W at s w + k), read a scalar per element.
+OpGraph pool_nchw(const std::string& op, DType dt, int64_t n, int64_t c, int64_t h, int64_t k, int64_t s, int64_t p) {
+  ModelBuilder b(dt);
+  return b.graph(b.op(op, {b.input("x", {n, c, h, h})},
+                      {{"kernel_shape", std::vector<int64_t>{k, k}}, {"strides", std::vector<int64_t>{s, s}},
+                       {"pads", std::vector<int64_t>{p, p, p, p}}}));
+}
+
 using VectorCase = GraphCase;
 
 std::vector<VectorCase> vector_cases() {
@@ -153,6 +187,16 @@ std::vector<VectorCase> vector_cases() {
   add("grouped bf16 HWIO 3x3 stride 2 pad 1, 4 groups of 8 -> 16, 1x11x11x32", grouped(DType::bf16, 1, 11, 11, 32, 64, 4, 3, 2, 1, true));
   add("grouped f32 HWIO 1x1, 3 groups of 6 -> 2", grouped(DType::f32, 2, 4, 5, 18, 6, 3, 1, 1, 0, true));
   add("grouped f16 HWIO 3x3 pad 1, 4 groups of 3 -> 4 (odd channels)", grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1, true));
+  add("column mean f16 2x56x56x48 (sliced window of 3136 taps)", column_mean(DType::f16, 2, 56, 56, 48));
+  add("column mean f32 3x7x9x40 (few vectors: sliced, 63 taps)", column_mean(DType::f32, 3, 7, 9, 40));
+  add("column mean bf16 1x23x29x200 (667 taps, not a multiple of the slices)", column_mean(DType::bf16, 1, 23, 29, 200));
+  add("pool head f16 2x7x2048 (transpose and flatten of unit axes)", pool_head(DType::f16, 2, 7, 2048));
+  add("pool head f32 5x7x256 (vectors of 4)", pool_head(DType::f32, 5, 7, 256));
+  add("column max bf16 4x300x64", column_max(DType::bf16, 4, 300, 64));
+  add("depthwise f16 17x17 pad 8, 1x40x40x16 (a sliced window)", depthwise(DType::f16, 1, 40, 40, 16, 17, 1, 8));
+  add("max pool NCHW f16 3x3 stride 2 pad 1, 2x3x36 (vectors of 2 along W = 18)", pool_nchw("MaxPool", DType::f16, 2, 3, 36, 3, 2, 1));
+  add("max pool NCHW bf16 3x3 stride 2 pad 1, 1x4x32", pool_nchw("MaxPool", DType::bf16, 1, 4, 32, 3, 2, 1));
+  add("average pool NCHW f32 2x2 stride 2, 2x5x28", pool_nchw("AveragePool", DType::f32, 2, 5, 28, 2, 2, 0));
   return out;
 }
 
@@ -226,10 +270,63 @@ TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows 
   const cuda::GeneratedKernel pool = welder_kernel(max_pool_nhwc(DType::f16, 2, 17, 64));
   REQUIRE(pool.path == "vector");
   CHECK(pool.vector->reads[0][0].guarded);
-  // A reduction over more points than a window keeps another family, and says so.
+  // A reduction over more points than a window is sliced: threads share each vector's taps.
   const cuda::GeneratedKernel wide = welder_kernel(depthwise(DType::f16, 1, 40, 40, 16, 17, 1, 8));
-  CHECK(wide.path != "vector");
-  CHECK(wide.vector_reason.find("more than a window") != std::string::npos);
+  REQUIRE(wide.path == "vector");
+  CHECK(wide.vector->slices > 1);
+}
+
+TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost dimension, read a scalar per element") {
+  const cuda::GeneratedKernel k = welder_kernel(pool_nchw("MaxPool", DType::f16, 2, 8, 112, 3, 2, 1));
+  REQUIRE(k.path == "vector");
+  CHECK(k.vector->vec == 8);  // 8 outputs along W (56 of them) per thread
+  for (const auto& reads : k.vector->reads)
+    for (const cuda::VectorRead& r : reads) {
+      CHECK_FALSE(r.vector);
+      CHECK_FALSE(r.guarded);
+    }
+  CHECK(k.vector->channel_axis[0] == -1);
+  // The row kernel does not take a window as a merged row.
+  CHECK(k.row_reason.find("reduces over a window") != std::string::npos);
+}
+
+TEST_CASE("cuda vector: column reductions are sliced windows, domains may differ by axes of extent 1") {
+  // 2 x 48 channels over 56 x 56 pixels: 12 vectors of 8, 3136 taps each -- sliced, the taps
+  // split over the slices of a block and combined through shared memory.
+  const cuda::GeneratedKernel k = welder_kernel(column_mean(DType::f16, 2, 56, 56, 48));
+  REQUIRE(k.path == "vector");
+  const cuda::VectorPlan& p = *k.vector;
+  CHECK(p.vec == 8);
+  CHECK(p.slices >= cuda::kVectorMinSlices);
+  CHECK(p.lanes >= cuda::kVectorMinLanes);
+  CHECK(p.threads == p.lanes * p.slices);
+  CHECK(p.blocks == (2 * 48 / 8 + p.lanes - 1) / p.lanes);
+  CHECK(k.plan.threads == p.threads);
+  CHECK(k.plan.reduce_scratch_bytes == int64_t{p.threads} * p.vec * 8);
+  CHECK(k.source.find("tsl_t += " + std::to_string(p.slices)) != std::string::npos);
+  CHECK(k.source.find("__syncthreads()") != std::string::npos);
+  CHECK(cuda::family_params(p).at("slices") == p.slices);
+  // Few taps per slice: slices halved until each sums at least two.
+  const cuda::GeneratedKernel few = welder_kernel(column_mean(DType::f32, 3, 7, 9, 40));
+  REQUIRE(few.path == "vector");
+  CHECK(few.vector->slices <= 32);
+  // Vectors for a wave of blocks and a small window: one thread per vector, no slices.
+  const cuda::GeneratedKernel many = welder_kernel(pool_head(DType::f32, 1024, 7, 256));
+  REQUIRE(many.path == "vector");
+  CHECK(many.vector->slices == 1);
+  CHECK(cuda::family_params(*many.vector).count("slices") == 0);
+  // The pool head: the mean's domain [n, 1, 1, c] and the sink's [n, c] (a flatten of the
+  // transposed [n, c, 1, 1]) -- one kernel, the transpose folded, vectors along c.
+  const cuda::GeneratedKernel head = welder_kernel(pool_head(DType::f16, 2, 7, 2048));
+  REQUIRE(head.path == "vector");
+  CHECK(head.vector->extents == std::vector<int64_t>{2, 2048});
+  CHECK(head.vector->vec == 8);
+  // A domain that differs by more than axes of extent 1 is still refused.
+  ModelBuilder b(DType::f16);
+  const std::string x = b.input("x", {4, 6, 8});
+  const std::string m = b.op("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}});
+  const cuda::GeneratedKernel other = welder_kernel(b.graph(b.op("Sub", {x, m})));
+  CHECK(other.path != "vector");
 }
 
 TEST_CASE("cuda vector: grouped convolutions are grouped windows, their channels read a vector at a time") {
@@ -237,6 +334,7 @@ TEST_CASE("cuda vector: grouped convolutions are grouped windows, their channels
   // of 4 output channels shares a group, each step reads 4 input channels of x (shared) and of
   // each element's weight row.
   const cuda::GeneratedKernel k = welder_kernel(grouped(DType::f16, 2, 9, 7, 32, 32, 8, 3, 1, 1));
+  INFO(k.vector_reason);
   REQUIRE(k.path == "vector");
   const cuda::VectorPlan& p = *k.vector;
   CHECK(p.vec == 4);
