@@ -688,15 +688,20 @@ def elt_rope(family, name, tokens, heads, d, what):
 # Pool class
 
 
-def pool(family, name, op, shape, what, k=3, s=2, p=1):
-    """MaxPool / AveragePool (NCHW; Tessel's pools have no NHWC layout) or GlobalAveragePool."""
+def pool(family, name, op, shape, what, k=3, s=2, p=1, layout="NCHW"):
+    """MaxPool / AveragePool or GlobalAveragePool; `shape` is [n, c, h, w]. layout "NHWC": the model
+    holds x as [n, h, w, c] (the pooling's layout attribute; a global pool as ReduceMean over axes 1
+    and 2), PyTorch gets it as channels_last."""
     n, c, h, w_ = shape
+    nhwc = layout == "NHWC"
 
     def build(dtype):
         m = _model(name, dtype, opset=17)
-        x = m.input("x", shape)
+        x = m.input("x", [n, h, w_, c] if nhwc else shape)
         if op == "GlobalAveragePool":
-            y = m.op("pool", op, [x])
+            y = m.op("pool", "ReduceMean", [x], axes=[1, 2], keepdims=1) if nhwc else m.op("pool", op, [x])
+        elif nhwc:
+            y = m.op("pool", op, [x], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, layout="NHWC")
         else:
             y = m.op("pool", op, [x], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4)
         m.output(y)
@@ -718,7 +723,9 @@ def pool(family, name, op, shape, what, k=3, s=2, p=1):
                 return t.nn.functional.avg_pool2d(v["x"], k, s, p, count_include_pad=False)
         desc = "%s: %s %dx%d/%d pad %d of %s -> %dx%d" % (what, op, k, k, s, p, shape, oh, ow)
         flops = n * c * oh * ow * k * k
-    return _proto("pool", family, name, desc, float(flops), n * c * oh * ow, build, fn)
+    if nhwc:
+        desc += ", NHWC"
+    return _proto("pool", family, name, desc, float(flops), n * c * oh * ow, build, fn, nhwc=nhwc)
 
 
 def squeeze_excite(family, name, batch, c, hw, c_se, what):
@@ -914,6 +921,9 @@ def resnet50():
     p.append(pool(f, "gap.b%d" % n, "GlobalAveragePool", [n, 2048, 7, 7], "ResNet-50 final pool"))
     p.append(pool(f, "avgpool_d.b%d" % n, "AveragePool", [n, 256, 56, 56], "ResNet-50-D shortcut avg pool 2x2/2",
                   k=2, s=2, p=0))
+    p.append(pool(f, "maxpool.b%d.nhwc" % n, "MaxPool", [n, 64, 112, 112], "ResNet-50 stem max pool", layout="NHWC"))
+    p.append(pool(f, "gap.b%d.nhwc" % n, "GlobalAveragePool", [n, 2048, 7, 7], "ResNet-50 final pool", layout="NHWC"))
+    p.append(pool(f, "gap.b1.nhwc", "GlobalAveragePool", [1, 2048, 7, 7], "ResNet-50 final pool, batch 1", layout="NHWC"))
     p.append(gemm_epi(f, "fc.m%d" % n, n, 2048, 1000, "ResNet-50 fc"))
     p.append(row_reduce(f, "reduce_w7.b%d" % n, [n, 2048, 7, 7], "ReduceMean", "ResNet-50 mean over W of 7x7 map"))
     p.append(row_reduce(f, "reduce_hw49.b%d" % n, [n, 2048, 49], "ReduceMean", "ResNet-50 mean over 7x7=49"))
@@ -975,6 +985,14 @@ def efficientnet_b0():
     p.append(squeeze_excite(f, "se_c480.b%d" % n, n, 480, 14, 20, "EfficientNet-B0 SE"))
     p.append(squeeze_excite(f, "se_c1152.b%d" % n, n, 1152, 7, 48, "EfficientNet-B0 SE"))
     p.append(pool(f, "gap_c240.b%d" % n, "GlobalAveragePool", [n, 240, 28, 28], "EfficientNet-B0 SE squeeze"))
+    p.append(pool(f, "gap_c240.b%d.nhwc" % n, "GlobalAveragePool", [n, 240, 28, 28], "EfficientNet-B0 SE squeeze",
+                  layout="NHWC"))
+    p.append(pool(f, "gap_c144.b%d.nhwc" % n, "GlobalAveragePool", [n, 144, 56, 56], "EfficientNet-B0 SE squeeze",
+                  layout="NHWC"))
+    p.append(pool(f, "gap_c96.b8.nhwc", "GlobalAveragePool", [8, 96, 56, 56], "EfficientNet-B0 SE squeeze, batch 8",
+                  layout="NHWC"))
+    p.append(pool(f, "gap_c32.b1.nhwc", "GlobalAveragePool", [1, 32, 112, 112], "EfficientNet-B0 first SE squeeze, batch 1",
+                  layout="NHWC"))
     p.append(elt_gate(f, "se_excite_c240.b%d" % n, [n, 240, 28, 28], [n, 240, 1, 1], "EfficientNet-B0 SE excite"))
     return p
 
