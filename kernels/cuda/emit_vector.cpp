@@ -47,10 +47,15 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
   } else {
     // Blocks of `lanes` vectors, a block-uniform bound (the combines' barriers); a thread past the
     // last vector works on the block's first and stores nothing.
-    os_ << "  __shared__ unsigned long long tsl_red[" << p.threads * vec << "];\n";
+    // With a cluster of `parts` blocks per group of vectors: the group is the cluster's index, and
+    // block `tsl_rank` sums the taps' runs tsl_rank, tsl_rank + parts, ...
+    os_ << "  __shared__ __align__(8) unsigned char tsl_red[" << p.combine_bytes() << "];\n";
     os_ << "  const unsigned tsl_slice = threadIdx.x / " << p.lanes << "u;\n";
-    os_ << "  for (long long tsl_vb = static_cast<long long>(blockIdx.x) * " << p.lanes << "LL; tsl_vb < " << vectors
-        << "LL; tsl_vb += static_cast<long long>(gridDim.x) * " << p.lanes << "LL) {\n";
+    const std::string group = p.parts > 1 ? cat("(blockIdx.x / ", p.parts, "u)") : std::string("blockIdx.x");
+    const std::string groups = p.parts > 1 ? cat("(gridDim.x / ", p.parts, "u)") : std::string("gridDim.x");
+    if (p.parts > 1) os_ << "  const unsigned tsl_rank = blockIdx.x % " << p.parts << "u;  // = %cluster_ctarank (a 1-D grid)\n";
+    os_ << "  for (long long tsl_vb = static_cast<long long>(" << group << ") * " << p.lanes << "LL; tsl_vb < " << vectors
+        << "LL; tsl_vb += static_cast<long long>(" << groups << ") * " << p.lanes << "LL) {\n";
     os_ << "    const bool tsl_active = tsl_vb + threadIdx.x % " << p.lanes << "u < " << vectors << "LL;\n";
     os_ << "    const long long tsl_v = tsl_active ? tsl_vb + threadIdx.x % " << p.lanes << "u : tsl_vb;\n";
   }
@@ -153,8 +158,9 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
         points *= extents[a];
       }
       os_ << ind << "#pragma unroll 4\n";
-      os_ << ind << "for (" << it << " tsl_t = static_cast<" << it << ">(tsl_slice); tsl_t < " << points << lit << "; tsl_t += "
-          << p.slices << lit << ") {\n";
+      os_ << ind << "for (" << it << " tsl_t = static_cast<" << it << ">(tsl_slice"
+          << (p.parts > 1 ? cat(" + tsl_rank * ", p.slices, "u") : std::string()) << "); tsl_t < " << points << lit
+          << "; tsl_t += " << static_cast<int64_t>(p.slices) * p.parts << lit << ") {\n";
       ind += "  ";
       os_ << ind << it << " tsl_tq = tsl_t;\n";
       emit_unflatten(ind, it, "tsl_tq", raxes, rext, "tsl_k");
@@ -216,18 +222,37 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       if (!sliced || a + 1 == nd.num_axes()) os_ << ind << "}\n";
     }
     if (sliced) {
-      // The slices' sums combined in slice order by the first slice.
+      // The slices' sums combined into the first slice's.
       os_ << "    {\n      " << at << "* tsl_red_v = reinterpret_cast<" << at << "*>(tsl_red);\n";
       os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) tsl_red_v[tsl_e * " << p.threads
           << " + threadIdx.x] = " << acc << "[tsl_e];\n";
       os_ << "      __syncthreads();\n";
-      os_ << "      if (tsl_slice == 0)\n        for (unsigned tsl_s = 1; tsl_s < " << p.slices << "u; ++tsl_s)\n";
-      os_ << "          #pragma unroll\n          for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << acc << "[tsl_e] = " << comb
-          << "(" << acc << "[tsl_e], tsl_red_v[tsl_e * " << p.threads << " + tsl_s * " << p.lanes << " + threadIdx.x]);\n";
-      os_ << "      __syncthreads();\n    }\n";
+      // A tree over the slices: at half-width h, slice s < h folds in slice s + h.
+      int64_t half = 1;
+      while (half * 2 < p.slices) half *= 2;
+      os_ << "      for (unsigned tsl_h = " << half << "u; tsl_h > 0; tsl_h /= 2) {\n";
+      os_ << "        if (tsl_slice < tsl_h && tsl_slice + tsl_h < " << p.slices << "u) {\n";
+      os_ << "          #pragma unroll\n          for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+      os_ << "            " << acc << "[tsl_e] = " << comb << "(" << acc << "[tsl_e], tsl_red_v[tsl_e * " << p.threads
+          << " + threadIdx.x + tsl_h * " << p.lanes << "u]);\n";
+      os_ << "            tsl_red_v[tsl_e * " << p.threads << " + threadIdx.x] = " << acc << "[tsl_e];\n";
+      os_ << "          }\n        }\n        __syncthreads();\n      }\n";
+      if (p.parts > 1) {
+        // The cluster's blocks' sums, added by rank 0 in rank order from their shared memory.
+        os_ << "      if (tsl_rank != 0 && tsl_slice == 0)\n";
+        os_ << "        for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) tsl_red_v[tsl_e * " << p.threads << " + threadIdx.x] = "
+            << acc << "[tsl_e];\n";
+        os_ << "      tsl::mma::cluster_sync();\n";
+        os_ << "      if (tsl_rank == 0 && tsl_slice == 0)\n";
+        os_ << "        for (unsigned tsl_r = 1; tsl_r < " << p.parts << "u; ++tsl_r)\n";
+        os_ << "          for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << acc << "[tsl_e] = " << comb << "(" << acc
+            << "[tsl_e], tsl::mma::cluster_load(tsl_red_v + tsl_e * " << p.threads << " + threadIdx.x, tsl_r));\n";
+        os_ << "      tsl::mma::cluster_sync();\n";
+      }
+      os_ << "    }\n";
     }
   }
-  if (sliced) os_ << "    if (!tsl_active || tsl_slice != 0) continue;\n";
+  if (sliced) os_ << "    if (!tsl_active || tsl_slice != 0" << (p.parts > 1 ? " || tsl_rank != 0" : "") << ") continue;\n";
   const std::string sst = storage_type(sdt);
   os_ << "    " << sst << " tsl_out[" << vec << "];\n";
   os_ << "    #pragma unroll\n    for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";

@@ -50,6 +50,7 @@ std::map<std::string, int64_t> family_params(const VectorPlan& p) {
   if (p.slices > 1) {
     out["slices"] = p.slices;
     out["lanes"] = p.lanes;
+    if (p.parts > 1) out["parts"] = p.parts;
   }
   return out;
 }

@@ -148,6 +148,8 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   // splits dimensions, folded below: it is read through its shape).
   int min_bytes = dtype_bytes(sink.output().dtype);
   int64_t most_points = 0;  // the most points a window of the group reduces per output
+  bool float_windows = true;  // every window accumulates floats (a cluster combines f32 or f64)
+  bool half_windows = true;   // every window accumulates in float (f16, bf16), not 8 bytes
   // In-group plain copies (a transpose, a fixed index, a reshape that only splits dimensions:
   // body in0 of one in-bounds input, same dtype, no write to device memory) are folded into their
   // readers' maps: their domains may differ from the sink's.
@@ -220,6 +222,8 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
         return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a grouped window (",
                         kVectorMaxWindowPoints, ")"));
       most_points = std::max(most_points, points);
+      float_windows &= is_float(node.output().dtype);
+      half_windows &= node.output().dtype == DType::f16 || node.output().dtype == DType::bf16;
     }
     if (i + 1 < n && generic.nodes[i].writes_global) return fail(cat("'", node.name(), "' also writes device memory"));
     if (i + 1 < n && generic.nodes[i].reshaped && split == 0)
@@ -333,7 +337,25 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     while (p.slices > kVectorMinSlices && 2 * p.slices > most_points) p.slices /= 2;
     p.threads = p.lanes * p.slices;
     if (p.threads % warp != 0) return fail(cat(p.threads, " threads of a sliced window are not whole warps"));
-    p.blocks = std::min<int64_t>((vectors + p.lanes - 1) / p.lanes, INT_MAX);
+    p.blocks = (vectors + p.lanes - 1) / p.lanes;
+    // Fewer blocks than SMs (a batch-1 SE squeeze: 4 vectors over 12544 taps): blocks of the most
+    // threads, and a thread-block cluster of `parts` blocks per group of vectors, each summing
+    // every parts-th run of the taps (distributed shared memory combines them).
+    if (p.blocks < units && spec.limits.max_cluster_blocks >= 2 && most_points > kVectorMaxWindowPoints && float_windows) {
+      p.threads = static_cast<int>(floor_pow2(spec.limits.max_threads_per_block));
+      p.slices = p.threads / p.lanes;
+      while (p.slices > kVectorMinSlices && 2 * p.slices > most_points) p.slices /= 2;
+      p.threads = p.lanes * p.slices;
+      while (p.slices > kVectorMinSlices && static_cast<int64_t>(p.lanes) * p.slices * p.vec * (half_windows ? 4 : 8) > kStaticSmemBytes)
+        p.slices /= 2;
+      p.threads = p.lanes * p.slices;
+      p.parts = static_cast<int>(std::min<int64_t>(floor_pow2(spec.limits.max_cluster_blocks),
+                                                   floor_pow2(std::max<int64_t>(1, units / p.blocks))));
+      while (p.parts > 1 && 2 * static_cast<int64_t>(p.slices) * p.parts > most_points) p.parts /= 2;
+      p.blocks *= p.parts;
+    }
+    p.blocks = std::min<int64_t>(p.blocks, INT_MAX - INT_MAX % p.parts);
+    p.acc_bytes = half_windows ? 4 : 8;
   }
   return VectorMatch{p, ""};
 }
@@ -341,7 +363,8 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
 GroupPlan vector_group_plan(const GroupPlan& generic, const VectorPlan& vp) {
   GroupPlan plan = inlined_launch_plan(generic, vp.blocks, vp.threads);
   plan.sink_tile.back() = vp.vec;
-  if (vp.slices > 1) plan.reduce_scratch_bytes = static_cast<int64_t>(vp.threads) * vp.vec * 8;  // the combine's accumulators
+  plan.reduce_scratch_bytes = vp.combine_bytes();
+  plan.cluster_blocks = vp.parts;
   return plan;
 }
 
@@ -352,7 +375,8 @@ std::string print_vector_plan(const VectorPlan& p) {
       if (r.producer < 0) (r.vector || r.guarded ? vector_reads : other_reads) += 1;
   return cat("vector kernel: ", p.elements, " elements, ", p.vec, " per thread and access; ", p.threads, " threads per block, ",
              p.blocks, " blocks (grid-stride); ", vector_reads, " vector reads, ", other_reads, " scalar reads of device memory",
-             p.slices > 1 ? cat("; windows sliced: ", p.slices, " threads share each vector's taps, ", p.lanes, " vectors per block")
+             p.slices > 1 ? cat("; windows sliced: ", p.slices, " threads share each vector's taps, ", p.lanes, " vectors per block",
+                                p.parts > 1 ? cat(", clusters of ", p.parts, " blocks share them too") : std::string())
                           : std::string());
 }
 

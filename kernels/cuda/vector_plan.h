@@ -47,6 +47,11 @@
 // their accumulators through shared memory and computes the rest of the group; a block holds
 // `lanes` vectors (consecutive channels: its loads of one tap are contiguous), lanes x slices
 // threads, and loops over blocks of vectors with a block-uniform bound (the combine's barriers).
+// When that leaves fewer blocks than SMs (a batch-1 SE squeeze: 4 vectors of 8 channels over
+// 112 x 112 taps) and the spec has thread-block clusters, blocks take the most threads and a
+// cluster of `parts` blocks shares each group of vectors, block r summing the taps' runs r, r +
+// parts, ...; the cluster's rank 0 adds the others' sums from their shared memory (distributed
+// shared memory), in rank order.
 // Reads of device memory may be any affine map; those that walk the last axis contiguously
 // (row_plan.h's row_vector_access: the last index is the last axis, no other index depends on it,
 // the tensor's last dimension a multiple of the width, never out of bounds) are vector loads. A
@@ -91,6 +96,10 @@ struct VectorPlan {
   std::vector<int> vector_axis;     // the node's axis along the sink's last (a vector's elements)
   int slices = 1;                   // threads per vector sharing a window's taps (file comment)
   int lanes = 0;                    // vectors per block when sliced (threads = lanes x slices)
+  int parts = 1;                    // blocks of a cluster sharing them too (file comment)
+  int acc_bytes = 8;                // bytes of a window's accumulator (f16, bf16: float; else 8)
+  /// Shared memory of a sliced window's combine: an accumulator per thread and element.
+  int64_t combine_bytes() const { return slices > 1 ? static_cast<int64_t>(threads) * vec * acc_bytes : 0; }
 };
 
 struct VectorMatch {
@@ -109,6 +118,9 @@ inline constexpr int64_t kVectorMaxWindowPoints = 256;
 inline constexpr int kVectorMinLanes = 4;
 inline constexpr int kVectorMinSlices = 8;
 inline constexpr int kVectorSliceWaves = 2;
+/// CUDA's limit on a kernel's static shared memory (more takes dynamic shared memory and an
+/// opt-in): a sliced window's combine stays within it.
+inline constexpr int64_t kStaticSmemBytes = 48 * 1024;
 /// Design choice: a grouped window's channel loop is unrolled whole up to this many vector steps
 /// (a ResNeXt group of 4 to 32 halves: 1 to 4), by this many beyond.
 inline constexpr int kVectorChannelUnroll = 8;

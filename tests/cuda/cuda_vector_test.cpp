@@ -187,7 +187,10 @@ std::vector<VectorCase> vector_cases() {
   add("grouped bf16 HWIO 3x3 stride 2 pad 1, 4 groups of 8 -> 16, 1x11x11x32", grouped(DType::bf16, 1, 11, 11, 32, 64, 4, 3, 2, 1, true));
   add("grouped f32 HWIO 1x1, 3 groups of 6 -> 2", grouped(DType::f32, 2, 4, 5, 18, 6, 3, 1, 1, 0, true));
   add("grouped f16 HWIO 3x3 pad 1, 4 groups of 3 -> 4 (odd channels)", grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1, true));
-  add("column mean f16 2x56x56x48 (sliced window of 3136 taps)", column_mean(DType::f16, 2, 56, 56, 48));
+  add("column mean f16 2x56x56x48 (sliced window of 3136 taps, clusters of 4 blocks)", column_mean(DType::f16, 2, 56, 56, 48));
+  add("column mean f32 1x64x64x16 (f64 accumulators, clusters)", column_mean(DType::f32, 1, 64, 64, 16));
+  add("column mean bf16 20x40x40x64 (sliced, clusters of 2)", column_mean(DType::bf16, 20, 40, 40, 64));
+  add("column mean bf16 64x20x20x96 (sliced, no clusters)", column_mean(DType::bf16, 64, 20, 20, 96));
   add("column mean f32 3x7x9x40 (few vectors: sliced, 63 taps)", column_mean(DType::f32, 3, 7, 9, 40));
   add("column mean bf16 1x23x29x200 (667 taps, not a multiple of the slices)", column_mean(DType::bf16, 1, 23, 29, 200));
   add("pool head f16 2x7x2048 (transpose and flatten of unit axes)", pool_head(DType::f16, 2, 7, 2048));
@@ -291,21 +294,42 @@ TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost di
 }
 
 TEST_CASE("cuda vector: column reductions are sliced windows, domains may differ by axes of extent 1") {
-  // 2 x 48 channels over 56 x 56 pixels: 12 vectors of 8, 3136 taps each -- sliced, the taps
+  // 32 x 144 channels over 56 x 56 pixels: 576 vectors of 8, 3136 taps each -- sliced, the taps
   // split over the slices of a block and combined through shared memory.
-  const cuda::GeneratedKernel k = welder_kernel(column_mean(DType::f16, 2, 56, 56, 48));
+  const cuda::GeneratedKernel k = welder_kernel(column_mean(DType::f16, 32, 56, 56, 144));
   REQUIRE(k.path == "vector");
   const cuda::VectorPlan& p = *k.vector;
   CHECK(p.vec == 8);
   CHECK(p.slices >= cuda::kVectorMinSlices);
   CHECK(p.lanes >= cuda::kVectorMinLanes);
+  CHECK(p.parts == 1);  // 144 blocks: enough for the SMs
   CHECK(p.threads == p.lanes * p.slices);
-  CHECK(p.blocks == (2 * 48 / 8 + p.lanes - 1) / p.lanes);
+  CHECK(p.blocks == (32 * 144 / 8 + p.lanes - 1) / p.lanes);
   CHECK(k.plan.threads == p.threads);
-  CHECK(k.plan.reduce_scratch_bytes == int64_t{p.threads} * p.vec * 8);
+  CHECK(p.acc_bytes == 4);  // f16 windows accumulate in float
+  CHECK(k.plan.reduce_scratch_bytes == int64_t{p.threads} * p.vec * 4);
   CHECK(k.source.find("tsl_t += " + std::to_string(p.slices)) != std::string::npos);
   CHECK(k.source.find("__syncthreads()") != std::string::npos);
   CHECK(cuda::family_params(p).at("slices") == p.slices);
+  // 2 x 48 channels: 12 vectors, 3 blocks of 4 -- fewer than the SMs, so blocks of the most
+  // threads and clusters of blocks sharing the taps (4: each block still sums 2+ taps per thread).
+  const cuda::GeneratedKernel c = welder_kernel(column_mean(DType::f16, 2, 56, 56, 48));
+  REQUIRE(c.path == "vector");
+  const cuda::VectorPlan& q = *c.vector;
+  CHECK(q.threads == gpu_spec().limits.max_threads_per_block);
+  CHECK(q.parts == 4);
+  CHECK(q.blocks == 3 * 4);
+  CHECK(c.plan.cluster_blocks == 4);
+  CHECK(q.combine_bytes() <= cuda::kStaticSmemBytes);
+  CHECK(c.source.find("__cluster_dims__(4, 1, 1)") != std::string::npos);
+  CHECK(c.source.find("cluster_load") != std::string::npos);
+  CHECK(cuda::family_params(q).at("parts") == 4);
+  // f32 accumulates in f64: half the slices, the combine within static shared memory.
+  const cuda::GeneratedKernel wide = welder_kernel(column_mean(DType::f32, 1, 64, 64, 16));
+  REQUIRE(wide.path == "vector");
+  CHECK(wide.vector->acc_bytes == 8);
+  CHECK(wide.vector->combine_bytes() <= cuda::kStaticSmemBytes);
+  CHECK(wide.vector->parts > 1);
   // Few taps per slice: slices halved until each sums at least two.
   const cuda::GeneratedKernel few = welder_kernel(column_mean(DType::f32, 3, 7, 9, 40));
   REQUIRE(few.path == "vector");
