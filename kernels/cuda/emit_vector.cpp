@@ -108,6 +108,11 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     const std::vector<int64_t> window_extents = nd.extents();
     bool narrow = true;
     for (int64_t e : window_extents) narrow &= e < (int64_t{1} << 30);
+    if (sliced) {  // the flattened tap counter, past the last tap by a stride at most
+      double taps = 1;
+      for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) taps *= static_cast<double>(window_extents[a]);
+      narrow &= taps + static_cast<double>(p.slices) * p.parts < static_cast<double>(int64_t{1} << 31);
+    }
     for (const VectorRead& r : p.reads[i]) {
       const std::vector<int64_t> strides = row_major_strides(r.read.type.shape);
       double reach = 0;  // doubles: the bound itself must not overflow

@@ -150,6 +150,7 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   int64_t most_points = 0;  // the most points a window of the group reduces per output
   bool float_windows = true;  // every window accumulates floats (a cluster combines f32 or f64)
   bool half_windows = true;   // every window accumulates in float (f16, bf16), not 8 bytes
+  bool grouped = false;       // a grouped window in the group (not sliced)
   // In-group plain copies (a transpose, a fixed index, a reshape that only splits dimensions:
   // body in0 of one in-bounds input, same dtype, no write to device memory) are folded into their
   // readers' maps: their domains may differ from the sink's.
@@ -217,11 +218,15 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
       int64_t points = 1;
       for (int a = ns; a < node.num_axes(); ++a)
         if (a != channel) points *= all[a];
-      // A longer window is sliced (the file comment); a grouped window's is not.
-      if (points > kVectorMaxWindowPoints && channel >= 0)
-        return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a grouped window (",
+      // A longer window is sliced (the file comment) when it reduces one input (a pooling, a
+      // column's mean); a product of two over that many points (a large depthwise filter, a
+      // contraction whose reduction stays off the innermost dimensions) is not a window.
+      if (points > kVectorMaxWindowPoints && node.inputs().size() != 1)
+        return fail(cat("'", node.name(), "' reduces ", points, " points per output, more than a window (",
                         kVectorMaxWindowPoints, ")"));
-      most_points = std::max(most_points, points);
+      // A grouped window is never sliced (its emitter sums every tap in one thread).
+      if (channel >= 0) grouped = true;
+      else most_points = std::max(most_points, points);
       float_windows &= is_float(node.output().dtype);
       half_windows &= node.output().dtype == DType::f16 || node.output().dtype == DType::bf16;
     }
@@ -330,12 +335,21 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   // least, doubled while the blocks still make kVectorSliceWaves waves; slices halved (down to
   // kVectorMinSlices) while a slice would sum fewer than two taps.
   const int64_t units = spec.compute.units;
-  if (most_points > kVectorMaxWindowPoints || (most_points >= 2 * kVectorMinSlices && p.blocks < units)) {
+  const int64_t acc_bytes = half_windows ? 4 : 8;
+  // Slices halved while a slice would sum fewer than two taps, or the combine would pass CUDA's
+  // static shared memory.
+  auto fit_slices = [&]() {
+    while (p.slices > kVectorMinSlices && (2 * p.slices > most_points ||
+                                           static_cast<int64_t>(p.lanes) * p.slices * p.vec * acc_bytes > kStaticSmemBytes))
+      p.slices /= 2;
+    p.threads = p.lanes * p.slices;
+  };
+  if (!grouped && p.threads >= kVectorMinLanes * kVectorMinSlices &&
+      (most_points > kVectorMaxWindowPoints || (most_points >= 2 * kVectorMinSlices && p.blocks < units))) {
     p.lanes = static_cast<int>(std::clamp<int64_t>(floor_pow2(std::max<int64_t>(1, vectors / (kVectorSliceWaves * units))),
                                                    kVectorMinLanes, p.threads / kVectorMinSlices));
     p.slices = p.threads / p.lanes;
-    while (p.slices > kVectorMinSlices && 2 * p.slices > most_points) p.slices /= 2;
-    p.threads = p.lanes * p.slices;
+    fit_slices();
     if (p.threads % warp != 0) return fail(cat(p.threads, " threads of a sliced window are not whole warps"));
     p.blocks = (vectors + p.lanes - 1) / p.lanes;
     // Fewer blocks than SMs (a batch-1 SE squeeze: 4 vectors over 12544 taps): blocks of the most
@@ -344,25 +358,24 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     if (p.blocks < units && spec.limits.max_cluster_blocks >= 2 && most_points > kVectorMaxWindowPoints && float_windows) {
       p.threads = static_cast<int>(floor_pow2(spec.limits.max_threads_per_block));
       p.slices = p.threads / p.lanes;
-      while (p.slices > kVectorMinSlices && 2 * p.slices > most_points) p.slices /= 2;
-      p.threads = p.lanes * p.slices;
-      while (p.slices > kVectorMinSlices && static_cast<int64_t>(p.lanes) * p.slices * p.vec * (half_windows ? 4 : 8) > kStaticSmemBytes)
-        p.slices /= 2;
-      p.threads = p.lanes * p.slices;
+      fit_slices();
       p.parts = static_cast<int>(std::min<int64_t>(floor_pow2(spec.limits.max_cluster_blocks),
                                                    floor_pow2(std::max<int64_t>(1, units / p.blocks))));
       while (p.parts > 1 && 2 * static_cast<int64_t>(p.slices) * p.parts > most_points) p.parts /= 2;
       p.blocks *= p.parts;
     }
     p.blocks = std::min<int64_t>(p.blocks, INT_MAX - INT_MAX % p.parts);
-    p.acc_bytes = half_windows ? 4 : 8;
+    p.acc_bytes = static_cast<int>(acc_bytes);
+    if (p.combine_bytes() > kStaticSmemBytes) return fail(cat("a sliced window's combine needs ", p.combine_bytes(), " bytes of shared memory"));
   }
   return VectorMatch{p, ""};
 }
 
 GroupPlan vector_group_plan(const GroupPlan& generic, const VectorPlan& vp) {
   GroupPlan plan = inlined_launch_plan(generic, vp.blocks, vp.threads);
-  plan.sink_tile.back() = vp.vec;
+  const int sink_axis = vp.vector_axis.empty() ? -1 : vp.vector_axis.back();
+  if (sink_axis >= 0 && sink_axis < static_cast<int>(plan.sink_tile.size())) plan.sink_tile[sink_axis] = vp.vec;
+  else plan.sink_tile.back() = vp.vec;
   plan.reduce_scratch_bytes = vp.combine_bytes();
   plan.cluster_blocks = vp.parts;
   return plan;

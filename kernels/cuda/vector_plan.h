@@ -41,8 +41,9 @@
 // channel. A contraction over channels that involves no group (a GEMM, a dense convolution: no
 // channel read's last index depends on a spatial axis) stays with the tensor-core or generic
 // families.
-// A window of more points than kVectorMaxWindowPoints (a global average pool over 56 x 56 pixels
-// in channels-last, an SE block's squeeze) is *sliced*: `slices` threads of a block share each
+// A window of one input over more points than kVectorMaxWindowPoints (a global average pool over
+// 56 x 56 pixels in channels-last, an SE block's squeeze), or of at least 2 kVectorMinSlices points
+// when the vectors make fewer blocks than SMs, is *sliced* (a grouped window never is): `slices` threads of a block share each
 // vector, each summing every slices-th tap (the taps flattened), and the first of them combines
 // their accumulators through shared memory and computes the rest of the group; a block holds
 // `lanes` vectors (consecutive channels: its loads of one tap are contiguous), lanes x slices
@@ -90,8 +91,8 @@ struct VectorPlan {
   std::vector<int> channel_axis;    // -1, or the reduction axis summed along every input's last index
   std::vector<int> channel_vec;     // that axis's elements per vector load
   // Per node: for each spatial axis, the sink's axis it walks, or -1 for an axis of extent 1 the
-  // sink does not have (the identity when the domains are equal; a grouped window's split axes
-  // are both the sink's last).
+  // sink does not have (the identity when the domains are equal; a grouped window's g is the
+  // sink's last and its mg -1, both recomputed from the split by the emitter).
   std::vector<std::vector<int>> axis_of;
   std::vector<int> vector_axis;     // the node's axis along the sink's last (a vector's elements)
   int slices = 1;                   // threads per vector sharing a window's taps (file comment)

@@ -196,7 +196,10 @@ std::vector<VectorCase> vector_cases() {
   add("pool head f16 2x7x2048 (transpose and flatten of unit axes)", pool_head(DType::f16, 2, 7, 2048));
   add("pool head f32 5x7x256 (vectors of 4)", pool_head(DType::f32, 5, 7, 256));
   add("column max bf16 4x300x64", column_max(DType::bf16, 4, 300, 64));
-  add("depthwise f16 17x17 pad 8, 1x40x40x16 (a sliced window)", depthwise(DType::f16, 1, 40, 40, 16, 17, 1, 8));
+  add("depthwise f16 5x5 pad 2, 1x9x9x16 (few vectors: a sliced window)", depthwise(DType::f16, 1, 9, 9, 16, 5, 1, 2));
+  add("column mean f16 1x64x64x40 (clusters, the last group's lanes partly idle)", column_mean(DType::f16, 1, 64, 64, 40));
+  add("grouped f16 HWIO 5x5 pad 2, 4 groups of 8 -> 16, 1x11x11x32 (few vectors, not sliced)",
+      grouped(DType::f16, 1, 11, 11, 32, 64, 4, 5, 1, 2, true));
   add("max pool NCHW f16 3x3 stride 2 pad 1, 2x3x36 (vectors of 2 along W = 18)", pool_nchw("MaxPool", DType::f16, 2, 3, 36, 3, 2, 1));
   add("max pool NCHW bf16 3x3 stride 2 pad 1, 1x4x32", pool_nchw("MaxPool", DType::bf16, 1, 4, 32, 3, 2, 1));
   add("average pool NCHW f32 2x2 stride 2, 2x5x28", pool_nchw("AveragePool", DType::f32, 2, 5, 28, 2, 2, 0));
@@ -273,10 +276,20 @@ TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows 
   const cuda::GeneratedKernel pool = welder_kernel(max_pool_nhwc(DType::f16, 2, 17, 64));
   REQUIRE(pool.path == "vector");
   CHECK(pool.vector->reads[0][0].guarded);
-  // A reduction over more points than a window is sliced: threads share each vector's taps.
+  // A product of two inputs over more points than a window keeps another family, and says so
+  // (a pooling of one input over as many is sliced instead).
   const cuda::GeneratedKernel wide = welder_kernel(depthwise(DType::f16, 1, 40, 40, 16, 17, 1, 8));
-  REQUIRE(wide.path == "vector");
-  CHECK(wide.vector->slices > 1);
+  CHECK(wide.path != "vector");
+  CHECK(wide.vector_reason.find("more than a window") != std::string::npos);
+  // A small window over few vectors is sliced (the SMs would idle), a grouped one never: its
+  // emitter sums every tap in one thread.
+  const cuda::GeneratedKernel few = welder_kernel(depthwise(DType::f16, 1, 9, 9, 16, 5, 1, 2));
+  REQUIRE(few.path == "vector");
+  CHECK(few.vector->slices > 1);
+  const cuda::GeneratedKernel grouped_few = welder_kernel(grouped(DType::f16, 1, 11, 11, 32, 64, 4, 5, 1, 2, true));
+  REQUIRE(grouped_few.path == "vector");
+  CHECK(grouped_few.vector->slices == 1);
+  CHECK(grouped_few.vector->threads == cuda::kVectorBlockThreads);
 }
 
 TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost dimension, read a scalar per element") {
@@ -309,7 +322,8 @@ TEST_CASE("cuda vector: column reductions are sliced windows, domains may differ
   CHECK(p.acc_bytes == 4);  // f16 windows accumulate in float
   CHECK(k.plan.reduce_scratch_bytes == int64_t{p.threads} * p.vec * 4);
   CHECK(k.source.find("tsl_t += " + std::to_string(p.slices)) != std::string::npos);
-  CHECK(k.source.find("__syncthreads()") != std::string::npos);
+  CHECK(k.source.find("for (unsigned tsl_h = 32u; tsl_h > 0; tsl_h /= 2)") != std::string::npos);  // the tree over 64 slices
+  CHECK(p.slices == 64);
   CHECK(cuda::family_params(p).at("slices") == p.slices);
   // 2 x 48 channels: 12 vectors, 3 blocks of 4 -- fewer than the SMs, so blocks of the most
   // threads and clusters of blocks sharing the taps (4: each block still sums 2+ taps per thread).
