@@ -162,7 +162,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
         rext.push_back(extents[a]);
         points *= extents[a];
       }
-      os_ << ind << "#pragma unroll 4\n";
+      os_ << ind << "#pragma unroll " << kVectorSliceUnroll << "\n";
       os_ << ind << "for (" << it << " tsl_t = static_cast<" << it << ">(tsl_slice"
           << (p.parts > 1 ? cat(" + tsl_rank * ", p.slices, "u") : std::string()) << "); tsl_t < " << points << lit
           << "; tsl_t += " << static_cast<int64_t>(p.slices) * p.parts << lit << ") {\n";

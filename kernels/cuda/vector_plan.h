@@ -119,6 +119,8 @@ inline constexpr int64_t kVectorMaxWindowPoints = 256;
 inline constexpr int kVectorMinLanes = 4;
 inline constexpr int kVectorMinSlices = 8;
 inline constexpr int kVectorSliceWaves = 2;
+/// Design choice: a sliced window's tap loop is unrolled this many times (loads in flight).
+inline constexpr int kVectorSliceUnroll = 4;
 /// CUDA's limit on a kernel's static shared memory (more takes dynamic shared memory and an
 /// opt-in): a sliced window's combine stays within it.
 inline constexpr int64_t kStaticSmemBytes = 48 * 1024;

@@ -93,20 +93,22 @@ __device__ __forceinline__ unsigned cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-// The value at `p` (this block's shared memory) in the shared memory of the cluster's block `rank`
-// (distributed shared memory; the vector kernel's sliced windows combine their parts so).
-__device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
+// The address of `p` (this block's shared memory) in the shared memory of the cluster's block
+// `rank`, and the value there (distributed shared memory; the vector kernel's sliced windows
+// combine their parts so).
+__device__ __forceinline__ unsigned cluster_address(const void* p, unsigned rank) {
   unsigned remote;
-  float v;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_address(p)), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote));
+  return remote;
+}
+__device__ __forceinline__ float cluster_load(const float* p, unsigned rank) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(cluster_address(p, rank)));
   return v;
 }
 __device__ __forceinline__ double cluster_load(const double* p, unsigned rank) {
-  unsigned remote;
   double v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_address(p)), "r"(rank));
-  asm volatile("ld.shared::cluster.f64 %0, [%1];\n" : "=d"(v) : "r"(remote));
+  asm volatile("ld.shared::cluster.f64 %0, [%1];\n" : "=d"(v) : "r"(cluster_address(p, rank)));
   return v;
 }
 
