@@ -250,7 +250,26 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
   if (const std::vector<int> b_axes = spatial_reads(*tb); b_axes.size() == 1 && b_axes[0] != n_axis)
     return cat("'", c.name(), "' is not channels-last: its output channel axis '", c.axes()[b_axes[0]].name,
                "' is not its last axis (NCHW convolutions keep the generic kernel)");
+  if (!reads_axis(*tb, n_axis))
+    return cat("'", c.name(), "' is not channels-last: neither operand reads its last axis '", n_name, "' alone");
   if (reads_axis(*ta, n_axis)) return cat("both operands of '", c.name(), "' depend on its last axis '", n_name, "'");
+  // A grouped convolution: the other spatial axes B (the weight) reads -- the group g -- are batch
+  // axes, read by both operands: per group, an implicit GEMM of the group's channels, each
+  // operand's view offset by the group (its batch stride).
+  for (const int a : spatial_reads(*tb)) {
+    if (a == n_axis) continue;
+    if (!reads_axis(*ta, a))
+      return cat("B ('", graph.tensor(tb->tensor).name, "') depends on the spatial axis '", c.axes()[a].name, "' and A does not");
+    p.batch_axes.push_back(a);
+    p.batch_extents.push_back(ext[a]);
+    p.batch *= ext[a];
+  }
+  auto batch_index = [&](int a) {
+    return static_cast<int>(std::find(p.batch_axes.begin(), p.batch_axes.end(), a) - p.batch_axes.begin());
+  };
+  auto is_batch = [&](int a) { return batch_index(a) < static_cast<int>(p.batch_axes.size()); };
+  p.a.batch_strides.assign(p.batch_axes.size(), 0);
+  p.b.batch_strides.assign(p.batch_axes.size(), 0);
 
   // B: a permutation of the last spatial axis and the reduction axes.
   const TensorInfo& bi = graph.tensor(tb->tensor);
@@ -260,11 +279,18 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
     const AffineExpr& row = tb->map.result(r);
     int axis = -1;
     for (int a = 0; a < na; ++a) {
-      if (row.coeffs[a] == 0) continue;
+      if (row.coeffs[a] == 0 || ext[a] == 1) continue;
+      if (is_batch(a)) {  // the group's offset, e.g. Mg g + mg along the output channels
+        if (row.coeffs[a] < 0) return cat("B ('", bi.name, "') is read backwards along '", c.axes()[a].name, "'");
+        p.b.batch_strides[batch_index(a)] += row.coeffs[a] * bts[r];
+        continue;
+      }
       if (row.coeffs[a] != 1 || axis >= 0 || row.offset != 0)
         return cat("B ('", bi.name, "') is not read through a permutation of axes");
       axis = a;
     }
+    if (axis >= 0 && p.batch > 1 && (row.min_over(ext) < 0 || row.max_over(ext) >= bi.type.shape[r]))
+      return cat("B ('", bi.name, "') is read past its end");
     if (axis < 0) continue;
     if (axis < ns && axis != n_axis)
       return cat("B ('", bi.name, "') depends on the spatial axis '", c.axes()[axis].name, "' (a grouped convolution?)");
@@ -313,8 +339,15 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
     g.offset = row.offset;
     g.extent = ai.type.shape[r];
     g.stride = ats[r];
+    bool grouped = false;
     for (int a = 0; a < na; ++a) {
       if (row.coeffs[a] == 0 || ext[a] == 1) continue;
+      if (is_batch(a)) {  // the group's channels, e.g. Cg g + c: the view's offset
+        if (row.coeffs[a] < 0) return cat("A ('", ai.name, "') is read backwards along '", c.axes()[a].name, "'");
+        p.a.batch_strides[batch_index(a)] += row.coeffs[a] * ats[r];
+        grouped = true;
+        continue;
+      }
       if (a < ns) {
         if (g.m_axis >= 0) return cat("A ('", ai.name, "') dimension ", r, " mixes two output axes");
         g.m_axis = a;
@@ -326,6 +359,8 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
       }
     }
     g.check = row.min_over(ext) < 0 || row.max_over(ext) >= g.extent;
+    // (A dimension offset by the group is bounds-checked without it: it must stay inside.)
+    if (grouped && g.check) return cat("A ('", ai.name, "') dimension ", r, " reads past its edge along a group");
     if (g.k_axis == kin) {
       if (g.stride != 1 || g.k_coeff != 1 || g.m_axis >= 0 || g.offset != 0 || g.check)
         return cat("A ('", ai.name, "') is not channels-last: the innermost reduction axis '", c.axes()[kin].name,
@@ -343,11 +378,17 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
   p.a.k_contiguous = true;
   p.a.ld = 0;
 
+  for (size_t b = 0; b < p.batch_axes.size(); ++b)
+    for (const MmaOperand* o : {&p.a, &p.b})
+      if (o->batch_strides[b] % kChunkElems != 0)
+        return cat(o == &p.a ? "A" : "B", " has group stride ", o->batch_strides[b], " along '", c.axes()[p.batch_axes[b]].name,
+                   "', not a multiple of ", kChunkElems, " elements (16-byte aligned chunks)");
   p.implicit = true;
   p.n_axis = n_axis;
-  p.m_axis = n_axis - 1;
   p.m = p.k = 1;
   for (int a = 0; a < n_axis; ++a) {
+    if (is_batch(a)) continue;
+    p.m_axis = a;
     p.m_axes.push_back(a);
     p.m_extents.push_back(ext[a]);
     p.m *= ext[a];
@@ -461,6 +502,7 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
     return cat("spec '", spec.name, "' lists no wgmma and TMA (target.gpu_features)");
   if (!wgmma_listed(spec, p.dtype, kWgBlockNWide) || !wgmma_listed(spec, p.dtype, kWgBlockN))
     return cat("the spec lists no wgmma shapes m64n", kWgBlockNWide, "k16 and m64n", kWgBlockN, "k16 for ", dtype_name(p.dtype));
+  if (p.implicit && p.batch > 1) return "a grouped convolution's implicit GEMM (one per group) runs on mma.sync";
   const int64_t bm = kWgConsumers * kWgInstM;
   std::vector<int64_t> box;
   int64_t tiles_m = ceil_div(p.m, bm);
@@ -782,7 +824,7 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
                                 {"split_k", split}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent},
                                 {"pingpong", pingpong}, {"cluster_m", cluster}});
   for (int64_t bm : {256, 128, 64, 32, 16})
-    for (int64_t bn : {256, 128, 64, 32})
+    for (int64_t bn : {256, 128, 64, 32, 16})
       for (int64_t bk : {int64_t{kBlockK}, int64_t{kMaxBlockK}})
         for (int64_t split : {1, 2, 4})
           for (int64_t stages : {int64_t{kMaxStages}, int64_t{3}, int64_t{kMaxSplitStages}}) {
@@ -817,7 +859,6 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   for (const Access& acc : c.inputs())
     if (acc.type.dtype != dt || acc.is_gather()) return fail(cat("the operands of '", c.name(), "' are not both ", dtype_name(dt)));
   const int cpos = generic.position(cid);
-  if (generic.nodes[cpos].reshaped) return fail(cat("'", c.name(), "' reshapes its output"));
   for (int a = 0; a < ns; ++a)
     if (c.axes()[a].extent == 0) return fail("the output is empty");
 
@@ -849,6 +890,23 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     if (std::string r = plan_matmul(graph, c, *t0, *t1, p); !r.empty()) return fail(r);
   }
 
+  // A reshaped output: only a grouped convolution's, whose last dimension merges the groups with
+  // the group's output channels (its epilogue runs over the output's domain).
+  if (generic.nodes[cpos].reshaped) {
+    const std::vector<int64_t>& shape = c.output().shape;
+    bool merged = p.implicit && !p.batch_axes.empty() && static_cast<int>(shape.size()) == p.batch_axes.front() + 1;
+    for (size_t b = 0; merged && b < p.batch_axes.size(); ++b) merged = p.batch_axes[b] == p.batch_axes.front() + static_cast<int>(b);
+    merged = merged && p.batch_axes.back() + 1 == p.n_axis && shape.back() == p.batch * p.n;
+    for (int a = 0; merged && a < p.batch_axes.front(); ++a) merged = shape[a] == c.axes()[a].extent;
+    if (!merged) return fail(cat("'", c.name(), "' reshapes its output"));
+    p.merged_n = true;
+  }
+  // The epilogue's domain: C's, or with merged_n the output's.
+  std::vector<int64_t> epilogue_extents = c.extents();
+  epilogue_extents.resize(ns);
+  if (p.merged_n) epilogue_extents = c.output().shape;
+  const int ens = static_cast<int>(epilogue_extents.size());
+
   // 4. The epilogue: every other node.
   auto is_operand_node = [&](NodeId n) { return std::find(p.operand_nodes.begin(), p.operand_nodes.end(), n) != p.operand_nodes.end(); };
   if (cpos != static_cast<int>(group.nodes.size()) - 1 && generic.nodes[cpos].role != NodeRole::inlined)
@@ -861,19 +919,20 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     // A reshaped sink (Reshape to attention heads) stores at the row-major offset of its domain
     // point, which a reshape keeps: still elementwise. A reshaped node read in the group is not.
     const bool is_sink = i == static_cast<int>(group.nodes.size()) - 1;
-    if (np.role == NodeRole::staged || node.num_reduction() != 0 || (np.reshaped && !is_sink) || node.num_spatial() != ns)
+    if (np.role == NodeRole::staged || node.num_reduction() != 0 || (np.reshaped && !is_sink) || node.num_spatial() != ens)
       return fail(cat("'", node.name(), "' is not an elementwise epilogue over the contraction's domain"));
-    for (int a = 0; a < ns; ++a)
-      if (node.axes()[a].extent != c.axes()[a].extent)
+    for (int a = 0; a < ens; ++a)
+      if (node.axes()[a].extent != epilogue_extents[a])
         return fail(cat("'", node.name(), "' has a different domain than '", c.name(), "'"));
+    if (p.merged_n && np.reshaped) return fail(cat("'", node.name(), "' reshapes the grouped convolution's output"));
     const std::vector<TensorId>& ins = graph.node_inputs(id);
     for (size_t k = 0; k < ins.size(); ++k) {
       const NodeId prod = graph.producer(ins[k]);
       if (!in_group(group, prod)) continue;
       if (is_operand_node(prod)) return fail(cat("'", node.name(), "' reads an operand of '", c.name(), "'"));
       const Access& acc = node.inputs()[k];
-      bool identity = !acc.is_gather() && acc.map.num_results() == ns;
-      for (int r = 0; identity && r < ns; ++r) {
+      bool identity = !acc.is_gather() && acc.map.num_results() == ens;
+      for (int r = 0; identity && r < ens; ++r) {
         const AffineExpr& row = acc.map.result(r);
         identity = row.offset == 0;
         for (int a = 0; identity && a < node.num_axes(); ++a) identity = row.coeffs[a] == (a == r ? 1 : 0);
@@ -908,7 +967,10 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   }
   if (!from_schedule) {
     bm = static_cast<int>(std::clamp<int64_t>(ceil_pow2(p.m), kMmaShape.m, kDefaultBlockM));
-    bn = static_cast<int>(std::clamp<int64_t>(ceil_pow2(p.n), 4 * kMmaShape.n, kDefaultBlockN));
+    // (A grouped convolution's n is the group's output channels, often 8-32: its tile is as
+    // narrow as an n-fragment pair, so that no group computes another's zeros.)
+    const int64_t least_n = p.implicit && p.batch > 1 ? 2 * kMmaShape.n : 4 * kMmaShape.n;
+    bn = static_cast<int>(std::clamp<int64_t>(ceil_pow2(p.n), least_n, kDefaultBlockN));
     auto blocks = [&] { return p.batch * ceil_div(p.m, bm) * ceil_div(p.n, bn); };
     while (blocks() < spec.compute.units && (bm > 2 * kMmaShape.m || bn > 8 * kMmaShape.n)) {
       if (bn >= bm && bn > 8 * kMmaShape.n) bn /= 2;
@@ -968,7 +1030,7 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   plan.num_tiles = c.tiles();
   plan.cluster_blocks = c.split_k * c.cluster_m;
   plan.sink_tile[c.m_axis] = c.block_m;
-  plan.sink_tile[c.n_axis] = c.block_n;
+  plan.sink_tile[c.merged_n ? plan.sink_tile.size() - 1 : c.n_axis] = c.block_n;
   plan.grid = c.batch_extents;
   plan.grid.push_back(c.tiles_m);
   plan.grid.push_back(c.tiles_n);

@@ -30,7 +30,14 @@
 // coeff_m * x[m axis] + coeff_k * x[k axis] + offset (strides, dilation, padding), with k's
 // innermost axis alone on A's contiguous dimension and its extent a multiple of 8, so every
 // 16-byte chunk is 8 channels of one input pixel; chunks outside the input are zero-filled
-// (padding). NHWC Conv with OHWI or HWIO weights, groups = 1, qualifies; NCHW does not.
+// (padding). NHWC Conv with OHWI or HWIO weights qualifies; NCHW does not. A grouped one runs an
+// implicit GEMM per group: the group axis g (read by both operands: A's channels Cg g + c, B's
+// output columns Mg g + mg) is a batch axis, each operand's view offset by its stride per group
+// (a multiple of 8 elements: Cg and the weight's group stride 16-byte aligned), n the group's Mg
+// output channels (block_n down to 16 so that no group computes another's zeros), on mma.sync
+// (not wgmma: n is too narrow); the output's channel dimension merges g and mg, and an epilogue
+// over the output's domain reads the point (m, g Mg + n) (merged_n). Fewer than 8 channels per
+// group (ResNeXt-50's first stage: 4) keep the vector kernel's grouped windows.
 // Everything else keeps the generic kernel unchanged.
 //
 // When the block tiles do not fill the SMs (a decode GEMM: M = 16 rows of tokens) and the spec
@@ -151,8 +158,12 @@ struct ContractionPlan {
   std::vector<NodeId> operand_nodes;   // in-group copies folded into the operand reads
   // Implicit GEMM (a convolution, see the file comment): m flattens m_axes, k flattens k_axes
   // (row-major, each list in that order), A is gathered through a_gather (one entry per dimension
-  // of A's tensor; a.ld is unused), there are no batch axes, and n_axis is the last spatial axis.
+  // of A's tensor; a.ld is unused), and n_axis is the last spatial axis. A grouped convolution's
+  // groups are batch axes (read by both operands: each group's view is offset by its stride);
+  // they sit just before n, and the output's last dimension merges them with n (merged_n: the
+  // epilogue's domain is the output's, its last axis the batch point times n plus n).
   bool implicit = false;
+  bool merged_n = false;
   // m_axes is also set for a product whose batch axes fold into m (B broadcast over them, A's
   // rows continuing across them): m flattens batch axes and m, and batch is 1.
   std::vector<int> m_axes, k_axes;

@@ -291,7 +291,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   const TeNode& cn = node(cpos);
   os_ << "  float tsl_acc = 0.0f;  // the accumulator of the point being stored\n";
   os_ << "    // " << cn.name() << ": " << print_expr(cn.body(), cn.axis_names()) << ", summed on the tensor cores\n";
-  os_ << "    auto val" << cpos << " = [&](" << params << ") -> float { return " << round_to_dtype(cn.output().dtype, "tsl_acc")
+  std::string cparams;  // (C's own domain: more axes than the sink's when merged_n)
+  for (int a = 0; a < cn.num_spatial(); ++a) cparams += cat(a ? ", " : "", "long long x", a);
+  os_ << "    auto val" << cpos << " = [&](" << cparams << ") -> float { return " << round_to_dtype(cn.output().dtype, "tsl_acc")
       << "; };\n";
   for (int i = 0; i < n; ++i)
     if (i != cpos && !is_operand(i)) emit_value_function(i);
@@ -306,7 +308,22 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   }
   // A flattened m (an implicit GEMM's, or batch axes folded into m) is its m axes row-major,
   // which is also the row-major order of the sink's domain (n last): the offset is m * n + n.
-  if (c.flat_m()) off = cat("tsl_xm * ", c.n, "LL");
+  // (With batch axes -- a grouped convolution's groups, between m's axes and n -- the sum over
+  // the point's axes above stands: every m axis is unflattened into its tsl_x.)
+  if (c.flat_m() && c.batch_axes.empty()) off = cat("tsl_xm * ", c.n, "LL");
+  if (c.merged_n) {
+    // The sink's last axis is the groups and n merged: its index is the batch point times n plus n.
+    std::string group = "0LL";
+    for (size_t b = 0; b < c.batch_axes.size(); ++b) group = cat("(", group, ") * ", c.batch_extents[b], "LL + tsl_x", c.batch_axes[b]);
+    off = "0LL";
+    args.clear();
+    for (int a = 0; a + 1 < d; ++a) {
+      off += cat(" + tsl_x", a, " * ", strides[a], "LL");
+      args += cat("tsl_x", a, ", ");
+    }
+    off += cat(" + (", group, ") * ", c.n, "LL");
+    args += cat("(", group, ") * ", c.n, "LL + tsl_xn");
+  }
   const std::string args1 = args.substr(0, args.rfind("tsl_xn")) + "tsl_xn + 1";
   // The stored point's row (returning past M; a flattened m unflattened into its axes) and its
   // first column, named `xn`.

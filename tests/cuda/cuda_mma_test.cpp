@@ -80,16 +80,20 @@ OpGraph scores(DType dt, int64_t batch, int64_t heads, int64_t sq, int64_t skv, 
 
 /// relu(conv(x, w) * scale + shift) in NHWC with OHWI weights (folded batch norm): the implicit
 /// GEMM of the tensor-core path.
+/// With `groups` > 1, a grouped convolution: OHWI weights [M, k, k, C / groups], or HWIO ones
+/// [k, k, C / groups, M] (the layout the normalize stage gives a converted one).
 OpGraph conv_nhwc(DType dt, std::vector<int64_t> x, int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
-                  int64_t dilation, bool epilogue = true) {
+                  int64_t dilation, bool epilogue = true, int64_t groups = 1, bool hwio = false) {
   ModelBuilder b(dt);
-  const int64_t c = x.back();
+  const int64_t c = x.back() / groups;
   const std::string in = b.input("x", std::move(x));
-  const std::string w = b.weight("w", {out_channels, kernel, kernel, c}, 9);
-  std::string y = b.op("Conv", {in, w},
-                       {{"kernel_shape", std::vector<int64_t>{kernel, kernel}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
-                        {"strides", std::vector<int64_t>{stride, stride}}, {"dilations", std::vector<int64_t>{dilation, dilation}},
-                        {"layout", std::string("NHWC")}});
+  const std::string w = hwio ? b.weight("w", {kernel, kernel, c, out_channels}, 9) : b.weight("w", {out_channels, kernel, kernel, c}, 9);
+  std::map<std::string, AttrValue> attrs = {
+      {"kernel_shape", std::vector<int64_t>{kernel, kernel}}, {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+      {"strides", std::vector<int64_t>{stride, stride}},     {"dilations", std::vector<int64_t>{dilation, dilation}},
+      {"layout", std::string("NHWC")},                        {"group", groups}};
+  if (hwio) attrs["weight_layout"] = std::string("HWIO");
+  std::string y = b.op("Conv", {in, w}, attrs);
   if (epilogue) {
     y = b.op("Add", {b.op("Mul", {y, b.weight("scale", {out_channels}, 10)}), b.weight("shift", {out_channels}, 11)});
     y = b.op("Relu", {y});
@@ -175,6 +179,13 @@ std::vector<MmaCase> mma_cases() {
   add("wgmma bf16 conv 3x3 dilation 2 1x19x21x64 -> 128, bn relu", conv_nhwc(DType::bf16, {1, 19, 21, 64}, 128, 3, 1, 2, 2));
   add("wgmma persistent conv 3x3 16x40x40x32 -> 128", conv_nhwc(DType::f16, {16, 40, 40, 32}, 128, 3, 1, 1, 1, false));
   add("wgmma split conv 3x3 1x16x16x512 -> 128", conv_nhwc(DType::f16, {1, 16, 16, 512}, 128, 3, 1, 1, 1, false));
+  // Grouped convolutions: an implicit GEMM per group (the group a batch axis of both operands):
+  // 16 -> 16 channels per group (ResNeXt-50's third stage), 8 -> 8 with a stride (its second),
+  // 8 -> 24 in bf16 with HWIO weights, an odd output and a K tail (72 = 9 x 8).
+  add("grouped conv 3x3 g4 2x9x11x64 -> 64, bn relu", conv_nhwc(DType::f16, {2, 9, 11, 64}, 64, 3, 1, 1, 1, true, 4));
+  add("grouped conv 3x3 stride 2 g8 1x15x13x64 -> 64", conv_nhwc(DType::f16, {1, 15, 13, 64}, 64, 3, 2, 1, 1, false, 8, true));
+  add("bf16 grouped conv 3x3 g2 HWIO 1x7x5x16 -> 48, bn relu", conv_nhwc(DType::bf16, {1, 7, 5, 16}, 48, 3, 1, 1, 1, true, 2, true));
+  add("grouped conv 1x1 g32 1x7x7x1024 -> 1024", conv_nhwc(DType::f16, {1, 7, 7, 1024}, 1024, 1, 1, 0, 1, false, 32, true));
   // Batch axes over which B is broadcast fold into m (a [batch, seq, hidden] projection): m = 3 x 50.
   add("folded batch 3x50x72 @ 72x136", batched(DType::f16, {3, 50, 72}, {72, 136}));
   add("folded batch 2x1x9x16 @ 16x24", batched(DType::bf16, {2, 1, 9, 16}, {16, 24}));
@@ -274,6 +285,43 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   const Schedule scbr = schedule_with(cbr, gpu_spec(), "welder");
   REQUIRE(scbr.groups.size() == 1);
   CHECK(emit_kernel(cbr, scbr, 0, gpu_spec()).path == "mma");
+}
+
+TEST_CASE("cuda mma: a grouped convolution is an implicit GEMM per group, the group a batch axis of both operands") {
+  // ResNeXt-50's 3x3 of the third stage at batch 2: 32 groups of 16 -> 16 channels, HWIO weights.
+  const cuda::GeneratedKernel k = roller_kernel(conv_nhwc(DType::f16, {2, 14, 14, 512}, 512, 3, 1, 1, 1, false, 32, true));
+  INFO(k.mma_reason);
+  REQUIRE(k.path == "mma");
+  const cuda::ContractionPlan& p = *k.contraction;
+  CHECK(p.implicit);
+  CHECK(p.batch == 32);
+  CHECK(p.batch_extents == std::vector<int64_t>{32});
+  CHECK(p.m == 2 * 14 * 14);
+  CHECK(p.n == 16);
+  CHECK(p.k == 3 * 3 * 16);
+  // Group g's view: its 16 input channels of x, its 16 output columns of the weight.
+  CHECK(p.a.batch_strides == std::vector<int64_t>{16});
+  CHECK(p.b.batch_strides == std::vector<int64_t>{16});
+  CHECK(!p.b.k_contiguous);
+  CHECK(p.block_n == 16);  // no group computes another's zeros
+  CHECK(p.tiles() == 32 * p.tiles_m);
+  CHECK(!p.warpgroup);
+  CHECK(p.warpgroup_reason.find("grouped convolution") != std::string::npos);
+  CHECK(k.source.find("tsl_x3 * 16LL") != std::string::npos);  // the group's offset (axis 3: g)
+  // OHWI weights: the group's rows of the weight, 9 x 16 apart.
+  const cuda::GeneratedKernel o = roller_kernel(conv_nhwc(DType::f16, {2, 14, 14, 512}, 512, 3, 1, 1, 1, false, 32));
+  REQUIRE(o.path == "mma");
+  CHECK(o.contraction->b.k_contiguous);
+  CHECK(o.contraction->b.batch_strides == std::vector<int64_t>{16 * 9 * 16});
+  // 4 channels per group are not whole 16-byte chunks: the vector kernel's grouped windows.
+  const cuda::GeneratedKernel four = roller_kernel(conv_nhwc(DType::f16, {2, 14, 14, 128}, 128, 3, 1, 1, 1, false, 32, true));
+  CHECK(four.path != "mma");
+  CHECK(four.mma_reason.find("not a multiple of 8") != std::string::npos);
+  // 8 input channels but 4 output channels per group with HWIO weights: the group's columns start
+  // 8 bytes apart, not 16-byte aligned.
+  const cuda::GeneratedKernel narrow = roller_kernel(conv_nhwc(DType::f16, {1, 6, 6, 64}, 32, 3, 1, 1, 1, false, 8, true));
+  CHECK(narrow.path != "mma");
+  CHECK(narrow.mma_reason.find("group stride 4") != std::string::npos);
 }
 
 TEST_CASE("cuda mma: kernel families follow the spec's gpu_features, never the arch name") {

@@ -175,16 +175,19 @@ std::vector<VectorCase> vector_cases() {
   add("depthwise f16 HWIO weights 7x7 pad 3, 2x10x9x64", depthwise(DType::f16, 2, 10, 9, 64, 7, 1, 3, true));
   add("max pool f16 3x3 stride 2 pad 1, 2x17x64", max_pool_nhwc(DType::f16, 2, 17, 64));
   add("grouped f16 3x3 pad 1, 8 groups of 4 -> 4, 2x9x7x32", grouped(DType::f16, 2, 9, 7, 32, 32, 8, 3, 1, 1));
-  add("grouped f16 3x3 stride 2 pad 1, 4 groups of 8 -> 8, 1x11x11x32", grouped(DType::f16, 1, 11, 11, 32, 32, 4, 3, 2, 1));
-  add("grouped bf16 3x3 pad 1, 2 groups of 24 -> 16 (channel vectors of 8, 3 steps)",
-      grouped(DType::bf16, 1, 6, 5, 48, 32, 2, 3, 1, 1));
+  // (Groups whose channels are whole 16-byte chunks and whose weights' group columns start
+  // 16-byte aligned take the tensor cores, cuda_mma_test.cpp: the HWIO ones below have 6 or 10
+  // output channels per group.)
+  add("grouped f16 HWIO 3x3 stride 2 pad 1, 4 groups of 8 -> 6, 1x11x11x32", grouped(DType::f16, 1, 11, 11, 32, 24, 4, 3, 2, 1, true));
+  add("grouped bf16 HWIO 3x3 pad 1, 2 groups of 24 -> 10 (channel vectors of 8, 3 steps)",
+      grouped(DType::bf16, 1, 6, 5, 48, 20, 2, 3, 1, 1, true));
   add("grouped f32 1x1, 3 groups of 6 -> 2 (channel vectors of 2, vector of 2)", grouped(DType::f32, 2, 4, 5, 18, 6, 3, 1, 1, 0));
   add("grouped f16 3x3 pad 1, 16 groups of 2 -> 1 (one output channel per group)", grouped(DType::f16, 1, 5, 6, 32, 16, 16, 3, 1, 1));
   add("grouped f16 5x5 pad 2, depthwise multiplier 2 (1 -> 2 per group)", grouped(DType::f16, 1, 7, 6, 16, 32, 16, 5, 1, 2));
   add("grouped f16 3x3 pad 1, 4 groups of 3 -> 4 (odd channels: scalar channel steps)", grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1));
-  add("grouped f16 3x3 pad 1, 2 groups of 72 -> 8 (channel loop partly unrolled)", grouped(DType::f16, 1, 4, 4, 144, 16, 2, 3, 1, 1));
+  add("grouped f16 HWIO 3x3 pad 1, 2 groups of 72 -> 6 (channel loop partly unrolled)", grouped(DType::f16, 1, 4, 4, 144, 12, 2, 3, 1, 1, true));
   add("grouped f16 HWIO 3x3 pad 1, 8 groups of 4 -> 4, 2x9x7x32", grouped(DType::f16, 2, 9, 7, 32, 32, 8, 3, 1, 1, true));
-  add("grouped bf16 HWIO 3x3 stride 2 pad 1, 4 groups of 8 -> 16, 1x11x11x32", grouped(DType::bf16, 1, 11, 11, 32, 64, 4, 3, 2, 1, true));
+  add("grouped bf16 HWIO 3x3 stride 2 pad 1, 4 groups of 8 -> 10, 1x11x11x32", grouped(DType::bf16, 1, 11, 11, 32, 40, 4, 3, 2, 1, true));
   add("grouped f32 HWIO 1x1, 3 groups of 6 -> 2", grouped(DType::f32, 2, 4, 5, 18, 6, 3, 1, 1, 0, true));
   add("grouped f16 HWIO 3x3 pad 1, 4 groups of 3 -> 4 (odd channels)", grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1, true));
   add("column mean f16 2x56x56x48 (sliced window of 3136 taps, clusters of 4 blocks)", column_mean(DType::f16, 2, 56, 56, 48));
@@ -198,8 +201,8 @@ std::vector<VectorCase> vector_cases() {
   add("column max bf16 4x300x64", column_max(DType::bf16, 4, 300, 64));
   add("depthwise f16 5x5 pad 2, 1x9x9x16 (few vectors: a sliced window)", depthwise(DType::f16, 1, 9, 9, 16, 5, 1, 2));
   add("column mean f16 1x64x64x40 (clusters, the last group's lanes partly idle)", column_mean(DType::f16, 1, 64, 64, 40));
-  add("grouped f16 HWIO 5x5 pad 2, 4 groups of 8 -> 16, 1x11x11x32 (few vectors, not sliced)",
-      grouped(DType::f16, 1, 11, 11, 32, 64, 4, 5, 1, 2, true));
+  add("grouped f16 HWIO 5x5 pad 2, 4 groups of 8 -> 10, 1x11x11x32 (few vectors, not sliced)",
+      grouped(DType::f16, 1, 11, 11, 32, 40, 4, 5, 1, 2, true));
   add("max pool NCHW f16 3x3 stride 2 pad 1, 2x3x36 (vectors of 2 along W = 18)", pool_nchw("MaxPool", DType::f16, 2, 3, 36, 3, 2, 1));
   add("max pool NCHW bf16 3x3 stride 2 pad 1, 1x4x32", pool_nchw("MaxPool", DType::bf16, 1, 4, 32, 3, 2, 1));
   add("average pool NCHW f32 2x2 stride 2, 2x5x28", pool_nchw("AveragePool", DType::f32, 2, 5, 28, 2, 2, 0));
@@ -286,7 +289,7 @@ TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows 
   const cuda::GeneratedKernel few = welder_kernel(depthwise(DType::f16, 1, 9, 9, 16, 5, 1, 2));
   REQUIRE(few.path == "vector");
   CHECK(few.vector->slices > 1);
-  const cuda::GeneratedKernel grouped_few = welder_kernel(grouped(DType::f16, 1, 11, 11, 32, 64, 4, 5, 1, 2, true));
+  const cuda::GeneratedKernel grouped_few = welder_kernel(grouped(DType::f16, 1, 11, 11, 32, 40, 4, 5, 1, 2, true));
   REQUIRE(grouped_few.path == "vector");
   CHECK(grouped_few.vector->slices == 1);
   CHECK(grouped_few.vector->threads == cuda::kVectorBlockThreads);
@@ -392,7 +395,9 @@ TEST_CASE("cuda vector: grouped convolutions are grouped windows, their channels
     for (const cuda::VectorRead& r : rs) element_read |= r.guarded;
   CHECK(element_read);
   // Groups of 24 bf16 channels: vectors of 8, three steps; 3 channels per group: one at a time.
-  const cuda::GeneratedKernel wide = welder_kernel(grouped(DType::bf16, 1, 6, 5, 48, 32, 2, 3, 1, 1));
+  // (10 output channels per group of HWIO weights: groups not 16-byte aligned for the tensor
+  // cores' implicit GEMM per group, cuda_mma_test.cpp.)
+  const cuda::GeneratedKernel wide = welder_kernel(grouped(DType::bf16, 1, 6, 5, 48, 20, 2, 3, 1, 1, true));
   REQUIRE(wide.path == "vector");
   CHECK(wide.source.find("tsl_c += 8") != std::string::npos);
   const cuda::GeneratedKernel odd = welder_kernel(grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1));
