@@ -467,20 +467,42 @@ class Normalizer {
     return order;
   }
 
-  void emit_transpose(const std::string& from, const std::string& to, const std::vector<int64_t>& perm) {
+  /// Whether an NCHW tensor of `shape` holds the same row-major data as its NHWC form: the axes of
+  /// extent > 1 keep their order (an SE block's [N, C, 1, 1], a one-channel map), so a transpose
+  /// between the layouts is a Reshape.
+  static bool same_data_in_both_layouts(const std::vector<int64_t>& shape) {
+    if (shape.size() != 4) return false;
+    std::vector<int64_t> nchw_order, nhwc_order;
+    for (int64_t a = 0; a < 4; ++a)
+      if (shape[a] != 1) nchw_order.push_back(a);
+    for (int64_t a : kToNhwc)
+      if (shape[a] != 1) nhwc_order.push_back(a);
+    return nchw_order == nhwc_order;
+  }
+  /// `to` = `from` transposed by `perm` (kToNhwc or kToNchw) where the NCHW side `nchw_name` has
+  /// that shape; a Reshape when the permutation moves only axes of extent 1.
+  void emit_transpose(const std::string& from, const std::string& to, const std::vector<int64_t>& perm,
+                      const std::string& nchw_name) {
     OpDef t;
     t.name = fresh("transpose_" + to, op_names_);
-    t.op_type = "Transpose";
-    t.inputs = {from};
     t.outputs = {to};
-    t.attrs["perm"] = perm;
+    const std::optional<TensorType> type = type_of(nchw_name);
+    if (type && same_data_in_both_layouts(type->shape)) {
+      t.op_type = "Reshape";
+      t.inputs = {from, add_shape(t.name + "_shape", perm == kToNhwc ? permuted(type->shape, kToNhwc) : type->shape)};
+      ++report_.transposes_as_reshapes;
+    } else {
+      t.op_type = "Transpose";
+      t.inputs = {from};
+      t.attrs["perm"] = perm;
+    }
     ops_.push_back(std::move(t));
     ++report_.transposes;
   }
   /// The tensor in NCHW, made from its NHWC form where the op that produced it now runs in NHWC.
   const std::string& nchw(const std::string& t) {
     if (converted_.count(t) && !materialized_.count(t)) {
-      emit_transpose(nhwc_.at(t), t, kToNchw);
+      emit_transpose(nhwc_.at(t), t, kToNchw, t);
       materialized_.insert(t);
     }
     return t;
@@ -493,7 +515,7 @@ class Normalizer {
       name = add_weight(t + "_nhwc", transpose(values_of(*w), kToNhwc));
     } else {
       name = fresh(t + "_nhwc", names_);
-      emit_transpose(t, name, kToNhwc);
+      emit_transpose(t, name, kToNhwc, t);
     }
     nhwc_[t] = name;
     return name;
@@ -614,6 +636,24 @@ class Normalizer {
     bool any = false;
     for (const std::string& in : op.inputs) any |= nhwc_.count(in) > 0;
     if (!any) return false;
+    // Kept in NCHW when each input with an NHWC form is a view of its NCHW one (an SE block's
+    // [N, C, 1, 1] scale) and another input, computed in NCHW, would need a real transpose: the
+    // excite of an SE block at an NCHW model's edge multiplies the NCHW input as it is.
+    if (binary) {
+      bool views_only = true, transposed = false;
+      for (const std::string& in : op.inputs) {
+        if (in.empty()) continue;
+        const auto type = type_of(in);
+        if (nhwc_.count(in))  // (its NCHW form exists already, or is a Reshape of the NHWC one)
+          views_only &= !converted_.count(in) || materialized_.count(in) || (type && same_data_in_both_layouts(type->shape));
+        else transposed |= !weight(in) && type && type->rank() == 4 && !same_data_in_both_layouts(type->shape);
+      }
+      if (views_only && transposed) {
+        keep(op);
+        ++report_.ops_kept_nchw;
+        return true;
+      }
+    }
     OpDef e = op;
     for (size_t i = 0; i < e.inputs.size(); ++i) {
       if (e.inputs[i].empty()) continue;
@@ -873,6 +913,8 @@ std::string NormalizeReport::summary() const {
     if (batch_norms_scaled) out += cat(" (", batch_norms_scaled, " BatchNormalization as a scale and shift)");
     if (convs_channels_padded) out += cat(", ", convs_channels_padded, " with input channels zero-padded");
     out += cat(", ", transposes, " transposes");
+    if (transposes_as_reshapes) out += cat(" (", transposes_as_reshapes, " of them Reshapes: only axes of extent 1 move)");
+    if (ops_kept_nchw) out += cat(", ", ops_kept_nchw, " elementwise ops kept in NCHW");
     if (transposes_absorbed) out += cat(" (", transposes_absorbed, " of the model's own absorbed)");
   }
   if (convs_1d) out += cat(out.empty() ? "" : "; ", convs_1d, " 1-D convolutions as 2-D ones over a height of 1");

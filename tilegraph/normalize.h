@@ -79,6 +79,8 @@ struct NormalizeReport {
   int grouped_hwio = 0;         // NHWC grouped (depthwise too) convolutions' constant weights re-laid out as HWIO
   int ops_channels_last = 0;    // other ops run in NHWC
   int transposes = 0;           // inserted where a tensor crosses between the layouts
+  int transposes_as_reshapes = 0;  // of those, Reshapes: the permutation moves only axes of extent 1
+  int ops_kept_nchw = 0;        // elementwise ops left in NCHW: their NHWC inputs were views of it
   int transposes_absorbed = 0;  // the model's own Transposes to or from NHWC, made redundant
   int contractions_aligned = 0;  // MatMuls and Gemms whose weight was re-laid out for aligned rows
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad

@@ -181,8 +181,10 @@ TEST_CASE("normalize: NCHW convolutions and the ops between them run channels-la
   CHECK(report.transposes == 2);
   for (const OpDef& op : n.ops)
     if (op.op_type == "Conv") CHECK(std::get<std::string>(op.attrs.at("layout")) == "NHWC");
+  CHECK(report.transposes_as_reshapes == 1);  // the pooled [N, 1, 1, C]: a Reshape
+  CHECK(count_ops(n, "Transpose") == 1);
   CHECK(report.summary() == "folded 2 BatchNormalization into convolutions; 3 convolutions and 8 other ops in NHWC "
-                            "(1 BatchNormalization as a scale and shift), 2 transposes");
+                            "(1 BatchNormalization as a scale and shift), 2 transposes (1 of them Reshapes: only axes of extent 1 move)");
   check_same_outputs(m, n, 5);
   // Compiled for the CPU, the normalized model still matches the model as imported.
   const OpGraph g = lower_model(n);
@@ -191,6 +193,35 @@ TEST_CASE("normalize: NCHW convolutions and the ops between them run channels-la
   const Compilation c = compile_with(g, shipped_spec("x86-64-avx2-generic"), s, "cpu");
   const CompareResult r = compare_tensors(c.executable->run(in)[0], interpret(lower_model(m), in)[0]);
   CHECK_MESSAGE(r.ok, r.message);
+}
+
+TEST_CASE("normalize: an SE block at an NCHW model's edge crosses the layouts by Reshapes, its excite kept in NCHW") {
+  // EfficientNet-B0's squeeze-excite on an NCHW input: GlobalAveragePool, 1x1 convs 16 -> 4 -> 16
+  // (on the tensor cores in NHWC), Sigmoid, Mul with the input.
+  for (const int64_t hw : {int64_t{5}, int64_t{1}}) {
+    INFO("H = W = ", hw);
+    ModelBuilder b(DType::f32);
+    const std::string x = b.input("x", {2, 16, hw, hw});
+    std::string s = b.op("GlobalAveragePool", {x});
+    s = b.op("Relu", {b.op("Conv", {s, b.weight("w1", {4, 16, 1, 1}, 1), b.weight("b1", {4}, 2)}, {{"kernel_shape", std::vector<int64_t>{1, 1}}})});
+    s = b.op("Sigmoid", {b.op("Conv", {s, b.weight("w2", {16, 4, 1, 1}, 3), b.weight("b2", {16}, 4)}, {{"kernel_shape", std::vector<int64_t>{1, 1}}})});
+    const ModelDef m = b.model({b.op("Mul", {x, s})});
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0, true, {}}, &report);
+    CHECK(report.convs_channels_last == 2);
+    // The squeeze [2, 16, 1, 1] into NHWC and the scale back: Reshapes, no Transpose anywhere.
+    CHECK(count_ops(n, "Transpose") == 0);
+    CHECK(report.transposes == report.transposes_as_reshapes);
+    if (hw > 1) {
+      // x * scale multiplies x as it is (in NHWC, x would be transposed in and the product out).
+      CHECK(report.ops_kept_nchw == 1);
+      CHECK(report.summary().find("1 elementwise ops kept in NCHW") != std::string::npos);
+    } else {
+      // A 1 x 1 input is the same data in both layouts: nothing needs keeping.
+      CHECK(report.ops_kept_nchw == 0);
+    }
+    check_same_outputs(m, n, 7);
+  }
 }
 
 TEST_CASE("normalize: what is not rewritten") {
