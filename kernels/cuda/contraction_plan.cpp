@@ -395,6 +395,11 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
   }
   for (int64_t e : p.k_extents) p.k *= e;
   p.n = ext[n_axis];
+  // A group's output channels must fill an n-fragment pair: with 8 (ResNeXt-50's second stage)
+  // half of every tile's products are zeros, and the implicit GEMM lost to the vector kernel's
+  // grouped window (an H200, 2026-11-28: 0.080 ms against torch.compile's 0.038).
+  if (p.batch > 1 && p.n < 2 * kMmaShape.n)
+    return cat("'", c.name(), "' has ", p.n, " output channels per group, fewer than an n-fragment pair (", 2 * kMmaShape.n, ")");
   for (const Traced* t : {ta, tb}) p.operand_nodes.insert(p.operand_nodes.end(), t->via.begin(), t->via.end());
   return "";
 }
@@ -899,7 +904,9 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     merged = merged && p.batch_axes.back() + 1 == p.n_axis && shape.back() == p.batch * p.n;
     for (int a = 0; merged && a < p.batch_axes.front(); ++a) merged = shape[a] == c.axes()[a].extent;
     if (!merged) return fail(cat("'", c.name(), "' reshapes its output"));
-    p.merged_n = true;
+    // (As the sink, C stores at its own domain point's row-major offset, which the reshape keeps;
+    // an epilogue after it runs over the output's domain.)
+    p.merged_n = cpos != static_cast<int>(group.nodes.size()) - 1;
   }
   // The epilogue's domain: C's, or with merged_n the output's.
   std::vector<int64_t> epilogue_extents = c.extents();

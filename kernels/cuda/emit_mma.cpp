@@ -216,7 +216,13 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     for (int b : c.batch_axes) os_ << "  long long tsl_x" << b << " = 0;\n";
     os_ << "  auto tsl_origin = [&](long long tsl_t, tsl::wg::TileAt& tsl_at) {\n";
   }
-  if (!c.batch_axes.empty()) os_ << in << "long long tsl_batch = tsl_t / " << tiles << "LL; tsl_t %= " << tiles << "LL;\n";
+  // A grouped convolution's groups are the fastest-moving index: the blocks running together hold
+  // every group's tile of the same output points, which read the same input pixels (each group's
+  // channels a slice of a pixel's), so each pixel leaves DRAM once.
+  if (!c.batch_axes.empty() && c.implicit)
+    os_ << in << "long long tsl_batch = tsl_t % " << c.batch << "LL; tsl_t /= " << c.batch << "LL;\n";
+  else if (!c.batch_axes.empty())
+    os_ << in << "long long tsl_batch = tsl_t / " << tiles << "LL; tsl_t %= " << tiles << "LL;\n";
   os_ << in << "const long long tsl_first = (tsl_t / " << width << "LL) * " << c.raster_group << "LL;\n";
   os_ << in << "const long long tsl_rows = tsl::imin(" << rows_m << "LL - tsl_first, " << c.raster_group << "LL);\n";
   if (c.cluster_m > 1)

@@ -180,10 +180,10 @@ std::vector<MmaCase> mma_cases() {
   add("wgmma persistent conv 3x3 16x40x40x32 -> 128", conv_nhwc(DType::f16, {16, 40, 40, 32}, 128, 3, 1, 1, 1, false));
   add("wgmma split conv 3x3 1x16x16x512 -> 128", conv_nhwc(DType::f16, {1, 16, 16, 512}, 128, 3, 1, 1, 1, false));
   // Grouped convolutions: an implicit GEMM per group (the group a batch axis of both operands):
-  // 16 -> 16 channels per group (ResNeXt-50's third stage), 8 -> 8 with a stride (its second),
-  // 8 -> 24 in bf16 with HWIO weights, an odd output and a K tail (72 = 9 x 8).
+  // 16 -> 16 channels per group (ResNeXt-50's third stage), 8 -> 16 with a stride, 8 -> 24 in
+  // bf16 with HWIO weights, an odd output and a K tail (72 = 9 x 8).
   add("grouped conv 3x3 g4 2x9x11x64 -> 64, bn relu", conv_nhwc(DType::f16, {2, 9, 11, 64}, 64, 3, 1, 1, 1, true, 4));
-  add("grouped conv 3x3 stride 2 g8 1x15x13x64 -> 64", conv_nhwc(DType::f16, {1, 15, 13, 64}, 64, 3, 2, 1, 1, false, 8, true));
+  add("grouped conv 3x3 stride 2 g8 1x15x13x64 -> 128", conv_nhwc(DType::f16, {1, 15, 13, 64}, 128, 3, 2, 1, 1, false, 8, true));
   add("bf16 grouped conv 3x3 g2 HWIO 1x7x5x16 -> 48, bn relu", conv_nhwc(DType::bf16, {1, 7, 5, 16}, 48, 3, 1, 1, 1, true, 2, true));
   add("grouped conv 1x1 g32 1x7x7x1024 -> 1024", conv_nhwc(DType::f16, {1, 7, 7, 1024}, 1024, 1, 1, 0, 1, false, 32, true));
   // Batch axes over which B is broadcast fold into m (a [batch, seq, hidden] projection): m = 3 x 50.
@@ -322,6 +322,19 @@ TEST_CASE("cuda mma: a grouped convolution is an implicit GEMM per group, the gr
   const cuda::GeneratedKernel narrow = roller_kernel(conv_nhwc(DType::f16, {1, 6, 6, 64}, 32, 3, 1, 1, 1, false, 8, true));
   CHECK(narrow.path != "mma");
   CHECK(narrow.mma_reason.find("group stride 4") != std::string::npos);
+  // 8 output channels per group: half of every 16-wide tile would be zeros.
+  const cuda::GeneratedKernel eight = roller_kernel(conv_nhwc(DType::f16, {2, 14, 14, 256}, 256, 3, 1, 1, 1, false, 32, true));
+  CHECK(eight.path == "vector");
+  CHECK(eight.mma_reason.find("8 output channels per group") != std::string::npos);
+  // Without an epilogue (roller: one operator per group) the convolution is the sink and stores at
+  // its own domain point; with one (welder: the folded batch norm and ReLU), the epilogue runs
+  // over the output's domain.
+  CHECK(!k.contraction->merged_n);
+  const cuda::GeneratedKernel fused =
+      last_kernel(conv_nhwc(DType::f16, {2, 14, 14, 512}, 512, 3, 1, 1, 1, true, 32, true), "welder");
+  REQUIRE(fused.path == "mma");
+  CHECK(fused.contraction->merged_n);
+  CHECK(fused.source.find("tsl_batch = tsl_t % 32LL") != std::string::npos);  // groups fastest
 }
 
 TEST_CASE("cuda mma: kernel families follow the spec's gpu_features, never the arch name") {
