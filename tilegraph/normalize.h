@@ -22,7 +22,11 @@
 //      GlobalMaxPool (a pool over the whole image), Concat along the channels, and the model's own
 //      Transposes into or out of NHWC (absorbed: ConvNeXt's permutes). A Transpose is
 //      inserted only where a tensor is needed in the other layout: at the model's inputs and
-//      outputs and before any op that has no NHWC form, each at most once per tensor. A
+//      outputs and before any op that has no NHWC form, each at most once per tensor; where the
+//      permutation moves only axes of extent 1 (an SE block's [N, C, 1, 1], a one-channel map) it
+//      is a Reshape (the same row-major data). An elementwise op whose NHWC inputs are all such
+//      views, and whose other input (computed in NCHW) would need a real transpose, stays in NCHW
+//      (an SE block's excite at an NCHW model's edge multiplies its input as it is). A
 //      1-D convolution (NCW) runs as a 2-D one over a height of 1 between two Reshapes. An
 //      ungrouped convolution whose input channels are not a multiple of the backend's alignment
 //      (3 for an RGB image) gets them zero-padded: a Pad of its NHWC input, its weights padded
