@@ -1,0 +1,10 @@
+set -u
+D=/tmp/c3; mkdir -p $D
+tar -C dist -xJf dist/tessel-0.1.0-x86_64.tar.xz
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv > $D/nvidia-smi.csv
+date -u > $D/date.txt
+cp tmp_call3.sh $D/call.sh
+OUT=$D TESSEL_CHECK_TIMEOUT=560 scripts/device_run check > $D/check_log.txt 2>&1
+echo "check rc=$?" >> $D/check_log.txt
+tar -C /tmp -czf $OUT/c3.tgz c3
+tail -16 $D/check_log.txt
