@@ -291,6 +291,7 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
     }
     if (axis >= 0 && p.batch > 1 && (row.min_over(ext) < 0 || row.max_over(ext) >= bi.type.shape[r]))
       return cat("B ('", bi.name, "') is read past its end");
+    if (axis < 0 && row.offset != 0) return cat("B ('", bi.name, "') is read at the fixed index ", row.offset, " of dimension ", r);
     if (axis < 0) continue;
     if (axis < ns && axis != n_axis)
       return cat("B ('", bi.name, "') depends on the spatial axis '", c.axes()[axis].name, "' (a grouped convolution?)");
@@ -393,6 +394,7 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
     p.m_extents.push_back(ext[a]);
     p.m *= ext[a];
   }
+  if (p.m_axes.empty()) return cat("'", c.name(), "' has no output axis besides its groups and '", n_name, "'");
   for (int64_t e : p.k_extents) p.k *= e;
   p.n = ext[n_axis];
   // A group's output channels must fill an n-fragment pair: with 8 (ResNeXt-50's second stage)

@@ -205,6 +205,9 @@ std::vector<VectorCase> vector_cases() {
       grouped(DType::f16, 1, 11, 11, 32, 40, 4, 5, 1, 2, true));
   add("max pool NCHW f16 3x3 stride 2 pad 1, 2x3x36 (vectors of 2 along W = 18)", pool_nchw("MaxPool", DType::f16, 2, 3, 36, 3, 2, 1));
   add("max pool NCHW bf16 3x3 stride 2 pad 1, 1x4x32", pool_nchw("MaxPool", DType::bf16, 1, 4, 32, 3, 2, 1));
+  add("max pool NCHW f16 3x3 stride 2 pad 1, 2x3x48 (spans of 3 chunks per row of taps)", pool_nchw("MaxPool", DType::f16, 2, 3, 48, 3, 2, 1));
+  add("average pool NCHW bf16 3x3 stride 1 pad 1, 1x5x16 (spans)", pool_nchw("AveragePool", DType::bf16, 1, 5, 16, 3, 1, 1));
+  add("max pool NCHW f16 5x5 stride 2 pad 2, 1x2x40 (spans)", pool_nchw("MaxPool", DType::f16, 1, 2, 40, 5, 2, 2));
   add("average pool NCHW f32 2x2 stride 2, 2x5x28", pool_nchw("AveragePool", DType::f32, 2, 5, 28, 2, 2, 0));
   return out;
 }
@@ -295,7 +298,7 @@ TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows 
   CHECK(grouped_few.vector->threads == cuda::kVectorBlockThreads);
 }
 
-TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost dimension, read a scalar per element") {
+TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost dimension, each row's span loaded once") {
   const cuda::GeneratedKernel k = welder_kernel(pool_nchw("MaxPool", DType::f16, 2, 8, 112, 3, 2, 1));
   REQUIRE(k.path == "vector");
   CHECK(k.vector->vec == 8);  // 8 outputs along W (56 of them) per thread
@@ -307,6 +310,21 @@ TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost di
   CHECK(k.vector->channel_axis[0] == -1);
   // The row kernel does not take a window as a merged row.
   CHECK(k.row_reason.find("reduces over a window") != std::string::npos);
+  // Per row of taps, the 17 elements the 8 outputs' 3 taps read (2 w - 1 .. 2 w + 15) come in
+  // three aligned chunks of 8 from 2 w - 8, the padding's -inf where a chunk leaves the row; each
+  // tap of each element then reads its register.
+  CHECK(k.source.find("3 chunks of 8 from 8 before 2 x the vector's first element") != std::string::npos);
+  CHECK(k.source.find("[7 + 2 * tsl_e + 1 * static_cast<int>(tsl_k5)]") != std::string::npos);
+  // Outputs along W in vectors of 2 (W = 18): 2 x 2 = 4 elements, not whole 16-byte chunks of
+  // the input: a scalar read per element and tap, as before.
+  const cuda::GeneratedKernel odd = welder_kernel(pool_nchw("MaxPool", DType::f16, 2, 3, 36, 3, 2, 1));
+  REQUIRE(odd.path == "vector");
+  CHECK(odd.source.find("tsl_span") == std::string::npos);
+  // No padding (ResNet-D's 2x2 average pool): the span starts at 2 w itself, two chunks.
+  const cuda::GeneratedKernel unpadded = welder_kernel(pool_nchw("AveragePool", DType::f16, 1, 4, 32, 2, 2, 0));
+  REQUIRE(unpadded.path == "vector");
+  CHECK(unpadded.source.find("2 chunks of 8 from 0 before 2 x the vector's first element") != std::string::npos);
+  CHECK(unpadded.source.find("[0 + 2 * tsl_e + 1 * static_cast<int>(tsl_k5)]") != std::string::npos);
 }
 
 TEST_CASE("cuda vector: column reductions are sliced windows, domains may differ by axes of extent 1") {
