@@ -9,8 +9,8 @@
 //   * no node reduces but over a window (at most kVectorMaxWindowPoints points per output, none
 //     along the innermost dimension of a tensor it reads: a depthwise convolution, a pooling --
 //     not a GEMM or a convolution over channels -- unless it pools one input whose last index
-//     slides along it, a position and a tap: an NCHW pooling's `s w + k`, read a scalar per
-//     element) or a grouped window (below), reading device
+//     slides along it, a position and a tap: an NCHW pooling's `s w + k`, read a row's span at a
+//     time where its chunks align, else a scalar per element) or a grouped window (below), reading device
 //     memory only (so its window needs no in-group values at other points); no node but the sink
 //     reshapes its output (the sink stores at its domain point's row-major offset, which a
 //     reshape keeps) except a grouped window's split of the channels, and only the sink writes
