@@ -369,10 +369,10 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // hidden] projection is one product of batch x seq rows, contraction_plan.h).
   bool fold = node.inputs().size() >= 2;
   for (int a = 0; fold && a + 2 < ns; ++a) fold = !node.inputs()[1].map.uses_axis(a);
-  // (An implicit GEMM's axes B reads besides n -- a grouped convolution's groups -- are batch
-  // axes: one product per group.)
+  // (An implicit GEMM's output axes both operands read -- a grouped convolution's groups -- are
+  // batch axes: one product per group.)
   for (int a = 0; a + 1 < ns; ++a) {
-    const bool grouped = implicit && node.inputs().size() >= 2 && node.inputs()[1].map.uses_axis(a);
+    const bool grouped = implicit && node.inputs().size() >= 2 && node.inputs()[0].map.uses_axis(a) && node.inputs()[1].map.uses_axis(a);
     ((implicit && !grouped) || (!implicit && (fold || a == ns - 2)) ? m : batch) *= extent(a);
   }
   for (int r = 0; r < node.num_reduction(); ++r) k *= extent(ns + r);

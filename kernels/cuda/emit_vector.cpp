@@ -149,14 +149,15 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
     // loaded once, in aligned 16-byte chunks from the chunk before (each chunk wholly inside the
     // row or wholly padding: the rows are whole chunks long and s w a multiple of a chunk), and
     // each tap of each element takes its register, a constant index once the loops unroll.
-    const std::vector<SpanRead> spans = sliced ? std::vector<SpanRead>(p.reads[i].size()) : span_reads(nd, p.reads[i], last, vec);
+    // (VectorRead::span, chosen by the plan.)
     std::vector<std::string> span_regs(p.reads[i].size());
     if (!sliced) {
       for (int a = nd.num_spatial(); a < nd.num_axes(); ++a) {
         xw.push_back(cat("tsl_k", a));
         if (a + 1 == nd.num_axes()) {
-          for (size_t k = 0; k < spans.size(); ++k)
-            if (spans[k].chunks > 0) span_regs[k] = emit_span_load(p.reads[i][k].read, spans[k], xw, extents, last, it, lit, ind);
+          for (size_t k = 0; k < p.reads[i].size(); ++k)
+            if (p.reads[i][k].span.chunks > 0)
+              span_regs[k] = emit_span_load(p.reads[i][k].read, p.reads[i][k].span, xw, extents, last, a, it, lit, ind);
           os_ << ind << "#pragma unroll\n";
         }
         os_ << ind << "for (" << it << " tsl_k" << a << " = 0; tsl_k" << a << " < " << extents[a] << lit << "; ++tsl_k" << a
@@ -223,7 +224,7 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       const DType rdt = r.read.type.dtype;
       inputs[k] = fresh("in");
       if (!span_regs[k].empty()) {
-        const SpanRead& sr = spans[k];
+        const VectorSpan& sr = r.span;
         os_ << inner << "const " << ctype(rdt) << " " << inputs[k] << " = "
             << from_storage(rdt, cat(span_regs[k], "[", sr.lead, " + ", sr.stride, " * tsl_e + ", sr.dilation, " * static_cast<int>(tsl_k",
                                      nd.num_axes() - 1, ")]"))
@@ -323,66 +324,28 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
   return os_.str();
 }
 
-std::vector<Emitter::SpanRead> Emitter::span_reads(const TeNode& nd, const std::vector<VectorRead>& reads, int last, int vec) const {
-  std::vector<SpanRead> out(reads.size());
-  const int kin = nd.num_axes() - 1;
-  if (nd.num_reduction() == 0) return out;
-  const std::vector<int64_t> extents = nd.extents();
-  for (size_t k = 0; k < reads.size(); ++k) {
-    const VectorRead& r = reads[k];
-    if (r.producer >= 0 || r.guarded || r.vector || r.read.map.num_results() == 0) continue;
-    const int rank = r.read.map.num_results();
-    const AffineExpr& row = r.read.map.result(rank - 1);
-    const int64_t chunk = kRowVectorBytes / dtype_bytes(r.read.type.dtype);
-    const int64_t s = row.coeffs[last], dil = row.coeffs[kin], pad = -row.offset;
-    bool ok = s > 0 && dil > 0 && pad >= 0 && pad <= chunk && chunk > 1 && (int64_t{vec} * s) % chunk == 0 &&
-              r.read.type.shape[rank - 1] % chunk == 0;
-    for (int a = 0; ok && a < nd.num_axes(); ++a) ok = a == last || a == kin || row.coeffs[a] == 0;
-    for (int q = 0; ok && q + 1 < rank; ++q) ok = r.read.map.result(q).coeffs[last] == 0 && r.read.map.result(q).coeffs[kin] == 0;
-    if (!ok) continue;
-    SpanRead& sr = out[k];
-    sr.front = pad > 0 ? chunk : 0;
-    sr.lead = sr.front - pad;
-    sr.stride = s;
-    sr.dilation = dil;
-    sr.chunk = chunk;
-    const int64_t length = s * (vec - 1) + dil * (extents[kin] - 1) + 1;
-    sr.chunks = (sr.lead + length + chunk - 1) / chunk;
-    if (sr.chunks * chunk > kMaxSpanElements) sr = SpanRead{};
-  }
-  return out;
-}
-
-std::string Emitter::emit_span_load(const RowRead& r, const SpanRead& sr, const std::vector<std::string>& xw,
-                                    const std::vector<int64_t>& extents, int last, const std::string& it, const std::string& lit,
-                                    const std::string& ind) {
-  const int rank = r.type.rank();
-  const std::vector<int64_t> strides = row_major_strides(r.type.shape);
-  std::string off = cat("0", lit), inside;
-  for (int q = 0; q + 1 < rank; ++q) {
-    const AffineExpr& row = r.map.result(q);
-    const std::string idx = fresh("i");
-    os_ << ind << "const " << it << " " << idx << " = " << affine_text(row, xw, lit.c_str()) << ";\n";
-    off += cat(" + ", idx, " * ", strides[q], lit);
-    if (row.min_over(extents) < 0 || row.max_over(extents) >= r.type.shape[q])
-      inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", r.type.shape[q], lit);
-  }
+std::string Emitter::emit_span_load(const RowRead& r, const VectorSpan& sp, std::vector<std::string> xw,
+                                    const std::vector<int64_t>& extents, int last, int innermost, const std::string& it,
+                                    const std::string& lit, const std::string& ind) {
+  // The offset of the first element the taps read (innermost tap 0, the vector's first element),
+  // and the guard of the row's other indices; the span starts `lead` elements before it.
+  xw[innermost] = cat("0", lit);
+  const WindowOffset w = emit_window_offset(r, xw, extents, {}, it, ind);
   const std::string start = fresh("tsl_s"), reg = fresh("tsl_span");
   const std::string st = storage_type(r.type.dtype), pad = to_storage(r.type.dtype, literal(r.type.dtype, r.pad));
-  const int64_t width = r.type.shape[rank - 1];
-  os_ << ind << "// " << g_.tensor(r.tensor).name << ": the span of its last dimension every inner tap reads, " << sr.chunks
-      << " chunks of " << sr.chunk << " from " << sr.front << " before " << sr.stride << " x the vector's first element\n";
-  os_ << ind << "const " << it << " " << start << " = " << sr.stride << lit << " * " << xw[last] << " - " << sr.front << lit << ";\n";
-  os_ << ind << st << " " << reg << "[" << sr.chunks * sr.chunk << "];\n";
-  os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_j = 0; tsl_j < " << sr.chunks << "; ++tsl_j) {\n";
-  os_ << ind << "  const " << it << " tsl_p = " << start << " + tsl_j * " << sr.chunk << ";\n";
-  os_ << ind << "  if (" << (inside.empty() ? std::string() : inside + " && ") << "tsl_p >= 0 && tsl_p < " << width << lit << ") tsl::row_load<"
-      << st << ", " << sr.chunk << ">(" << reg << " + tsl_j * " << sr.chunk << ", g_in" << input_param(r.tensor) << " + " << off
-      << " + tsl_p);\n";
-  os_ << ind << "  else for (int tsl_u = 0; tsl_u < " << sr.chunk << "; ++tsl_u) " << reg << "[tsl_j * " << sr.chunk
+  const int64_t width = r.type.shape.back();
+  os_ << ind << "// " << g_.tensor(r.tensor).name << ": the span of its last dimension every inner tap reads, " << sp.chunks
+      << " chunks of " << sp.chunk << " from " << sp.front << " before " << sp.stride << " x the vector's first element\n";
+  os_ << ind << "const " << it << " " << start << " = " << sp.stride << lit << " * " << xw[last] << " - " << sp.front << lit << ";\n";
+  os_ << ind << st << " " << reg << "[" << sp.chunks * sp.chunk << "];\n";
+  os_ << ind << "#pragma unroll\n" << ind << "for (int tsl_j = 0; tsl_j < " << sp.chunks << "; ++tsl_j) {\n";
+  os_ << ind << "  const " << it << " tsl_p = " << start << " + tsl_j * " << sp.chunk << ";\n";
+  os_ << ind << "  if (" << (w.inside.empty() ? std::string() : w.inside + " && ") << "tsl_p >= 0 && tsl_p < " << width << lit
+      << ") tsl::row_load<" << st << ", " << sp.chunk << ">(" << reg << " + tsl_j * " << sp.chunk << ", g_in" << input_param(r.tensor)
+      << " + " << w.offset << " - " << sp.lead << lit << " + tsl_j * " << sp.chunk << ");\n";
+  os_ << ind << "  else for (int tsl_u = 0; tsl_u < " << sp.chunk << "; ++tsl_u) " << reg << "[tsl_j * " << sp.chunk
       << " + tsl_u] = " << pad << ";\n";
   os_ << ind << "}\n";
-  (void)extents;
   return reg;
 }
 

@@ -135,18 +135,9 @@ class Emitter {
     std::string offset, inside;
     std::vector<int64_t> steps;
   };
-  /// A window's read loaded as a span of its last dimension per step of the outer taps
-  /// (emit_vector.cpp): `chunks` aligned chunks of `chunk` elements from `front` elements before
-  /// `stride` x the vector's first element; element e at inner tap k is register lead + stride e +
-  /// dilation k. chunks == 0: not a span read.
-  struct SpanRead {
-    int64_t front = 0, lead = 0, stride = 0, dilation = 0, chunk = 0, chunks = 0;
-  };
-  /// Design choice: a span holds at most this many elements (registers of the thread).
-  static constexpr int64_t kMaxSpanElements = 64;
-  std::vector<SpanRead> span_reads(const TeNode& nd, const std::vector<VectorRead>& reads, int last, int vec) const;
-  std::string emit_span_load(const RowRead& r, const SpanRead& sr, const std::vector<std::string>& xw, const std::vector<int64_t>& extents,
-                             int last, const std::string& it, const std::string& lit, const std::string& ind);
+  /// Loads a span read (VectorRead::span) at the taps `xw` (the innermost at 0); its registers' name.
+  std::string emit_span_load(const RowRead& r, const VectorSpan& sp, std::vector<std::string> xw, const std::vector<int64_t>& extents,
+                             int last, int innermost, const std::string& it, const std::string& lit, const std::string& ind);
   WindowOffset emit_window_offset(const RowRead& r, const std::vector<std::string>& x, const std::vector<int64_t>& extents,
                                   const std::vector<int>& axes, const std::string& it, const std::string& ind);
   std::vector<std::string> emit_row_prologue(const std::string& name, const RowPlan& r);

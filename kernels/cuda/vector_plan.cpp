@@ -12,6 +12,33 @@ namespace {
 
 VectorMatch fail(std::string reason) { return VectorMatch{std::nullopt, std::move(reason)}; }
 
+/// A window's read of device memory as a span (VectorSpan, the file comment): its last index
+/// slides along the vector's axis `last` (stride s) and the innermost tap (dilation d) alone, less
+/// a padding of at most a chunk, its other indices depend on neither, its rows are whole 16-byte
+/// chunks and s vec is a multiple of one (so the span's chunks align); else none.
+VectorSpan span_of(const TeNode& nd, const VectorRead& r, int last, int vec) {
+  const int kin = nd.num_axes() - 1, rank = r.read.map.num_results();
+  if (nd.num_reduction() == 0 || r.producer >= 0 || r.guarded || r.vector || rank == 0) return {};
+  const AffineExpr& row = r.read.map.result(rank - 1);
+  const int64_t chunk = kRowVectorBytes / dtype_bytes(r.read.type.dtype);
+  const int64_t s = row.coeffs[last], dil = row.coeffs[kin], pad = -row.offset;
+  bool ok = s > 0 && dil > 0 && pad >= 0 && pad <= chunk && chunk > 1 && (int64_t{vec} * s) % chunk == 0 &&
+            r.read.type.shape[rank - 1] % chunk == 0;
+  for (int a = 0; ok && a < nd.num_axes(); ++a) ok = a == last || a == kin || row.coeffs[a] == 0;
+  for (int q = 0; ok && q + 1 < rank; ++q) ok = r.read.map.result(q).coeffs[last] == 0 && r.read.map.result(q).coeffs[kin] == 0;
+  if (!ok) return {};
+  VectorSpan sp;
+  sp.front = pad > 0 ? chunk : 0;
+  sp.lead = sp.front - pad;
+  sp.stride = s;
+  sp.dilation = dil;
+  sp.chunk = chunk;
+  const int64_t length = s * (vec - 1) + dil * (nd.axes()[kin].extent - 1) + 1;
+  sp.chunks = (sp.lead + length + chunk - 1) / chunk;
+  if (sp.chunks * chunk > kVectorMaxSpanElements) return {};
+  return sp;
+}
+
 int64_t floor_pow2(int64_t v) {
   int64_t p = 1;
   while (p * 2 <= v) p *= 2;
@@ -368,6 +395,10 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     p.acc_bytes = static_cast<int>(acc_bytes);
     if (p.combine_bytes() > kStaticSmemBytes) return fail(cat("a sliced window's combine needs ", p.combine_bytes(), " bytes of shared memory"));
   }
+  if (p.slices == 1)
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      if (p.channel_axis[i] < 0)
+        for (VectorRead& r : p.reads[i]) r.span = span_of(graph.node(p.nodes[i]), r, p.vector_axis[i], p.vec);
   return VectorMatch{p, ""};
 }
 

@@ -10,7 +10,8 @@
 //     along the innermost dimension of a tensor it reads: a depthwise convolution, a pooling --
 //     not a GEMM or a convolution over channels -- unless it pools one input whose last index
 //     slides along it, a position and a tap: an NCHW pooling's `s w + k`, read a row's span at a
-//     time where its chunks align, else a scalar per element) or a grouped window (below), reading device
+//     time where its chunks align -- VectorRead::span --, else a scalar per element) or a grouped
+//     window (below), reading device
 //     memory only (so its window needs no in-group values at other points); no node but the sink
 //     reshapes its output (the sink stores at its domain point's row-major offset, which a
 //     reshape keeps) except a grouped window's split of the channels, and only the sink writes
@@ -69,12 +70,21 @@
 
 namespace tessel::cuda {
 
+/// A window's read loaded as a span of its last dimension per step of the outer taps (an NCHW
+/// pooling sliding along W: file comment): `chunks` aligned chunks of `chunk` elements from
+/// `front` elements before `stride` x the vector's first element; element e at inner tap k is
+/// register lead + stride e + dilation k. chunks == 0: not a span read.
+struct VectorSpan {
+  int64_t front = 0, lead = 0, stride = 0, dilation = 0, chunk = 0, chunks = 0;
+};
+
 struct VectorRead {
   int producer = -1;      // position of the in-group producer, or -1: device memory
   RowRead read;           // the tensor, its map over the node's axes, type and pad
   bool vector = false;    // a vector load along the last axis
   bool guarded = false;   // in a window's loop: a vector load along the last axis, the pad value
                           // where another index leaves the tensor
+  VectorSpan span;        // in an unsliced window's loop: a span per step of the outer taps
 };
 
 struct VectorPlan {
@@ -107,6 +117,9 @@ struct VectorMatch {
   std::optional<VectorPlan> plan;
   std::string reason;  // set when plan is not
 };
+
+/// Design choice: a span read holds at most this many elements (registers of the thread).
+inline constexpr int64_t kVectorMaxSpanElements = 64;
 
 /// Design choice, not a hardware fact: threads per block (capped by the spec's limit).
 inline constexpr int kVectorBlockThreads = 256;

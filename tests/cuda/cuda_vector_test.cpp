@@ -313,6 +313,11 @@ TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost di
   // Per row of taps, the 17 elements the 8 outputs' 3 taps read (2 w - 1 .. 2 w + 15) come in
   // three aligned chunks of 8 from 2 w - 8, the padding's -inf where a chunk leaves the row; each
   // tap of each element then reads its register.
+  REQUIRE(k.vector->reads[0].size() == 1);
+  const cuda::VectorSpan& span = k.vector->reads[0][0].span;  // chosen by the plan
+  CHECK(span.chunks == 3);
+  CHECK(span.lead == 7);
+  CHECK(span.stride == 2);
   CHECK(k.source.find("3 chunks of 8 from 8 before 2 x the vector's first element") != std::string::npos);
   CHECK(k.source.find("[7 + 2 * tsl_e + 1 * static_cast<int>(tsl_k5)]") != std::string::npos);
   // Outputs along W in vectors of 2 (W = 18): 2 x 2 = 4 elements, not whole 16-byte chunks of
@@ -320,6 +325,7 @@ TEST_CASE("cuda vector: an NCHW pooling slides its window along the innermost di
   const cuda::GeneratedKernel odd = welder_kernel(pool_nchw("MaxPool", DType::f16, 2, 3, 36, 3, 2, 1));
   REQUIRE(odd.path == "vector");
   CHECK(odd.source.find("tsl_span") == std::string::npos);
+  CHECK(odd.vector->reads[0][0].span.chunks == 0);
   // No padding (ResNet-D's 2x2 average pool): the span starts at 2 w itself, two chunks.
   const cuda::GeneratedKernel unpadded = welder_kernel(pool_nchw("AveragePool", DType::f16, 1, 4, 32, 2, 2, 0));
   REQUIRE(unpadded.path == "vector");
