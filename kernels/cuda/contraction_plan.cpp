@@ -750,6 +750,11 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
   if (bk != kBlockK && bk != kMaxBlockK) return cat("an mma.sync K step is ", kBlockK, " or ", kMaxBlockK, ", recorded ", bk);
   q.warpgroup = false;
   q.warpgroups = 0;
+  // (Nor the wgmma kernel's grid: one block per tile -- a persistent grid left here launched one
+  // wave of blocks and left every later tile unwritten.)
+  q.persistent = 0;
+  q.pingpong = false;
+  q.cluster_m = 1;
   q.conv_box = false;
   q.box_tiles.clear();
   q.k_chunks = q.taps = 0;

@@ -173,6 +173,32 @@ TEST_CASE("cuda families: a contraction's variants are the tuner's choices, each
   CHECK(why->find("no mma.sync warp layout for a recorded 96 x 128 block") != std::string::npos);
 }
 
+TEST_CASE("cuda families: an mma variant recorded where wgmma would run launches a block per tile") {
+  // More tiles than SMs: the derived wgmma plan is persistent (a block per SM looping over tiles).
+  // A recorded mma.sync variant replaces that plan and must launch one block per tile (per K
+  // part) -- a persistent grid left over launched one wave and left the later tiles unwritten.
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  const OpGraph g = gemm_gelu(8192, 320, 960);
+  const Schedule s = with_families(g, spec, "welder");
+  REQUIRE(s.groups.size() == 1);
+  int checked = 0;
+  for (const KernelChoice& k : families.variants(g, s.groups[0].group, spec)) {
+    if (k.family != "mma") continue;
+    CAPTURE(k.params);
+    Schedule v = s;
+    v.groups[0].group.kernel = k;
+    const cuda::GeneratedKernel e = cuda::emit_group_kernel(g, v, 0, spec);
+    REQUIRE(e.contraction);
+    const cuda::ContractionPlan& c = *e.contraction;
+    CHECK(c.persistent == 0);
+    CHECK(e.plan.blocks == c.tiles() * c.split_k);
+    CHECK(c.tiles() == (8192 + c.block_m - 1) / c.block_m * ((960 + c.block_n - 1) / c.block_n));
+    ++checked;
+  }
+  CHECK(checked > 20);
+}
+
 TEST_CASE("cuda families: priced by family, welder keeps the SwiGLU GEMMs on tensor cores") {
   const HwSpec& spec = gpu_spec();
   const OpGraph g = swiglu(512, 1024, 2816);
