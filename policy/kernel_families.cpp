@@ -21,11 +21,25 @@ KernelChoice priced_choice(const OpGraph& graph, const ScheduledGroup& group, co
   KernelChoice out = g.kernel;
   if (ranked) {
     const std::vector<std::string> rejected = out.rejected;
-    for (const KernelChoice& v : families.variants(graph, group, spec)) {
-      if (v.family != out.family || v.params == out.params) continue;
+    const KernelChoice chosen = out;
+    const std::vector<KernelChoice> variants = families.variants(graph, group, spec);
+    // The chosen family's variants: the cheapest.
+    for (const KernelChoice& v : variants) {
+      if (v.family != chosen.family || v.params == chosen.params) continue;
       g.kernel = v;
       CostBreakdown c = cost.estimate(graph, g, spec);
       if (c.latency_s < best.latency_s) best = std::move(c), out = v;
+    }
+    // Another family's default (the first of it variants() lists: the mma family's own plan where
+    // wgmma runs) only when predicted kFamilySwitchFactor of that time or less.
+    const double switch_below = kFamilySwitchFactor * best.latency_s;
+    std::vector<std::string> seen{chosen.family};
+    for (const KernelChoice& v : variants) {
+      if (std::find(seen.begin(), seen.end(), v.family) != seen.end()) continue;
+      seen.push_back(v.family);
+      g.kernel = v;
+      CostBreakdown c = cost.estimate(graph, g, spec);
+      if (c.latency_s < switch_below && c.latency_s < best.latency_s) best = std::move(c), out = v;
     }
     out.rejected = rejected;
   }

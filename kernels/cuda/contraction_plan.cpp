@@ -848,7 +848,7 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
 }
 
 ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
-                                  const HwSpec& spec) {
+                                  const HwSpec& spec, bool warpgroups) {
   // 2 (first: most groups are not contractions, and the reason should say so). The contraction.
   NodeId cid = -1;
   for (NodeId n : group.nodes)
@@ -1021,7 +1021,8 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   // 6. Hopper: the wgmma kernel when it applies; else K split over clusters when the tiles leave
   //    SMs idle. (A block-sparse K loop walks the whole K.)
   const BlockSparseProps* sparse = cfg != group.tiles.end() ? std::get_if<BlockSparseProps>(&cfg->second.kind) : nullptr;
-  p.warpgroup_reason = use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1);
+  p.warpgroup_reason = warpgroups ? use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1)
+                                  : "the mma family's default (asked for without warpgroups)";
   if (sparse) p.split_reason = "the block-sparse K loop is not split";
   else if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
   // 7. Parameters the schedule recorded for a tensor-core family (chosen among

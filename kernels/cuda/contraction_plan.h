@@ -247,8 +247,10 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& plan, cons
 
 /// Checks the conditions of the file comment for `group` and plans the mma kernel. `generic` is
 /// plan_group's plan of the same group (its roles say which nodes the generic kernel inlines).
+/// With `warpgroups` false the plan stays on mma.sync where wgmma would apply (the mma family's
+/// own default, which the policy prices against the wgmma variants: kernel_families.cpp).
 ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
-                                  const HwSpec& spec);
+                                  const HwSpec& spec, bool warpgroups = true);
 
 /// The GroupPlan the runtime launches for the mma kernel: `generic`'s nodes and parameters, with
 /// the mma kernel's grid, block size and shared memory. Operand copies and C (unless it is the

@@ -134,10 +134,16 @@ std::vector<KernelChoice> CudaKernelFamilies::variants(const OpGraph& graph, con
   g.kernel = {};
   std::vector<KernelChoice> out{choose(graph, g, spec)};
   if (out.front().family != "mma" && out.front().family != "wgmma") return out;
-  const ContractionMatch m = plan_contraction(graph, g, plan_group(graph, g, spec), spec);
+  const GroupPlan generic = plan_group(graph, g, spec);
+  const ContractionMatch m = plan_contraction(graph, g, generic, spec);
   if (!m.plan) return out;
+  // Second, where wgmma applies: the mma family's own default (the first mma choice listed).
+  if (m.plan->warpgroup)
+    if (const ContractionMatch simt = plan_contraction(graph, g, generic, spec, false); simt.plan)
+      out.push_back({"mma", family_params(*simt.plan), {}});
   for (KernelChoice& k : contraction_variants(*m.plan, spec))
-    if (k.family != out.front().family || k.params != out.front().params) out.push_back(std::move(k));
+    if (std::none_of(out.begin(), out.end(), [&](const KernelChoice& o) { return o.family == k.family && o.params == k.params; }))
+      out.push_back(std::move(k));
   return out;
 }
 

@@ -89,10 +89,11 @@ TEST_CASE("cuda families: every group records a family, JSON carries it, replay 
 
 TEST_CASE("cuda families: a forced family is emitted as recorded, or refused with the reason") {
   const HwSpec& spec = gpu_spec();
-  const OpGraph g = gemm_gelu(256, 512, 1024);
+  const OpGraph g = gemm_gelu(1024, 768, 3072);
   Schedule s = with_families(g, spec, "welder");
   REQUIRE(s.groups.size() == 1);
-  CHECK(s.groups[0].group.kernel.family == "wgmma");
+  REQUIRE(s.groups[0].group.kernel.family == "wgmma");
+  s.groups[0].group.kernel.params["stages"] = 6;
   // The generic kernel can emit any group: forced, it is what the emitter writes.
   Schedule generic = s;
   generic.groups[0].group.kernel = KernelChoice{"generic", {}, {}};
@@ -106,7 +107,7 @@ TEST_CASE("cuda families: a forced family is emitted as recorded, or refused wit
   row.groups[0].group.kernel = KernelChoice{"row", {}, {}};
   CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, row, 0, spec), doctest::Contains("'row' cannot emit"), UserError);
   Schedule params = s;
-  params.groups[0].group.kernel.params["stages"] += 1;
+  params.groups[0].group.kernel.params["stages"] = 7;
   CHECK_THROWS_WITH_AS(cuda::emit_group_kernel(g, params, 0, spec), doctest::Contains("7 wgmma stages"), UserError);
   Schedule unknown = s;
   unknown.groups[0].group.kernel.family = "tpu";
@@ -116,7 +117,7 @@ TEST_CASE("cuda families: a forced family is emitted as recorded, or refused wit
 TEST_CASE("cuda families: the cost model prices the recorded family") {
   const HwSpec& spec = gpu_spec();
   const AnalyticCostModel cost;
-  const OpGraph g = gemm_gelu(256, 512, 1024);
+  const OpGraph g = gemm_gelu(1024, 768, 3072);
   Schedule s = with_families(g, spec, "welder");
   REQUIRE(s.groups.size() == 1);
   ScheduledGroup generic = s.groups[0].group;
@@ -128,7 +129,7 @@ TEST_CASE("cuda families: the cost model prices the recorded family") {
   CHECK(tc.tensor_cores);
   CHECK_FALSE(simt.tensor_cores);
   // One thread per output, ten instructions a domain point at the f32 SIMT rate: several times
-  // slower than the recorded wgmma plan (8 tiles of 128x128 on 8 SMs), which is priced as that plan.
+  // slower than the recorded wgmma plan (192 tiles of 128x128), which is priced as that plan.
   CHECK(simt.latency_s > 4 * tc.latency_s);
   CHECK(tc.notes.front().find("priced as the recorded wgmma plan: block 128x128") != std::string::npos);
 }
@@ -173,6 +174,50 @@ TEST_CASE("cuda families: a contraction's variants are the tuner's choices, each
   CHECK(why->find("no mma.sync warp layout for a recorded 96 x 128 block") != std::string::npos);
 }
 
+TEST_CASE("cuda families: the mma family's default competes with the wgmma variants") {
+  // A GEMM of 8 tiles of 128 x 128: the wgmma kernel (one block per SM, its epilogue exposed after
+  // each tile) is what choose() prefers, and the mma family's own plan -- listed second among the
+  // variants -- is priced against every wgmma variant.
+  const HwSpec& spec = gpu_spec();
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  const OpGraph g = gemm_gelu(256, 512, 1024);
+  const Schedule s = with_families(g, spec, "welder");
+  REQUIRE(s.groups.size() == 1);
+  const ScheduledGroup& group = s.groups[0].group;
+  const std::vector<KernelChoice> variants = families.variants(g, group, spec);
+  REQUIRE(variants.size() > 2);
+  CHECK(variants[0].family == "wgmma");
+  CHECK(variants[1].family == "mma");
+  ScheduledGroup mma_default = group;
+  mma_default.kernel = variants[1];
+  CHECK_FALSE(families.check(g, mma_default, spec));
+  const double recorded = cost.estimate(g, group, spec).latency_s;
+  double best_wgmma = 1e9;
+  for (const KernelChoice& k : variants) {
+    if (k.family != "wgmma") continue;
+    ScheduledGroup v = group;
+    v.kernel = k;
+    best_wgmma = std::min(best_wgmma, cost.estimate(g, v, spec).latency_s);
+  }
+  const double mma = cost.estimate(g, mma_default, spec).latency_s;
+  CHECK(recorded == doctest::Approx(std::min(best_wgmma, mma)));
+  // mma only when predicted kFamilySwitchFactor of the best wgmma variant's time or less (this
+  // GEMM: 0.43), and then its default: its other variants are the tuner's to measure.
+  CHECK(mma < kFamilySwitchFactor * best_wgmma);
+  CHECK(group.kernel.family == "mma");
+  CHECK(group.kernel.params == variants[1].params);
+  // A GEMM of 192 tiles stays on wgmma: there its mma plan is not predicted that much faster.
+  const OpGraph big = gemm_gelu(1024, 768, 3072);
+  const Schedule big_schedule = with_families(big, spec, "welder");
+  const ScheduledGroup& kept = big_schedule.groups[0].group;
+  REQUIRE(kept.kernel.family == "wgmma");
+  ScheduledGroup big_mma = kept;
+  big_mma.kernel = families.variants(big, kept, spec)[1];
+  REQUIRE(big_mma.kernel.family == "mma");
+  CHECK(cost.estimate(big, big_mma, spec).latency_s >= kFamilySwitchFactor * cost.estimate(big, kept, spec).latency_s);
+}
+
 TEST_CASE("cuda families: an mma variant recorded where wgmma would run launches a block per tile") {
   // More tiles than SMs: the derived wgmma plan is persistent (a block per SM looping over tiles).
   // A recorded mma.sync variant replaces that plan and must launch one block per tile (per K
@@ -214,12 +259,13 @@ TEST_CASE("cuda families: priced by family, welder keeps the SwiGLU GEMMs on ten
 
 TEST_CASE("cuda families: check_schedule asks the backend whether it can emit every recorded family") {
   const HwSpec& spec = gpu_spec();
-  const OpGraph g = gemm_gelu(256, 512, 1024);
+  const OpGraph g = gemm_gelu(1024, 768, 3072);
   const Schedule s = with_families(g, spec, "welder");
   const cuda::CudaKernelFamilies families;
+  REQUIRE(s.groups[0].group.kernel.family == "wgmma");
   CHECK(check_schedule(g, spec, s, &families).empty());
   Schedule mma = s;
-  mma.groups[0].group.kernel.family = "mma";
+  mma.groups[0].group.kernel.family = "mma";  // (with the wgmma plan's parameters)
   CHECK(check_schedule(g, spec, mma).empty());  // without the families, rule 9 is not asked
   const std::vector<std::string> problems = check_schedule(g, spec, mma, &families);
   REQUIRE(problems.size() == 1);

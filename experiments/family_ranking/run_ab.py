@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Schedules of one op-sweep instance side by side on the GPU: each named schedule of an instance
+(SCHEDULES/<id>.<name>.json: `before` from an earlier commit, or a variant edited by hand) and the schedule the current
+binary makes (`after`), each checked against the reference interpreter, then all timed in
+interleaved rounds as the sweep times Tessel (`tessel run --time N`: CUDA-graph replays between
+events, L2 warm), on one GPU. The cost model's prediction of each schedule (replayed schedules
+are priced again) is recorded beside its time, with the family of every kernel.
+
+  run_ab.py --tessel dist/tessel/bin/tessel --schedules DIR --out OUT [--ids ID ...] [--rounds R]
+
+Without --ids: every op-sweep id with a schedule in DIR. Writes OUT/ab.csv (id, schedule, families,
+median ms, rounds, predicted ms, time over the fastest) and prints each instance's line and the
+geomean of after / before. Needs a GPU; Python 3 standard library only.
+"""
+import argparse
+import concurrent.futures as cf
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "experiments", "op_sweep"))
+import instances as catalog  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "experiments", "models"))
+import generate_models as gm  # noqa: E402
+
+SPEC = os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm.json")
+
+
+def run(cmd, timeout=600):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+
+
+def families(path):
+    with open(path) as f:
+        return " ".join(g.get("kernel", {}).get("family", "?") for g in json.load(f)["groups"])
+
+
+def stored_names(args, iid):
+    return sorted(f[len(iid) + 1:-5] for f in os.listdir(args.schedules) if f.startswith(iid + ".") and f.endswith(".json")
+                  and "." not in f[len(iid) + 1:-5])
+
+
+def prepare(args, iid):
+    """The model, the current binary's schedule, and a check and a prediction of each schedule."""
+    work = os.path.join(args.out, "work", iid)
+    os.makedirs(work, exist_ok=True)
+    inst = {i.id: i for i in catalog.instances()}[iid]
+    model = os.path.join(work, "model.json")
+    with open(model, "w", encoding="utf-8") as fh:
+        fh.write(gm.render(inst.build().document()) + "\n")
+    after = os.path.join(work, "after.json")
+    rc, text = run([args.tessel, "schedule", model, "--hw", SPEC, "-o", after])
+    if rc != 0:
+        return {"id": iid, "error": "schedule: " + text[-300:]}
+    paths = {n: os.path.join(args.schedules, "%s.%s.json" % (iid, n)) for n in stored_names(args, iid)}
+    paths["after"] = after
+    row = {"id": iid, "model": model, "schedules": {}}
+    for name, path in paths.items():
+        v = {"schedule": path, "families": families(path), "cache": os.path.join(work, "cache-" + name)}
+        rep = os.path.join(work, name + ".check.json")
+        rc, text = run([args.tessel, "run", model, "--device", "cuda", "--hw", SPEC, "--schedule", path, "--check",
+                        "--cache", v["cache"], "--report", rep])
+        report = json.load(open(rep)) if rc == 0 and os.path.exists(rep) else {}
+        v["correct"] = bool(report) and all(o.get("ok") for o in report.get("outputs", [{}]))
+        if not v["correct"]:
+            v["error"] = text.strip().splitlines()[-1][:200] if text.strip() else str(rc)
+        v["predicted_ms"] = 1e3 * report["predicted_s"] if report.get("predicted_s") else None
+        row["schedules"][name] = v
+    return row
+
+
+def time_one(args, row, v):
+    rep = os.path.join(os.path.dirname(row["model"]), "time.json")
+    rc, _ = run([args.tessel, "run", row["model"], "--device", "cuda", "--hw", SPEC, "--schedule", v["schedule"],
+                 "--cache", v["cache"], "--report", rep, "--time", str(args.repeats)])
+    if rc != 0 or not os.path.exists(rep):
+        return None
+    t = 1e3 * json.load(open(rep))["median_s"]
+    os.remove(rep)
+    return t
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tessel", default=os.path.join(ROOT, "dist", "tessel", "bin", "tessel"))
+    p.add_argument("--schedules", default=os.path.join(HERE, "schedules"))
+    p.add_argument("--out", required=True)
+    p.add_argument("--ids", nargs="+")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+    args = p.parse_args()
+    known = {i.id for i in catalog.instances()}
+    ids = [i for i in (args.ids or sorted(known)) if i in known and stored_names(args, i)]
+    os.makedirs(args.out, exist_ok=True)
+    with cf.ThreadPoolExecutor(args.jobs) as ex:
+        rows = list(ex.map(lambda i: prepare(args, i), ids))
+    out, ratios = [], []
+    for row in rows:
+        if row.get("error"):
+            print("%-48s skipped: %s" % (row["id"], row["error"][:200]), flush=True)
+            continue
+        ok = [(n, v) for n, v in row["schedules"].items() if v["correct"]]
+        for n, v in row["schedules"].items():
+            if not v["correct"]:
+                print("%-48s %-8s not run: %s" % (row["id"], n, v.get("error", "")), flush=True)
+        times = {n: [] for n, _ in ok}
+        for r in range(args.rounds):
+            for n, v in (ok if r % 2 == 0 else ok[::-1]):
+                t = time_one(args, row, v)
+                if t:
+                    times[n].append(t)
+        medians = {n: statistics.median(ts) for n, ts in times.items() if ts}
+        if not medians:
+            continue
+        best = min(medians.values())
+        for n, v in ok:
+            if n in medians:
+                out.append({"id": row["id"], "schedule": n, "families": v["families"], "median_ms": "%.5f" % medians[n],
+                            "rounds_ms": " ".join("%.5f" % t for t in times[n]),
+                            "predicted_ms": "%.5f" % v["predicted_ms"] if v["predicted_ms"] else "",
+                            "over_fastest": "%.4f" % (medians[n] / best)})
+        if "after" in medians and "before" in medians:
+            ratios.append(medians["before"] / medians["after"])
+        print("%-48s %s" % (row["id"], "  ".join("%s %.4f (%s)" % (n, medians[n], row["schedules"][n]["families"])
+                                                    for n in medians)), flush=True)
+    with open(os.path.join(args.out, "ab.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["id", "schedule", "families", "median_ms", "rounds_ms", "predicted_ms", "over_fastest"])
+        w.writeheader()
+        w.writerows(out)
+    if ratios:
+        print("before / after time: geomean %.3f over %d instances, after faster on %d, slower by 5%%+ on %d"
+              % (math.exp(sum(map(math.log, ratios)) / len(ratios)), len(ratios), sum(r > 1 for r in ratios),
+                 sum(r < 0.95 for r in ratios)))
+
+
+if __name__ == "__main__":
+    main()
