@@ -21,6 +21,7 @@
 #include "policy/check_schedule.h"
 #include "policy/kernel_families.h"
 #include "policy/schedule_json.h"
+#include "tilegraph/compare.h"
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
 #include "tilegraph/import/tensor_files.h"
@@ -245,6 +246,34 @@ std::string describe(const HostTensor& t) {
 std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, const OpGraph& g) {
   if (auto dir = args.option("inputs")) return read_inputs(*dir, model);
   return random_inputs(g, static_cast<uint64_t>(args.int_option("seed", 0)));
+}
+
+int write_and_expect_outputs(const Args& args, const std::vector<HostTensor>& outputs, const std::vector<std::string>& names) {
+  if (auto dir = args.option("outputs")) {
+    fs::create_directories(*dir);
+    std::string ext = ".npy";
+    if (auto in_dir = args.option("inputs"); in_dir && find_tensor_file(*in_dir, "input_0") &&
+                                             find_tensor_file(*in_dir, "input_0")->ends_with(".pb"))
+      ext = ".pb";
+    for (size_t i = 0; i < outputs.size(); ++i)
+      write_tensor_file((fs::path(*dir) / cat("output_", i, ext)).string(), outputs[i]);
+    std::cout << "wrote " << outputs.size() << " outputs to " << *dir << "\n";
+  }
+  if (auto dir = args.option("expect")) {
+    int bad = 0;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      auto file = find_tensor_file(*dir, cat("output_", i));
+      if (!file) throw UserError(*dir, "", cat("no output_", i, ".pb or output_", i, ".npy to compare with"));
+      const CompareResult r = compare_tensors(outputs[i], read_tensor_file(*file));
+      if (!r.ok) {
+        ++bad;
+        std::cout << "MISMATCH output " << i << " '" << (i < names.size() ? names[i] : cat("output_", i)) << "': " << r.message << "\n";
+      }
+    }
+    if (bad) return 1;
+    std::cout << "all " << outputs.size() << " outputs match " << *dir << "\n";
+  }
+  return 0;
 }
 
 std::vector<HostTensor> random_inputs(const OpGraph& g, uint64_t seed) {

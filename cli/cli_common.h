@@ -55,6 +55,10 @@ std::vector<std::string> override_defaulted_inputs(const std::string& dir, Model
 std::string describe(const HostTensor& t);
 /// --inputs DIR, else seeded random inputs (--seed; normal(0,1) floats, 0..3 integers).
 std::vector<HostTensor> make_inputs(const Args& args, const ModelDef& model, const OpGraph& g);
+/// --outputs DIR: writes output_<i> (.pb when --inputs holds .pb files, else .npy). --expect DIR:
+/// compares each output with output_<i> there (`names` name them in a mismatch). Returns 1 when
+/// an output differs, else 0.
+int write_and_expect_outputs(const Args& args, const std::vector<HostTensor>& outputs, const std::vector<std::string>& names);
 /// The random input make_inputs gives a tensor of `type` without --inputs (normal(0, 1) floats;
 /// integers and booleans small and non-negative, so they are valid indices).
 HostTensor random_input(const TensorType& type, uint64_t seed);

@@ -87,7 +87,8 @@ const char* kRunHelp =
     "  --mesh M   run over a device mesh (2, 2x4, dp=2,tp=4) as `tessel shard` plans it (--shard pins\n"
     "             tensors): under mpirun one rank per process (CPU ranks), else the ranks are threads\n"
     "             of this process; --check compares every rank's outputs with the single-device\n"
-    "             interpreter (docs/distributed.md)\n";
+    "             interpreter; --inputs, --outputs and --expect work as without it, --schedule,\n"
+    "             --report and --tune not yet (docs/distributed.md)\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx [-o MODEL.json]\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). With -o, weight data\n"
@@ -145,7 +146,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     throw UserError("command line", "", "'tessel run' takes --interp or --device cpu|cuda, not both");
   if (args.option("mesh")) {
     if (!args.flag("interp") && !device) throw UserError("command line", "", "'tessel run --mesh' needs --interp or --device cpu|cuda");
-    for (const char* alone : {"inputs", "outputs", "expect", "schedule", "report", "tune"})
+    for (const char* alone : {"schedule", "report", "tune"})
       if (args.option(alone)) throw UserError("command line", "", cat("--", alone, " is not supported with --mesh yet"));
     return run_on_mesh(args);
   }
@@ -214,30 +215,7 @@ int cmd_run(const std::vector<std::string>& argv) {
       std::cout << "  output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << describe(outputs[i]) << "\n";
   }
 
-  if (auto dir = args.option("outputs")) {
-    fs::create_directories(*dir);
-    std::string ext = ".npy";
-    if (auto in_dir = args.option("inputs"); in_dir && find_tensor_file(*in_dir, "input_0") &&
-                                             find_tensor_file(*in_dir, "input_0")->ends_with(".pb"))
-      ext = ".pb";
-    for (size_t i = 0; i < outputs.size(); ++i)
-      write_tensor_file((fs::path(*dir) / cat("output_", i, ext)).string(), outputs[i]);
-    std::cout << "wrote " << outputs.size() << " outputs to " << *dir << "\n";
-  }
-  if (auto dir = args.option("expect")) {
-    int bad = 0;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      auto file = find_tensor_file(*dir, cat("output_", i));
-      if (!file) throw UserError(*dir, "", cat("no output_", i, ".pb or output_", i, ".npy to compare with"));
-      const CompareResult r = compare_tensors(outputs[i], read_tensor_file(*file));
-      if (!r.ok) {
-        ++bad;
-        std::cout << "MISMATCH output " << i << " '" << model.outputs[i] << "': " << r.message << "\n";
-      }
-    }
-    if (bad) return 1;
-    std::cout << "all " << outputs.size() << " outputs match " << *dir << "\n";
-  }
+  if (write_and_expect_outputs(args, outputs, model.outputs)) return 1;
   return status;
 }
 

@@ -146,6 +146,17 @@ int run_on_mesh(const Args& args) {
   if (!args.option("threads"))
     base.options.threads = static_cast<int>(std::max<int64_t>(1, std::thread::hardware_concurrency() / local_ranks));
   const OpGraph g = normalized_graph(args, model_path, base);
+  CompileRequest import_only;
+  import_only.model_path = model_path;
+  import_only.last = Stage::import;
+  const Compilation imported = compile(import_only);
+  const std::vector<HostTensor> inputs = make_inputs(args, *imported.model, g);
+  // (Given inputs must have the shapes the graph was lowered with: --shape binds open dimensions.)
+  for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i)
+    if (inputs[i].type() != g.tensor(g.inputs()[i]).type)
+      throw UserError(args.option_or("inputs", "command line"), "",
+                      cat("input ", i, " '", g.tensor(g.inputs()[i]).name, "' is ", inputs[i].type().print(), "; the model lowered over the mesh takes ",
+                          g.tensor(g.inputs()[i]).type.print(), " (--shape NAME=DIMS sets an open dimension)"));
   const ShardSearch s = search_shard_plan(g, mesh, spec, search_options(args, mesh));
   if (speak) std::cout << format_shard_plan(g, s.plan, s.cost, spec);
   if (mpi) {
@@ -160,11 +171,6 @@ int run_on_mesh(const Args& args) {
     if (same[0] != 1.0) throw UserError("", "--mesh", "the MPI ranks arrived at different shard plans (is the model the same file on every host?)");
   }
 
-  CompileRequest import_only;
-  import_only.model_path = model_path;
-  import_only.last = Stage::import;
-  const Compilation imported = compile(import_only);
-  const std::vector<HostTensor> inputs = make_inputs(args, *imported.model, g);
   const bool on_gpu = device && find_backend(*device)->device_count() > 0 && *device != "cpu";
   double predicted_kernels_s = 0;
   std::vector<std::vector<HostTensor>> outputs(mesh.devices());
@@ -292,6 +298,8 @@ int run_on_mesh(const Args& args) {
     if (speak)
       std::cout << "  output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << describe(outputs[me][i])
                 << (args.flag("check") && status == 0 ? " (matches the single-device interpreter)" : "") << "\n";
+  // Every rank holds the whole outputs; rank 0 writes them and compares them with --expect.
+  if (speak && write_and_expect_outputs(args, outputs[me], imported.model->outputs)) status = 1;
   return status;
 }
 
