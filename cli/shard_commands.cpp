@@ -176,8 +176,9 @@ int run_on_mesh(const Args& args) {
   std::vector<std::vector<HostTensor>> outputs(mesh.devices());
   const auto start = Clock::now();
   const int repeats = static_cast<int>(args.int_option("time", 0, 0, 1000000));
-  if (repeats > 0 && !on_gpu) throw UserError("command line", "--time", "--time with --mesh times GPU runs only (--device cuda)");
   std::vector<std::vector<double>> times(mesh.devices());
+  ShardedTiming cpu_timing;  // CPU ranks: every step's time on its slowest rank
+  cpu_timing.repeats = on_gpu ? 0 : repeats;
   bool graph_used = false;
   if (on_gpu) {
     // One thread per GPU of this process, NCCL between them, every tensor resident.
@@ -224,7 +225,7 @@ int run_on_mesh(const Args& args) {
   } else if (mpi) {
     const SegmentCompiler segments = device ? compiled_segments(base) : interpreter_segments();
     try {
-      outputs[mpi->rank()] = run_sharded(g, s.plan, inputs, *mpi, segments);
+      outputs[mpi->rank()] = run_sharded(g, s.plan, inputs, *mpi, segments, &cpu_timing);
     } catch (const std::exception& e) {
       std::cerr << "tessel: error: rank " << mpi->rank() << ": " << e.what() << "\n";
       mpi->abort();
@@ -235,10 +236,12 @@ int run_on_mesh(const Args& args) {
     std::vector<std::unique_ptr<Communicator>> comms = thread_mesh(mesh.devices());
     std::vector<std::exception_ptr> errors(mesh.devices());
     std::vector<std::thread> threads;
+    // (Every rank runs the timed steps -- they meet in collectives --; rank 0's record is shown.)
+    std::vector<ShardedTiming> rank_timing(mesh.devices(), cpu_timing);
     for (int64_t r = 0; r < mesh.devices(); ++r)
       threads.emplace_back([&, r] {
         try {
-          outputs[r] = run_sharded(g, s.plan, inputs, *comms[r], segments);
+          outputs[r] = run_sharded(g, s.plan, inputs, *comms[r], segments, &rank_timing[r]);
         } catch (...) {
           errors[r] = std::current_exception();
           comms[r]->abort();
@@ -247,13 +250,25 @@ int run_on_mesh(const Args& args) {
     for (std::thread& t : threads) t.join();
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
+    cpu_timing = rank_timing[0];
   }
   const int64_t me = mpi ? mpi->rank() : 0;
   if (speak)
     std::cout << "compiled and ran '" << imported.model->name << "' on " << mesh.devices() << " ranks ("
               << (on_gpu ? "GPUs, NCCL" : mpi ? "MPI processes" : "threads") << ", "
               << (device ? cat(*device, " kernels") : std::string("interpreter")) << ") in " << seconds_since(start) << " s\n";
-  if (repeats > 0 && speak) {
+  if (repeats > 0 && speak && !on_gpu) {
+    std::vector<double> t = cpu_timing.step_s;
+    std::sort(t.begin(), t.end());
+    if (device)
+      std::cout << "predicted: " << s.cost.total_s() * 1e3 << " ms per step (the plan's roofline: compute "
+                << s.cost.compute_s * 1e3 << " ms + communication " << s.cost.communication_s * 1e3 << " ms)\n";
+    std::cout << "time: " << t[t.size() / 2] * 1e3 << " ms per step (median of " << repeats << " steps, min " << t.front() * 1e3
+              << ", max " << t.back() * 1e3 << "; wall clock of the slowest rank, ranks as "
+              << (mpi ? "MPI processes" : "threads of this process") << ", " << (device ? cat(*device, " kernels") : std::string("interpreter"))
+              << ")\n";
+  }
+  if (repeats > 0 && speak && on_gpu) {
     // A step ends when its slowest device ends; every device's median is shown.
     std::string per;
     double slowest = 0;

@@ -1,6 +1,7 @@
 #include "distributed/spmd_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -123,7 +124,7 @@ std::vector<HostTensor> SpmdRunner::run(const std::vector<HostTensor>& pieces, C
 }
 
 std::vector<HostTensor> run_sharded(const OpGraph& graph, const ShardPlan& plan, const std::vector<HostTensor>& inputs,
-                                    Communicator& comm, const SegmentCompiler& compile) {
+                                    Communicator& comm, const SegmentCompiler& compile, ShardedTiming* timing) {
   TESSEL_ASSERT(comm.size() == plan.mesh.devices(), "run_sharded: the communicator's ranks are not the mesh's devices");
   SpmdRunner runner(partition(graph, plan, comm.rank()), compile);
   std::vector<HostTensor> pieces;
@@ -131,6 +132,19 @@ std::vector<HostTensor> run_sharded(const OpGraph& graph, const ShardPlan& plan,
   std::vector<HostTensor> local = runner.run(pieces, comm);
   std::vector<int64_t> everyone(plan.mesh.devices());
   for (int64_t d = 0; d < plan.mesh.devices(); ++d) everyone[d] = d;
+  if (timing && timing->repeats > 0) {
+    // Every device starts a step together (a meeting), times its own part, and the step's time
+    // is the slowest device's (the maximum, which is also the next step's meeting).
+    std::vector<double> meet{0};
+    comm.all_reduce(meet, Combiner::max, everyone);
+    for (int k = 0; k < timing->repeats; ++k) {
+      const auto start = std::chrono::steady_clock::now();
+      runner.run(pieces, comm);
+      std::vector<double> t{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+      comm.all_reduce(t, Combiner::max, everyone);
+      timing->step_s.push_back(t[0]);
+    }
+  }
   std::vector<HostTensor> out;
   for (size_t i = 0; i < local.size(); ++i) {
     const TensorLayout& layout = plan.outputs[i];

@@ -66,10 +66,19 @@ class SpmdRunner {
 /// Carries out one transfer on this device's `source` piece; returns its `result` piece.
 HostTensor run_transfer(const Transfer& transfer, const HostTensor& source, const Mesh& mesh, Communicator& comm);
 
+/// Steps timed by run_sharded after its first: `repeats` more steps, each between two meetings
+/// of every device; `step_s` receives each step's wall time on its slowest device (the same on
+/// every device).
+struct ShardedTiming {
+  int repeats = 0;
+  std::vector<double> step_s;
+};
+
 /// The whole graph on a mesh: every device partitions, runs, and the outputs are assembled (an
 /// all-gather over the mesh where an output is not replicated), so every device returns the whole
-/// outputs. `inputs` are the whole graph inputs (each device takes its piece).
+/// outputs. `inputs` are the whole graph inputs (each device takes its piece). With `timing`, the
+/// compiled program then runs timing->repeats more steps, timed.
 std::vector<HostTensor> run_sharded(const OpGraph& graph, const ShardPlan& plan, const std::vector<HostTensor>& inputs,
-                                    Communicator& comm, const SegmentCompiler& compile);
+                                    Communicator& comm, const SegmentCompiler& compile, ShardedTiming* timing = nullptr);
 
 }  // namespace tessel

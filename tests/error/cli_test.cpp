@@ -458,6 +458,12 @@ TEST_CASE("cli: shard prints a plan with its collectives, run --mesh on thread r
   r = tessel("run " + small + " --mesh 2 --interp --inputs " + x + " --expect " + one_y + pins);
   CHECK(r.status == 1);
   CHECK(r.output.find("MISMATCH output 0") != std::string::npos);
+  // CPU ranks timed: the slowest rank's median over the steps, after the checked run.
+  r = tessel("run " + small + " --mesh 2 --device cpu --check --time 3 --hw " + kSpecs + "x86-64-avx512-cluster-16.json" + pins);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("matches the single-device interpreter") != std::string::npos);
+  CHECK(r.output.find("ms per step (median of 3 steps") != std::string::npos);
+  CHECK(r.output.find("ranks as threads of this process, cpu kernels") != std::string::npos);
   r = tessel("run " + small + " --mesh 2 --interp --inputs " + x + " --schedule " + x + pins);
   CHECK(r.status == 2);
   CHECK(r.output.find("--schedule is not supported with --mesh yet") != std::string::npos);
