@@ -87,9 +87,9 @@ const char* kRunHelp =
     "  --mesh M   run over a device mesh (2, 2x4, dp=2,tp=4) as `tessel shard` plans it (--shard pins\n"
     "             tensors): under mpirun one rank per process (CPU ranks), else the ranks are threads\n"
     "             of this process; --check compares every rank's outputs with the single-device\n"
-    "             interpreter; --inputs, --outputs and --expect work as without it, --schedule,\n"
-    "             --report and --tune not yet; --time N: GPU time on GPUs, on CPU ranks the slowest\n"
-    "             rank's wall time per step (docs/distributed.md)\n";
+    "             interpreter; --inputs (of the lowered graph's shapes), --outputs and --expect work\n"
+    "             as without it, --schedule, --report and --tune not yet; --time N: GPU time on GPUs,\n"
+    "             on CPU ranks the slowest rank's wall time per step (docs/distributed.md)\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx [-o MODEL.json]\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). With -o, weight data\n"

@@ -15,6 +15,7 @@
 #include "policy/shard_plan.h"
 #include "tilegraph/compare.h"
 #include "tilegraph/error.h"
+#include "tilegraph/graph_inputs.h"
 #include "tilegraph/interpreter.h"
 #include "tilegraph/sampled_reference.h"
 
@@ -152,11 +153,7 @@ int run_on_mesh(const Args& args) {
   const Compilation imported = compile(import_only);
   const std::vector<HostTensor> inputs = make_inputs(args, *imported.model, g);
   // (Given inputs must have the shapes the graph was lowered with: --shape binds open dimensions.)
-  for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i)
-    if (inputs[i].type() != g.tensor(g.inputs()[i]).type)
-      throw UserError(args.option_or("inputs", "command line"), "",
-                      cat("input ", i, " '", g.tensor(g.inputs()[i]).name, "' is ", inputs[i].type().print(), "; the model lowered over the mesh takes ",
-                          g.tensor(g.inputs()[i]).type.print(), " (--shape NAME=DIMS sets an open dimension)"));
+  check_graph_inputs(g, inputs, args.option_or("inputs", "command line"), "the graph over the mesh; --shape NAME=DIMS sets an open dimension");
   const ShardSearch s = search_shard_plan(g, mesh, spec, search_options(args, mesh));
   if (speak) std::cout << format_shard_plan(g, s.plan, s.cost, spec);
   if (mpi) {

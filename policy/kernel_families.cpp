@@ -32,16 +32,22 @@ KernelChoice priced_choice(const OpGraph& graph, const ScheduledGroup& group, co
     }
     // Another family's default (the first of it variants() lists: the mma family's own plan where
     // wgmma runs) only when predicted kFamilySwitchFactor of that time or less.
-    const double switch_below = kFamilySwitchFactor * best.latency_s;
+    const double best_in_family = best.latency_s;
     std::vector<std::string> seen{chosen.family};
+    std::vector<std::string> declined = rejected;
     for (const KernelChoice& v : variants) {
       if (std::find(seen.begin(), seen.end(), v.family) != seen.end()) continue;
       seen.push_back(v.family);
       g.kernel = v;
       CostBreakdown c = cost.estimate(graph, g, spec);
-      if (c.latency_s < switch_below && c.latency_s < best.latency_s) best = std::move(c), out = v;
+      if (c.latency_s < kFamilySwitchFactor * best_in_family && c.latency_s < best.latency_s) {
+        declined = rejected;
+        declined.push_back(cat(chosen.family, ": its best variant priced ", best_in_family * 1e3, " ms, ", v.family, "'s plan ",
+                               c.latency_s * 1e3, " ms (below ", kFamilySwitchFactor, " of it: switched)"));
+        best = std::move(c), out = v;
+      }
     }
-    out.rejected = rejected;
+    out.rejected = declined;
   }
   if (priced) *priced = std::move(best);
   return out;

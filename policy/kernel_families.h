@@ -29,7 +29,8 @@ class KernelFamilies {
     std::string description;          // one line
     std::vector<std::string> params;  // the names of its parameters
     // The policy records the variant (variants()) of this family the cost model prices cheapest,
-    // not choose()'s parameters: set where measurements back the model's ranking of them.
+    // not choose()'s parameters -- or another family's default priced well below it
+    // (priced_choice): set where measurements back the model's ranking of them.
     bool cost_ranked = false;
   };
   /// The backend these families belong to ("cuda").
@@ -59,19 +60,21 @@ class KernelFamilies {
 };
 
 // A group leaves the family choose() prefers for another family's default only when the cost
-// model predicts that one at this fraction of the time or less: the model's error between families
-// is larger than its error within one. Fitted on an H200 (2026-11-29, experiments/family_ranking:
-// 62 op-sweep contractions, each group's wgmma plan against the mma family's, both checked and
-// timed in one run): the 16 whose mma group was predicted at 2/3 of the wgmma group's time or less
-// all ran faster on mma.sync (1.06-2.07x: small-K convolutions, GEMMs of a few tiles); from 0.69
-// to 0.8 the measured ratio ranged from 0.44x (LLaMA's batched attention scores) to 1.05x, and
-// above 0.8 mma lost on 24 of 26. A threshold, not a model: the nearest loss (0.69) is close.
+// model predicts that one below this fraction of the time: the model's error between families is
+// larger than its error within one. Fitted on an H200 running schedules for the H100 SXM spec
+// (2026-11-29, experiments/family_ranking: 62 op-sweep contractions, each group's wgmma plan
+// against the mma family's, both checked and timed in one run): the 16 whose mma group was
+// predicted below 2/3 of the wgmma group's time all ran faster on mma.sync (1.06-2.07x: small-K
+// convolutions, GEMMs of a few tiles); from 0.69 to 0.8 the measured ratio ranged from 0.44x
+// (LLaMA's batched attention scores) to 1.05x, and above 0.8 mma lost on 24 of 26. A threshold,
+// not a model: the nearest loss (0.69) is close.
 inline constexpr double kFamilySwitchFactor = 2.0 / 3.0;
 
 /// The family choose() gives `group`, with -- for a cost-ranked family -- the parameters of its
 /// variant `cost` prices cheapest (ties: the earlier in variants(), choose()'s first), or another
-/// family's default (its first in variants()) where that is priced kFamilySwitchFactor of it or
-/// less; `priced`, when given, receives the chosen variant's estimate.
+/// family's default (its first in variants()) where that is priced below kFamilySwitchFactor of
+/// it (the switch is then named in `rejected`); `priced`, when given, receives the chosen
+/// variant's estimate.
 KernelChoice priced_choice(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, const KernelFamilies& families,
                            const CostModel& cost, CostBreakdown* priced = nullptr);
 

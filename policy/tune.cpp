@@ -38,6 +38,10 @@ void measure_top_k(const PolicyContext& ctx, Measurer& measurer, MeasureCache& c
   // best predicted, stands for them.
   std::set<std::string> kernels;
   for (size_t i = 0; i < ranked.size() && out.trials.size() < static_cast<size_t>(std::max(k, 1)); ++i) {
+    // A tiling without a recorded family is measured as the family and variant its prediction
+    // priced (priced_choice), which the group keeps if it wins -- not as choose()'s default.
+    if (ctx.families && ranked[i].group.kernel.family.empty())
+      ranked[i].group.kernel = priced_choice(ctx.graph, ranked[i].group, ctx.spec, *ctx.families, ctx.cost);
     const GroupVariant& v = ranked[i];
     TuneTrial trial;
     for (NodeId node : v.group.nodes)
@@ -46,7 +50,7 @@ void measure_top_k(const PolicyContext& ctx, Measurer& measurer, MeasureCache& c
     std::string key = trial.tiles;
     for (const auto& [t, level] : v.group.edge_levels) key += cat("; t", t, "@", level);
     if (ctx.families) {
-      const KernelChoice choice = v.group.kernel.family.empty() ? ctx.families->choose(ctx.graph, v.group, ctx.spec) : v.group.kernel;
+      const KernelChoice& choice = v.group.kernel;
       trial.family = choice.family;
       for (const auto& [name, value] : choice.params) trial.params += cat(trial.params.empty() ? "" : " ", name, "=", value);
       try {

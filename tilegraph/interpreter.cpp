@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tilegraph/error.h"
+#include "tilegraph/graph_inputs.h"
 #include "tilegraph/threads.h"
 
 namespace tessel {
@@ -633,17 +634,9 @@ HostTensor evaluate_window(const TeNode& node, const std::vector<TensorWindow>& 
 
 std::vector<HostTensor> interpret(const OpGraph& graph, const std::vector<HostTensor>& inputs,
                                   const InterpretOptions& options) {
-  if (inputs.size() != graph.inputs().size())
-    throw UserError("", "", cat("the model has ", graph.inputs().size(), " inputs, ", inputs.size(),
-                                " were given"));
+  check_graph_inputs(graph, inputs);
   std::vector<std::shared_ptr<const HostTensor>> values(graph.num_tensors());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorInfo& info = graph.tensor(graph.inputs()[i]);
-    if (inputs[i].type() != info.type)
-      throw UserError("", cat("input '", info.name, "'"),
-                      cat("expected ", info.type.print(), ", given ", inputs[i].type().print()));
-    values[graph.inputs()[i]] = std::make_shared<const HostTensor>(inputs[i]);
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) values[graph.inputs()[i]] = std::make_shared<const HostTensor>(inputs[i]);
   const std::vector<NodeId> order = graph.topological_order();
   // Release each intermediate after its last use.
   std::vector<int> last_use(graph.num_tensors(), -1);

@@ -10,7 +10,8 @@ are priced again) is recorded beside its time, with the family of every kernel.
 
 Without --ids: every op-sweep id with a schedule in DIR. Writes OUT/ab.csv (id, schedule, families,
 median ms, rounds, predicted ms, time over the fastest) and prints each instance's line and the
-geomean of after / before. Needs a GPU; Python 3 standard library only.
+geomean of before / after time. Tessel schedules for the shipped H100 SXM spec
+(as the op sweep does), on whatever GPU runs it. Needs a GPU; Python 3 standard library only.
 """
 import argparse
 import concurrent.futures as cf
@@ -19,7 +20,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,16 +28,8 @@ sys.path.insert(0, os.path.join(ROOT, "experiments", "op_sweep"))
 import instances as catalog  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "experiments", "models"))
 import generate_models as gm  # noqa: E402
-
-SPEC = os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm.json")
-
-
-def run(cmd, timeout=600):
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        return p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired:
-        return "timeout", ""
+sys.path.insert(0, os.path.join(ROOT, "experiments", "wgmma_variants"))
+from run_variants import SPEC, check, run, time_one  # noqa: E402  (one check and timing for both)
 
 
 def families(path):
@@ -67,27 +59,9 @@ def prepare(args, iid):
     row = {"id": iid, "model": model, "schedules": {}}
     for name, path in paths.items():
         v = {"schedule": path, "families": families(path), "cache": os.path.join(work, "cache-" + name)}
-        rep = os.path.join(work, name + ".check.json")
-        rc, text = run([args.tessel, "run", model, "--device", "cuda", "--hw", SPEC, "--schedule", path, "--check",
-                        "--cache", v["cache"], "--report", rep])
-        report = json.load(open(rep)) if rc == 0 and os.path.exists(rep) else {}
-        v["correct"] = bool(report) and all(o.get("ok") for o in report.get("outputs", [{}]))
-        if not v["correct"]:
-            v["error"] = text.strip().splitlines()[-1][:200] if text.strip() else str(rc)
-        v["predicted_ms"] = 1e3 * report["predicted_s"] if report.get("predicted_s") else None
+        check(args, model, v, os.path.join(work, name + ".check.json"))
         row["schedules"][name] = v
     return row
-
-
-def time_one(args, row, v):
-    rep = os.path.join(os.path.dirname(row["model"]), "time.json")
-    rc, _ = run([args.tessel, "run", row["model"], "--device", "cuda", "--hw", SPEC, "--schedule", v["schedule"],
-                 "--cache", v["cache"], "--report", rep, "--time", str(args.repeats)])
-    if rc != 0 or not os.path.exists(rep):
-        return None
-    t = 1e3 * json.load(open(rep))["median_s"]
-    os.remove(rep)
-    return t
 
 
 def main():

@@ -94,17 +94,22 @@ def prepare(args, iid, variants):
         with open(path, "w") as f:
             json.dump(s, f)
         v = {"schedule": path, "params": params, "cache": os.path.join(work, "cache-" + name)}
-        rep = os.path.join(work, name + ".check.json")
-        rc, text = run([args.tessel, "run", model, "--device", "cuda", "--hw", SPEC, "--schedule", path, "--check",
-                        "--cache", v["cache"], "--report", rep])
-        report = json.load(open(rep)) if rc == 0 and os.path.exists(rep) else {}
-        v["correct"] = bool(report) and all(o.get("ok") for o in report.get("outputs", [{}]))
-        if not v["correct"]:
-            v["error"] = text.strip().splitlines()[-1][:200] if text.strip() else str(rc)
-        # The replayed schedule is priced again (driver/compile.cpp): the edited variant's prediction.
-        v["predicted_ms"] = 1e3 * report["predicted_s"] if report.get("predicted_s") else None
+        check(args, model, v, os.path.join(work, name + ".check.json"))
         row["variants"][name] = v
     return row
+
+
+def check(args, model, v, rep):
+    """Runs schedule v["schedule"] of `model` once with --check (kernels cached in v["cache"]);
+    sets v["correct"], v["error"] when not, and v["predicted_ms"]: a replayed schedule is priced
+    again (driver/compile.cpp), so this is the edited schedule's prediction."""
+    rc, text = run([args.tessel, "run", model, "--device", "cuda", "--hw", SPEC, "--schedule", v["schedule"], "--check",
+                    "--cache", v["cache"], "--report", rep])
+    report = json.load(open(rep)) if rc == 0 and os.path.exists(rep) else {}
+    v["correct"] = bool(report) and all(o.get("ok") for o in report.get("outputs", [{}]))
+    if not v["correct"]:
+        v["error"] = text.strip().splitlines()[-1][:200] if text.strip() else str(rc)
+    v["predicted_ms"] = 1e3 * report["predicted_s"] if report.get("predicted_s") else None
 
 
 def time_one(args, row, v):

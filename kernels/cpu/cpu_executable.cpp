@@ -12,6 +12,7 @@
 #include "kernels/cpu/emit_group.h"
 #include "kernels/packed_tensor.h"
 #include "tilegraph/error.h"
+#include "tilegraph/graph_inputs.h"
 
 namespace tessel::cpu {
 
@@ -57,12 +58,8 @@ CpuExecutable::~CpuExecutable() = default;
 int64_t CpuExecutable::peak_memory_bytes() const { return buffers_.arena_bytes + owned_bytes_; }
 
 void CpuExecutable::upload(const std::vector<HostTensor>& inputs) {
-  if (inputs.size() != graph_.inputs().size())
-    throw UserError("", "", cat("the model has ", graph_.inputs().size(), " inputs, ", inputs.size(), " were given"));
+  check_graph_inputs(graph_, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorInfo& info = graph_.tensor(graph_.inputs()[i]);
-    if (inputs[i].type() != info.type)
-      throw UserError("", cat("input '", info.name, "'"), cat("expected ", info.type.print(), ", given ", inputs[i].type().print()));
     const std::vector<uint8_t> packed = pack_tensor(inputs[i]);
     std::memcpy(tensor_ptrs_[graph_.inputs()[i]], packed.data(), packed.size());
   }

@@ -31,6 +31,7 @@
 #include "kernels/packed_tensor.h"
 #include "kernels/parallel_compile.h"
 #include "tilegraph/error.h"
+#include "tilegraph/graph_inputs.h"
 #include "tilegraph/files.h"
 
 namespace tessel {
@@ -418,15 +419,8 @@ class CudaExecutable : public Executable {
   }
 
   void upload_inputs(const std::vector<HostTensor>& inputs) {
-    const auto& ids = graph_.inputs();
-    if (inputs.size() != ids.size())
-      throw UserError("", "", cat("the model has ", ids.size(), " inputs, ", inputs.size(), " were given"));
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const TensorInfo& info = graph_.tensor(ids[i]);
-      if (inputs[i].type() != info.type)
-        throw UserError("", cat("input '", info.name, "'"), cat("expected ", info.type.print(), ", given ", inputs[i].type().print()));
-      upload(input_buffers_[i], pack_tensor(inputs[i]));
-    }
+    check_graph_inputs(graph_, inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) upload(input_buffers_[i], pack_tensor(inputs[i]));
   }
 
   void launch(const Launch& l, CUstream stream) {

@@ -138,11 +138,17 @@ std::vector<KernelChoice> CudaKernelFamilies::variants(const OpGraph& graph, con
   const ContractionMatch m = plan_contraction(graph, g, generic, spec);
   if (!m.plan) return out;
   // Second, where wgmma applies: the mma family's own default (the first mma choice listed).
+  // (Where it fails -- a block-sparse group whose tiles mma.sync cannot walk -- no mma variant is
+  // listed, so that none is taken for the default.)
+  bool simt = !m.plan->warpgroup;
   if (m.plan->warpgroup)
-    if (const ContractionMatch simt = plan_contraction(graph, g, generic, spec, false); simt.plan)
-      out.push_back({"mma", family_params(*simt.plan), {}});
+    if (const ContractionMatch d = plan_contraction(graph, g, generic, spec, false); d.plan) {
+      out.push_back({"mma", family_params(*d.plan), {}});
+      simt = true;
+    }
   for (KernelChoice& k : contraction_variants(*m.plan, spec))
-    if (std::none_of(out.begin(), out.end(), [&](const KernelChoice& o) { return o.family == k.family && o.params == k.params; }))
+    if ((simt || k.family != "mma") &&
+        std::none_of(out.begin(), out.end(), [&](const KernelChoice& o) { return o.family == k.family && o.params == k.params; }))
       out.push_back(std::move(k));
   return out;
 }

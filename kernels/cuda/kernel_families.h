@@ -31,7 +31,9 @@ class CudaKernelFamilies : public KernelFamilies {
   /// The family name, then the emitter's own legality: the group emitted alone as its recorded
   /// family (emit_group_kernel), its refusal the reason.
   std::optional<std::string> check(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
-  /// choose()'s, then for a contraction every tensor-core parameterization (contraction_variants).
+  /// choose()'s, then for a contraction where wgmma runs the mma family's own plan (its default:
+  /// the first mma entry, which priced_choice weighs against wgmma), then every tensor-core
+  /// parameterization (contraction_variants). Where that mma plan fails, no mma entry is listed.
   std::vector<KernelChoice> variants(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;
   /// The emitted kernel's code without comments and its launch (grid and block).
   std::string kernel_key(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const override;

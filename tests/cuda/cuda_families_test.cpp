@@ -227,6 +227,13 @@ TEST_CASE("cuda families: an mma variant recorded where wgmma would run launches
   const OpGraph g = gemm_gelu(8192, 320, 960);
   const Schedule s = with_families(g, spec, "welder");
   REQUIRE(s.groups.size() == 1);
+  // (The premise: the plan the backend derives for the group is a persistent wgmma one.)
+  Schedule derived = s;
+  derived.groups[0].group.kernel = cuda::CudaKernelFamilies().choose(g, s.groups[0].group, spec);
+  const cuda::GeneratedKernel wg = cuda::emit_group_kernel(g, derived, 0, spec);
+  REQUIRE(wg.contraction);
+  REQUIRE(wg.contraction->warpgroup);
+  REQUIRE(wg.contraction->persistent > 0);
   int checked = 0;
   for (const KernelChoice& k : families.variants(g, s.groups[0].group, spec)) {
     if (k.family != "mma") continue;

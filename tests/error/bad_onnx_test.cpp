@@ -2,6 +2,7 @@
 // file, bytes that are not a ModelProto, tensors of an element type Tessel has no dtype for
 // (UnsupportedError, a UserError), non-tensor inputs, inconsistent tensor data, and external data
 // that is missing. The models are built byte by byte, so the test needs no protobuf library.
+#include "../cli_run.h"
 #include "../temp_dir.h"
 #include <doctest/doctest.h>
 
@@ -162,38 +163,25 @@ TEST_CASE("tessel run --inputs overrides a graph input that has an initializer, 
                                                              tensor_value_info("y", kFloat, {2})));
   const fs::path given = dir.path / "given";
   fs::create_directories(given);
-  struct Ran {
-    int status;
-    std::string text;
-  };
   auto run = [&](const std::string& out) {
-    const std::string cmd = std::string(TESSEL_BINARY) + " run " + path + " --interp --inputs " + given.string() + " --outputs " +
-                            dir.file(out) + " 2>&1";
-    Ran r{-1, ""};
-    FILE* pipe = popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.text.append(buf, n);
-    const int status = pclose(pipe);
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return cli_testing::run("run " + path + " --interp --inputs " + given.string() + " --outputs " + dir.file(out));
   };
-  const Ran kept = run("kept");
+  const cli_testing::Result kept = run("kept");
   CHECK(kept.status == 0);
-  CHECK(kept.text.find("'x' have initializers: used as constant weights") != std::string::npos);
+  CHECK(kept.output.find("'x' have initializers: used as constant weights") != std::string::npos);
   CHECK(read_tensor_file(dir.file("kept/output_0.npy"))[0] == 0.0);
   write_tensor_file((given / "x.npy").string(), HostTensor(TensorType{DType::f32, {2}}, {1.5, -2.0}));
-  const Ran taken = run("taken");
+  const cli_testing::Result taken = run("taken");
   CHECK(taken.status == 0);
-  CHECK(taken.text.find("'x' with initializers taken from --inputs") != std::string::npos);
+  CHECK(taken.output.find("'x' with initializers taken from --inputs") != std::string::npos);
   const HostTensor y = read_tensor_file(dir.file("taken/output_0.npy"));
   CHECK(y[0] == 1.5);
   CHECK(y[1] == -2.0);
   // The file's dtype must be the input's: exit 2, one line naming the file.
   write_tensor_file((given / "x.npy").string(), HostTensor(TensorType{DType::f64, {2}}, {1.5, -2.0}));
-  const Ran wrong = run("wrong");
+  const cli_testing::Result wrong = run("wrong");
   CHECK(wrong.status == 2);
-  CHECK(wrong.text.find("graph input 'x' is f32, the file holds f64") != std::string::npos);
+  CHECK(wrong.output.find("graph input 'x' is f32, the file holds f64") != std::string::npos);
 }
 
 TEST_CASE("a sequence-typed input is an UnsupportedError") {

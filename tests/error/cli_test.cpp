@@ -19,29 +19,15 @@
 #include <thread>
 #include <vector>
 
-#include <cmath>
+#include "../cli_run.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
+using Result = cli_testing::Result;
 
-Result tessel(const std::string& args) {
-  const std::string cmd = std::string(TESSEL_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result tessel(const std::string& args) { return cli_testing::run(args); }
 
 const std::string kModels = std::string(TESSEL_SOURCE_DIR) + "/experiments/models/";
 const std::string kSpecs = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
@@ -425,49 +411,15 @@ TEST_CASE("cli: shard prints a plan with its collectives, run --mesh on thread r
   r = tessel("run " + small + " --mesh 2 --interp --check --hw " + kSpecs + "x86-64-avx512-cluster-16.json" + pins);
   CHECK(r.status == 0);
   CHECK(r.output.find("matches the single-device interpreter") != std::string::npos);
-  // --inputs, --outputs and --expect as on one device: the mesh's outputs from given inputs
-  // match the single-device interpreter's from the same files, and differ from other inputs'.
-  const fs::path dir = temp_dir("mesh_io");
-  // (The model's one input, hidden: f32[1, 16, 64], as a version 1.0 .npy file.)
-  auto write_inputs = [&](const fs::path& to, double phase) {
-    fs::create_directories(to);
-    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 16, 64), }";
-    header.append(64 - (10 + header.size() + 1) % 64, ' ');
-    header += '\n';
-    std::ofstream f(to / "input_0.npy", std::ios::binary);
-    f.write("\x93NUMPY\x01\x00", 8);
-    const uint16_t len = static_cast<uint16_t>(header.size());
-    f.write(reinterpret_cast<const char*>(&len), 2);
-    f << header;
-    for (int k = 0; k < 16 * 64; ++k) {
-      const float v = static_cast<float>(std::sin(phase + 0.37 * k));
-      f.write(reinterpret_cast<const char*>(&v), 4);
-    }
-  };
-  write_inputs(dir / "x", 0.0);
-  write_inputs(dir / "y", 1.0);
-  const std::string x = (dir / "x").string(), y = (dir / "y").string();
-  const std::string one_x = (dir / "one_x").string(), one_y = (dir / "one_y").string(), two = (dir / "two").string();
-  REQUIRE(tessel("run " + small + " --interp --inputs " + x + " --outputs " + one_x).status == 0);
-  REQUIRE(tessel("run " + small + " --interp --inputs " + y + " --outputs " + one_y).status == 0);
-  r = tessel("run " + small + " --mesh 2 --interp --inputs " + x + " --outputs " + two + " --expect " + one_x + pins);
-  INFO(r.output);
-  CHECK(r.status == 0);
-  CHECK(r.output.find("outputs match " + one_x) != std::string::npos);
-  CHECK(fs::exists(fs::path(two) / "output_0.npy"));
-  r = tessel("run " + small + " --mesh 2 --interp --inputs " + x + " --expect " + one_y + pins);
-  CHECK(r.status == 1);
-  CHECK(r.output.find("MISMATCH output 0") != std::string::npos);
   // CPU ranks timed: the slowest rank's median over the steps, after the checked run.
   r = tessel("run " + small + " --mesh 2 --device cpu --check --time 3 --hw " + kSpecs + "x86-64-avx512-cluster-16.json" + pins);
   CHECK(r.status == 0);
   CHECK(r.output.find("matches the single-device interpreter") != std::string::npos);
   CHECK(r.output.find("ms per step (median of 3 steps") != std::string::npos);
   CHECK(r.output.find("ranks as threads of this process, cpu kernels") != std::string::npos);
-  r = tessel("run " + small + " --mesh 2 --interp --inputs " + x + " --schedule " + x + pins);
+  r = tessel("run " + small + " --mesh 2 --interp --schedule " + small + pins);
   CHECK(r.status == 2);
   CHECK(r.output.find("--schedule is not supported with --mesh yet") != std::string::npos);
-  fs::remove_all(dir);
   for (const std::string& bad : {"shard " + small + " --hw " + kSpecs + "x86-64-avx512-server.json --mesh 2",
                                  "shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 0",
                                  "shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 999999999x999999999x999999999",
