@@ -19,17 +19,15 @@ import csv
 import json
 import math
 import os
-import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "experiments", "op_sweep"))
 import instances as catalog  # noqa: E402
-sys.path.insert(0, os.path.join(ROOT, "experiments", "models"))
-import generate_models as gm  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "experiments", "wgmma_variants"))
-from run_variants import SPEC, check, run, time_one  # noqa: E402  (one check and timing for both)
+# (One model writer, check and timing for both A/B scripts.)
+from run_variants import check, model_and_schedule, time_rounds  # noqa: E402
 
 
 def families(path):
@@ -44,16 +42,9 @@ def stored_names(args, iid):
 
 def prepare(args, iid):
     """The model, the current binary's schedule, and a check and a prediction of each schedule."""
-    work = os.path.join(args.out, "work", iid)
-    os.makedirs(work, exist_ok=True)
-    inst = {i.id: i for i in catalog.instances()}[iid]
-    model = os.path.join(work, "model.json")
-    with open(model, "w", encoding="utf-8") as fh:
-        fh.write(gm.render(inst.build().document()) + "\n")
-    after = os.path.join(work, "after.json")
-    rc, text = run([args.tessel, "schedule", model, "--hw", SPEC, "-o", after])
-    if rc != 0:
-        return {"id": iid, "error": "schedule: " + text[-300:]}
+    work, model, after, error = model_and_schedule(args, iid, "after.json")
+    if error:
+        return {"id": iid, "error": error}
     paths = {n: os.path.join(args.schedules, "%s.%s.json" % (iid, n)) for n in stored_names(args, iid)}
     paths["after"] = after
     row = {"id": iid, "model": model, "schedules": {}}
@@ -84,17 +75,7 @@ def main():
         if row.get("error"):
             print("%-48s skipped: %s" % (row["id"], row["error"][:200]), flush=True)
             continue
-        ok = [(n, v) for n, v in row["schedules"].items() if v["correct"]]
-        for n, v in row["schedules"].items():
-            if not v["correct"]:
-                print("%-48s %-8s not run: %s" % (row["id"], n, v.get("error", "")), flush=True)
-        times = {n: [] for n, _ in ok}
-        for r in range(args.rounds):
-            for n, v in (ok if r % 2 == 0 else ok[::-1]):
-                t = time_one(args, row, v)
-                if t:
-                    times[n].append(t)
-        medians = {n: statistics.median(ts) for n, ts in times.items() if ts}
+        ok, times, medians = time_rounds(args, row, row["schedules"])
         if not medians:
             continue
         best = min(medians.values())

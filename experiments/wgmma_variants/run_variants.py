@@ -60,18 +60,25 @@ def parse_variant(text):
     return name, params
 
 
-def prepare(args, iid, variants):
-    """The model, one schedule per variant, a check and a prediction of each."""
+def model_and_schedule(args, iid, name):
+    """Writes op-sweep instance `iid`'s model under args.out/work/iid and schedules it there as
+    `name` with the current binary. Returns (work folder, model, schedule, error or None)."""
     work = os.path.join(args.out, "work", iid)
     os.makedirs(work, exist_ok=True)
     inst = {i.id: i for i in catalog.instances()}[iid]
     model = os.path.join(work, "model.json")
     with open(model, "w", encoding="utf-8") as fh:
         fh.write(gm.render(inst.build().document()) + "\n")
-    base = os.path.join(work, "as_scheduled.json")
-    rc, text = run([args.tessel, "schedule", model, "--hw", SPEC, "-o", base])
-    if rc != 0:
-        return {"id": iid, "error": "schedule: " + text[-300:]}
+    schedule = os.path.join(work, name)
+    rc, text = run([args.tessel, "schedule", model, "--hw", SPEC, "-o", schedule])
+    return work, model, schedule, None if rc == 0 else "schedule: " + text[-300:]
+
+
+def prepare(args, iid, variants):
+    """The model, one schedule per variant, a check and a prediction of each."""
+    work, model, base, error = model_and_schedule(args, iid, "as_scheduled.json")
+    if error:
+        return {"id": iid, "error": error}
     with open(base) as f:
         scheduled = json.load(f)
     if not any(g.get("kernel", {}).get("family") == "wgmma" for g in scheduled["groups"]):
@@ -123,6 +130,23 @@ def time_one(args, row, v):
     return t
 
 
+def time_rounds(args, row, schedules):
+    """The correct ones of `schedules` (name -> v, checked by check()) timed in args.rounds
+    interleaved rounds, the order reversed every other round; the others are reported. Returns
+    (the correct (name, v) pairs, name -> times in ms, name -> median)."""
+    ok = [(n, v) for n, v in schedules.items() if v["correct"]]
+    for n, v in schedules.items():
+        if not v["correct"]:
+            print("%-48s %-12s not run: %s" % (row["id"], n, v.get("error", "")), flush=True)
+    times = {n: [] for n, _ in ok}
+    for r in range(args.rounds):
+        for n, v in (ok if r % 2 == 0 else ok[::-1]):
+            t = time_one(args, row, v)
+            if t:
+                times[n].append(t)
+    return ok, times, {n: statistics.median(ts) for n, ts in times.items() if ts}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tessel", default=os.path.join(ROOT, "dist", "tessel", "bin", "tessel"))
@@ -146,17 +170,7 @@ def main():
         if row.get("error"):
             print("%-40s skipped: %s" % (row["id"], row["error"][:200]), flush=True)
             continue
-        ok = [(n, v) for n, v in row["variants"].items() if v["correct"]]
-        for n, v in row["variants"].items():
-            if not v["correct"]:
-                print("%-40s %-12s not run: %s" % (row["id"], n, v.get("error", "")), flush=True)
-        times = {n: [] for n, _ in ok}
-        for r in range(args.rounds):
-            for n, v in (ok if r % 2 == 0 else ok[::-1]):
-                t = time_one(args, row, v)
-                if t:
-                    times[n].append(t)
-        medians = {n: statistics.median(ts) for n, ts in times.items() if ts}
+        ok, times, medians = time_rounds(args, row, row["variants"])
         if not medians:
             continue
         best = min(medians, key=medians.get)
