@@ -74,7 +74,9 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
       // Every block-sparse kernel the backend can emit, cheapest predicted first.
       std::vector<GroupVariant> sparse;
       for (const KernelChoice& v : families->variants(graph, sg.group, spec)) {
-        if ((v.family != "mma" && v.family != "wgmma") || (v.params.count("split_k") && v.params.at("split_k") > 1)) continue;
+        if ((v.family != "mma" && v.family != "wgmma" && v.family != "microkernel") ||
+            (v.params.count("split_k") && v.params.at("split_k") > 1))
+          continue;
         const int64_t rows = tile_edge(node, i, rank - 2, v.params), cols = tile_edge(node, i, rank - 1, v.params);
         if (rows <= 0 || cols <= 0 || rows % kNonzeroUnit != 0 || cols % kNonzeroUnit != 0) continue;
         GroupVariant c{sg.group, {}};

@@ -2,9 +2,10 @@
 // with a sparsity attribute (tilegraph/sparsity.h; the block_sparse tile kind, tile_kind.h). Runs
 // on a finished schedule, after each group's kernel family is recorded (schedule_with_families):
 // for each such group it prices, with the schedule's cost model, the recorded dense kernel and a
-// block-sparse kernel for every tensor-core parameter set the backend offers (KernelFamilies::
-// variants, mma.sync without split K), each with the weight's measured density at that kernel's
-// tiles, and keeps the cheapest one the backend can emit. The group records the kind in its
+// block-sparse kernel for every parameter set of a family that can walk blocks which the backend
+// offers (KernelFamilies::variants: CUDA's wgmma and mma.sync without split K, the CPU's
+// micro-kernel with block_k x block_n), each with the weight's measured density at the blocks
+// that kernel skips, and keeps the cheapest one the backend can emit. The group records the kind in its
 // contraction's tile config and the comparison, with the density where the two would break even,
 // in ScheduleGroup::kind_choice (explain prints it).
 #pragma once

@@ -16,7 +16,9 @@
 // the tensor, e.g. convolution padding); otherwise they are assembled lane by lane through the
 // generic load, which applies pad values (a masked vector's lanes past the row repeat its last
 // column there, so they never address past it).
+#include "kernels/cpu/emit_group.h"
 #include "kernels/cpu/emit_scalar.h"
+#include "kernels/cpu/kernel_families.h"
 #include "kernels/cpu/kernel_emitter.h"
 #include "kernels/cpu/register_blocking.h"
 #include "tilegraph/error.h"
@@ -91,6 +93,15 @@ RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int6
 
 bool matches_contraction(const TeNode& node) { return match_contraction(node).has_value(); }
 
+int64_t microkernel_columns(const TeNode& node, int64_t m_box, int64_t n_box, const HwSpec& spec) {
+  const std::optional<Contraction> c = match_contraction(node);
+  if (!c) return 0;
+  const CodegenParams params = codegen_params(spec);
+  const int64_t vw = std::max<int64_t>(1, params.vector_bytes / compute_bytes(node.body().dtype()));
+  if (vw < 2 || n_box < 2) return 0;
+  return vw * choose_register_blocking(params.vector_registers, vw, m_box, n_box, c->m_axis >= 0).nr;
+}
+
 bool KernelEmitter::emit_contraction(NodeState& s) {
   const std::optional<Contraction> match = match_contraction(*s.node);
   if (!match) return false;
@@ -111,7 +122,13 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   const int64_t n_extent = box_limit(c.n_axis);
   const int64_t m_extent = c.m_axis >= 0 ? box_limit(c.m_axis) : 1;
   if (vw < 2 || n_extent < 2) return false;  // nothing to vectorize: the generic nest does it
-  const RegisterBlocking blocking = choose_register_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
+  RegisterBlocking blocking = choose_register_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
+  // A block-sparse B (CpuGroupPlan::sparse): column blocks lie inside one block column where NR
+  // vectors divide block_n (the policy offers blocks that are multiples of the dense blocking's
+  // columns, so this keeps it); a column block that still straddles checks every block it covers.
+  const CpuSparseSkip* skip = plan_.sparse && plan_.sparse->position == s.position && plan_.sparse->input == c.b ? &*plan_.sparse : nullptr;
+  if (skip)
+    while (blocking.nr > 1 && skip->block_n % (blocking.nr * vw) != 0) --blocking.nr;
   llvm::Type* vec_type = compute_type(ctx_, dtype, vw);
   llvm::Type* vec_storage = llvm::FixedVectorType::get(storage_type(ctx_, dtype), vw);
 
@@ -229,6 +246,43 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
     step = std::min(node.axes()[r].extent, std::max<int64_t>(step, std::max<int64_t>(1, kRunTerms / terms)));
     terms = static_cast<int>(std::min<int64_t>(kRunTerms, terms * step));
   }
+  // A sparse walk's runs are whole blocks along k (its one reduction axis).
+  if (skip) steps[0] = std::min(node.axes()[ns].extent, (steps[0] + skip->block_k - 1) / skip->block_k * skip->block_k);
+
+  // The sparse walk: whether the weight's blocks in block row kb and columns [n_first, n_last]
+  // (clamped to the axis) hold a non-zero, from the table of non-zero blocks before each block
+  // column (CpuSparseSkip::nonzero_before), a constant of the module.
+  llvm::GlobalVariable* nonzero_table = nullptr;
+  if (skip) {
+    std::vector<llvm::Constant*> entries;
+    for (int32_t v : skip->nonzero_before) entries.push_back(b_.getInt32(static_cast<uint32_t>(v)));
+    auto* type = llvm::ArrayType::get(b_.getInt32Ty(), entries.size());
+    nonzero_table = new llvm::GlobalVariable(module_, type, true, llvm::GlobalValue::InternalLinkage,
+                                             llvm::ConstantArray::get(type, entries), cat(kernel_name(plan_.group), "_nonzero_blocks"));
+  }
+  auto block_nonzero = [&](Value* kb, Value* n_first, int64_t width) -> Value* {
+    const int64_t n_axis_extent = node.axes()[c.n_axis].extent;
+    Value* n_last = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(n_first, i64(width - 1)), i64(n_axis_extent - 1));
+    Value* row = b_.CreateMul(kb, i64(skip->blocks_n + 1));
+    auto entry = [&](Value* col) {
+      Value* at = b_.CreateAdd(row, col);
+      return b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), nonzero_table, at));
+    };
+    Value* before = entry(b_.CreateSDiv(n_first, i64(skip->block_n)));
+    Value* through = entry(b_.CreateAdd(b_.CreateSDiv(n_last, i64(skip->block_n)), i64(1)));
+    return b_.CreateICmpSGT(through, before);
+  };
+  // for (k in [begin, end)) body(k), over the non-zero blocks only: begin is a multiple of
+  // block_k (runs are whole blocks), end the run's end or the axis's.
+  auto for_nonzero_k = [&](Value* begin, Value* end, Value* n_first, int64_t width, const std::function<void(Value*)>& body) {
+    const int64_t bk = skip->block_k;
+    emit_for(b_.CreateSDiv(begin, i64(bk)), b_.CreateSDiv(b_.CreateAdd(end, i64(bk - 1)), i64(bk)), 1, [&](Value* kb) {
+      emit_for(i64(0), b_.CreateZExt(block_nonzero(kb, n_first, width), b_.getInt64Ty()), 1, [&](Value*) {
+        Value* first = b_.CreateMul(kb, i64(bk));
+        emit_for(first, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(first, i64(bk)), end), 1, body);
+      });
+    });
+  };
 
   // B packing. Every MR-row block of a column block reads the same B panel (all reduction points x
   // NR vectors); read in place, its rows sit one leading dimension apart -- 4 KB for a 1024-wide
@@ -265,10 +319,13 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         }
         return;
       }
-      emit_for(i64(0), i64(node.axes()[r].extent), 1, [&](Value* k) {
+      auto at = [&](Value* k) {
         point[r] = k;
         all(r + 1);
-      });
+      };
+      // (A sparse walk packs the rows of its non-zero blocks only: no run reads the others.)
+      if (skip) for_nonzero_k(i64(0), i64(node.axes()[r].extent), n0, nr * vw, at);
+      else emit_for(i64(0), i64(node.axes()[r].extent), 1, at);
     };
     all(ns);
   };
@@ -331,10 +388,12 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
       const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
       Value* begin = step >= extent ? i64(0) : step_begin[r];
       Value* end = step >= extent ? i64(extent) : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(begin, i64(step)), i64(extent));
-      emit_for(begin, end, 1, [&](Value* k) {
+      auto at = [&](Value* k) {
         point[r] = k;
         within(r + 1);
-      });
+      };
+      if (skip) for_nonzero_k(begin, end, n0, nr * vw, at);
+      else emit_for(begin, end, 1, at);
     };
     within(ns);
     for (int i = 0; i < mr; ++i)

@@ -5,10 +5,12 @@
 #include "kernels/tile_plans.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/cpu/emit_scalar.h"
 #include "kernels/cpu/row_reuse.h"
 #include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
 #include "tilegraph/tile_propagation.h"
 
 namespace tessel {
@@ -25,6 +27,49 @@ const CpuRowReuse* CpuGroupPlan::reuse_stored_by(int position) const {
   return nullptr;
 }
 
+namespace {
+
+// CpuGroupPlan::sparse: the recorded blocks checked against the kind and the weight, the weight's
+// non-zero blocks counted along each block row.
+std::optional<CpuSparseSkip> plan_sparse_skip(const OpGraph& graph, const ScheduledGroup& sg, int group) {
+  const BlockSparseProps* props = nullptr;
+  NodeId node = -1;
+  for (const auto& [n, cfg] : sg.tiles)
+    if (const auto* p = std::get_if<BlockSparseProps>(&cfg.kind)) props = p, node = n;
+  if (!props) return std::nullopt;
+  const std::string where = cat("/groups/", group, "/tiles/", graph.node(node).name(), "/kind");
+  if (auto why = cpu::check_sparse_blocks(graph, sg)) throw UserError("schedule", where, *why);
+  const cpu::SparseContraction sc = *cpu::sparse_contraction(graph, sg);  // check() found it
+  const TeNode& tn = graph.node(node);
+  const TensorId weight = graph.node_inputs(node)[props->input];
+  const std::shared_ptr<const NonzeroMap> map = graph.nonzero_map(weight);
+  TESSEL_ASSERT(map != nullptr, "sparse weight '", graph.tensor(weight).name, "' has no non-zero map");
+  const double density = map->density(props->block_m, props->block_n);
+  if (std::abs(density - props->density) > 1e-9)
+    throw UserError("schedule", where, cat("block_sparse density ", props->density, " is not the weight's: '", graph.tensor(weight).name,
+                                           "' has ", density, " of its ", props->block_m, "x", props->block_n, " blocks non-zero"));
+  CpuSparseSkip skip;
+  skip.position = static_cast<int>(std::find(sg.nodes.begin(), sg.nodes.end(), node) - sg.nodes.begin());
+  skip.input = props->input;
+  skip.block_k = sc.k_rows ? props->block_m : props->block_n;
+  skip.block_n = sc.k_rows ? props->block_n : props->block_m;
+  const int64_t k = tn.axes()[tn.num_spatial()].extent, n = tn.axes()[tn.num_spatial() - 1].extent;
+  skip.blocks_k = (k + skip.block_k - 1) / skip.block_k;
+  skip.blocks_n = (n + skip.block_n - 1) / skip.block_n;
+  const std::vector<uint8_t> tiles = map->tiles(props->block_m, props->block_n);  // the weight's rows x cols
+  const int64_t tile_cols = (map->cols + props->block_n - 1) / props->block_n;
+  skip.nonzero_before.assign(static_cast<size_t>(skip.blocks_k * (skip.blocks_n + 1)), 0);
+  for (int64_t kb = 0; kb < skip.blocks_k; ++kb)
+    for (int64_t nb = 0; nb < skip.blocks_n; ++nb) {
+      const uint8_t nz = sc.k_rows ? tiles[static_cast<size_t>(kb * tile_cols + nb)] : tiles[static_cast<size_t>(nb * tile_cols + kb)];
+      const size_t at = static_cast<size_t>(kb * (skip.blocks_n + 1) + nb);
+      skip.nonzero_before[at + 1] = skip.nonzero_before[at] + (nz ? 1 : 0);
+    }
+  return skip;
+}
+
+}  // namespace
+
 CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, const BufferPlan& buffers, int group,
                             int64_t alignment, int64_t reuse_budget_bytes, int64_t streaming_bytes) {
   const ScheduledGroup& sg = schedule.groups.at(group).group;
@@ -32,8 +77,10 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
   CpuGroupPlan plan;
   plan.group = group;
   plan.nodes = sg.nodes;
-  require_emittable_tiles(graph, sg, group, "cpu");  // the tile kinds' load/store plans
   const std::string& family = sg.kernel.family;
+  // The tile kinds' load/store plans: block-sparse operands on the micro-kernel only.
+  require_emittable_tiles(graph, sg, group, "cpu", family == "microkernel" ? std::vector<LoadKind>{LoadKind::bsr_blocks}
+                                                                           : std::vector<LoadKind>{});
   const std::string where = cat("/groups/", group, "/kernel/family");
   if (family == "loops") {
     plan.microkernel = false;
@@ -43,6 +90,7 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
   } else if (!family.empty()) {
     throw UserError("schedule", where, cat("unknown CPU kernel family '", family, "' (microkernel, loops)"));
   }
+  plan.sparse = plan_sparse_skip(graph, sg, group);
   const NodeId sink = sg.nodes.back();
   const TeNode& sink_node = graph.node(sink);
   const int ns = sink_node.num_spatial();

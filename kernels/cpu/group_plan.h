@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kernels/buffer_plan.h"
@@ -63,6 +64,21 @@ struct CpuRowReuse {
   std::vector<CpuRowReader> readers;
 };
 
+/// A contraction whose block-sparse weight (the block_sparse tile kind) the micro-kernel walks
+/// block by block (kernel_families.h, sparse_contraction): along its one reduction axis k in
+/// blocks of block_k, along its column axis n in blocks of block_n, skipping the blocks of the
+/// weight that hold only zeros.
+struct CpuSparseSkip {
+  int position = -1;  // the node's position in the group
+  int input = -1;     // the weight's position among its inputs (the micro-kernel's B)
+  int64_t block_k = 0, block_n = 0;
+  int64_t blocks_k = 0, blocks_n = 0;  // ceil(K / block_k), ceil(N / block_n)
+  /// Row-major blocks_k x (blocks_n + 1): entry [kb][nb] counts the non-zero blocks of block row kb
+  /// before block column nb, so the blocks of row kb in columns [a, b] hold a non-zero exactly when
+  /// [kb][b + 1] - [kb][a] > 0.
+  std::vector<int32_t> nonzero_before;
+};
+
 struct CpuGroupPlan {
   int group = 0;                       // index in the schedule
   std::vector<NodeId> nodes;           // topological, sink last
@@ -82,6 +98,8 @@ struct CpuGroupPlan {
   /// The group's recorded kernel family is `microkernel` (kernel_families.h): contractions the
   /// micro-kernel takes run on it; false (`loops`): every node runs as loop nests.
   bool microkernel = true;
+  /// The contraction walking a block-sparse weight, when the group has one (at most one).
+  std::optional<CpuSparseSkip> sparse;
 
   /// Position of `node` in `nodes`, or -1.
   int position(NodeId node) const;
@@ -90,7 +108,9 @@ struct CpuGroupPlan {
 };
 
 /// Plans group `group` of `schedule`, of the kernel family it records (UserError for a family the
-/// CPU backend does not have, or `microkernel` on a group without a contraction it takes); scratch arrays start at multiples of `alignment` bytes (the
+/// CPU backend does not have, `microkernel` on a group without a contraction it takes, or a
+/// block_sparse tile kind it cannot walk: CpuKernelFamilies::check's reasons, or a recorded
+/// density that is not the weight's at the recorded blocks); scratch arrays start at multiples of `alignment` bytes (the
 /// caller passes the spec's cache-line size). A row-reuse buffer may take up to
 /// `reuse_budget_bytes` of scratch per thread (the caller derives it from the spec's private
 /// caches, CodegenParams::reuse_bytes; 0 turns row reuse off). Arena outputs stream

@@ -1,10 +1,38 @@
 // The CPU backend's kernel families (see kernel_families.h).
 #include "kernels/cpu/kernel_families.h"
 
+#include <algorithm>
+
+#include "tilegraph/error.h"
+#include "tilegraph/tile_kind.h"
+
 namespace tessel::cpu {
 
+namespace {
+
+// The blocks the micro-kernel's sparse walk is offered at along k, larger first (equal densities
+// keep the larger: fewer checks). Multiples of kNonzeroUnit, so the weight's non-zero map answers
+// each.
+constexpr int64_t kSparseBlockK[] = {64, 32, 16, 8};
+
+// The group's contraction (the one node with a reduction the micro-kernel takes), or -1.
+NodeId microkernel_contraction(const OpGraph& graph, const ScheduledGroup& group) {
+  NodeId found = -1;
+  for (NodeId n : group.nodes)
+    if (matches_contraction(graph.node(n))) found = found < 0 ? n : -2;
+  return found;
+}
+
+int64_t param_or(const KernelChoice& k, const char* name, int64_t fallback) {
+  auto it = k.params.find(name);
+  return it == k.params.end() ? fallback : it->second;
+}
+
+}  // namespace
+
 std::vector<KernelFamilies::Family> CpuKernelFamilies::families() const {
-  return {{"microkernel", "contractions on the register-blocked FMA micro-kernel, other nodes as vector loops", {"contractions"}},
+  return {{"microkernel", "contractions on the register-blocked FMA micro-kernel, other nodes as vector loops",
+           {"contractions", "block_k", "block_n"}},
           {"loops", "every node as vector loop nests", {}}};
 }
 
@@ -12,6 +40,44 @@ int microkernel_nodes(const OpGraph& graph, const ScheduledGroup& group) {
   int n = 0;
   for (NodeId id : group.nodes) n += matches_contraction(graph.node(id));
   return n;
+}
+
+std::optional<SparseContraction> sparse_contraction(const OpGraph& graph, const ScheduledGroup& group, std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<SparseContraction> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  for (NodeId n : group.nodes) {
+    const TeNode& node = graph.node(n);
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const TensorId t = graph.node_inputs(n)[i];
+      const TensorInfo& info = graph.tensor(t);
+      if (info.kind != TensorKind::weight || !info.sparsity || node.num_reduction() == 0) continue;
+      const std::string name = cat("'", info.name, "' of '", node.name(), "'");
+      if (!matches_contraction(node)) return fail(cat(name, ": the micro-kernel does not take the node"));
+      if (node.num_reduction() != 1) return fail(cat(name, ": the node has ", node.num_reduction(), " reduction axes, not one"));
+      const int ns = node.num_spatial(), n_axis = ns - 1, k_axis = ns;
+      const Access& access = node.inputs()[i];
+      if (!access.map.uses_axis(n_axis)) return fail(cat(name, ": the weight is the operand broadcast along the columns, not B"));
+      const int rank = access.type.rank();
+      // Each of the weight's last two dimensions: exactly one axis, coefficient 1, no offset.
+      auto axis_of = [&](int dim) {
+        const AffineExpr& row = access.map.result(dim);
+        int axis = -1;
+        for (int a = 0; a < node.num_axes(); ++a) {
+          if (row.coeffs[a] == 0) continue;
+          if (row.coeffs[a] != 1 || axis >= 0) return -1;
+          axis = a;
+        }
+        return row.offset == 0 ? axis : -1;
+      };
+      const int rows = axis_of(rank - 2), cols = axis_of(rank - 1);
+      if (!((rows == k_axis && cols == n_axis) || (rows == n_axis && cols == k_axis)))
+        return fail(cat(name, ": the weight's last two dimensions are not read as the reduction and column axes"));
+      return SparseContraction{n, static_cast<int>(i), rows == k_axis};
+    }
+  }
+  return fail("no contraction of the group reads a sparse weight");
 }
 
 KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec&) const {
@@ -26,11 +92,76 @@ KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGrou
   return k;
 }
 
+std::vector<KernelChoice> CpuKernelFamilies::variants(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
+  std::vector<KernelChoice> out{choose(graph, group, spec)};
+  if (out.front().family != "microkernel") return out;
+  const std::optional<SparseContraction> sc = sparse_contraction(graph, group);
+  if (!sc) return out;
+  const TeNode& node = graph.node(sc->node);
+  auto cfg = group.tiles.find(sc->node);
+  if (cfg == group.tiles.end() || cfg->second.levels.empty()) return out;
+  const std::vector<int64_t>& tile = cfg->second.levels.front().spatial;
+  const int ns = node.num_spatial();
+  if (static_cast<int>(tile.size()) != ns) return out;
+  // The dense register blocking over the task box (the m axis: the nearest spatial axis the other
+  // operand reads; its box, or 1).
+  const int64_t n_box = std::min(tile[ns - 1], node.axes()[ns - 1].extent);
+  int64_t m_box = 1;
+  const int other = 1 - sc->input;
+  for (int a = ns - 2; a >= 0; --a)
+    if (node.inputs()[other].map.uses_axis(a) && !node.inputs()[sc->input].map.uses_axis(a)) {
+      m_box = std::min(tile[a], node.axes()[a].extent);
+      break;
+    }
+  const int64_t width = microkernel_columns(node, m_box, n_box, spec);
+  if (width <= 0 || width % kNonzeroUnit != 0) return out;
+  const int64_t k_extent = node.axes()[ns].extent;
+  for (int64_t bn : {width, 2 * width}) {
+    if (bn > std::max(n_box, width)) continue;  // wider than a task's columns: no more skipping
+    for (int64_t bk : kSparseBlockK) {
+      if (bk > k_extent && bk != kSparseBlockK[std::size(kSparseBlockK) - 1]) continue;
+      KernelChoice v = out.front();
+      v.params["block_k"] = bk;
+      v.params["block_n"] = bn;
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const ScheduledGroup& group,
                                                     const HwSpec& spec) const {
   if (auto why = KernelFamilies::check(graph, group, spec)) return why;
-  if (group.kernel.family == "microkernel" && microkernel_nodes(graph, group) == 0)
+  const KernelChoice& k = group.kernel;
+  if (k.family == "microkernel" && microkernel_nodes(graph, group) == 0)
     return "kernel family 'microkernel' cannot emit this group: no node is a contraction the micro-kernel takes";
+  return check_sparse_blocks(graph, group);
+}
+
+std::optional<std::string> check_sparse_blocks(const OpGraph& graph, const ScheduledGroup& group) {
+  const KernelChoice& k = group.kernel;
+  const BlockSparseProps* props = nullptr;
+  NodeId sparse_node = -1;
+  for (const auto& [n, cfg] : group.tiles)
+    if (const auto* p = std::get_if<BlockSparseProps>(&cfg.kind)) props = p, sparse_node = n;
+  const bool blocks = k.params.count("block_k") || k.params.count("block_n");
+  if (!props && !blocks) return std::nullopt;
+  if (!props) return "kernel family 'microkernel' records block_k/block_n, which only a block_sparse tile kind uses";
+  if (k.family != "microkernel")
+    return cat("kernel family '", k.family, "' has no block-sparse code generation (the micro-kernel walks block_sparse tiles)");
+  std::string why;
+  const std::optional<SparseContraction> sc = sparse_contraction(graph, group, &why);
+  if (!sc) return cat("kernel family 'microkernel' cannot walk the block_sparse tiles: ", why);
+  if (sc->node != sparse_node || sc->input != props->input)
+    return cat("kernel family 'microkernel' walks block-sparse input ", sc->input, " of '", graph.node(sc->node).name(),
+               "', not input ", props->input, " of '", graph.node(sparse_node).name(), "'");
+  const int64_t bk = param_or(k, "block_k", 0), bn = param_or(k, "block_n", 0);
+  const int64_t want_k = sc->k_rows ? props->block_m : props->block_n, want_n = sc->k_rows ? props->block_n : props->block_m;
+  if (bk != want_k || bn != want_n)
+    return cat("kernel family 'microkernel' records blocks of ", bk, " x ", bn, " (k x n) but the block_sparse tiles are ", want_k,
+               " x ", want_n);
+  if (bk <= 0 || bn <= 0 || bk % kNonzeroUnit != 0 || bn % kNonzeroUnit != 0)
+    return cat("kernel family 'microkernel' walks blocks whose edges are multiples of ", kNonzeroUnit, ", not ", bk, " x ", bn);
   return std::nullopt;
 }
 
