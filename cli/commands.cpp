@@ -88,8 +88,9 @@ const char* kRunHelp =
     "             tensors): under mpirun one rank per process (CPU ranks), else the ranks are threads\n"
     "             of this process; --check compares every rank's outputs with the single-device\n"
     "             interpreter; --inputs (of the lowered graph's shapes), --outputs and --expect work\n"
-    "             as without it, --schedule, --report and --tune not yet; --time N: GPU time on GPUs,\n"
-    "             on CPU ranks the slowest rank's wall time per step (docs/distributed.md)\n";
+    "             as without it; --report FILE: the plan, its prediction, the step times and the\n"
+    "             checks as JSON; --schedule and --tune not yet; --time N: GPU time on GPUs, on CPU\n"
+    "             ranks the slowest rank's wall time per step (docs/distributed.md)\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx [-o MODEL.json]\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). With -o, weight data\n"
@@ -147,7 +148,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     throw UserError("command line", "", "'tessel run' takes --interp or --device cpu|cuda, not both");
   if (args.option("mesh")) {
     if (!args.flag("interp") && !device) throw UserError("command line", "", "'tessel run --mesh' needs --interp or --device cpu|cuda");
-    for (const char* alone : {"schedule", "report", "tune"})
+    for (const char* alone : {"schedule", "tune"})
       if (args.option(alone)) throw UserError("command line", "", cat("--", alone, " is not supported with --mesh yet"));
     return run_on_mesh(args);
   }

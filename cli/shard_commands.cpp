@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/args.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -15,6 +17,7 @@
 #include "policy/shard_plan.h"
 #include "tilegraph/compare.h"
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
 #include "tilegraph/graph_inputs.h"
 #include "tilegraph/interpreter.h"
 #include "tilegraph/sampled_reference.h"
@@ -282,6 +285,8 @@ int run_on_mesh(const Args& args) {
               << per << " ms; GPU time, " << (graph_used ? "CUDA-graph replays" : "direct launches") << ", L2 warm)\n";
   }
   int status = 0;
+  // What --report records of each checked output (rank, output, ok, relative L2 error).
+  nlohmann::ordered_json checked = nlohmann::ordered_json::array();
   if (args.flag("check")) {
     // The single-device interpreter: whole, or on a sample of every output for large graphs.
     std::vector<HostTensor> expected;
@@ -300,6 +305,7 @@ int run_on_mesh(const Args& args) {
         const HostTensor actual = index[i].empty() ? outputs[r][i] : gather_elements(outputs[r][i], index[i]);
         const CompareResult c = device ? compare_compiled(actual, expected[i], computed_precision(g, g.outputs()[i]))
                                        : compare_tensors(actual, expected[i]);
+        checked.push_back({{"rank", r}, {"name", g.tensor(g.outputs()[i]).name}, {"ok", c.ok}, {"rel_l2_error", c.rel_l2_error}});
         if (!c.ok) {
           status = 1;
           std::cout << "MISMATCH rank " << r << " output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << c.message << "\n";
@@ -312,6 +318,48 @@ int run_on_mesh(const Args& args) {
                 << (args.flag("check") && status == 0 ? " (matches the single-device interpreter)" : "") << "\n";
   // Every rank holds the whole outputs; rank 0 writes them and compares them with --expect.
   if (speak && write_and_expect_outputs(args, outputs[me], imported.model->outputs)) status = 1;
+  if (const auto report = args.option("report"); report && speak) {
+    // (Under mpirun rank 0 writes it: its own checks, and the step times of the slowest rank.)
+    nlohmann::ordered_json r;
+    r["mesh"] = mesh.print();
+    r["devices"] = mesh.devices();
+    r["ranks"] = on_gpu ? "GPUs of this process, NCCL" : mpi ? "MPI processes" : "threads of this process";
+    r["backend"] = device ? *device : std::string("interpreter");
+    r["hw_spec"] = spec.name;
+    std::vector<std::string> plan_lines;
+    std::istringstream plan_text(format_shard_plan(g, s.plan, s.cost, spec));
+    for (std::string line; std::getline(plan_text, line);) plan_lines.push_back(line);
+    r["plan"] = plan_lines;
+    r["predicted"] = {{"compute_s", s.cost.compute_s}, {"communication_s", s.cost.communication_s}, {"total_s", s.cost.total_s()}};
+    if (on_gpu) r["predicted"]["scheduled_kernels_s"] = predicted_kernels_s;
+    r["run_s"] = seconds_since(start);
+    r["repeats"] = repeats;
+    if (repeats > 0 && on_gpu) {
+      // A step's time is its slowest device's: each device's times, and the slowest median.
+      nlohmann::ordered_json per = nlohmann::ordered_json::array();
+      double slowest = 0;
+      for (const std::vector<double>& t : times) {
+        per.push_back(t);
+        std::vector<double> sorted = t;
+        std::sort(sorted.begin(), sorted.end());
+        if (!sorted.empty()) slowest = std::max(slowest, sorted[sorted.size() / 2]);
+      }
+      r["times_s_per_device"] = per;
+      r["median_s"] = slowest;
+      r["timing"] = {{"method", graph_used ? "CUDA-graph replays between events" : "launches between events"},
+                     {"per_step", "the slowest device's median"}, {"cache", "warm"}};
+    } else if (repeats > 0) {
+      std::vector<double> t = cpu_timing.step_s;
+      r["times_s"] = t;
+      std::sort(t.begin(), t.end());
+      r["median_s"] = t.empty() ? 0.0 : t[t.size() / 2];
+      r["timing"] = {{"method", "wall time"}, {"per_step", "the slowest rank's"}, {"cache", "warm"}};
+    }
+    r["checked"] = args.flag("check");
+    r["outputs"] = checked;
+    write_file_atomically(*report, r.dump(1) + "\n");
+    std::cout << "wrote " << *report << "\n";
+  }
   return status;
 }
 

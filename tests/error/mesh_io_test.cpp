@@ -1,12 +1,16 @@
-// tessel run --mesh with --inputs, --outputs and --expect (docs/distributed.md): the mesh's outputs
-// from given inputs match the single-device interpreter's from the same files and differ from other
-// inputs'; inputs of other shapes than the lowered graph's are a one-line UserError, exit 2.
+// tessel run --mesh with --inputs, --outputs, --expect and --report (docs/distributed.md): the
+// mesh's outputs from given inputs match the single-device interpreter's from the same files and
+// differ from other inputs'; inputs of other shapes than the lowered graph's are a one-line
+// UserError, exit 2; the report holds the plan, its prediction, the step times and every rank's
+// checks.
 #include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "../cli_run.h"
 #include "../temp_dir.h"
@@ -64,6 +68,43 @@ TEST_CASE("cli: run --mesh reads --inputs, writes --outputs and compares --expec
   CHECK(r.status == 2);
   CHECK(r.output.find("tessel: error: ") == 0);
   CHECK(r.output.find("expected f32[1,16,64], given f32[1,8,64] (the graph over the mesh") != std::string::npos);
+}
+
+TEST_CASE("cli: run --mesh --report writes the plan, its prediction, the step times and every rank's checks") {
+  TempDir dir;
+  const std::string report = dir.file("mesh.json");
+  cli_testing::Result r = cli_testing::run("run " + kSmall + " --mesh 2 --device cpu --check --time 3 --report " + report + kPins);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("wrote " + report) != std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(report));
+  CHECK(j["mesh"] == "2 (m0)");
+  CHECK(j["devices"] == 2);
+  CHECK(j["ranks"] == "threads of this process");
+  CHECK(j["backend"] == "cpu");
+  CHECK(j["plan"].size() > 2);
+  CHECK(j["predicted"]["total_s"].get<double>() > 0);
+  CHECK(j["predicted"]["communication_s"].get<double>() > 0);  // the pinned plan all-reduces
+  CHECK(j["times_s"].size() == 3);
+  CHECK(j["median_s"].get<double>() > 0);
+  CHECK(j["timing"]["per_step"] == "the slowest rank's");
+  CHECK(j["checked"] == true);
+  // Every output of every rank, each matching.
+  const OpGraph g = lower_model(load_model(kSmall));
+  REQUIRE(j["outputs"].size() == 2 * g.outputs().size());
+  for (const auto& o : j["outputs"]) CHECK(o["ok"] == true);
+  // Without --check or --time: the plan and prediction, no times, no checks.
+  r = cli_testing::run("run " + kSmall + " --mesh 2 --interp --report " + report + kPins);
+  REQUIRE(r.status == 0);
+  j = nlohmann::json::parse(std::ifstream(report));
+  CHECK(j["backend"] == "interpreter");
+  CHECK(j["checked"] == false);
+  CHECK(j["outputs"].empty());
+  CHECK_FALSE(j.contains("times_s"));
+  // --schedule and --tune still refused.
+  r = cli_testing::run("run " + kSmall + " --mesh 2 --interp --tune 2" + kPins);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--tune is not supported with --mesh yet") != std::string::npos);
 }
 
 }  // namespace tessel::testing
