@@ -822,7 +822,9 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // DRAM is host memory) into its private caches (packed,
   // or read in place by its first row block), before the FMA loop that the levels above price. The
   // FMAs do not overlap it, so it adds to the latency. A task tile with more rows (an NCHW conv's
-  // more output channels) moves each panel for more of them.
+  // more output channels) moves each panel for more of them. A block-sparse panel (the
+  // micro-kernel's walk, kernels/cpu/README.md) brings its non-zero blocks' rows only: the density
+  // of them.
   double panel_bytes = 0;
   if (!is_gpu(spec)) {
     for (NodeId n : group.nodes) {
@@ -831,11 +833,14 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       const LevelTile& lt = config(n).levels.front();
       const DomainTile whole = representative_tile(node, lt, /*whole_reduction=*/true);
       const double tiles = static_cast<double>(num_spatial_tiles(node, lt));
+      const auto* sparse = std::get_if<BlockSparseProps>(&config(n).kind);
       for (size_t k = 0; k < node.inputs().size(); ++k) {
         const NodeId producer = graph.producer(graph.node_inputs(n)[k]);
         if ((producer >= 0 && in_group(producer)) || !node.inputs()[k].map.uses_axis(node.num_spatial() - 1)) continue;
-        panel_bytes += tiles * static_cast<double>(num_elements(bounding_box(input_region(node, static_cast<int>(k), whole))) *
-                                                   dtype_bytes(node.inputs()[k].type.dtype));
+        const double walked = sparse && sparse->input == static_cast<int>(k) ? sparse->density : 1.0;
+        panel_bytes += walked * tiles *
+                       static_cast<double>(num_elements(bounding_box(input_region(node, static_cast<int>(k), whole))) *
+                                           dtype_bytes(node.inputs()[k].type.dtype));
       }
     }
   }

@@ -93,6 +93,11 @@ RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int6
 
 bool matches_contraction(const TeNode& node) { return match_contraction(node).has_value(); }
 
+int microkernel_m_axis(const TeNode& node) {
+  const std::optional<Contraction> c = match_contraction(node);
+  return c ? c->m_axis : -1;
+}
+
 int64_t microkernel_columns(const TeNode& node, int64_t m_box, int64_t n_box, const HwSpec& spec) {
   const std::optional<Contraction> c = match_contraction(node);
   if (!c) return 0;
@@ -254,11 +259,10 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   // column (CpuSparseSkip::nonzero_before), a constant of the module.
   llvm::GlobalVariable* nonzero_table = nullptr;
   if (skip) {
-    std::vector<llvm::Constant*> entries;
-    for (int32_t v : skip->nonzero_before) entries.push_back(b_.getInt32(static_cast<uint32_t>(v)));
-    auto* type = llvm::ArrayType::get(b_.getInt32Ty(), entries.size());
-    nonzero_table = new llvm::GlobalVariable(module_, type, true, llvm::GlobalValue::InternalLinkage,
-                                             llvm::ConstantArray::get(type, entries), cat(kernel_name(plan_.group), "_nonzero_blocks"));
+    std::vector<uint32_t> entries(skip->nonzero_before.begin(), skip->nonzero_before.end());
+    llvm::Constant* init = llvm::ConstantDataArray::get(ctx_, entries);
+    nonzero_table = new llvm::GlobalVariable(module_, init->getType(), true, llvm::GlobalValue::InternalLinkage, init,
+                                             cat(kernel_name(plan_.group), "_nonzero_blocks"));
   }
   auto block_nonzero = [&](Value* kb, Value* n_first, int64_t width) -> Value* {
     const int64_t n_axis_extent = node.axes()[c.n_axis].extent;
@@ -431,8 +435,22 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
         });
     };
     // Runs: one loop per reduction axis that is cut.
+    // A sparse walk skips a run whose blocks are all zero for this column block whole: no row
+    // block zeroes, walks or flushes accumulators for it.
+    auto run_if_nonzero = [&](Value* begin, int64_t step) {
+      if (!skip) return run_rows();
+      const int64_t bk = skip->block_k, extent = node.axes()[ns].extent;
+      Value* any = entry_alloca(b_.getInt1Ty());
+      b_.CreateStore(b_.getFalse(), any);
+      Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(begin, i64(step)), i64(extent));
+      emit_for(b_.CreateSDiv(begin, i64(bk)), b_.CreateSDiv(b_.CreateAdd(end, i64(bk - 1)), i64(bk)), 1, [&](Value* kb) {
+        b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), any), block_nonzero(kb, point[c.n_axis], nr * vw)), any);
+      });
+      emit_for(i64(0), b_.CreateZExt(b_.CreateLoad(b_.getInt1Ty(), any), b_.getInt64Ty()), 1, [&](Value*) { run_rows(); });
+    };
     std::function<void(int)> over_steps = [&](int r) {
-      if (r == na) return run_rows();
+      if (r == na) return skip ? run_if_nonzero(step_begin[ns] ? step_begin[ns] : i64(0), std::min(steps[0], node.axes()[ns].extent))
+                               : run_rows();
       const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
       if (step >= extent) return over_steps(r + 1);
       emit_for(i64(0), i64((extent + step - 1) / step), 1, [&](Value* q) {

@@ -15,14 +15,6 @@ namespace {
 // each.
 constexpr int64_t kSparseBlockK[] = {64, 32, 16, 8};
 
-// The group's contraction (the one node with a reduction the micro-kernel takes), or -1.
-NodeId microkernel_contraction(const OpGraph& graph, const ScheduledGroup& group) {
-  NodeId found = -1;
-  for (NodeId n : group.nodes)
-    if (matches_contraction(graph.node(n))) found = found < 0 ? n : -2;
-  return found;
-}
-
 int64_t param_or(const KernelChoice& k, const char* name, int64_t fallback) {
   auto it = k.params.find(name);
   return it == k.params.end() ? fallback : it->second;
@@ -74,6 +66,11 @@ std::optional<SparseContraction> sparse_contraction(const OpGraph& graph, const 
       const int rows = axis_of(rank - 2), cols = axis_of(rank - 1);
       if (!((rows == k_axis && cols == n_axis) || (rows == n_axis && cols == k_axis)))
         return fail(cat(name, ": the weight's last two dimensions are not read as the reduction and column axes"));
+      // Read as its own matrix: the block table indexes the weight's blocks by k and n.
+      const std::vector<int64_t>& shape = access.type.shape;
+      if (shape[rank - 2] != node.axes()[rows].extent || shape[rank - 1] != node.axes()[cols].extent)
+        return fail(cat(name, ": the weight's matrix ", shape[rank - 2], "x", shape[rank - 1], " is not read whole as the node's ",
+                        node.axes()[rows].extent, "x", node.axes()[cols].extent));
       return SparseContraction{n, static_cast<int>(i), rows == k_axis};
     }
   }
@@ -106,13 +103,8 @@ std::vector<KernelChoice> CpuKernelFamilies::variants(const OpGraph& graph, cons
   // The dense register blocking over the task box (the m axis: the nearest spatial axis the other
   // operand reads; its box, or 1).
   const int64_t n_box = std::min(tile[ns - 1], node.axes()[ns - 1].extent);
-  int64_t m_box = 1;
-  const int other = 1 - sc->input;
-  for (int a = ns - 2; a >= 0; --a)
-    if (node.inputs()[other].map.uses_axis(a) && !node.inputs()[sc->input].map.uses_axis(a)) {
-      m_box = std::min(tile[a], node.axes()[a].extent);
-      break;
-    }
+  const int m_axis = microkernel_m_axis(node);
+  const int64_t m_box = m_axis >= 0 ? std::min(tile[m_axis], node.axes()[m_axis].extent) : 1;
   const int64_t width = microkernel_columns(node, m_box, n_box, spec);
   if (width <= 0 || width % kNonzeroUnit != 0) return out;
   const int64_t k_extent = node.axes()[ns].extent;
@@ -146,7 +138,7 @@ std::optional<std::string> check_sparse_blocks(const OpGraph& graph, const Sched
     if (const auto* p = std::get_if<BlockSparseProps>(&cfg.kind)) props = p, sparse_node = n;
   const bool blocks = k.params.count("block_k") || k.params.count("block_n");
   if (!props && !blocks) return std::nullopt;
-  if (!props) return "kernel family 'microkernel' records block_k/block_n, which only a block_sparse tile kind uses";
+  if (!props) return cat("kernel family '", k.family, "' records block_k/block_n, which only a block_sparse tile kind uses");
   if (k.family != "microkernel")
     return cat("kernel family '", k.family, "' has no block-sparse code generation (the micro-kernel walks block_sparse tiles)");
   std::string why;
@@ -162,6 +154,14 @@ std::optional<std::string> check_sparse_blocks(const OpGraph& graph, const Sched
                " x ", want_n);
   if (bk <= 0 || bn <= 0 || bk % kNonzeroUnit != 0 || bn % kNonzeroUnit != 0)
     return cat("kernel family 'microkernel' walks blocks whose edges are multiples of ", kNonzeroUnit, ", not ", bk, " x ", bn);
+  // No larger than the axes (rounded up to the unit): the block table has a block at least.
+  const TeNode& node = graph.node(sc->node);
+  const int ns = node.num_spatial();
+  const int64_t k_axis = node.axes()[ns].extent, n_axis = node.axes()[ns - 1].extent;
+  auto rounded = [](int64_t e) { return (e + kNonzeroUnit - 1) / kNonzeroUnit * kNonzeroUnit; };
+  if (bk > rounded(k_axis) || bn > rounded(n_axis))
+    return cat("kernel family 'microkernel' walks blocks of ", bk, " x ", bn, " (k x n), larger than the ", k_axis, " x ", n_axis,
+               " it multiplies");
   return std::nullopt;
 }
 

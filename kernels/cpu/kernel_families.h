@@ -59,6 +59,10 @@ std::optional<std::string> check_sparse_blocks(const OpGraph& graph, const Sched
 /// chooses it); 0 when the micro-kernel does not take the node.
 int64_t microkernel_columns(const TeNode& node, int64_t m_box, int64_t n_box, const HwSpec& spec);
 
+/// The spatial axis the micro-kernel blocks its rows along for `node` (the nearest one the
+/// broadcast operand reads and the other does not), or -1 (no m axis, or not taken).
+int microkernel_m_axis(const TeNode& node);
+
 /// How many nodes of `group` the micro-kernel takes.
 int microkernel_nodes(const OpGraph& graph, const ScheduledGroup& group);
 

@@ -117,6 +117,23 @@ TEST_CASE("cpu sparse: forced either way both match, with a block row with no no
     }
 }
 
+TEST_CASE("cpu sparse: tasks whose columns start inside a block column walk every block they cover") {
+  // The sink's task tile narrowed to 40 columns (not a multiple of the column blocks): column
+  // blocks start mid-block and straddle two block columns, and each checks both.
+  const HwSpec& spec = cpu_spec("x86-64-avx512-server");
+  const OpGraph g = sparse_gemm(DType::f32, 96, 256, 320, block(32, 32, 0.15));
+  Schedule s = cpu_schedule(g, spec, "welder", SparseKernels::block_sparse);
+  ScheduleGroup& sg = contraction_group(g, s);
+  REQUIRE(sparse_kind(g, sg) != nullptr);
+  for (auto& [n, cfg] : sg.group.tiles) {
+    std::vector<int64_t>& tile = cfg.levels.front().spatial;
+    tile.back() = 40;
+    for (size_t l = 1; l < cfg.levels.size(); ++l) cfg.levels[l].spatial.back() = std::min<int64_t>(cfg.levels[l].spatial.back(), 40);
+  }
+  const CompiledCheck run = run_compiled(g, spec, s, random_inputs(g, 5), true);
+  CHECK_MESSAGE(run.ok, run.message);
+}
+
 TEST_CASE("cpu sparse: the emitted IR walks a table of non-zero blocks, and tampered schedules are refused") {
   const HwSpec& spec = cpu_spec("x86-64-avx2-generic");
   const OpGraph g = sparse_gemm(DType::f32, 128, 256, 256, block(32, 32, 0.1));
@@ -151,6 +168,13 @@ TEST_CASE("cpu sparse: the emitted IR walks a table of non-zero blocks, and tamp
     ScheduleGroup& b = contraction_group(g, bad);
     for (auto& [n, cfg] : b.group.tiles) cfg.kind = DenseProps{};
     CHECK(!check_schedule(g, spec, bad, find_backend("cpu")->kernel_families().get()).empty());
+  }
+  {  // blocks larger than the matrix (the table would have none)
+    Schedule bad = s;
+    ScheduleGroup& b = contraction_group(g, bad);
+    sparse_kind(g, b)->block_m = int64_t{1} << 60;
+    b.group.kernel.params["block_k"] = int64_t{1} << 60;
+    refused(bad, "larger than the 256 x 256 it multiplies");
   }
   {  // the loop nests have no block walk
     Schedule bad = s;
