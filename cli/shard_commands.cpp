@@ -253,10 +253,11 @@ int run_on_mesh(const Args& args) {
     cpu_timing = rank_timing[0];
   }
   const int64_t me = mpi ? mpi->rank() : 0;
+  const double ran_s = seconds_since(start);
   if (speak)
     std::cout << "compiled and ran '" << imported.model->name << "' on " << mesh.devices() << " ranks ("
               << (on_gpu ? "GPUs, NCCL" : mpi ? "MPI processes" : "threads") << ", "
-              << (device ? cat(*device, " kernels") : std::string("interpreter")) << ") in " << seconds_since(start) << " s\n";
+              << (device ? cat(*device, " kernels") : std::string("interpreter")) << ") in " << ran_s << " s\n";
   if (repeats > 0 && speak && !on_gpu) {
     std::vector<double> t = cpu_timing.step_s;
     std::sort(t.begin(), t.end());
@@ -287,6 +288,7 @@ int run_on_mesh(const Args& args) {
   int status = 0;
   // What --report records of each checked output (rank, output, ok, relative L2 error).
   nlohmann::ordered_json checked = nlohmann::ordered_json::array();
+  std::string check_mode;
   if (args.flag("check")) {
     // The single-device interpreter: whole, or on a sample of every output for large graphs.
     std::vector<HostTensor> expected;
@@ -299,18 +301,37 @@ int run_on_mesh(const Args& args) {
           expected.push_back(std::move(sampled.outputs[i].expected));
         }
     }
+    check_mode = expected.empty() ? "whole" : "sampled";
     if (expected.empty()) expected = interpret(g, inputs);
+    // Under mpirun each rank checks its own outputs; rank 0's report gathers every rank's.
+    const int64_t outs = static_cast<int64_t>(g.outputs().size());
+    std::vector<double> gathered(mpi ? static_cast<size_t>(mesh.devices() * outs * 2) : 0, 0.0);
     for (int64_t r = mpi ? me : 0; r < (mpi ? me + 1 : mesh.devices()); ++r)
       for (size_t i = 0; i < g.outputs().size(); ++i) {
         const HostTensor actual = index[i].empty() ? outputs[r][i] : gather_elements(outputs[r][i], index[i]);
         const CompareResult c = device ? compare_compiled(actual, expected[i], computed_precision(g, g.outputs()[i]))
                                        : compare_tensors(actual, expected[i]);
-        checked.push_back({{"rank", r}, {"name", g.tensor(g.outputs()[i]).name}, {"ok", c.ok}, {"rel_l2_error", c.rel_l2_error}});
+        if (mpi) {
+          gathered[static_cast<size_t>((r * outs + static_cast<int64_t>(i)) * 2)] = c.ok ? 1.0 : 0.0;
+          gathered[static_cast<size_t>((r * outs + static_cast<int64_t>(i)) * 2 + 1)] = c.rel_l2_error;
+        } else {
+          checked.push_back({{"rank", r}, {"name", g.tensor(g.outputs()[i]).name}, {"ok", c.ok}, {"rel_l2_error", c.rel_l2_error}});
+        }
         if (!c.ok) {
           status = 1;
           std::cout << "MISMATCH rank " << r << " output " << i << " '" << g.tensor(g.outputs()[i]).name << "': " << c.message << "\n";
         }
       }
+    if (mpi) {
+      std::vector<int64_t> all(static_cast<size_t>(mpi->size()));
+      for (int64_t r = 0; r < mpi->size(); ++r) all[static_cast<size_t>(r)] = r;
+      mpi->all_reduce(gathered, Combiner::sum, all);  // every slot is written by one rank
+      for (int64_t r = 0; r < mesh.devices(); ++r)
+        for (int64_t i = 0; i < outs; ++i)
+          checked.push_back({{"rank", r}, {"name", g.tensor(g.outputs()[static_cast<size_t>(i)]).name},
+                             {"ok", gathered[static_cast<size_t>((r * outs + i) * 2)] == 1.0},
+                             {"rel_l2_error", gathered[static_cast<size_t>((r * outs + i) * 2 + 1)]}});
+    }
   }
   for (size_t i = 0; i < outputs[me].size(); ++i)
     if (speak)
@@ -332,9 +353,11 @@ int run_on_mesh(const Args& args) {
     r["plan"] = plan_lines;
     r["predicted"] = {{"compute_s", s.cost.compute_s}, {"communication_s", s.cost.communication_s}, {"total_s", s.cost.total_s()}};
     if (on_gpu) r["predicted"]["scheduled_kernels_s"] = predicted_kernels_s;
-    r["run_s"] = seconds_since(start);
+    r["run_s"] = ran_s;
     r["repeats"] = repeats;
-    if (repeats > 0 && on_gpu) {
+    // (Times of outputs that failed the check are not reported, as on one device.)
+    const bool timed = repeats > 0 && status == 0;
+    if (timed && on_gpu) {
       // A step's time is its slowest device's: each device's times, and the slowest median.
       nlohmann::ordered_json per = nlohmann::ordered_json::array();
       double slowest = 0;
@@ -348,14 +371,15 @@ int run_on_mesh(const Args& args) {
       r["median_s"] = slowest;
       r["timing"] = {{"method", graph_used ? "CUDA-graph replays between events" : "launches between events"},
                      {"per_step", "the slowest device's median"}, {"cache", "warm"}};
-    } else if (repeats > 0) {
+    } else if (timed) {
       std::vector<double> t = cpu_timing.step_s;
       r["times_s"] = t;
       std::sort(t.begin(), t.end());
-      r["median_s"] = t.empty() ? 0.0 : t[t.size() / 2];
+      r["median_s"] = t.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(t[t.size() / 2]);
       r["timing"] = {{"method", "wall time"}, {"per_step", "the slowest rank's"}, {"cache", "warm"}};
     }
     r["checked"] = args.flag("check");
+    if (args.flag("check")) r["check_mode"] = check_mode;
     r["outputs"] = checked;
     write_file_atomically(*report, r.dump(1) + "\n");
     std::cout << "wrote " << *report << "\n";

@@ -89,6 +89,7 @@ TEST_CASE("cli: run --mesh --report writes the plan, its prediction, the step ti
   CHECK(j["median_s"].get<double>() > 0);
   CHECK(j["timing"]["per_step"] == "the slowest rank's");
   CHECK(j["checked"] == true);
+  CHECK(j["check_mode"] == "whole");
   // Every output of every rank, each matching.
   const OpGraph g = lower_model(load_model(kSmall));
   REQUIRE(j["outputs"].size() == 2 * g.outputs().size());
@@ -101,7 +102,7 @@ TEST_CASE("cli: run --mesh --report writes the plan, its prediction, the step ti
   CHECK(j["checked"] == false);
   CHECK(j["outputs"].empty());
   CHECK_FALSE(j.contains("times_s"));
-  // --schedule and --tune still refused.
+  // --tune still refused (and --schedule: cli_test).
   r = cli_testing::run("run " + kSmall + " --mesh 2 --interp --tune 2" + kPins);
   CHECK(r.status == 2);
   CHECK(r.output.find("--tune is not supported with --mesh yet") != std::string::npos);

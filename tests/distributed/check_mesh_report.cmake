@@ -1,0 +1,32 @@
+# Reads a `tessel run --mesh --report` file (REPORT) and fails unless it holds one passing check per
+# rank and output (RANKS x OUTPUTS entries, every rank from 0 to RANKS - 1 present) and a median
+# step time: rank 0's report under mpirun must gather every rank's checks.
+#   cmake -DREPORT=FILE -DRANKS=N -DOUTPUTS=N -P check_mesh_report.cmake
+cmake_minimum_required(VERSION 3.19)  # string(JSON), IN_LIST
+file(READ "${REPORT}" report)
+string(JSON n LENGTH "${report}" outputs)
+math(EXPR want "${RANKS} * ${OUTPUTS}")
+if(NOT n EQUAL want)
+  message(FATAL_ERROR "${REPORT}: ${n} checks, expected ${want} (${RANKS} ranks x ${OUTPUTS} outputs)")
+endif()
+set(seen "")
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  string(JSON ok GET "${report}" outputs ${i} ok)
+  string(JSON rank GET "${report}" outputs ${i} rank)
+  if(NOT ok)
+    message(FATAL_ERROR "${REPORT}: check ${i} (rank ${rank}) is not ok")
+  endif()
+  list(APPEND seen ${rank})
+endforeach()
+math(EXPR top "${RANKS} - 1")
+foreach(r RANGE ${top})
+  if(NOT r IN_LIST seen)
+    message(FATAL_ERROR "${REPORT}: no check of rank ${r}")
+  endif()
+endforeach()
+string(JSON median GET "${report}" median_s)
+if(median STREQUAL "" OR median STREQUAL "null")
+  message(FATAL_ERROR "${REPORT}: no median step time")
+endif()
+message(STATUS "${REPORT}: ${n} checks, every rank present, median ${median} s")
