@@ -112,6 +112,13 @@ constexpr int64_t kWgWideTileBlockN = 256;  // the wide form's block_n (kernels/
 constexpr double kWgSplitBarrierSeconds = 4e-6;
 constexpr double kWgSplitReduceBytesPerSecond = 25.6e9;
 
+// Multiply-adds' time per accumulator that the CPU micro-kernel's block-sparse walk spends at each
+// block it multiplies: the block table's check and the K loop's restart. Fitted on this project's
+// 2-core VM (AVX-512; experiments/results/cpu/2026-11-29-sparse-b, interleaved): at walked
+// densities of 0.5-0.9, sparse over dense time was about density x (1 + 10 / block_k) (per point
+// 2-15); without it the model picked the sparse kernel where it ran 0.89-0.90x of dense.
+constexpr double kCpuSparseBlockRestartFmas = 10;
+
 // Instructions per point of a row kernel's serial reduction: the multiply-add, the load of each
 // of its two operands and the loop's step (an estimate of the row path's code, emit_row.cpp).
 constexpr double kRowDotInstructionsPerPoint = 4;
@@ -615,6 +622,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // flop count at the f32 peak said 2 us.)
   const auto rows_per_block = group.kernel.params.find("rows_per_block");
   const bool row_family = family == "row" && rows_per_block != group.kernel.params.end() && rows_per_block->second > 0;
+  double walk = 1;  // the CPU block-sparse walk's stretch of the loop (below)
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
     std::string why;
@@ -658,6 +666,17 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
                               " instructions per domain point at the SIMT instruction rate"));
     } else {
       compute_s += flops / peak;
+    }
+    // The CPU micro-kernel's block-sparse walk (kernels/cpu/README.md) restarts its K loop at
+    // every block it multiplies, after a check of the block table: about
+    // kCpuSparseBlockRestartFmas multiply-adds' time per accumulator per block of block_k, which
+    // stretches the loop whatever bounds it.
+    const auto block_k = group.kernel.params.find("block_k");
+    if (!is_gpu(spec) && family == "microkernel" && block_k != group.kernel.params.end() && block_k->second > 0 &&
+        std::holds_alternative<BlockSparseProps>(cfg.kind)) {
+      walk = std::max(walk, 1 + kCpuSparseBlockRestartFmas / static_cast<double>(block_k->second));
+      out.notes.push_back(cat("block-sparse walk of '", node.name(), "': blocks of ", block_k->second, " reduction points, ", walk,
+                              "x the loop's time"));
     }
   }
   if (generic)
@@ -869,7 +888,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   out.term_ref("compute") = compute_s;
   out.term_ref("launch") = launch_s;
   if (panel_s > 0) out.term_ref("panel") = panel_s;
-  out.latency_s = launch_s + worst / family_efficiency(spec, group, out) + panel_s;
+  out.latency_s = launch_s + walk * worst / family_efficiency(spec, group, out) + panel_s;
   return out;
 }
 
