@@ -65,4 +65,18 @@ class ModelBuilder {
   ModelDef m_;
 };
 
+/// A block sparsity pattern of r x c blocks, pruned to `density` (0: the values' own zeros).
+inline Sparsity block(int64_t r, int64_t c, double density) { return Sparsity{Sparsity::Pattern::block, r, c, density}; }
+
+/// x[m, k] @ w (w [k, n], or [n, k] through Gemm's transB), w block-sparse; optionally + bias,
+/// GELU. The sparse tests of both backends use it.
+inline OpGraph sparse_gemm(DType dt, int64_t m, int64_t k, int64_t n, Sparsity s, bool trans_b = false, bool epilogue = false) {
+  ModelBuilder b(dt);
+  const std::string x = b.input("x", {m, k});
+  const std::string w = b.sparse_weight("w", trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 7, s);
+  std::string y = trans_b ? b.op("Gemm", {x, w}, {{"transB", int64_t{1}}}) : b.op("MatMul", {x, w});
+  if (epilogue) y = b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})});
+  return b.graph(y);
+}
+
 }  // namespace tessel::testing

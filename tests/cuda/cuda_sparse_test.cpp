@@ -31,17 +31,7 @@ Schedule sparse_schedule(const OpGraph& g, const std::string& policy) {
   return {};
 }
 
-/// x[m, k] @ w (w [k, n], or [n, k] through Gemm's transB), w block-sparse; optionally + bias, GELU.
-OpGraph sparse_gemm(DType dt, int64_t m, int64_t k, int64_t n, Sparsity s, bool trans_b = false, bool epilogue = false) {
-  ModelBuilder b(dt);
-  const std::string x = b.input("x", {m, k});
-  const std::string w = b.sparse_weight("w", trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 7, s);
-  std::string y = trans_b ? b.op("Gemm", {x, w}, {{"transB", int64_t{1}}}) : b.op("MatMul", {x, w});
-  if (epilogue) y = b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})});
-  return b.graph(y);
-}
 
-Sparsity block(int64_t r, int64_t c, double density) { return Sparsity{Sparsity::Pattern::block, r, c, density}; }
 
 /// The group of `s` holding the contraction, and its tile kind.
 const ScheduleGroup& contraction_group(const OpGraph& g, const Schedule& s) {

@@ -13,12 +13,6 @@
 using namespace tessel;
 using namespace tessel::testing;
 
-namespace {
-
-Sparsity block(int64_t r, int64_t c, double density) { return Sparsity{Sparsity::Pattern::block, r, c, density}; }
-
-}  // namespace
-
 TEST_CASE("sparsity: pruning keeps the blocks of largest L1 norm, and the non-zero map sees them at every tile shape") {
   // 4 x 6 matrix of 2 x 2 blocks (2 x 3 blocks); block (r, c) holds the value 1 + r * 3 + c.
   std::vector<double> v(24);
