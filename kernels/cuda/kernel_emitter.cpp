@@ -86,50 +86,31 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
                         "' derives from the group's tiles (", got, " ); parameters are recorded, not yet taken as input"));
   };
   std::string source;
+  // Every family but the generic one: its planner's match (or why not), its recorded parameters
+  // checked against the plan's, the plan kept, its launch plan, and its emitter.
+  auto emit = [&](const auto& match, auto& slot, auto launch_plan, auto emitter) {
+    if (!match.plan) throw illegal(match.reason);
+    check_params(family_params(*match.plan));
+    slot = match.plan;
+    k.plan = launch_plan(generic, *match.plan);
+    Emitter e(graph, k.plan, spec);
+    source = (e.*emitter)(kPlaceholder, *match.plan);
+  };
   if (choice.family == "flash") {
     if (group.stream_chunk <= 0) throw illegal("the group does not stream attention (stream_chunk 0)");
-    AttentionMatch attention = plan_attention(graph, group, generic, spec);
-    if (!attention.plan) throw illegal(attention.reason);
-    check_params(family_params(*attention.plan));
-    k.attention = attention.plan;
-    k.plan = attention_group_plan(generic, *attention.plan);
-    Emitter e(graph, k.plan, spec);
-    source = e.flash_kernel(kPlaceholder, *attention.plan);
+    emit(plan_attention(graph, group, generic, spec), k.attention, attention_group_plan, &Emitter::flash_kernel);
   } else if (choice.family == "wgmma" || choice.family == "mma") {
-    ContractionMatch match = plan_contraction(graph, group, generic, spec);
-    if (!match.plan) throw illegal(match.reason);
-    if (match.plan->warpgroup != (choice.family == "wgmma"))
+    const ContractionMatch match = plan_contraction(graph, group, generic, spec);
+    if (match.plan && match.plan->warpgroup != (choice.family == "wgmma"))
       throw illegal(match.plan->warpgroup ? "the spec and tiles select warpgroup MMA (wgmma)"
                                           : cat("no warpgroup MMA: ", match.plan->warpgroup_reason));
-    check_params(family_params(*match.plan));
-    k.contraction = match.plan;
-    k.plan = mma_group_plan(generic, *match.plan);
-    Emitter e(graph, k.plan, spec);
-    source = e.mma_kernel(kPlaceholder, *match.plan);
+    emit(match, k.contraction, mma_group_plan, &Emitter::mma_kernel);
   } else if (choice.family == "row") {
-    RowMatch rows = plan_rows(graph, group, generic, spec);
-    if (!rows.plan) throw illegal(rows.reason);
-    check_params(family_params(*rows.plan));
-    k.rows = rows.plan;
-    k.plan = row_group_plan(generic, *rows.plan);
-    Emitter e(graph, k.plan, spec);
-    source = e.row_kernel(kPlaceholder, *rows.plan);
+    emit(plan_rows(graph, group, generic, spec), k.rows, row_group_plan, &Emitter::row_kernel);
   } else if (choice.family == "transpose") {
-    TransposeMatch t = plan_transpose(graph, group, generic, spec);
-    if (!t.plan) throw illegal(t.reason);
-    check_params(family_params(*t.plan));
-    k.transpose = t.plan;
-    k.plan = transpose_group_plan(generic, *t.plan);
-    Emitter e(graph, k.plan, spec);
-    source = e.transpose_kernel(kPlaceholder, *t.plan);
+    emit(plan_transpose(graph, group, generic, spec), k.transpose, transpose_group_plan, &Emitter::transpose_kernel);
   } else if (choice.family == "vector") {
-    VectorMatch vectors = plan_vector(graph, group, generic, spec);
-    if (!vectors.plan) throw illegal(vectors.reason);
-    check_params(family_params(*vectors.plan));
-    k.vector = vectors.plan;
-    k.plan = vector_group_plan(generic, *vectors.plan);
-    Emitter e(graph, k.plan, spec);
-    source = e.vector_kernel(kPlaceholder, *vectors.plan);
+    emit(plan_vector(graph, group, generic, spec), k.vector, vector_group_plan, &Emitter::vector_kernel);
   } else if (choice.family == "generic") {
     check_params(family_params(graph, group, generic));
     k.plan = generic;

@@ -89,27 +89,19 @@ KernelChoice CudaKernelFamilies::choose(const OpGraph& graph, const ScheduledGro
     return k;
   }
   k.rejected.push_back("mma: " + m.reason);
-  const RowMatch r = plan_rows(graph, group, generic, spec);
-  if (r.plan) {
-    k.family = "row";
-    k.params = family_params(*r.plan);
+  // The rest in order: the first whose planner matches, each other's reason recorded.
+  auto take = [&](const char* family, const auto& match) {
+    if (match.plan) {
+      k.family = family;
+      k.params = family_params(*match.plan);
+      return true;
+    }
+    k.rejected.push_back(cat(family, ": ", match.reason));
+    return false;
+  };
+  if (take("row", plan_rows(graph, group, generic, spec)) || take("transpose", plan_transpose(graph, group, generic, spec)) ||
+      take("vector", plan_vector(graph, group, generic, spec)))
     return k;
-  }
-  k.rejected.push_back("row: " + r.reason);
-  const TransposeMatch t = plan_transpose(graph, group, generic, spec);
-  if (t.plan) {
-    k.family = "transpose";
-    k.params = family_params(*t.plan);
-    return k;
-  }
-  k.rejected.push_back("transpose: " + t.reason);
-  const VectorMatch v = plan_vector(graph, group, generic, spec);
-  if (v.plan) {
-    k.family = "vector";
-    k.params = family_params(*v.plan);
-    return k;
-  }
-  k.rejected.push_back("vector: " + v.reason);
   k.family = "generic";
   k.params = family_params(graph, group, generic);
   return k;
