@@ -340,7 +340,8 @@ int run_on_mesh(const Args& args) {
   // Every rank holds the whole outputs; rank 0 writes them and compares them with --expect.
   if (speak && write_and_expect_outputs(args, outputs[me], imported.model->outputs)) status = 1;
   if (const auto report = args.option("report"); report && speak) {
-    // (Under mpirun rank 0 writes it: its own checks, and the step times of the slowest rank.)
+    // (Under mpirun rank 0 writes it: every rank's checks, gathered above, and the slowest rank's
+    // step times.)
     nlohmann::ordered_json r;
     r["mesh"] = mesh.print();
     r["devices"] = mesh.devices();

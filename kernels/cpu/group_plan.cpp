@@ -32,14 +32,13 @@ namespace {
 // CpuGroupPlan::sparse: the recorded blocks checked against the kind and the weight, the weight's
 // non-zero blocks counted along each block row.
 std::optional<CpuSparseSkip> plan_sparse_skip(const OpGraph& graph, const ScheduledGroup& sg, int group) {
-  const BlockSparseProps* props = nullptr;
-  NodeId node = -1;
-  for (const auto& [n, cfg] : sg.tiles)
-    if (const auto* p = std::get_if<BlockSparseProps>(&cfg.kind)) props = p, node = n;
-  if (!props) return std::nullopt;
-  const std::string where = cat("/groups/", group, "/tiles/", graph.node(node).name(), "/kind");
-  if (auto why = cpu::check_sparse_blocks(graph, sg)) throw UserError("schedule", where, *why);
-  const cpu::SparseContraction sc = *cpu::sparse_contraction(graph, sg);  // check() found it
+  const cpu::SparseWalk walk = cpu::sparse_walk(graph, sg);
+  const std::string where = walk.node >= 0 ? cat("/groups/", group, "/tiles/", graph.node(walk.node).name(), "/kind")
+                                           : cat("/groups/", group, "/kernel/params");
+  if (!walk.problem.empty()) throw UserError("schedule", where, walk.problem);
+  if (walk.node < 0) return std::nullopt;
+  const BlockSparseProps* props = walk.props;
+  const NodeId node = walk.node;
   const TeNode& tn = graph.node(node);
   const TensorId weight = graph.node_inputs(node)[props->input];
   const std::shared_ptr<const NonzeroMap> map = graph.nonzero_map(weight);
@@ -51,8 +50,8 @@ std::optional<CpuSparseSkip> plan_sparse_skip(const OpGraph& graph, const Schedu
   CpuSparseSkip skip;
   skip.position = static_cast<int>(std::find(sg.nodes.begin(), sg.nodes.end(), node) - sg.nodes.begin());
   skip.input = props->input;
-  skip.block_k = sc.k_rows ? props->block_m : props->block_n;
-  skip.block_n = sc.k_rows ? props->block_n : props->block_m;
+  skip.block_k = walk.block_k;
+  skip.block_n = walk.block_n;
   const int64_t k = tn.axes()[tn.num_spatial()].extent, n = tn.axes()[tn.num_spatial() - 1].extent;
   skip.blocks_k = (k + skip.block_k - 1) / skip.block_k;
   skip.blocks_n = (n + skip.block_n - 1) / skip.block_n;
@@ -61,7 +60,7 @@ std::optional<CpuSparseSkip> plan_sparse_skip(const OpGraph& graph, const Schedu
   skip.nonzero_before.assign(static_cast<size_t>(skip.blocks_k * (skip.blocks_n + 1)), 0);
   for (int64_t kb = 0; kb < skip.blocks_k; ++kb)
     for (int64_t nb = 0; nb < skip.blocks_n; ++nb) {
-      const uint8_t nz = sc.k_rows ? tiles[static_cast<size_t>(kb * tile_cols + nb)] : tiles[static_cast<size_t>(nb * tile_cols + kb)];
+      const uint8_t nz = walk.k_rows ? tiles[static_cast<size_t>(kb * tile_cols + nb)] : tiles[static_cast<size_t>(nb * tile_cols + kb)];
       const size_t at = static_cast<size_t>(kb * (skip.blocks_n + 1) + nb);
       skip.nonzero_before[at + 1] = skip.nonzero_before[at] + (nz ? 1 : 0);
     }

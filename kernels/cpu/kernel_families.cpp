@@ -127,42 +127,49 @@ std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const 
   const KernelChoice& k = group.kernel;
   if (k.family == "microkernel" && microkernel_nodes(graph, group) == 0)
     return "kernel family 'microkernel' cannot emit this group: no node is a contraction the micro-kernel takes";
-  return check_sparse_blocks(graph, group);
+  if (std::string why = sparse_walk(graph, group).problem; !why.empty()) return why;
+  return std::nullopt;
 }
 
-std::optional<std::string> check_sparse_blocks(const OpGraph& graph, const ScheduledGroup& group) {
+SparseWalk sparse_walk(const OpGraph& graph, const ScheduledGroup& group) {
+  SparseWalk w;
   const KernelChoice& k = group.kernel;
-  const BlockSparseProps* props = nullptr;
-  NodeId sparse_node = -1;
   for (const auto& [n, cfg] : group.tiles)
-    if (const auto* p = std::get_if<BlockSparseProps>(&cfg.kind)) props = p, sparse_node = n;
+    if (const auto* p = std::get_if<BlockSparseProps>(&cfg.kind)) w.props = p, w.node = n;
   const bool blocks = k.params.count("block_k") || k.params.count("block_n");
-  if (!props && !blocks) return std::nullopt;
-  if (!props) return cat("kernel family '", k.family, "' records block_k/block_n, which only a block_sparse tile kind uses");
+  auto fail = [&](std::string why) {
+    w.problem = std::move(why);
+    return w;
+  };
+  if (!w.props && !blocks) return w;
+  if (!w.props) return fail(cat("kernel family '", k.family, "' records block_k/block_n, which only a block_sparse tile kind uses"));
   if (k.family != "microkernel")
-    return cat("kernel family '", k.family, "' has no block-sparse code generation (the micro-kernel walks block_sparse tiles)");
+    return fail(cat("kernel family '", k.family, "' has no block-sparse code generation (the micro-kernel walks block_sparse tiles)"));
   std::string why;
   const std::optional<SparseContraction> sc = sparse_contraction(graph, group, &why);
-  if (!sc) return cat("kernel family 'microkernel' cannot walk the block_sparse tiles: ", why);
-  if (sc->node != sparse_node || sc->input != props->input)
-    return cat("kernel family 'microkernel' walks block-sparse input ", sc->input, " of '", graph.node(sc->node).name(),
-               "', not input ", props->input, " of '", graph.node(sparse_node).name(), "'");
+  if (!sc) return fail(cat("kernel family 'microkernel' cannot walk the block_sparse tiles: ", why));
+  if (sc->node != w.node || sc->input != w.props->input)
+    return fail(cat("kernel family 'microkernel' walks block-sparse input ", sc->input, " of '", graph.node(sc->node).name(),
+                    "', not input ", w.props->input, " of '", graph.node(w.node).name(), "'"));
+  // The kind's blocks are over the weight's (rows, cols); the walk's along (k, n).
+  w.k_rows = sc->k_rows;
+  w.block_k = sc->k_rows ? w.props->block_m : w.props->block_n;
+  w.block_n = sc->k_rows ? w.props->block_n : w.props->block_m;
   const int64_t bk = param_or(k, "block_k", 0), bn = param_or(k, "block_n", 0);
-  const int64_t want_k = sc->k_rows ? props->block_m : props->block_n, want_n = sc->k_rows ? props->block_n : props->block_m;
-  if (bk != want_k || bn != want_n)
-    return cat("kernel family 'microkernel' records blocks of ", bk, " x ", bn, " (k x n) but the block_sparse tiles are ", want_k,
-               " x ", want_n);
+  if (bk != w.block_k || bn != w.block_n)
+    return fail(cat("kernel family 'microkernel' records blocks of ", bk, " x ", bn, " (k x n) but the block_sparse tiles are ",
+                    w.block_k, " x ", w.block_n));
   if (bk <= 0 || bn <= 0 || bk % kNonzeroUnit != 0 || bn % kNonzeroUnit != 0)
-    return cat("kernel family 'microkernel' walks blocks whose edges are multiples of ", kNonzeroUnit, ", not ", bk, " x ", bn);
+    return fail(cat("kernel family 'microkernel' walks blocks whose edges are multiples of ", kNonzeroUnit, ", not ", bk, " x ", bn));
   // No larger than the axes (rounded up to the unit): the block table has a block at least.
   const TeNode& node = graph.node(sc->node);
   const int ns = node.num_spatial();
   const int64_t k_axis = node.axes()[ns].extent, n_axis = node.axes()[ns - 1].extent;
   auto rounded = [](int64_t e) { return (e + kNonzeroUnit - 1) / kNonzeroUnit * kNonzeroUnit; };
   if (bk > rounded(k_axis) || bn > rounded(n_axis))
-    return cat("kernel family 'microkernel' walks blocks of ", bk, " x ", bn, " (k x n), larger than the ", k_axis, " x ", n_axis,
-               " it multiplies");
-  return std::nullopt;
+    return fail(cat("kernel family 'microkernel' walks blocks of ", bk, " x ", bn, " (k x n), larger than the ", k_axis, " x ", n_axis,
+                    " it multiplies"));
+  return w;
 }
 
 }  // namespace tessel::cpu

@@ -49,10 +49,19 @@ std::optional<SparseContraction> sparse_contraction(const OpGraph& graph, const 
 /// Whether the micro-kernel (emit_contraction.cpp) takes this node's pattern.
 bool matches_contraction(const TeNode& node);
 
-/// Whether the group's block_sparse tile kind (if any) and its recorded `block_k`/`block_n` agree:
-/// the micro-kernel family, a sparse_contraction, the kind's blocks equal to the recorded ones
-/// (k x n), edges multiples of kNonzeroUnit; the reason, or nullopt. Part of check().
-std::optional<std::string> check_sparse_blocks(const OpGraph& graph, const ScheduledGroup& group);
+/// The group's block_sparse tile kind as the micro-kernel walks it: the kind and its node, and
+/// its blocks along k and n -- or, in `problem`, why the group cannot be walked: its kind and
+/// recorded `block_k`/`block_n` must agree, on the micro-kernel family, with a sparse_contraction,
+/// edges multiples of kNonzeroUnit and no larger than the matrix. `node` is -1 (and `problem`
+/// empty) for a group with neither. Part of check().
+struct SparseWalk {
+  NodeId node = -1;
+  const BlockSparseProps* props = nullptr;
+  int64_t block_k = 0, block_n = 0;
+  bool k_rows = true;  // the weight's rows run along k (SparseContraction::k_rows)
+  std::string problem;
+};
+SparseWalk sparse_walk(const OpGraph& graph, const ScheduledGroup& group);
 
 /// The width in columns (NR vectors x lanes) of the micro-kernel's column blocks for `node` over a
 /// task box of `m_box` x `n_box` (its register blocking for the spec, as emit_contraction.cpp
