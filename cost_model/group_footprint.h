@@ -37,9 +37,12 @@ GroupFootprint group_footprint(const OpGraph& graph, const ScheduledGroup& group
 /// rows of one batch point (the sink's block tile along m) with `threads` threads (the sink's
 /// thread count) and streams the keys `chunk` at a time (stream_chunk) through `stages` shared-
 /// memory buffers (the sink's pipeline_stages) of K and V. Q's tile sits in shared memory once,
-/// then in registers; the f32 accumulators of O (rows x dv) and of one chunk of scores (rows x
-/// chunk) and Q's fragments are spread over the threads' registers.
+/// then in registers for heads up to kStreamedQFragmentsMaxHead (a longer head's fragments are
+/// read from shared memory at each step); the f32 accumulators of O (rows x dv) and of one chunk
+/// of scores (rows x chunk) and Q's fragments are spread over the threads' registers.
 constexpr int64_t kStreamedRowPadBytes = 16;
+/// device/flash.cuh's kQFragmentsMaxHead (the emitted kernel asserts they agree).
+constexpr int64_t kStreamedQFragmentsMaxHead = 128;
 
 struct StreamedAttention {
   NodeId scores = -1, out = -1;
@@ -55,7 +58,8 @@ struct StreamedAttention {
     return (rows * (d_tile + pad) + stages * chunk * (d_tile + pad + dv_tile + pad)) * elem_bytes;
   }
   int64_t register_bytes_per_thread() const {
-    return threads > 0 ? (rows * (dv_tile + chunk) * 4 + rows * d_tile * elem_bytes) / threads : 0;
+    const int64_t q = d_tile <= kStreamedQFragmentsMaxHead ? rows * d_tile * elem_bytes : 0;
+    return threads > 0 ? (rows * (dv_tile + chunk) * 4 + q) / threads : 0;
   }
   int64_t blocks() const { return batch * ((queries + rows - 1) / rows); }
 };
@@ -70,12 +74,13 @@ struct AttentionPattern;
 /// Why the streamed kernel (kernels/cuda/device/flash.cuh) cannot run `pattern` on `spec`, or
 /// nullopt when it can: a CUDA target with cp.async, ldmatrix and mma.sync m16n8k16 for the
 /// dtype (sm_80+, listed in the spec, 32-lane warps); S, P, O and the operands all f16 or all
-/// bf16; head dimensions d and dv whole 16-byte chunks up to kStreamedMaxHead (Q's fragments and
-/// O's accumulators live in registers; a head that is not a power of two runs in a padded tile). The policy asks before it forms the group,
+/// bf16; head dimensions d and dv whole 16-byte chunks up to kStreamedMaxHead (O's accumulators
+/// live in registers, and Q's fragments up to kStreamedQFragmentsMaxHead; a head that is not a
+/// power of two runs in a padded tile). The policy asks before it forms the group,
 /// the CUDA planner again before it emits the kernel.
 std::optional<std::string> streamed_attention_unsupported(const OpGraph& graph, const AttentionPattern& pattern,
                                                           const HwSpec& spec);
-constexpr int64_t kStreamedMaxHead = 128;
+constexpr int64_t kStreamedMaxHead = 256;
 /// The head dimension of the streamed kernel's tiles for a head of h elements: the power of two
 /// >= h, at least 16 (mma.sync's k16 steps; device/mma.cuh's tile copies give each thread one
 /// column of 16-byte chunks, so a tile row's chunks divide the block's threads).

@@ -51,9 +51,13 @@ bool fold_query_groups(const OpGraph& graph, AttentionPlan& p) {
 }
 
 // The Hopper kernel's software choices (device/flash.cuh's WarpgroupAttention): chunks of 128
-// keys (S is one m64n128 wgmma per k step), up to kWgMaxStages stages of K and V.
-constexpr int kWgChunk = 128;
+// keys (S is one m64n128 wgmma per k step), or of 64 when two stages of 128 do not fit beside Q
+// (heads above 128), up to kWgMaxStages stages of K and V; O's accumulators in m64n128 pieces and
+// a last m64n64 one, up to kWgMaxHead columns (128 per thread at 256: with a 64-key chunk's
+// scores and probabilities, within the consumers' setmaxnreg budget).
+constexpr int kWgChunks[] = {128, 64};
 constexpr int kWgMaxStages = 4;
+constexpr int64_t kWgMaxHead = 256;
 constexpr int kTensorMapDims = 5;  // the copy engine's largest tensor rank
 
 /// Moves plan `p` (planned for the mma.sync kernel) to the Hopper kernel when the target and the
@@ -62,11 +66,12 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   const StreamedAttention& sh = p.shape;
   if (!spec.target.has_gpu_feature("wgmma") || !spec.target.has_gpu_feature("tma"))
     return cat("spec '", spec.name, "' lists no wgmma and TMA (target.gpu_features)");
-  // Tiles of whole 64-column boxes; O's accumulators are m64n64 or m64n128.
-  const int64_t d_tile = (sh.d + kWgRowElems - 1) / kWgRowElems * kWgRowElems, dv_tile = sh.dv <= 64 ? 64 : 128;
-  if (sh.dv > 128) return cat("dv ", sh.dv, " is more than 128");
-  for (int n : {kWgChunk, static_cast<int>(dv_tile)})
-    if (!wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
+  // Tiles of whole 64-column boxes; O's accumulators are m64n128 pieces and a last m64n64.
+  const int64_t d_tile = (sh.d + kWgRowElems - 1) / kWgRowElems * kWgRowElems;
+  const int64_t dv_tile = (sh.dv + kWgRowElems - 1) / kWgRowElems * kWgRowElems;
+  if (sh.d > kWgMaxHead || sh.dv > kWgMaxHead) return cat("a head of ", std::max(sh.d, sh.dv), " is more than ", kWgMaxHead);
+  for (int n : {dv_tile >= 128 ? 128 : 0, dv_tile % 128 != 0 ? 64 : 0})
+    if (n > 0 && !wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
   if (sh.queries < kWgInstM) return cat(sh.queries, " queries fill less than one 64-row wgmma tile");
   struct Op {
     const MmaOperand* view;
@@ -90,18 +95,26 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   // Q's tile, the stages of K and V (rows of 128 bytes), alignment slack, the barriers (Q's, and
   // three per stage): device/flash.cuh's kSmemBytes, which the emitted kernel asserts equal.
   const int64_t rows = kWgConsumers * kWgInstM;
-  auto smem = [&](int stages) {
-    return rows * d_tile * 2 + stages * kWgChunk * (d_tile + dv_tile) * 2 + kWgAtomBytes + (1 + 3 * stages) * kWgMbarrierBytes;
+  auto smem = [&](int chunk, int stages) {
+    return rows * d_tile * 2 + stages * chunk * (d_tile + dv_tile) * 2 + kWgAtomBytes + (1 + 3 * stages) * kWgMbarrierBytes;
   };
-  int stages = kWgMaxStages;
-  while (stages >= 2 && smem(stages) > spec.limits.smem_per_block_bytes) --stages;
-  if (stages < 2) return "two stages of K and V do not fit in shared memory";
+  int chunk = 0, stages = 0;
+  for (int c : kWgChunks) {
+    if (!wgmma_listed(spec, p.dtype, c)) continue;
+    int st = kWgMaxStages;
+    while (st >= 2 && smem(c, st) > spec.limits.smem_per_block_bytes) --st;
+    if (st >= 2) {
+      chunk = c, stages = st;
+      break;
+    }
+  }
+  if (chunk == 0) return "two stages of K and V in chunks of 128 or 64 keys (listed wgmma shapes) do not fit in shared memory";
   p.warpgroup = true;
   p.rows = static_cast<int>(rows);
-  p.chunk = kWgChunk;
+  p.chunk = chunk;
   p.stages = stages;
   p.threads = threads;
-  p.smem_bytes = smem(stages);
+  p.smem_bytes = smem(chunk, stages);
   p.tiles_m = (sh.queries + rows - 1) / rows;
   p.d_tile = d_tile;
   p.dv_tile = dv_tile;
@@ -233,8 +246,12 @@ std::string print_attention_plan(const OpGraph& graph, const AttentionPlan& a) {
   const StreamedAttention& s = a.shape;
   std::string steps;
   for (NodeId n : a.pattern.score_epilogue) steps += cat(steps.empty() ? "" : ", ", graph.node(n).name());
-  const std::string how = a.warpgroup ? cat("wgmma m64n", a.chunk, "k16 and m64n", a.dv_tile, "k16 ", dtype_name(a.dtype), ", TMA")
-                                      : cat("mma.sync m16n8k16 ", dtype_name(a.dtype));
+  // O's wgmma: one m64n<dv_tile> up to 128 columns, else m64n128 pieces and a last m64n64.
+  const std::string o_shapes = a.dv_tile <= 128 ? cat("m64n", a.dv_tile, "k16")
+                                                : cat(a.dv_tile / 128, " x m64n128k16", a.dv_tile % 128 ? " + m64n64k16" : "");
+  const std::string how = a.warpgroup ? cat("wgmma m64n", a.chunk, "k16 and ", o_shapes, " ", dtype_name(a.dtype), ", TMA")
+                                      : cat("mma.sync m16n8k16 ", dtype_name(a.dtype),
+                                            a.d_tile > kStreamedQFragmentsMaxHead ? ", Q's fragments read from shared memory" : "");
   return cat("streamed attention (flash, ", how, "): '", graph.node(a.pattern.out).name(), "' ", s.batch, " x ", s.queries,
              " queries x ", s.keys, " keys, d ", s.d, ", dv ", s.dv, "; score steps ", steps.empty() ? "none" : steps, "; ",
              print_mma_operand(graph, "Q", a.q), ", ", print_mma_operand(graph, "K", a.k), ", ", print_mma_operand(graph, "V", a.v),

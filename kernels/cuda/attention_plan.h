@@ -13,13 +13,15 @@
 //     with dv contiguous (N x DV), each a 2-D view per batch point with 16-byte aligned rows,
 //     directly or through the in-group copies of the pattern (the mma path's operand rules);
 //   * O's output is its domain (no reshape) and every extent fits 32-bit tile indices.
-// On an sm_90a target whose spec lists wgmma m64n128k16 (and m64n<dv>k16) for the dtype, the
-// planner moves a qualifying group to the Hopper kernel (flash.cuh's WarpgroupAttention: TMA,
-// wgmma, a producer warpgroup and two consumers of 64 rows, 128-key chunks); the schedule's
-// geometry is the mma.sync kernel's, and `warpgroup_reason` says why a group stays there. It
-// needs d and dv at most 128 (tiles of whole 64-column boxes), at least 64 queries, 16-byte aligned rows and batch
-// strides (the tensor maps' rule), at most three batch axes with a nonzero stride per operand,
-// and two stages in shared memory.
+// On an sm_90a target whose spec lists the wgmma shapes it needs for the dtype (m64n128k16 or
+// m64n64k16 for S, and O's pieces), the planner moves a qualifying group to the Hopper kernel
+// (flash.cuh's WarpgroupAttention: TMA, wgmma, a producer warpgroup and two consumers of 64 rows,
+// chunks of 128 keys, or 64 when two stages of 128 do not fit beside Q: heads above 128); the
+// schedule's geometry is the mma.sync kernel's, and `warpgroup_reason` says why a group stays
+// there. It needs d and dv at most 256 (tiles of whole 64-column boxes), at least 64 queries,
+// 16-byte aligned rows and batch strides (the tensor maps' rule), at most three batch axes with a
+// nonzero stride per operand, and two stages in shared memory. Heads above 128 on the mma.sync
+// kernel read Q's fragments from shared memory at each step (group_footprint.h).
 // The score steps (scale, mask) run per score in registers through the generic value functions,
 // rounding like the interpreter at each step; the softmax and P V are the kernel's own (f32, P
 // rounded to the operand dtype for the tensor cores).

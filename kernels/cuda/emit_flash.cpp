@@ -33,7 +33,8 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   os_ << device_library_source() << "\n";
   const char* bf16 = a.dtype == DType::bf16 ? "true" : "false";
   if (a.warpgroup)
-    os_ << "typedef tsl::flash::WarpgroupAttention<" << a.d_tile << ", " << a.dv_tile << ", " << a.stages << ", " << bf16 << ", "
+    os_ << "typedef tsl::flash::WarpgroupAttention<" << a.d_tile << ", " << a.dv_tile << ", " << a.chunk << ", " << a.stages
+        << ", " << bf16 << ", "
         << sh.queries << ", " << sh.keys << ", " << a.q_batch.size() << ", " << a.k_batch.size() << ", " << a.v_batch.size()
         << ", " << (a.exact_exponent ? "true" : "false") << ", " << kPlainToken << "> TslAttn;\n";
   else
@@ -45,6 +46,8 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
   os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes;
   if (a.warpgroup) os_ << " && TslAttn::BR == " << a.rows << " && TslAttn::BC == " << a.chunk;
   os_ << ", \"the streamed attention plan and device/flash.cuh disagree\");\n";
+  os_ << "static_assert(tsl::flash::kQFragmentsMaxHead == " << kStreamedQFragmentsMaxHead
+      << ", \"cost_model/group_footprint.h and device/flash.cuh disagree on the heads whose Q stays in registers\");\n";
   const int64_t chunks = (sh.keys + a.chunk - 1) / a.chunk;
   if (a.key_ranges) {
     // Per block of query rows, most chunks first: the row tile and its key chunks [first, end).

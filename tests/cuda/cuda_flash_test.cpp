@@ -5,7 +5,8 @@
 // the mma.sync one) a case gets and why; NVRTC compiles of every case with both; and, on a GPU,
 // the results of both against the interpreter (the mma.sync kernel through an H100 spec without
 // wgmma shapes): query and key tails (not multiples of the 128-row block or the 64/128-key
-// chunk), keys fewer than a chunk, bf16, d 32 / 64 / 128, dv != d, an additive mask read from
+// chunk), keys fewer than a chunk, bf16, d 32 / 64 / 128 / 160 / 256 (64-key chunks and O in pieces on
+// the Hopper kernel, Q from shared memory on the mma.sync one), dv != d, an additive mask read from
 // device memory, score steps evaluated two scores at a time in packed f16x2 / bf16x2 registers
 // (scale and shift by scalars) or one at a time (a mask, a division), heads transposed out of [batch, seq, heads, d] (strided rows, tensor maps with
 // non-nested batch strides), Q, K and V at fixed offsets of one packed tensor. Without a GPU the run case prints [SKIP] and the compile-only case
@@ -103,11 +104,17 @@ std::vector<FlashCase> flash_cases() {
       Attn{.dt = DType::bf16, .batch = 2, .heads = 2, .sq = 1, .skv = 700, .d = 128, .dv = 128, .groups = 8});
   add("f16 grouped-query causal chunk: 1x2 key/value heads of 4, 5 queries after 300 keys",
       Attn{.sq = 5, .skv = 305, .groups = 4, .causal = true});
+  // Heads above 128: the Hopper kernel's 64-key chunks and O in m64n128 / m64n64 pieces, the
+  // mma.sync kernel's Q fragments from shared memory.
+  add("bf16 head 256 (Gemma) 1x2 s200/333", Attn{.dt = DType::bf16, .sq = 200, .skv = 333, .d = 256, .dv = 256});
+  add("f16 head 160 (SD) 1x2 s129/150", Attn{.sq = 129, .skv = 150, .d = 160, .dv = 160});
+  add("f16 d 256, dv 192 causal 1x2 s300/300", Attn{.sq = 300, .skv = 300, .d = 256, .dv = 192, .causal = true});
+  add("f16 head 256 decode: 1 query, 1500 keys, 1x2 heads", Attn{.sq = 1, .skv = 1500, .d = 256, .dv = 256});
   return out;
 }
 
 // Whether the Hopper kernel should take attention `a` on the H100 spec (attention_plan.h).
-bool hopper_kernel(const Attn& a) { return a.d <= 128 && a.dv <= 128 && a.sq >= 64; }
+bool hopper_kernel(const Attn& a) { return a.d <= 256 && a.dv <= 256 && a.sq >= 64; }
 
 // The H100 spec without its wgmma shapes: the planner keeps the mma.sync kernel (which runs on
 // the H100 too).
@@ -208,10 +215,10 @@ TEST_CASE("cuda flash: welder forms one legal streamed group, priced, saved and 
 
 TEST_CASE("cuda flash: shapes, graphs and specs the kernel cannot take keep the unfused kernels") {
   const HwSpec& spec = gpu_spec();
-  // Head dimension 44 (rows not whole 16-byte chunks) or 192 (more than 128), P read outside, a
+  // Head dimension 44 (rows not whole 16-byte chunks) or 288 (more than 256), P read outside, a
   // spec without m16n8k16.
   CHECK(streamed_groups(schedule_with(attention(Attn{.d = 44, .dv = 44}), spec, "welder")) == 0);
-  CHECK(streamed_groups(schedule_with(attention(Attn{.d = 192, .dv = 192}), spec, "welder")) == 0);
+  CHECK(streamed_groups(schedule_with(attention(Attn{.d = 288, .dv = 288}), spec, "welder")) == 0);
   CHECK(streamed_groups(schedule_with(attention(Attn{.probs_output = true}), spec, "welder")) == 0);
   HwSpec no_mma = spec;
   no_mma.compute.tensor_core_shapes.clear();
@@ -236,7 +243,9 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
                                     Attn{DType::bf16, 2, 3, 200, 77, 128, 128},
                                     Attn{DType::f16, 1, 1, 16, 16, 32, 32},
                                     Attn{DType::f16, 1, 2, 40, 300, 64, 64},
-                                    Attn{DType::f16, 2, 4, 257, 257, 128, 128, true, true}};
+                                    Attn{DType::f16, 2, 4, 257, 257, 128, 128, true, true},
+                                    Attn{DType::bf16, 1, 2, 200, 333, 256, 256},
+                                    Attn{DType::f16, 1, 2, 129, 150, 160, 160}};
   const HwSpec no_wgmma = mma_sync_spec();
   for (const Attn& a : shapes) {
     const OpGraph g = attention(a);
@@ -249,9 +258,15 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
         CHECK(k.path == "flash");
         const bool hopper = spec == &gpu_spec() && hopper_kernel(a);
         CHECK((k.source.find("WarpgroupAttention<") != std::string::npos) == hopper);
-        CHECK((k.source.find("(flash, wgmma m64n128k16") != std::string::npos) == hopper);
+        CHECK((k.source.find("(flash, wgmma m64n") != std::string::npos) == hopper);
+        // Heads above 128: 64-key chunks and O in pieces on the Hopper kernel (two stages of 128
+        // keys do not fit beside Q), Q's fragments from shared memory on the mma.sync one.
+        if (hopper && a.d > 128) CHECK(k.source.find("wgmma m64n64k16 and ") != std::string::npos);
+        if (hopper && a.dv == 256) CHECK(k.source.find("2 x m64n128k16 ") != std::string::npos);
+        if (hopper && a.dv == 160) CHECK(k.source.find("1 x m64n128k16 + m64n64k16") != std::string::npos);
+        CHECK((k.source.find("Q's fragments read from shared memory") != std::string::npos) == (!hopper && a.d > 128));
         if (!hopper) CHECK(k.source.find("wgmma not used: ") != std::string::npos);
-        if (spec == &no_wgmma) CHECK(k.source.find("the spec lists no wgmma m64n128k16") != std::string::npos);
+        if (spec == &no_wgmma) CHECK(k.source.find("the spec lists no wgmma m64n") != std::string::npos);
         if (hopper) CHECK(k.source.find("a producer and two consumer warpgroups") != std::string::npos);
       }
     }

@@ -132,9 +132,9 @@ std::vector<MmaCase> mma_cases() {
   add("bf16 bias gelu 17x64x1000", bias_gelu(DType::bf16, 17, 64, 1000));
   add("residual cast f32 33x24x40", residual_cast(DType::f16, 33, 24, 40));
   // Attention: Q K^T through the Transpose (welder fuses it into the group), P V (roller; welder
-  // fuses it with the softmax at this size). Head dimension 192 keeps the welder off the streamed
+  // fuses it with the softmax at this size). Head dimension 288 keeps the welder off the streamed
   // attention kernel (cuda_flash_test.cpp covers that one).
-  add("attention 1x2 s129/520 d192", attention(DType::f16, 1, 2, 129, 520, 192));
+  add("attention 1x2 s129/520 d288", attention(DType::f16, 1, 2, 129, 520, 288));
   // Convolutions (NHWC) as implicit GEMMs: padding at every edge, strides, dilation, 1x1, odd
   // output channels, a K tail (9 x 8 channels = 72 is not a multiple of the 32-wide K step).
   add("conv 3x3 pad 1 2x14x14x64 -> 64, bn relu", conv_nhwc(DType::f16, {2, 14, 14, 64}, 64, 3, 1, 1, 1));
@@ -243,9 +243,9 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   CHECK(k.path == "wgmma");  // 256 x 256 on the H100: the Hopper kernel
   CHECK(k.plan.outputs.size() == 1);
 
-  // Attention (head dimension 192: more than the streamed kernel takes): the Transpose of K is folded into
+  // Attention (head dimension 288: more than the streamed kernel takes): the Transpose of K is folded into
   // the read of B (k contiguous).
-  const OpGraph att = attention(DType::f16, 1, 2, 129, 520, 192);
+  const OpGraph att = attention(DType::f16, 1, 2, 129, 520, 288);
   const Schedule sa = schedule_with(att, gpu_spec(), "welder");
   bool folded = false;
   for (int i = 0; i < static_cast<int>(sa.groups.size()); ++i) {

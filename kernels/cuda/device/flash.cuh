@@ -4,7 +4,9 @@
 //   S = Q K^T (then the group's elementwise score steps), P = softmax_rows(S), O = P V
 //
 // A block owns BR query rows of one batch point: BR / 16 warps of 16 rows (mma.sync's m16). Q's
-// tile is copied to shared memory once and held in registers as A fragments. The keys stream in
+// tile is copied to shared memory once and held in registers as A fragments (heads up to
+// kQFragmentsMaxHead; a longer head's fragments are read from shared memory at each k step of each
+// chunk, leaving the registers to O's accumulators, as FlashAttention-2 does for heads of 256). The keys stream in
 // chunks of BC through a STAGES-deep ring of shared-memory buffers of K (BC x D) and V (BC x DV),
 // filled by cp.async. Per chunk a warp computes its 16 x BC scores on the tensor cores, applies the
 // score function (the generated score steps: scaling, masks) per element, updates its rows'
@@ -32,6 +34,10 @@ using mma::kInstN;
 using mma::kLanes;
 using mma::kPadElems;
 using mma::u16;
+
+// The longest head whose Q fragments stay in registers (D / 16 x 4 registers per thread): beyond
+// it, O's 16 x DV accumulators and one chunk's scores would leave them no room.
+constexpr int kQFragmentsMaxHead = 128;
 
 // Two f32 values rounded to nearest even into one register of 16-bit values, lo in the low half.
 template <bool BF16> __device__ __forceinline__ unsigned pack2(float lo, float hi) {
@@ -192,15 +198,18 @@ struct StreamedAttention {
       copy_v.advance();
       mma::cp_async_commit();
     }
-    unsigned qf[D / kInstK][4];
+    constexpr bool kQInRegisters = D <= kQFragmentsMaxHead;
+    unsigned qf[kQInRegisters ? D / kInstK : 1][4];
+    auto q_fragment = [&](unsigned (&f)[4], int kk) {
+      mma::ldmatrix_x4(f, base + static_cast<unsigned>(((warp * kInstM + lane % 16) * kQStride + kk * kInstK + (lane / 16) * 8) * 2));
+    };
     for (int i = 0; i < chunks; ++i) {
       const int c = c_begin + i;
       mma::cp_async_wait<STAGES - 2>();
       __syncthreads();
-      if (i == 0) {
+      if (kQInRegisters && i == 0) {
 #pragma unroll
-        for (int kk = 0; kk < D / kInstK; ++kk)
-          mma::ldmatrix_x4(qf[kk], base + static_cast<unsigned>(((warp * kInstM + lane % 16) * kQStride + kk * kInstK + (lane / 16) * 8) * 2));
+        for (int kk = 0; kk < D / kInstK; ++kk) q_fragment(qf[kQInRegisters ? kk : 0], kk);
       }
       // Refill the stage of chunk c - 1 (every warp finished it before the barrier).
       {
@@ -224,13 +233,15 @@ struct StreamedAttention {
         for (int e = 0; e < 4; ++e) s[t][e] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < D / kInstK; ++kk) {
+        if constexpr (!kQInRegisters) q_fragment(qf[0], kk);
+        const unsigned (&a)[4] = qf[kQInRegisters ? kk : 0];
 #pragma unroll
         for (int t = 0; t < kTilesS; t += 2) {
           // Matrices 0..3: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
           unsigned r[4];
           mma::ldmatrix_x4(r, sk + static_cast<unsigned>(((t * kInstN + r8 + (j / 2) * 8) * kKStride + kk * kInstK + (j % 2) * 8) * 2));
-          mma::mma_16816<BF16>(s[t], qf[kk], r[0], r[1]);
-          mma::mma_16816<BF16>(s[t + 1], qf[kk], r[2], r[3]);
+          mma::mma_16816<BF16>(s[t], a, r[0], r[1]);
+          mma::mma_16816<BF16>(s[t + 1], a, r[2], r[3]);
         }
       }
 
@@ -389,12 +400,13 @@ struct StreamedAttention {
 // past N get a score of -inf. D and DV are the tiles' head dimensions; the tensor maps' own
 // (smaller: a head of 80 in tiles of 128) zero-fill the columns past them. As StreamedAttention,
 // the block visits key chunks [c_begin, c_end) only.
-template <int D, int DV, int STAGES, bool BF16, int M, int N, int QB, int KB, int VB, bool EXACT = false, bool PLAIN = false>
+template <int D, int DV, int CHUNK, int STAGES, bool BF16, int M, int N, int QB, int KB, int VB, bool EXACT = false,
+          bool PLAIN = false>
 struct WarpgroupAttention {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = (kConsumers + 1) * wg::kWarpgroup;
   static constexpr int BR = kConsumers * wg::kInstM;  // query rows of a block
-  static constexpr int BC = 128;                       // keys of a chunk: S is m64n128 per consumer
+  static constexpr int BC = CHUNK;                     // keys of a chunk: S is m64n<BC> per consumer
   static constexpr int kQBoxes = D / wg::kRowElems, kVBoxes = DV / wg::kRowElems;
   static constexpr int kQBytes = kQBoxes * BR * wg::kRowBytes;
   static constexpr int kKBytes = kQBoxes * BC * wg::kRowBytes, kVBytes = kVBoxes * BC * wg::kRowBytes;
@@ -404,7 +416,11 @@ struct WarpgroupAttention {
   static constexpr int kSmemBytes = kQBytes + STAGES * kStageBytes + wg::kAtomBytes + kBarriers * 8;
   static constexpr int kSAccs = BC / 2, kOAccs = DV / 2;  // 64 x n f32 over a warpgroup's 128 threads
   static_assert(D % wg::kRowElems == 0, "d must be whole 64-element rows of the swizzled tiles");
-  static_assert(DV == 64 || DV == 128, "O's accumulators are m64n64 or m64n128");
+  static_assert(BC == 64 || BC == 128, "S's accumulators are m64n64 or m64n128");
+  // O's accumulators: m64n128 pieces, the last one m64n64 when DV is an odd number of 64-column
+  // boxes; piece p holds columns [128 p, 128 p + 128) as o[64 p ..], so accumulator i of o is
+  // column 8 (i / 4) + 2 (lane % 4) + i % 2 throughout, as in one m64n<DV> tile.
+  static_assert(DV % wg::kRowElems == 0 && DV <= 256, "dv must be 64, 128, 192 or 256 columns");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 
   float o[kOAccs];
@@ -485,7 +501,9 @@ struct WarpgroupAttention {
           const int box = kk / (wg::kRowElems / wg::kInstK), col = (kk % (wg::kRowElems / wg::kInstK)) * wg::kInstK * 2;
           const wg::u64 da = wg::smem_desc(q + box * BR * wg::kRowBytes + col, 16, wg::kAtomBytes);
           const wg::u64 db = wg::smem_desc(k + box * BC * wg::kRowBytes + col, 16, wg::kAtomBytes);
-          wg::wgmma_n128_acc<BF16, false>(sc, da, db, kk);  // the first k step overwrites sc
+          // The first k step overwrites sc.
+          if constexpr (BC == 128) wg::wgmma_n128_acc<BF16, false>(sc, da, db, kk);
+          else wg::wgmma_n64_acc<BF16, false>(sc, da, db, kk);
         }
         wg::wgmma_commit();
       };
@@ -552,7 +570,7 @@ struct WarpgroupAttention {
       softmax(0);
       rescale_and_pack();
       // O += P V of chunk c (one commit group): V stored keys x dv, read transposed; its 64-column
-      // boxes are BC rows apart.
+      // boxes are BC rows apart, O's piece p reads boxes 2 p and 2 p + 1 (2 p alone for a last n64).
       auto issue_pv = [&](int c) {
         wg::mbar_wait(bars + 8 * (1 + STAGES + c % STAGES), (c / STAGES) & 1);
         const unsigned v = tiles + (c % STAGES) * kStageBytes + kKBytes;
@@ -560,9 +578,14 @@ struct WarpgroupAttention {
         wg::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BC / wg::kInstK; ++kk) {
-          const wg::u64 db = wg::smem_desc(v + kk * wg::kInstK * wg::kRowBytes, BC * wg::kRowBytes, wg::kAtomBytes);
-          if constexpr (DV == 128) wg::wgmma_rs_n128<BF16, true>(o, pf[kk], db);
-          else wg::wgmma_rs_n64<BF16, true>(o, pf[kk], db);
+#pragma unroll
+          for (int piece = 0; piece < (DV + 127) / 128; ++piece) {
+            const unsigned at = v + (2 * piece * BC + kk * wg::kInstK) * wg::kRowBytes;
+            const wg::u64 db = wg::smem_desc(at, BC * wg::kRowBytes, wg::kAtomBytes);
+            float* acc = o + 64 * piece;
+            if (DV - 128 * piece >= 128) wg::wgmma_rs_n128<BF16, true>(*reinterpret_cast<float(*)[64]>(acc), pf[kk], db);
+            else wg::wgmma_rs_n64<BF16, true>(*reinterpret_cast<float(*)[32]>(acc), pf[kk], db);
+          }
         }
         wg::wgmma_commit();
       };

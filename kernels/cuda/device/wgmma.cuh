@@ -226,21 +226,27 @@ template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_rs_n64(
   else TSL_WG_MMA_RS("m64n64k16", "f16", TSL_WG_D32, ", {%32, %33, %34, %35}, %36, p, 1, 1, %37", TSL_WG_OUT32);
 }
 #undef TSL_WG_MMA_RS
-#undef TSL_WG_D32
-#undef TSL_WG_OUT32
-// The same m64n128k16 with a runtime scale-d: accumulate != 0 adds to d, else d = A B (d's old
-// values are not read: no zeroing before the first k step).
+// m64n128k16 / m64n64k16 with A and B from shared memory and a runtime scale-d: accumulate != 0
+// adds to d, else d = A B (d's old values are not read: no zeroing before the first k step).
+// OPS: the operand list and the closing of the block; PRED: the number of the operand `accumulate`.
+#define TSL_WG_MMA_P(SHAPE, TYPE, OPS, PRED, OUT)                                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" PRED ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE \
+               " " OPS                                                                                             \
+               : OUT                                                                                               \
+               : "l"(da), "l"(db), "n"(TRANS_B ? 1 : 0), "r"(accumulate))
 template <bool BF16, bool TRANS_B>
 __device__ __forceinline__ void wgmma_n128_acc(float (&d)[64], u64 da, u64 db, int accumulate) {
-#define TSL_WG_MMA_P(TYPE)                                                                                            \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %67, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " \
-               TSL_WG_D64 ", %64, %65, p, 1, 1, 0, %66;\n}\n"                                                    \
-               : TSL_WG_OUT64                                                                                      \
-               : "l"(da), "l"(db), "n"(TRANS_B ? 1 : 0), "r"(accumulate))
-  if (BF16) TSL_WG_MMA_P("bf16");
-  else TSL_WG_MMA_P("f16");
-#undef TSL_WG_MMA_P
+  if (BF16) TSL_WG_MMA_P("m64n128k16", "bf16", TSL_WG_D64 ", %64, %65, p, 1, 1, 0, %66;\n}\n", "67", TSL_WG_OUT64);
+  else TSL_WG_MMA_P("m64n128k16", "f16", TSL_WG_D64 ", %64, %65, p, 1, 1, 0, %66;\n}\n", "67", TSL_WG_OUT64);
 }
+template <bool BF16, bool TRANS_B>
+__device__ __forceinline__ void wgmma_n64_acc(float (&d)[32], u64 da, u64 db, int accumulate) {
+  if (BF16) TSL_WG_MMA_P("m64n64k16", "bf16", TSL_WG_D32 ", %32, %33, p, 1, 1, 0, %34;\n}\n", "35", TSL_WG_OUT32);
+  else TSL_WG_MMA_P("m64n64k16", "f16", TSL_WG_D32 ", %32, %33, p, 1, 1, 0, %34;\n}\n", "35", TSL_WG_OUT32);
+}
+#undef TSL_WG_MMA_P
+#undef TSL_WG_D32
+#undef TSL_WG_OUT32
 #undef TSL_WG_MMA
 #undef TSL_WG_D128
 #undef TSL_WG_D64
