@@ -687,11 +687,15 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   const TileConfig& sink_cfg = config(sink);
   out.blocks = num_spatial_tiles(graph.node(sink), sink_cfg.levels.front());
   if (row_family) {
-    // The row kernel's own blocks: rows_per_block rows of the sink's last axis each.
+    // The row kernel's own blocks: rows_per_block rows of the sink's last axis each, or a
+    // cluster of `splits` blocks per row.
     const TeNode& sn = graph.node(sink);
     int64_t rows = 1;
     for (int a = 0; a + 1 < sn.num_spatial(); ++a) rows *= sn.axes()[a].extent;
     out.blocks = (rows + rows_per_block->second - 1) / rows_per_block->second;
+    // A streamed row split over a cluster of blocks (row_plan.h's `splits`).
+    const auto splits = group.kernel.params.find("splits");
+    if (splits != group.kernel.params.end() && splits->second > 1) out.blocks *= splits->second;
   }
   // A tensor-core contraction whose tiles leave units idle splits its reduction over a cluster
   // (reduction_split): more blocks, each reading its part of the reduction.

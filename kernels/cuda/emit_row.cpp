@@ -28,9 +28,19 @@ std::vector<std::string> Emitter::emit_row_prologue(const std::string& name, con
   emit_signature(name, 0);
   if (r.lanes > plan_.warp) os_ << "  __shared__ unsigned long long tsl_red[" << r.threads / plan_.warp << "];\n";
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
-  os_ << "  const unsigned tsl_lane = threadIdx.x % " << r.lanes << "u;\n";
-  os_ << "  for (long long tsl_base = static_cast<long long>(blockIdx.x) * " << r.rows_per_block << "LL; tsl_base < " << r.rows
-      << "LL; tsl_base += static_cast<long long>(gridDim.x) * " << r.rows_per_block << "LL) {\n";
+  if (r.splits > 1) {
+    // A row split over a cluster (row_plan.h): the cluster's index is the row's block, the lane
+    // counts over all its blocks' threads (rank = blockIdx.x % splits = %cluster_ctarank, a 1-D
+    // grid); tsl_part holds this block's part of a reduction for the others to read.
+    os_ << "  __shared__ unsigned long long tsl_part[1];\n";
+    os_ << "  const unsigned tsl_lane = (blockIdx.x % " << r.splits << "u) * " << r.lanes << "u + threadIdx.x % " << r.lanes << "u;\n";
+  } else {
+    os_ << "  const unsigned tsl_lane = threadIdx.x % " << r.lanes << "u;\n";
+  }
+  const std::string block = r.splits > 1 ? cat("(blockIdx.x / ", r.splits, "u)") : "blockIdx.x";
+  const std::string grid = r.splits > 1 ? cat("(gridDim.x / ", r.splits, "u)") : "gridDim.x";
+  os_ << "  for (long long tsl_base = static_cast<long long>(" << block << ") * " << r.rows_per_block << "LL; tsl_base < " << r.rows
+      << "LL; tsl_base += static_cast<long long>(" << grid << ") * " << r.rows_per_block << "LL) {\n";
   os_ << "    const long long tsl_row = tsl_base + threadIdx.x / " << r.lanes << "u;\n";
   os_ << "    const bool tsl_active = tsl_row < " << r.rows << "LL;\n";
   std::vector<std::string> rows;
@@ -59,8 +69,10 @@ static std::vector<std::string> row_axis_vars(const TeNode& nd, RowKind kind, co
 }
 
 // A per-row reduction's accumulator `tsl_acc<i>` combined over the row's lanes: shuffles within a
-// warp, then shared memory across the warps of a row; then its value `tsl_s<i>`.
-void Emitter::emit_row_combine(int i, const TeNode& nd, int lanes) {
+// warp, then shared memory across the warps of a row, then (a row split over a cluster of
+// `splits` blocks) the blocks' parts through distributed shared memory, in rank order in every
+// block; then its value `tsl_s<i>`.
+void Emitter::emit_row_combine(int i, const TeNode& nd, int lanes, int splits) {
   const DType dt = nd.output().dtype;
   const std::string at = acc_type(dt);
   const std::string comb = combiner_fn(nd.combiner());
@@ -76,6 +88,15 @@ void Emitter::emit_row_combine(int i, const TeNode& nd, int lanes) {
     os_ << "      tsl_acc" << i << " = tsl_red_v[first];\n";
     os_ << "      for (unsigned w = 1; w < " << warps << "u; ++w) tsl_acc" << i << " = " << comb << "(tsl_acc" << i
         << ", tsl_red_v[first + w]);\n      __syncthreads();\n    }\n";
+  }
+  if (splits > 1) {
+    TESSEL_ASSERT(at == "float" || at == "double", "a row split over a cluster reduces floats (row_plan.cpp)");
+    os_ << "    {\n      " << at << "* tsl_part_v = reinterpret_cast<" << at << "*>(tsl_part);\n";
+    os_ << "      if (threadIdx.x == 0) *tsl_part_v = tsl_acc" << i << ";\n      tsl::mma::cluster_sync();\n";
+    os_ << "      tsl_acc" << i << " = tsl::mma::cluster_load(tsl_part_v, 0u);\n";
+    os_ << "      for (unsigned tsl_r = 1; tsl_r < " << splits << "u; ++tsl_r) tsl_acc" << i << " = " << comb << "(tsl_acc" << i
+        << ", tsl::mma::cluster_load(tsl_part_v, tsl_r));\n";
+    os_ << "      tsl::mma::cluster_sync();  // before tsl_part is written again\n    }\n";
   }
   os_ << "    const " << compute_type(dt) << " tsl_s" << i << " = " << round_to_dtype(dt, cat("tsl_acc", i)) << ";\n";
 }
@@ -244,14 +265,130 @@ void Emitter::emit_row_vector_load(const RowRead& rd, int vec, const std::string
   os_ << ind << "else for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) " << array << "[" << at << " + tsl_e] = 0;\n";
 }
 
+// A streamed pass's chunk loop head: the first column of this thread's vector in chunk tsl_c,
+// `tsl_col0`, and whether the vector lies in the row, `tsl_ok` (whole vectors from tsl_h when the
+// row is shifted).
+void Emitter::emit_row_stream_chunk(const RowPlan& r) {
+  const int vec = r.vec, lanes = r.lanes * r.splits;  // the row's threads (all its cluster's)
+  os_ << "    #pragma unroll " << kRowStreamUnroll << "\n    for (int tsl_c = 0; tsl_c < " << r.chunks << "; ++tsl_c) {\n";
+  if (r.shifted) {
+    os_ << "      const long long tsl_v = static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane;\n";
+    os_ << "      const long long tsl_col0 = tsl_h + tsl_v * " << vec << "LL;\n";
+    os_ << "      const bool tsl_ok = tsl_active && tsl_v < tsl_vectors;\n";
+  } else {
+    const bool tail = static_cast<int64_t>(r.chunks) * lanes * vec != r.n;
+    os_ << "      const long long tsl_col0 = (static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane) * " << vec << "LL;\n";
+    os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << ";\n";
+  }
+}
+
+// A shifted row's columns outside the whole vectors, [0, tsl_h) and the tail, one per lane: opens
+// the block of the lanes that have one, with its column `tsl_col`.
+void Emitter::emit_row_stream_rest(const RowPlan& r) {
+  os_ << "    if (tsl_active && tsl_lane < tsl_rest) {\n";
+  os_ << "      const long long tsl_col = tsl_lane < tsl_h ? static_cast<long long>(tsl_lane) : " << r.n
+      << "LL - tsl_rest + tsl_lane;\n";
+}
+
+// The online pass of a streamed softmax's statistics (row_plan.h): the row maximum r.online_max
+// (of one read of device memory, x) and the sum r.online_sum of exp(x - maximum) in one walk. Per
+// vector, the thread's running maximum `tsl_m` takes the vector's, its sum is rescaled by
+// exp(old - new) when that moves it, and the vector's terms are added with the new maximum; the
+// threads' maxima are combined over the row, each thread's sum rescaled to the row's maximum, and
+// the sums combined.
+void Emitter::emit_row_online_pass(const RowPlan& r, const std::vector<std::string>& rows) {
+  const int i = r.online_max, j = r.online_sum;
+  const RowNode& ri = r.nodes[i];
+  const RowNode& rj = r.nodes[j];
+  const TeNode& ni = g_.node(ri.node);
+  const TeNode& nj = g_.node(rj.node);
+  const DType di = ni.output().dtype, dj = nj.output().dtype;
+  const std::string ai = acc_type(di), aj = acc_type(dj);
+  const int vec = r.vec;
+  const RowRead& x = ri.reads[ni.body().index()];
+  const Expr& diff = nj.body().operands()[0];
+  const int x_slot = diff.operands()[0].index(), m_slot = diff.operands()[1].index();
+  const int col = row_column_axis(ni, ri.kind);
+  const std::vector<std::string> xi = row_axis_vars(ni, ri.kind, rows), xj = row_axis_vars(nj, rj.kind, rows);
+  os_ << "    // pass: " << ni.name() << " and " << nj.name() << " (per row, online: the sum rescaled by exp(old - new) whenever the "
+      << "maximum moves): " << print_expr(ni.body(), ni.axis_names()) << "; " << print_expr(nj.body(), nj.axis_names()) << "\n";
+  os_ << "    " << ai << " tsl_m = " << literal(di, ni.init(), true) << ";\n";
+  os_ << "    " << aj << " tsl_acc" << j << " = " << literal(dj, nj.init(), true) << ";\n";
+  const bool vectored = r.shifted ? row_shifted_access(ni, x.map, x.type, col, r.row_extents, r.n)
+                                  : row_vector_access(ni, x.map, x.type, col, vec);
+  // x at tsl_col: element tsl_e of the chunk's vector, or one read of device memory.
+  auto x_value = [&](bool from_vector, const std::string& ind) {
+    if (!from_vector) return emit_row_global_read(ni, x, xi, ind);
+    const std::string v = fresh("in");
+    os_ << ind << "const " << compute_type(x.type.dtype) << " " << v << " = " << from_storage(x.type.dtype, "tsl_g0[tsl_e]") << ";\n";
+    return v;
+  };
+  // The running maximum moved to `to` (a value of x, or the vector's maximum), the sum rescaled.
+  auto move_max = [&](const std::string& to, const std::string& ind) {
+    os_ << ind << "{\n" << ind << "  const " << ai << " tsl_mn = " << combiner_fn(Combiner::max) << "(tsl_m, static_cast<" << ai
+        << ">(" << to << "));\n";
+    os_ << ind << "  if (tsl_mn != tsl_m) tsl_acc" << j << " *= tsl::m_exp(static_cast<" << aj << ">(tsl_m - tsl_mn));\n";
+    os_ << ind << "  tsl_m = tsl_mn;\n" << ind << "}\n";
+  };
+  // The sum's term at x's value `v` and the running maximum (the sum's body, in f64 for f32 as
+  // every reduction's own body).
+  auto add_term = [&](const std::string& v, const std::string& ind) {
+    const Wide wide(*this);
+    std::vector<std::string> values(rj.reads.size());
+    values[x_slot] = v;
+    values[m_slot] = "tsl_m";
+    std::map<const ExprNode*, std::string> memo;
+    const std::string t = emit_expr(nj.body(), values, xj, memo, ind);
+    os_ << ind << "tsl_acc" << j << " = " << combiner_fn(nj.combiner()) << "(tsl_acc" << j << ", static_cast<" << aj << ">(" << t
+        << "));\n";
+  };
+  emit_row_stream_chunk(r);
+  if (vectored) {
+    os_ << "      " << storage_type(x.type.dtype) << " tsl_g0[" << vec << "];  // " << g_.tensor(x.tensor).name << "'s vector\n";
+    emit_row_vector_load(x, vec, "tsl_g0", "0", row_vector_offset(x, xi, col), "      ");
+  }
+  os_ << "      " << ai << " tsl_vm = " << literal(di, ni.init(), true) << ";\n";
+  os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+  os_ << "        const long long tsl_col = tsl_col0 + tsl_e; (void)tsl_col;\n        if (tsl_ok) {\n";
+  {
+    const std::string v = x_value(vectored, "          ");
+    os_ << "          tsl_vm = " << combiner_fn(Combiner::max) << "(tsl_vm, static_cast<" << ai << ">(" << v << "));\n";
+  }
+  os_ << "        }\n      }\n";
+  move_max("tsl_vm", "      ");
+  os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
+  os_ << "        const long long tsl_col = tsl_col0 + tsl_e; (void)tsl_col;\n        if (tsl_ok) {\n";
+  add_term(x_value(vectored, "          "), "          ");
+  os_ << "        }\n      }\n    }\n";
+  if (r.shifted) {
+    emit_row_stream_rest(r);
+    const std::string v = x_value(false, "      ");
+    move_max(v, "      ");
+    add_term(v, "      ");
+    os_ << "    }\n";
+  }
+  os_ << "    " << ai << " tsl_acc" << i << " = tsl_m;\n";
+  emit_row_combine(i, ni, r.lanes, r.splits);
+  os_ << "    if (tsl_m != tsl_acc" << i << ") tsl_acc" << j << " *= tsl::m_exp(static_cast<" << aj << ">(tsl_m - tsl_acc" << i
+      << "));  // to the row's maximum\n";
+  emit_row_combine(j, nj, r.lanes, r.splits);
+}
+
 // The streamed row (row_plan.h's file comment): one pass over the row per per-row reduction and per
 // stored row node, in group order; each pass loads, a chunk at a time, the vectors of device memory
 // that it and the row nodes it reads need, and computes those row nodes per element again.
 std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan& r) {
   const int n = static_cast<int>(r.nodes.size());
-  const int vec = r.vec, lanes = r.lanes, chunks = r.chunks;
-  const bool tail = static_cast<int64_t>(chunks) * lanes * vec != r.n;
+  const int vec = r.vec, lanes = r.lanes;
   const std::vector<std::string> rows = emit_row_prologue(name, r);
+  if (r.shifted) {
+    // The row starts tsl_row * N elements in: its first aligned column, its whole vectors from
+    // there, and the columns left over at both ends (fewer than 2 vec, at most the lanes).
+    TESSEL_ASSERT(lanes >= 2 * vec, "a shifted row's leftover columns need a lane each");
+    os_ << "    const long long tsl_h = (" << vec << "LL - (tsl_row * " << r.n << "LL) % " << vec << "LL) % " << vec << "LL;\n";
+    os_ << "    const long long tsl_vectors = (" << r.n << "LL - tsl_h) / " << vec << "LL;\n";
+    os_ << "    const long long tsl_rest = " << r.n << "LL - tsl_vectors * " << vec << "LL;\n";
+  }
   for (int i = 0; i < n; ++i) {
     const RowNode& rn = r.nodes[i];
     if (rn.kind == RowKind::copy) continue;
@@ -259,7 +396,11 @@ std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan&
     const DType dt = nd.output().dtype;
     const bool reduce = rn.kind == RowKind::per_row && nd.num_reduction() >= 1;
     const bool store = rn.kind == RowKind::row && rn.writes_global;
-    if (rn.kind == RowKind::per_row && !reduce) {
+    if (i == r.online_sum) {
+      // Computed in the online pass of r.online_max.
+    } else if (i == r.online_max) {
+      emit_row_online_pass(r, rows);
+    } else if (rn.kind == RowKind::per_row && !reduce) {
       os_ << "    // " << nd.name() << " (per row): " << print_expr(nd.body(), nd.axis_names()) << "\n";
       emit_row_scalar(i, r, rows);
     } else if (reduce || store) {
@@ -274,9 +415,42 @@ std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan&
           << "\n";
       const std::string at = acc_type(dt);
       if (reduce) os_ << "    " << at << " tsl_acc" << i << " = " << literal(dt, nd.init(), true) << ";\n";
-      os_ << "    #pragma unroll " << kRowStreamUnroll << "\n    for (int tsl_c = 0; tsl_c < " << chunks << "; ++tsl_c) {\n";
-      os_ << "      const long long tsl_col0 = (static_cast<long long>(tsl_c) * " << lanes << "LL + tsl_lane) * " << vec << "LL;\n";
-      os_ << "      const bool tsl_ok = tsl_active" << (tail ? cat(" && tsl_col0 < ", r.n, "LL") : "") << ";\n";
+      // One column's values of the needed row nodes at `tsl_col`, folded into the reduction or
+      // left in `tsl_u<i>`: vector reads from `array_of`'s arrays at element `tsl_e`, the others
+      // read from device memory one element at a time.
+      auto element = [&](const std::map<std::pair<int, size_t>, std::string>& array_of, const std::string& ind) {
+        for (int j = 0; j <= i; ++j) {
+          if (!need[j]) continue;
+          const RowNode& rj = r.nodes[j];
+          const TeNode& nj = g_.node(rj.node);
+          const std::vector<std::string> xj = row_axis_vars(nj, rj.kind, rows);
+          // The reduction's own body in f64 for f32, as the register kernel does (Emitter::wide_).
+          std::optional<Wide> wide;
+          if (j == i && reduce) wide.emplace(*this);
+          std::vector<std::string> values(rj.reads.size());
+          for (size_t k = 0; k < rj.reads.size(); ++k) {
+            const RowRead& rd = rj.reads[k];
+            if (rd.producer >= 0) {
+              values[k] = r.nodes[rd.producer].kind == RowKind::row ? cat("tsl_u", rd.producer) : cat("tsl_s", rd.producer);
+            } else if (auto a = array_of.find({j, k}); a != array_of.end()) {
+              values[k] = fresh("in");
+              os_ << ind << "const " << compute_type(rd.type.dtype) << " " << values[k] << " = "
+                  << from_storage(rd.type.dtype, cat(a->second, "[tsl_e]")) << ";\n";
+            } else {
+              values[k] = emit_row_global_read(nj, rd, xj, ind);
+            }
+          }
+          std::map<const ExprNode*, std::string> memo;
+          const std::string v = emit_expr(nj.body(), values, xj, memo, ind);
+          if (j == i && reduce)
+            os_ << ind << "tsl_acc" << i << " = " << combiner_fn(nd.combiner()) << "(tsl_acc" << i << ", static_cast<" << at << ">("
+                << v << "));\n";
+          else
+            os_ << ind << "const " << compute_type(nj.output().dtype) << " tsl_u" << j << " = " << round_to_dtype(nj.output().dtype, v)
+                << ";\n";
+        }
+      };
+      emit_row_stream_chunk(r);
       // The chunk's vectors of device memory, each loaded once for the pass.
       std::map<std::string, std::string> arrays;
       std::map<std::pair<int, size_t>, std::string> array_of;  // (node, input) -> array
@@ -287,7 +461,10 @@ std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan&
         const std::vector<std::string> xj = row_axis_vars(nj, r.nodes[j].kind, rows);
         for (size_t k = 0; k < r.nodes[j].reads.size(); ++k) {
           const RowRead& rd = r.nodes[j].reads[k];
-          if (rd.producer >= 0 || !row_vector_access(nj, rd.map, rd.type, col, vec)) continue;
+          if (rd.producer >= 0) continue;
+          if (r.shifted ? !row_shifted_access(nj, rd.map, rd.type, col, r.row_extents, r.n)
+                        : !row_vector_access(nj, rd.map, rd.type, col, vec))
+            continue;
           const std::string offset = row_vector_offset(rd, xj, col);
           const std::string key = cat(input_param(rd.tensor), "|", offset);
           auto it = arrays.find(key);
@@ -304,38 +481,8 @@ std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan&
       os_ << "      #pragma unroll\n      for (int tsl_e = 0; tsl_e < " << vec << "; ++tsl_e) {\n";
       os_ << "        const long long tsl_col = tsl_col0 + tsl_e; (void)tsl_col;\n";
       os_ << "        if (tsl_ok) {\n";
-      const std::string ind = "          ";
-      for (int j = 0; j <= i; ++j) {
-        if (!need[j]) continue;
-        const RowNode& rj = r.nodes[j];
-        const TeNode& nj = g_.node(rj.node);
-        const std::vector<std::string> xj = row_axis_vars(nj, rj.kind, rows);
-        // The reduction's own body in f64 for f32, as the register kernel does (Emitter::wide_).
-        std::optional<Wide> wide;
-        if (j == i && reduce) wide.emplace(*this);
-        std::vector<std::string> values(rj.reads.size());
-        for (size_t k = 0; k < rj.reads.size(); ++k) {
-          const RowRead& rd = rj.reads[k];
-          if (rd.producer >= 0) {
-            values[k] = r.nodes[rd.producer].kind == RowKind::row ? cat("tsl_u", rd.producer) : cat("tsl_s", rd.producer);
-          } else if (auto a = array_of.find({j, k}); a != array_of.end()) {
-            values[k] = fresh("in");
-            os_ << ind << "const " << compute_type(rd.type.dtype) << " " << values[k] << " = "
-                << from_storage(rd.type.dtype, cat(a->second, "[tsl_e]")) << ";\n";
-          } else {
-            values[k] = emit_row_global_read(nj, rd, xj, ind);
-          }
-        }
-        std::map<const ExprNode*, std::string> memo;
-        const std::string v = emit_expr(nj.body(), values, xj, memo, ind);
-        if (j == i && reduce)
-          os_ << ind << "tsl_acc" << i << " = " << combiner_fn(nd.combiner()) << "(tsl_acc" << i << ", static_cast<" << at << ">(" << v
-              << "));\n";
-        else
-          os_ << ind << "const " << compute_type(nj.output().dtype) << " tsl_u" << j << " = " << round_to_dtype(nj.output().dtype, v)
-              << ";\n";
-      }
-      if (store) os_ << ind << "tsl_out[tsl_e] = " << to_storage(dt, cat("tsl_u", i)) << ";\n";
+      element(array_of, "          ");
+      if (store) os_ << "          tsl_out[tsl_e] = " << to_storage(dt, cat("tsl_u", i)) << ";\n";
       os_ << "        }\n      }\n";
       if (store) {
         os_ << "      if (tsl_ok) {\n";
@@ -343,7 +490,15 @@ std::string Emitter::row_kernel_streamed(const std::string& name, const RowPlan&
         os_ << "      }\n";
       }
       os_ << "    }\n";
-      if (reduce) emit_row_combine(i, nd, lanes);
+      if (r.shifted) {
+        emit_row_stream_rest(r);
+        element({}, "      ");
+        if (store)
+          os_ << "      g_out" << output_param(g_.node_output(rn.node)) << "[tsl_row * " << r.n << "LL + tsl_col] = "
+              << to_storage(dt, cat("tsl_u", i)) << ";\n";
+        os_ << "    }\n";
+      }
+      if (reduce) emit_row_combine(i, nd, lanes, r.splits);
     }
     if (rn.kind == RowKind::per_row && rn.writes_global)
       os_ << "    if (tsl_active && tsl_lane == 0) g_out" << output_param(g_.node_output(rn.node)) << "[tsl_row] = "

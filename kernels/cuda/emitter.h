@@ -61,6 +61,9 @@ class Emitter {
                       const std::vector<int64_t>& extents, const std::string& prefix);
   std::string row_kernel(const std::string& name, const RowPlan& r);
   std::string row_kernel_streamed(const std::string& name, const RowPlan& r);
+  void emit_row_stream_chunk(const RowPlan& r);
+  void emit_row_stream_rest(const RowPlan& r);
+  void emit_row_online_pass(const RowPlan& r, const std::vector<std::string>& rows);
   std::string vector_kernel(const std::string& name, const VectorPlan& p);
   std::string transpose_kernel(const std::string& name, const TransposePlan& p);
   // A grouped window's accumulation into `acc` (vector_plan.h; emit_vector.cpp): `xw` holds the
@@ -141,7 +144,7 @@ class Emitter {
   WindowOffset emit_window_offset(const RowRead& r, const std::vector<std::string>& x, const std::vector<int64_t>& extents,
                                   const std::vector<int>& axes, const std::string& it, const std::string& ind);
   std::vector<std::string> emit_row_prologue(const std::string& name, const RowPlan& r);
-  void emit_row_combine(int i, const TeNode& nd, int lanes);
+  void emit_row_combine(int i, const TeNode& nd, int lanes, int splits = 1);
   void emit_row_scalar(int i, const RowPlan& r, const std::vector<std::string>& rows);
   void emit_row_store(const RowNode& rn, const RowPlan& r, const std::string& ind);
   std::string row_vector_offset(const RowRead& rd, const std::vector<std::string>& x, int col);

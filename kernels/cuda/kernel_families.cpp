@@ -19,7 +19,7 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
       {"mma", "contraction + elementwise epilogue on mma.sync tensor-core instructions",
        {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit"}},
       {"row", "rows reduced and normalized in registers, or streamed in passes when too long (softmax, layer norm)",
-       {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes"}},
+       {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes", "shifted", "online", "splits"}},
       {"transpose", "a permuting copy through shared-memory tiles, read and written along each side's contiguous axis",
        {"tile", "threads", "blocks"}},
       {"vector", "an elementwise group, vector loads and stores over the sink's domain", {"vec", "threads", "blocks"}},
@@ -38,7 +38,8 @@ std::map<std::string, int64_t> family_params(const ContractionPlan& p) { return 
 
 std::map<std::string, int64_t> family_params(const RowPlan& p) {
   return {{"vec", p.vec},         {"lanes", p.lanes},       {"chunks", p.chunks}, {"rows_per_block", p.rows_per_block},
-          {"threads", p.threads}, {"streamed", p.streamed}, {"passes", p.passes}};
+          {"threads", p.threads}, {"streamed", p.streamed}, {"passes", p.passes},  {"shifted", p.shifted},
+          {"online", p.online_max >= 0}, {"splits", p.splits}};
 }
 
 std::map<std::string, int64_t> family_params(const TransposePlan& p) {

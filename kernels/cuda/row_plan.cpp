@@ -130,6 +130,39 @@ bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorT
   return true;
 }
 
+bool row_shifted_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis,
+                        const std::vector<int64_t>& row_extents, int64_t n) {
+  const int d = static_cast<int>(row_extents.size()) + 1;
+  if (axis < 0 || type.rank() != d || map.num_results() != d || type.shape.back() != n) return false;
+  for (int r = 0; r + 1 < d; ++r)
+    if (type.shape[r] != row_extents[r] || !row_is(map.result(r), r)) return false;
+  return row_is(map.result(d - 1), axis);
+}
+
+// Whether per-row nodes i and j of a streamed row are a maximum and its sum of exponentials that
+// one online pass computes (row_plan.h): i the maximum of one read of device memory, j the sum of
+// exp(the same read - i's value).
+static bool online_pair(const OpGraph& graph, const RowPlan& p, int i, int j) {
+  const RowNode& ri = p.nodes[i];
+  const RowNode& rj = p.nodes[j];
+  if (ri.kind != RowKind::per_row || rj.kind != RowKind::per_row) return false;
+  const TeNode& ni = graph.node(ri.node);
+  const TeNode& nj = graph.node(rj.node);
+  if (ni.num_reduction() != 1 || nj.num_reduction() != 1 || ni.combiner() != Combiner::max || nj.combiner() != Combiner::sum)
+    return false;
+  if (ni.extents() != nj.extents() || ni.num_spatial() != nj.num_spatial()) return false;
+  const Expr& bi = ni.body();
+  if (bi.op() != ExprOp::input || ri.reads[bi.index()].producer >= 0) return false;
+  const RowRead& x = ri.reads[bi.index()];
+  const Expr& bj = nj.body();
+  if (bj.op() != ExprOp::exp || bj.operands()[0].op() != ExprOp::sub) return false;
+  const Expr& a = bj.operands()[0].operands()[0];
+  const Expr& m = bj.operands()[0].operands()[1];
+  if (a.op() != ExprOp::input || m.op() != ExprOp::input || rj.reads.size() != 2) return false;
+  const RowRead& ra = rj.reads[a.index()];
+  return ra.producer < 0 && ra.tensor == x.tensor && ra.map == x.map && rj.reads[m.index()].producer == i;
+}
+
 bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec) {
   if (axis < 0 || type.rank() == 0 || map.num_results() != type.rank()) return false;
   const int rank = type.rank();
@@ -361,7 +394,8 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   }
 
   // 3. Vector width, threads per row, rows per block.
-  p.vec = std::max(1, kRowVectorBytes / std::max(1, min_bytes));
+  const int widest = std::max(1, kRowVectorBytes / std::max(1, min_bytes));
+  p.vec = widest;
   while (p.vec > 1 && p.n % p.vec != 0) p.vec /= 2;
   const int64_t vectors = (p.n + p.vec - 1) / p.vec;
   const int64_t max_threads = floor_pow2(spec.limits.max_threads_per_block);
@@ -386,17 +420,57 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
                         "' reduces serially per element (not recomputed in a streamed row)"));
     p.streamed = true;
     p.lanes = static_cast<int>(max_threads);
-    p.chunks = static_cast<int>((vectors + p.lanes - 1) / p.lanes);
+    // N not whole vectors of the widest access: shifted vectors (the file comment), when some
+    // access is one -- a stored row node always is.
+    bool shiftable = false;
+    for (const RowNode& rn : p.nodes) {
+      if (rn.kind == RowKind::copy) continue;
+      shiftable |= rn.kind == RowKind::row && rn.writes_global;
+      const TeNode& nd = graph.node(rn.node);
+      for (const RowRead& rd : rn.reads)
+        shiftable |= rd.producer < 0 && row_shifted_access(nd, rd.map, rd.type, row_column_axis(nd, rn.kind), p.row_extents, p.n);
+    }
+    if (p.vec < widest && shiftable && p.lanes >= 2 * widest && p.n >= 2 * widest) {
+      p.shifted = true;
+      p.vec = widest;
+    }
+    // Fewer rows than SMs: a cluster of blocks per row (the file comment), as many as fill the
+    // SMs; each thread keeps kRowAccessesPerThread vector accesses per pass at least, with fewer
+    // threads per block first (down to a warp, and the 2 vec lanes a shifted row's leftover
+    // columns need), then fewer blocks.
+    const int64_t vectors_now = (p.n + p.vec - 1) / p.vec;
+    bool float_sums = true;  // the cluster's parts are combined as f32 / f64
+    for (const RowNode& rn : p.nodes)
+      if (rn.kind == RowKind::per_row && graph.node(rn.node).num_reduction() >= 1)
+        float_sums &= is_float(graph.node(rn.node).output().dtype);
+    if (spec.limits.max_cluster_blocks >= 2 && p.rows < spec.compute.units && float_sums) {
+      int64_t splits = std::min(floor_pow2(spec.limits.max_cluster_blocks), floor_pow2(std::max<int64_t>(1, spec.compute.units / p.rows)));
+      const int64_t fewest = std::max<int64_t>(warp, 2 * p.vec);
+      const int64_t lanes = std::clamp<int64_t>(floor_pow2(std::max<int64_t>(1, vectors_now / (kRowAccessesPerThread * splits))), fewest, max_threads);
+      while (splits > 1 && vectors_now < kRowAccessesPerThread * lanes * splits) splits /= 2;
+      if (splits > 1) {
+        p.splits = static_cast<int>(splits);
+        p.lanes = static_cast<int>(lanes);
+      }
+    }
+    p.chunks = static_cast<int>((vectors_now + static_cast<int64_t>(p.lanes) * p.splits - 1) / (static_cast<int64_t>(p.lanes) * p.splits));
     p.passes = 0;
     for (const RowNode& rn : p.nodes)
       p.passes += (rn.kind == RowKind::per_row && graph.node(rn.node).num_reduction() >= 1) ||
                   (rn.kind == RowKind::row && rn.writes_global);
+    for (int i = 0; i < static_cast<int>(p.nodes.size()) && p.online_max < 0; ++i)
+      for (int j = i + 1; j < static_cast<int>(p.nodes.size()); ++j)
+        if (online_pair(graph, p, i, j)) {
+          p.online_max = i, p.online_sum = j;
+          --p.passes;
+          break;
+        }
   }
   const int64_t target = std::max<int64_t>(std::min<int64_t>(kRowBlockThreads, max_threads), warp);
-  p.rows_per_block = static_cast<int>(std::max<int64_t>(1, target / p.lanes));
+  p.rows_per_block = p.splits > 1 ? 1 : static_cast<int>(std::max<int64_t>(1, target / p.lanes));  // a cluster per row
   p.threads = p.lanes * p.rows_per_block;
   if (p.threads % warp != 0) return fail(cat(p.threads, " threads per block are not whole warps"));
-  p.blocks = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
+  p.blocks = (p.rows + p.rows_per_block - 1) / p.rows_per_block * p.splits;
   return RowMatch{p, ""};
 }
 
@@ -410,6 +484,7 @@ GroupPlan row_group_plan(const GroupPlan& generic, const RowPlan& rp) {
     plan.sink_tile[rp.row_extents.size() - 1] = rp.rows_per_block;  // a per-row sink: its last row axis
   }
   plan.reduce_scratch_bytes = rp.lanes > plan.warp ? static_cast<int64_t>(rp.threads / plan.warp) * 8 : 0;
+  plan.cluster_blocks = rp.splits;
   return plan;
 }
 
@@ -417,7 +492,11 @@ std::string print_row_plan(const RowPlan& p) {
   return cat("row kernel: ", p.rows, " rows of ", p.n, " elements; ", p.lanes, " threads per row, ", p.rows_per_block,
              " rows per block of ", p.threads, " threads, ", p.blocks, " blocks; ", p.chunks, " accesses of ", p.vec,
              " elements per thread and row",
-             p.streamed ? cat("; streamed: the row walked in ", p.passes, " passes, not held in registers") : std::string());
+             p.streamed ? cat("; streamed: the row walked in ", p.passes, " passes, not held in registers") : std::string(),
+             p.shifted ? cat(" (vectors from each row's first ", p.vec, "-element aligned column, the columns before it and after the last whole vector one at a time)")
+                       : std::string(),
+             p.online_max >= 0 ? "; the row's maximum and its sum of exponentials in one pass (online)" : "",
+             p.splits > 1 ? cat("; each row split over a cluster of ", p.splits, " blocks") : std::string());
 }
 
 }  // namespace tessel::cuda

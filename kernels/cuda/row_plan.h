@@ -45,7 +45,23 @@
 // Reads of device memory may be any affine map; those that walk a row contiguously (the last
 // index is n, no other index depends on n, the tensor's last dimension a multiple of the vector
 // width, never out of bounds) are vector loads, and so are those of a row node's serial reduction
-// that walk its last reduction axis contiguously.
+// that walk its last reduction axis contiguously. A streamed row whose length is not whole
+// vectors (a vocabulary of 50257) is *shifted*: each row starts row * N elements into its
+// tensors, so its vectors start at the first aligned column h = -row N mod vec; the columns before
+// h and after the last whole vector (fewer than 2 vec) take a lane each, one element at a time.
+// Then the reads of tensors laid out as the rows themselves ([b.., N], read at (b.., n):
+// row_shifted_access) and the stored row nodes are vector accesses; other reads are scalar.
+// A streamed softmax's statistics take one pass, not two (*online*, as FlashAttention's softmax):
+// when a per-row maximum of one read of device memory is followed by the per-row sum of
+// exp(that read - the maximum), both are kept per thread as the row is walked, the sum rescaled
+// by exp(old - new) whenever the maximum moves (once per vector), and the threads' sums are
+// rescaled to the row's maximum before they are added.
+// Streamed rows fewer than the SMs (a decoding step's vocabulary softmax: 8 rows) are *split*:
+// each row is walked by a thread-block cluster of `splits` blocks (a power of two up to the
+// spec's cluster size and the SMs per row), block k taking every splits-th group of `lanes`
+// vectors; a per-row reduction combines over the block, then over the cluster through
+// distributed shared memory (each block adds the parts in rank order), and stored rows are
+// written by the block that computed them.
 #pragma once
 
 #include <optional>
@@ -88,6 +104,11 @@ struct RowPlan {
   int threads = 0;                    // lanes * rows_per_block
   int64_t blocks = 0;
   bool streamed = false;              // the row walked once per pass, not held (file comment)
+  bool shifted = false;               // streamed, N not whole vectors: vectors from column h (file comment)
+  // Streamed: the positions in `nodes` of a row maximum and the sum of exponentials computed in
+  // its pass (online, file comment); -1: none.
+  int online_max = -1, online_sum = -1;
+  int splits = 1;                     // streamed: blocks (one cluster) per row (file comment)
   int passes = 1;                     // walks of the row: per-row reductions and stored row nodes
 
   /// Whether the sink is a per-row node (a row's reduction), not a row node.
@@ -122,6 +143,12 @@ int row_column_axis(const TeNode& node, RowKind kind);
 /// Whether reading `type` at `map` from `reader`'s axes walks the tensor contiguously along
 /// `axis`, in bounds, in vectors of `vec` elements that start aligned (the file comment's rule).
 bool row_vector_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
+
+/// Whether reading `type` at `map` from `reader`'s axes reads the rows themselves: `type` is
+/// [row_extents.., n], read at the reader's row axes and `axis` (so element (b.., c) is row
+/// b's column c, at row * n + c: a shifted row's vector access, file comment).
+bool row_shifted_access(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis,
+                        const std::vector<int64_t>& row_extents, int64_t n);
 
 /// row_vector_access where the indices other than the last may leave the tensor (the kernel
 /// guards the vector load and fills the pad value instead): a window read of a convolution or a

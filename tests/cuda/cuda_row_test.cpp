@@ -63,6 +63,10 @@ OpGraph scores_softmax(DType dt, int64_t batch, int64_t heads, int64_t s, int64_
   return b.graph(b.op("Softmax", {scaled}, {{"axis", int64_t{-1}}}));
 }
 
+OpGraph log_softmax(DType dt, std::vector<int64_t> shape) {
+  return op_graph("LogSoftmax", {random_of(dt, std::move(shape), 1)}, {{"axis", int64_t{-1}}});
+}
+
 /// The largest value of each row (ReduceMax over the last axis): a per-row sink.
 OpGraph row_max(DType dt, std::vector<int64_t> shape, bool keepdims) {
   return op_graph("ReduceMax", {random_of(dt, std::move(shape), 1), i64({1}, {-1})}, {{"keepdims", int64_t{keepdims}}}, {1});
@@ -247,27 +251,68 @@ std::vector<OpGraph> long_rows() {
   out.push_back(row_max(DType::f32, {5, 70000}, false));
   out.push_back(grouped_norm(DType::f16, {2, 8, 6, 10}, 4));
   out.push_back(grouped_norm(DType::bf16, {2, 320, 16, 16}, 32));
+  out.push_back(log_softmax(DType::f16, {7, 50257}));
+  out.push_back(log_softmax(DType::f32, {3, 33003}));
+  out.push_back(layernorm(DType::bf16, {5, 40001}));
+  out.push_back(softmax(DType::f16, {8, 50257}));
+  out.push_back(softmax(DType::bf16, {2, 256000}));
   return out;
 }
 
 TEST_CASE("cuda row: rows longer than registers hold are streamed, a pass per reduction and per stored node") {
-  // GPT-2's vocabulary softmax: rows of 50257 halves (odd: scalar accesses), one block per row.
+  // GPT-2's vocabulary softmax: rows of 50257 halves, one block per row. The length is odd, so
+  // each row's vectors start at its first aligned column (shifted), the few columns outside
+  // them one at a time.
   const cuda::GeneratedKernel sm = streamed_kernel(softmax(DType::f16, {64, 50257}));
   REQUIRE(sm.path == "row");
   CHECK(sm.rows->streamed);
-  CHECK(sm.rows->vec == 1);
+  CHECK(sm.rows->shifted);
+  CHECK(sm.rows->vec == 8);
   CHECK(sm.rows->lanes == 1024);
   CHECK(sm.rows->rows_per_block == 1);
-  CHECK(sm.rows->chunks == 50);  // ceil(50257 / 1024)
-  CHECK(sm.rows->passes == 3);   // the max, the sum of exponentials, the output
-  CHECK(sm.source.find("streamed: the row walked in 3 passes") != std::string::npos);
-  CHECK(sm.source.find("tsl_col0 < 50257LL") != std::string::npos);
+  // 64 rows on 132 SMs: each row split over a cluster of 2 blocks.
+  CHECK(sm.rows->splits == 2);
+  CHECK(sm.rows->chunks == 4);   // ceil(ceil(50257 / 8) / (1024 x 2))
+  CHECK(sm.plan.cluster_blocks == 2);
+  // The max and the sum of exponentials in one online pass, then the output.
+  CHECK(sm.rows->passes == 2);
+  CHECK(sm.rows->online_max >= 0);
+  CHECK(sm.rows->online_sum > sm.rows->online_max);
+  CHECK(sm.source.find("streamed: the row walked in 2 passes") != std::string::npos);
+  CHECK(sm.source.find("sum of exponentials in one pass (online)") != std::string::npos);
+  CHECK(sm.source.find("if (tsl_mn != tsl_m) tsl_acc") != std::string::npos);
+  CHECK(sm.source.find("const long long tsl_h = (8LL - (tsl_row * 50257LL) % 8LL) % 8LL;") != std::string::npos);
+  CHECK(sm.source.find("tsl::row_load<unsigned short, 8>(tsl_g0 + 0") != std::string::npos);
+  CHECK(sm.source.find("tsl::row_store<unsigned short, 8>(") != std::string::npos);
+  CHECK(sm.source.find("if (tsl_active && tsl_lane < tsl_rest)") != std::string::npos);
+  // A layer norm's scale and bias [n] are the same for every row (not the rows' layout): read one
+  // element at a time inside the vectors of x.
+  const cuda::GeneratedKernel odd_ln = streamed_kernel(layernorm(DType::bf16, {5, 40001}));
+  REQUIRE(odd_ln.path == "row");
+  CHECK(odd_ln.rows->shifted);
+  CHECK(odd_ln.source.find("tsl::row_load<unsigned short, 8>(tsl_g0 + 0") != std::string::npos);
+  CHECK(odd_ln.source.find("tsl_g1") == std::string::npos);
+  CHECK(odd_ln.rows->online_max == -1);  // a mean and a variance: nothing to merge
+  CHECK(odd_ln.rows->passes == 3);
+  // Whole vectors need no shift.
+  CHECK_FALSE(streamed_kernel(softmax(DType::f16, {4, 50256})).rows->shifted);
   // An aligned long row: 16-byte vectors per chunk, loaded again in each pass.
   const cuda::GeneratedKernel ln = streamed_kernel(layernorm(DType::bf16, {64, 65536}));
   REQUIRE(ln.path == "row");
   CHECK(ln.rows->streamed);
   CHECK(ln.rows->vec == 8);
-  CHECK(ln.rows->chunks == 8);
+  CHECK(ln.rows->chunks == 4);  // 8192 vectors over 2 blocks of 1024 threads
+  // A decoding step's 8 rows: a cluster of 8 blocks per row, 256 threads each (2 vector accesses
+  // per thread at least); the cluster combines the reductions through distributed shared memory.
+  const cuda::GeneratedKernel few = streamed_kernel(softmax(DType::f16, {8, 50257}));
+  REQUIRE(few.path == "row");
+  CHECK(few.rows->splits == 8);
+  CHECK(few.rows->lanes == 256);
+  CHECK(few.rows->blocks == 64);
+  CHECK(few.source.find("tsl::mma::cluster_load(tsl_part_v, tsl_r)") != std::string::npos);
+  CHECK(few.source.find("__cluster_dims__(8, 1, 1)") != std::string::npos);
+  // As many rows as SMs: no split.
+  CHECK(streamed_kernel(softmax(DType::f16, {200, 50257})).rows->splits == 1);
   CHECK(ln.source.find("tsl::row_load<unsigned short, 8>(tsl_g0 + 0") != std::string::npos);
   // A row's maximum as the sink, in registers when it fits and streamed when not; with or
   // without keepdims.
