@@ -52,7 +52,7 @@ bool fold_query_groups(const OpGraph& graph, AttentionPlan& p) {
 
 // The Hopper kernel's software choices (device/flash.cuh's WarpgroupAttention): chunks of 128
 // keys (S is one m64n128 wgmma per k step), or of 64 when two stages of 128 do not fit beside Q
-// (heads above 128), up to kWgMaxStages stages of K and V; O's accumulators in m64n128 pieces and
+// or dv is above 128, up to kWgMaxStages stages of K and V; O's accumulators in m64n128 pieces and
 // a last m64n64 one, up to kWgMaxHead columns (128 per thread at 256: with a 64-key chunk's
 // scores and probabilities, within the consumers' setmaxnreg budget).
 constexpr int kWgChunks[] = {128, 64};
@@ -100,7 +100,9 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   };
   int chunk = 0, stages = 0;
   for (int c : kWgChunks) {
-    if (!wgmma_listed(spec, p.dtype, c)) continue;
+    // O in pieces (dv above 128: 128 registers per thread at 256) leaves room for a 64-key chunk's
+    // scores and probabilities only, within the consumers' setmaxnreg budget.
+    if (!wgmma_listed(spec, p.dtype, c) || (dv_tile > 128 && c > 64)) continue;
     int st = kWgMaxStages;
     while (st >= 2 && smem(c, st) > spec.limits.smem_per_block_bytes) --st;
     if (st >= 2) {

@@ -16,7 +16,7 @@
 // On an sm_90a target whose spec lists the wgmma shapes it needs for the dtype (m64n128k16 or
 // m64n64k16 for S, and O's pieces), the planner moves a qualifying group to the Hopper kernel
 // (flash.cuh's WarpgroupAttention: TMA, wgmma, a producer warpgroup and two consumers of 64 rows,
-// chunks of 128 keys, or 64 when two stages of 128 do not fit beside Q: heads above 128); the
+// chunks of 128 keys, or 64 when two stages of 128 do not fit beside Q or dv is above 128); the
 // schedule's geometry is the mma.sync kernel's, and `warpgroup_reason` says why a group stays
 // there. It needs d and dv at most 256 (tiles of whole 64-column boxes), at least 64 queries,
 // 16-byte aligned rows and batch strides (the tensor maps' rule), at most three batch axes with a

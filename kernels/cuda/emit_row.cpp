@@ -324,10 +324,18 @@ void Emitter::emit_row_online_pass(const RowPlan& r, const std::vector<std::stri
     return v;
   };
   // The running maximum moved to `to` (a value of x, or the vector's maximum), the sum rescaled.
+  // While the maximum is -inf every value seen was -inf, and its terms exp(-inf - -inf) are NaN
+  // where the reference's, taken against the row's (finite) maximum, are 0: the sum restarts
+  // at 0 when the maximum leaves -inf, and a thread that saw only -inf adds 0.
+  const std::string lowest = literal(di, ni.init(), true);
+  auto rescaled = [&](const std::string& from, const std::string& to) {
+    return cat("(", from, " == ", lowest, " ? static_cast<", aj, ">(0) : tsl_acc", j, " * tsl::m_exp(static_cast<", aj, ">(", from,
+               " - ", to, ")))");
+  };
   auto move_max = [&](const std::string& to, const std::string& ind) {
     os_ << ind << "{\n" << ind << "  const " << ai << " tsl_mn = " << combiner_fn(Combiner::max) << "(tsl_m, static_cast<" << ai
         << ">(" << to << "));\n";
-    os_ << ind << "  if (tsl_mn != tsl_m) tsl_acc" << j << " *= tsl::m_exp(static_cast<" << aj << ">(tsl_m - tsl_mn));\n";
+    os_ << ind << "  if (tsl_mn != tsl_m) tsl_acc" << j << " = " << rescaled("tsl_m", "tsl_mn") << ";\n";
     os_ << ind << "  tsl_m = tsl_mn;\n" << ind << "}\n";
   };
   // The sum's term at x's value `v` and the running maximum (the sum's body, in f64 for f32 as
@@ -369,8 +377,7 @@ void Emitter::emit_row_online_pass(const RowPlan& r, const std::vector<std::stri
   }
   os_ << "    " << ai << " tsl_acc" << i << " = tsl_m;\n";
   emit_row_combine(i, ni, r.lanes, r.splits);
-  os_ << "    if (tsl_m != tsl_acc" << i << ") tsl_acc" << j << " *= tsl::m_exp(static_cast<" << aj << ">(tsl_m - tsl_acc" << i
-      << "));  // to the row's maximum\n";
+  os_ << "    if (tsl_m != tsl_acc" << i << ") tsl_acc" << j << " = " << rescaled("tsl_m", cat("tsl_acc", i)) << ";  // to the row's maximum\n";
   emit_row_combine(j, nj, r.lanes, r.splits);
 }
 

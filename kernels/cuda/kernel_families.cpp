@@ -37,9 +37,15 @@ std::map<std::string, int64_t> family_params(const AttentionPlan& p) {
 std::map<std::string, int64_t> family_params(const ContractionPlan& p) { return contraction_params(p); }
 
 std::map<std::string, int64_t> family_params(const RowPlan& p) {
-  return {{"vec", p.vec},         {"lanes", p.lanes},       {"chunks", p.chunks}, {"rows_per_block", p.rows_per_block},
-          {"threads", p.threads}, {"streamed", p.streamed}, {"passes", p.passes},  {"shifted", p.shifted},
-          {"online", p.online_max >= 0}, {"splits", p.splits}};
+  std::map<std::string, int64_t> out = {{"vec", p.vec},         {"lanes", p.lanes},       {"chunks", p.chunks},
+                                        {"rows_per_block", p.rows_per_block},
+                                        {"threads", p.threads}, {"streamed", p.streamed}, {"passes", p.passes}};
+  // Recorded when they are not the default (off, off, 1), so that schedules saved before these
+  // forms existed still match the plans they describe.
+  if (p.shifted) out["shifted"] = 1;
+  if (p.online_max >= 0) out["online"] = 1;
+  if (p.splits > 1) out["splits"] = p.splits;
+  return out;
 }
 
 std::map<std::string, int64_t> family_params(const TransposePlan& p) {

@@ -154,6 +154,9 @@ static bool online_pair(const OpGraph& graph, const RowPlan& p, int i, int j) {
   const Expr& bi = ni.body();
   if (bi.op() != ExprOp::input || ri.reads[bi.index()].producer >= 0) return false;
   const RowRead& x = ri.reads[bi.index()];
+  // The merged pass subtracts the unrounded running maximum: the reference's, rounded to the
+  // maximum's dtype, is the same value only when that is x's dtype.
+  if (ni.output().dtype != x.type.dtype) return false;
   const Expr& bj = nj.body();
   if (bj.op() != ExprOp::exp || bj.operands()[0].op() != ExprOp::sub) return false;
   const Expr& a = bj.operands()[0].operands()[0];

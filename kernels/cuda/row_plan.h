@@ -134,6 +134,8 @@ inline constexpr int kRowAccessesPerThread = 2;
 /// A row of scalar accesses of at most this many per lane of one warp is given one warp.
 inline constexpr int kRowWarpAccesses = 8;
 /// A streamed row's chunk loop is unrolled this many times (loads of several chunks in flight).
+/// 8 (a whole vocabulary row's pass of 7 chunks at once) measured the same as 4 on the 22
+/// streamed rows of the op sweep (1.006x; experiments/results/h200/2026-11-29c call 4).
 inline constexpr int kRowStreamUnroll = 4;
 
 /// The axis of `node` that walks a row: n for a row node, the reduction axis of a per-row

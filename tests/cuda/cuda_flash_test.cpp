@@ -245,7 +245,8 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
                                     Attn{DType::f16, 1, 2, 40, 300, 64, 64},
                                     Attn{DType::f16, 2, 4, 257, 257, 128, 128, true, true},
                                     Attn{DType::bf16, 1, 2, 200, 333, 256, 256},
-                                    Attn{DType::f16, 1, 2, 129, 150, 160, 160}};
+                                    Attn{DType::f16, 1, 2, 129, 150, 160, 160},
+                                    Attn{DType::f16, 1, 2, 129, 150, 128, 256}};
   const HwSpec no_wgmma = mma_sync_spec();
   for (const Attn& a : shapes) {
     const OpGraph g = attention(a);
@@ -261,7 +262,8 @@ TEST_CASE("cuda flash: the Hopper kernel where the spec and the shape allow it, 
         CHECK((k.source.find("(flash, wgmma m64n") != std::string::npos) == hopper);
         // Heads above 128: 64-key chunks and O in pieces on the Hopper kernel (two stages of 128
         // keys do not fit beside Q), Q's fragments from shared memory on the mma.sync one.
-        if (hopper && a.d > 128) CHECK(k.source.find("wgmma m64n64k16 and ") != std::string::npos);
+        // (dv above 128 with d 128: 64-key chunks too, for the registers.)
+        if (hopper && (a.d > 128 || a.dv > 128)) CHECK(k.source.find("wgmma m64n64k16 and ") != std::string::npos);
         if (hopper && a.dv == 256) CHECK(k.source.find("2 x m64n128k16 ") != std::string::npos);
         if (hopper && a.dv == 160) CHECK(k.source.find("1 x m64n128k16 + m64n64k16") != std::string::npos);
         CHECK((k.source.find("Q's fragments read from shared memory") != std::string::npos) == (!hopper && a.d > 128));

@@ -5,6 +5,8 @@
 // and f32, rows longer than a block, and sinks reducing several axes (an NCHW global pool).
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "cuda_check.h"
 #include "../model_builder.h"
 #include "kernels/cuda/kernel_emitter.h"
@@ -65,6 +67,18 @@ OpGraph scores_softmax(DType dt, int64_t batch, int64_t heads, int64_t s, int64_
 
 OpGraph log_softmax(DType dt, std::vector<int64_t> shape) {
   return op_graph("LogSoftmax", {random_of(dt, std::move(shape), 1)}, {{"axis", int64_t{-1}}});
+}
+
+/// softmax(x + mask) where the mask is -inf at columns up to row + k (Trilu of a -inf fill): each
+/// row starts with thousands of -inf values, so many threads of the online pass see only -inf
+/// for a while (or throughout) before the row's finite maximum.
+OpGraph leading_inf_softmax(DType dt, int64_t rows, int64_t n, int64_t k) {
+  ModelBuilder b(dt);
+  const std::string x = b.input("x", {rows, n});
+  const HostTensor fill(TensorType{dt, {1}}, std::vector<double>{-std::numeric_limits<double>::infinity()});
+  const std::string full = b.op("ConstantOfShape", {b.weight_i64("mask_shape", {rows, n})}, {{"value", fill}});
+  const std::string mask = b.op("Trilu", {full, b.weight_i64("mask_k", {k}, true)}, {{"upper", int64_t{0}}});
+  return b.graph(b.op("Softmax", {b.op("Add", {x, mask})}, {{"axis", int64_t{-1}}}));
 }
 
 /// The largest value of each row (ReduceMax over the last axis): a per-row sink.
@@ -259,6 +273,11 @@ std::vector<OpGraph> long_rows() {
   return out;
 }
 
+/// Online softmaxes whose rows start with -inf (the mask's kernel runs before the row kernel).
+std::vector<OpGraph> leading_inf_rows() {
+  return {leading_inf_softmax(DType::f16, 8, 50257, 5000), leading_inf_softmax(DType::f32, 150, 40001, 3000)};
+}
+
 TEST_CASE("cuda row: rows longer than registers hold are streamed, a pass per reduction and per stored node") {
   // GPT-2's vocabulary softmax: rows of 50257 halves, one block per row. The length is odd, so
   // each row's vectors start at its first aligned column (shifted), the few columns outside
@@ -311,6 +330,26 @@ TEST_CASE("cuda row: rows longer than registers hold are streamed, a pass per re
   CHECK(few.rows->blocks == 64);
   CHECK(few.source.find("tsl::mma::cluster_load(tsl_part_v, tsl_r)") != std::string::npos);
   CHECK(few.source.find("__cluster_dims__(8, 1, 1)") != std::string::npos);
+  // Rows starting with -inf: the online sum restarts at 0 when the maximum leaves -inf (its
+  // terms exp(-inf - -inf) would be NaN), and a thread that saw only -inf adds 0.
+  {
+    const OpGraph g = leading_inf_softmax(DType::f16, 8, 50257, 5000);
+    const Schedule s = welder_with_families(g);
+    int online = 0;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+      const cuda::GeneratedKernel k = emit_kernel(g, s, i, gpu_spec());
+      if (k.path != "row" || !k.rows->streamed) continue;
+      ++online;
+      CHECK(k.rows->online_max >= 0);
+      CHECK(k.source.find("(tsl_m == -tsl::inf_f32() ? static_cast<float>(0) : tsl_acc") != std::string::npos);
+    }
+    CHECK(online == 1);
+  }
+  // The recorded row family names shifted, online and splits only when they are not the default,
+  // so schedules saved before those forms still match a held row's plan.
+  const std::map<std::string, int64_t> held = cuda::family_params(*streamed_kernel(softmax(DType::f16, {64, 4096})).rows);
+  CHECK(held.size() == 7);
+  CHECK(held.count("splits") == 0);
   // As many rows as SMs: no split.
   CHECK(streamed_kernel(softmax(DType::f16, {200, 50257})).rows->splits == 1);
   CHECK(ln.source.find("tsl::row_load<unsigned short, 8>(tsl_g0 + 0") != std::string::npos);
@@ -339,6 +378,7 @@ TEST_CASE("cuda row: row kernels compile with NVRTC for sm_90a") {
     CHECK(nvrtc_compile_all(g, s, spec) >= 1);
   }
   for (const OpGraph& g : long_rows()) CHECK(nvrtc_compile_all(g, welder_with_families(g), spec) == 1);
+  for (const OpGraph& g : leading_inf_rows()) CHECK(nvrtc_compile_all(g, welder_with_families(g), spec) >= 1);
 }
 
 TEST_CASE("cuda row run: row kernels match the interpreter") {
@@ -360,5 +400,9 @@ TEST_CASE("cuda row run: row kernels match the interpreter") {
     const Schedule s = welder_with_families(g);
     REQUIRE(s.groups.size() == 1);
     check_schedule_on_gpu(g, gpu_spec(), s, gpu_test_inputs(g, 7));
+  }
+  for (const OpGraph& g : leading_inf_rows()) {
+    INFO(g.tensor(g.inputs()[0]).type.print(), " (streamed, leading -inf)");
+    check_schedule_on_gpu(g, gpu_spec(), welder_with_families(g), gpu_test_inputs(g, 7));
   }
 }
