@@ -577,6 +577,9 @@ void lower_einsum(LowerContext& ctx) {
   std::map<char, int> axis_of;
   for (char ch : out) {
     if (!extent.count(ch)) ctx.fail(cat("output subscript '", ch, "' appears in no operand"));
+    // (An output's subscripts name its axes: "bij,cjk->bii" would need one axis twice; found by
+    // fuzz_onnx, where it reached the node's internal check.)
+    if (axis_of.count(ch)) ctx.fail(cat("output subscript '", ch, "' repeated in \"", eq, "\""));
     axis_of[ch] = static_cast<int>(spec.axes.size());
     spec.axes.push_back({std::string(1, ch), extent[ch], AxisKind::spatial});
   }
