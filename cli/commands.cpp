@@ -89,8 +89,9 @@ const char* kRunHelp =
     "             of this process; --check compares every rank's outputs with the single-device\n"
     "             interpreter; --inputs (of the lowered graph's shapes), --outputs and --expect work\n"
     "             as without it; --report FILE: the plan, its prediction, the step times and the\n"
-    "             checks as JSON; --schedule and --tune not yet; --time N: GPU time on GPUs, on CPU\n"
-    "             ranks the slowest rank's wall time per step (docs/distributed.md)\n";
+    "             checks as JSON; --tune K with --device cpu (every rank's segments); --schedule not\n"
+    "             yet; --time N: GPU time on GPUs, on CPU ranks the slowest rank's wall time per step\n"
+    "             (docs/distributed.md)\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx [-o MODEL.json]\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). With -o, weight data\n"
@@ -148,8 +149,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     throw UserError("command line", "", "'tessel run' takes --interp or --device cpu|cuda, not both");
   if (args.option("mesh")) {
     if (!args.flag("interp") && !device) throw UserError("command line", "", "'tessel run --mesh' needs --interp or --device cpu|cuda");
-    for (const char* alone : {"schedule", "tune"})
-      if (args.option(alone)) throw UserError("command line", "", cat("--", alone, " is not supported with --mesh yet"));
+    if (args.option("schedule")) throw UserError("command line", "", "--schedule is not supported with --mesh yet");
     return run_on_mesh(args);
   }
   if (!args.flag("interp") && !device) device = device_for_hw(args);  // compiled: for the --hw spec, else this host

@@ -4,6 +4,7 @@
 #include <exception>
 #include <iostream>
 #include <sstream>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -134,6 +135,11 @@ int run_on_mesh(const Args& args) {
     throw UserError("command line", "--mesh", cat("the mesh ", mesh.print(), " has ", mesh.devices(), " devices; ranks as threads of one process: at most ",
                                                   kMaxThreadRanks, " (start it under mpirun)"));
   const bool speak = !mpi || mpi->rank() == 0;
+  // --tune measures each rank's segments on its CPU (ranks as threads take turns: see below).
+  if (args.option("tune") && !device)
+    throw UserError("command line", "--tune", "--tune measures compiled kernels: give --device cpu (--interp runs no kernels)");
+  if (args.option("tune") && *device != "cpu")
+    throw UserError("command line", "--tune", cat("--tune with --mesh measures CPU ranks only yet, not --device ", *device));
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, device.value_or("cpu"));
   if (device) require_runnable(*device);
   CompileRequest& base = pipeline->request;
@@ -232,7 +238,10 @@ int run_on_mesh(const Args& args) {
       throw;
     }
   } else {
-    const SegmentCompiler segments = device ? compiled_segments(base) : interpreter_segments();
+    // Ranks as threads share the tuning policy: their compiles (and so their measurements) take
+    // turns.
+    std::mutex tuning;
+    const SegmentCompiler segments = device ? compiled_segments(base, pipeline->measurer ? &tuning : nullptr) : interpreter_segments();
     std::vector<std::unique_ptr<Communicator>> comms = thread_mesh(mesh.devices());
     std::vector<std::exception_ptr> errors(mesh.devices());
     std::vector<std::thread> threads;
@@ -258,6 +267,9 @@ int run_on_mesh(const Args& args) {
     std::cout << "compiled and ran '" << imported.model->name << "' on " << mesh.devices() << " ranks ("
               << (on_gpu ? "GPUs, NCCL" : mpi ? "MPI processes" : "threads") << ", "
               << (device ? cat(*device, " kernels") : std::string("interpreter")) << ") in " << ran_s << " s\n";
+  if (speak && pipeline->measurer)
+    std::cout << "tuned every rank's segments" << (mpi ? " (rank 0's count)" : "") << ": " << pipeline->measurer->candidates()
+              << " candidates timed now in " << pipeline->measurer->seconds_spent() << " s, the rest from the measurement cache\n";
   if (repeats > 0 && speak && !on_gpu) {
     std::vector<double> t = cpu_timing.step_s;
     std::sort(t.begin(), t.end());

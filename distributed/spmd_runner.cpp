@@ -10,13 +10,15 @@
 
 namespace tessel {
 
-SegmentCompiler compiled_segments(const CompileRequest& base) {
-  return [base](const OpGraph& segment) -> SegmentRun {
+SegmentCompiler compiled_segments(const CompileRequest& base, std::mutex* one_at_a_time) {
+  return [base, one_at_a_time](const OpGraph& segment) -> SegmentRun {
     CompileRequest request = base;
     request.model_path.clear();
     request.model = nullptr;
     request.graph = &segment;
     request.last = Stage::load;
+    std::unique_lock<std::mutex> hold;
+    if (one_at_a_time) hold = std::unique_lock<std::mutex>(*one_at_a_time);
     auto compiled = std::make_shared<Compilation>(compile(request));
     return [compiled](const std::vector<HostTensor>& inputs) { return compiled->executable->run(inputs); };
   };

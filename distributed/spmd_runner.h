@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,10 @@ using SegmentCompiler = std::function<SegmentRun(const OpGraph& segment)>;
 /// The reference interpreter as a segment compiler.
 SegmentCompiler interpreter_segments();
 /// The pipeline as a segment compiler: `base` (backend, spec, policy, options) with each segment's
-/// graph, compiled and loaded.
-SegmentCompiler compiled_segments(const CompileRequest& base);
+/// graph, compiled and loaded. With `one_at_a_time`, compiles hold it while they run (ranks as
+/// threads sharing a tuning policy: its measurer and cache are used by one compile at a time, and
+/// its timings are not taken beside another rank's).
+SegmentCompiler compiled_segments(const CompileRequest& base, std::mutex* one_at_a_time = nullptr);
 
 /// A program cut into segments at its transfers, in the order every device runs them.
 struct ProgramCut {

@@ -2,7 +2,8 @@
 // mesh's outputs from given inputs match the single-device interpreter's from the same files and
 // differ from other inputs'; inputs of other shapes than the lowered graph's are a one-line
 // UserError, exit 2; the report holds the plan, its prediction, the step times and every rank's
-// checks.
+// checks; --tune on CPU ranks measures each rank's segments (taking turns), then reuses the
+// measurements.
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -102,10 +103,31 @@ TEST_CASE("cli: run --mesh --report writes the plan, its prediction, the step ti
   CHECK(j["checked"] == false);
   CHECK(j["outputs"].empty());
   CHECK_FALSE(j.contains("times_s"));
-  // --tune still refused (and --schedule: cli_test).
+  // --tune needs kernels to measure, on CPU ranks (--schedule is still refused: cli_test).
   r = cli_testing::run("run " + kSmall + " --mesh 2 --interp --tune 2" + kPins);
   CHECK(r.status == 2);
-  CHECK(r.output.find("--tune is not supported with --mesh yet") != std::string::npos);
+  CHECK(r.output.find("--tune measures compiled kernels: give --device cpu") != std::string::npos);
+  r = cli_testing::run("run " + kSmall + " --mesh 2 --device cuda --tune 2" + kPins);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--tune with --mesh measures CPU ranks only yet") != std::string::npos);
+}
+
+TEST_CASE("cli: run --mesh --device cpu --tune measures every rank's segments, then reuses the measurements") {
+  const TempDir tmp;
+  const std::string cache = tmp.file("cache"), host = tmp.file("host.json");
+  // One spec file for both runs (measurements are cached per spec; two probes differ slightly).
+  REQUIRE(cli_testing::run("hw probe --quick -o " + host).status == 0);
+  const std::string cmd = "run " + kSmall + " --mesh 2 --device cpu --hw " + host + " --tune 2 --check --cache " + cache + kPins;
+  auto r = cli_testing::run(cmd);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("(matches the single-device interpreter)") != std::string::npos);
+  REQUIRE(r.output.find("tuned every rank's segments: ") != std::string::npos);
+  CHECK(r.output.find("tuned every rank's segments: 0 candidates") == std::string::npos);
+  // The same run again: every candidate from the measurement cache.
+  r = cli_testing::run(cmd);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("tuned every rank's segments: 0 candidates timed now") != std::string::npos);
+  CHECK(r.output.find("(matches the single-device interpreter)") != std::string::npos);
 }
 
 }  // namespace tessel::testing
