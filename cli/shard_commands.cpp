@@ -155,6 +155,8 @@ int run_on_mesh(const Args& args) {
                                   : mesh.devices();
   if (!args.option("threads"))
     base.options.threads = static_cast<int>(std::max<int64_t>(1, std::thread::hardware_concurrency() / local_ranks));
+  // Candidates are timed with the threads the rank runs them with.
+  if (pipeline->measurer) pipeline->measurer->set_threads(base.options.threads);
   const OpGraph g = normalized_graph(args, model_path, base);
   CompileRequest import_only;
   import_only.model_path = model_path;
@@ -269,7 +271,7 @@ int run_on_mesh(const Args& args) {
               << (device ? cat(*device, " kernels") : std::string("interpreter")) << ") in " << ran_s << " s\n";
   if (speak && pipeline->measurer)
     std::cout << "tuned every rank's segments" << (mpi ? " (rank 0's count)" : "") << ": " << pipeline->measurer->candidates()
-              << " candidates timed now in " << pipeline->measurer->seconds_spent() << " s, the rest from the measurement cache\n";
+              << " candidates measured now in " << pipeline->measurer->seconds_spent() << " s, the rest from the measurement cache\n";
   if (repeats > 0 && speak && !on_gpu) {
     std::vector<double> t = cpu_timing.step_s;
     std::sort(t.begin(), t.end());

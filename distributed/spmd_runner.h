@@ -30,7 +30,8 @@ SegmentCompiler interpreter_segments();
 /// The pipeline as a segment compiler: `base` (backend, spec, policy, options) with each segment's
 /// graph, compiled and loaded. With `one_at_a_time`, compiles hold it while they run (ranks as
 /// threads sharing a tuning policy: its measurer and cache are used by one compile at a time, and
-/// its timings are not taken beside another rank's).
+/// no two ranks measure at once -- a rank done compiling may run its segments up to its first
+/// collective meanwhile).
 SegmentCompiler compiled_segments(const CompileRequest& base, std::mutex* one_at_a_time = nullptr);
 
 /// A program cut into segments at its transfers, in the order every device runs them.

@@ -51,6 +51,10 @@ class BackendMeasurer : public Measurer {
   std::optional<double> measure(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) override;
   std::string last_failure() const override { return failure_; }
 
+  /// The threads a measured CPU kernel runs with (MeasureOptions::compile.threads; 0: the spec's
+  /// units): a rank of a mesh times its candidates with its share of the host, as it runs them.
+  void set_threads(int threads) { options_.compile.threads = threads; }
+
   /// Candidates measured (timed or failed) and the seconds spent on them, compile and check included.
   int candidates() const { return candidates_; }
   double seconds_spent() const { return spent_s_; }

@@ -126,7 +126,7 @@ TEST_CASE("cli: run --mesh --device cpu --tune measures every rank's segments, t
   // The same run again: every candidate from the measurement cache.
   r = cli_testing::run(cmd);
   REQUIRE(r.status == 0);
-  CHECK(r.output.find("tuned every rank's segments: 0 candidates timed now") != std::string::npos);
+  CHECK(r.output.find("tuned every rank's segments: 0 candidates measured now") != std::string::npos);
   CHECK(r.output.find("(matches the single-device interpreter)") != std::string::npos);
 }
 

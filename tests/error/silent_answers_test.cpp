@@ -2,6 +2,7 @@
 // comparing two paths that agree, passed). An input an operator does not have was ignored
 // (`Add(x, z, z)` computed x + z, `Relu(x, z)` was accepted): now a UserError naming the op and
 // the input. The mean over an empty axis was the empty sum, 0: now NaN, as ONNX's reference.
+// An Einsum over an empty dimension gave an output of extent 1 there: now empty.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -68,4 +69,16 @@ TEST_CASE("the mean over an empty axis is NaN, not the empty sum's 0") {
   // The other reductions of no values keep their identities (ONNX: sum 0, max -inf).
   CHECK(run_op("ReduceSum", {empty, tensor(DType::i64, {1}, {1})}, {}, 1, {1})[0][0] == 0.0);
   CHECK(run_op("ReduceMax", {empty, tensor(DType::i64, {1}, {1})}, {}, 1, {1})[0][0] == -INFINITY);
+}
+
+TEST_CASE("an Einsum over an empty dimension keeps it empty, not of extent 1") {
+  // ("ij,jk->ik" with i = 0 gave a [1, 4] output read from no values: the first extent seen of a
+  // subscript was raised to 1.)
+  const std::vector<HostTensor> y =
+      run_op("Einsum", {tensor(DType::f32, {0, 3}, {}), random_f32({3, 4}, 7)}, {{"equation", std::string("ij,jk->ik")}});
+  REQUIRE(y.size() == 1);
+  CHECK(y[0].shape() == std::vector<int64_t>{0, 4});
+  // An empty reduction is refused with the reason.
+  expect_refused("Einsum", {tensor(DType::f32, {2, 0}, {}), tensor(DType::f32, {0, 4}, {})}, {"Einsum", "extent 0"},
+                 {{"equation", std::string("ij,jk->ik")}});
 }

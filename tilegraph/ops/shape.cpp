@@ -564,7 +564,8 @@ void lower_einsum(LowerContext& ctx) {
       const int64_t e = ins[t].shape()[d];
       if (extent.count(ch) && extent[ch] != e && extent[ch] != 1 && e != 1)
         ctx.fail(cat("subscript '", ch, "' has extents ", extent[ch], " and ", e));
-      extent[ch] = std::max(extent.count(ch) ? extent[ch] : 1, e);
+      // Broadcasting: an extent of 1 gives way to the other (an empty dimension stays 0).
+      if (!extent.count(ch) || extent[ch] == 1) extent[ch] = e;
       ++count[ch];
     }
   }
