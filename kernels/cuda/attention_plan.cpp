@@ -56,6 +56,9 @@ bool fold_query_groups(const OpGraph& graph, AttentionPlan& p) {
 // a last m64n64 one, up to kWgMaxHead columns (128 per thread at 256: with a 64-key chunk's
 // scores and probabilities, within the consumers' setmaxnreg budget).
 constexpr int kWgChunks[] = {128, 64};
+// O's accumulator pieces: m64n128 (two 64-column boxes), and m64n64 (one) for an odd last box;
+// a dv above one piece takes the smaller chunk (its registers).
+constexpr int64_t kWgOPiece = 2 * kWgRowElems, kWgOLastPiece = kWgRowElems, kWgPiecesChunk = 64;
 constexpr int kWgMaxStages = 4;
 constexpr int64_t kWgMaxHead = 256;
 constexpr int kTensorMapDims = 5;  // the copy engine's largest tensor rank
@@ -70,8 +73,8 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   const int64_t d_tile = (sh.d + kWgRowElems - 1) / kWgRowElems * kWgRowElems;
   const int64_t dv_tile = (sh.dv + kWgRowElems - 1) / kWgRowElems * kWgRowElems;
   if (sh.d > kWgMaxHead || sh.dv > kWgMaxHead) return cat("a head of ", std::max(sh.d, sh.dv), " is more than ", kWgMaxHead);
-  for (int n : {dv_tile >= 128 ? 128 : 0, dv_tile % 128 != 0 ? 64 : 0})
-    if (n > 0 && !wgmma_listed(spec, p.dtype, n)) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
+  for (int64_t n : {dv_tile >= kWgOPiece ? kWgOPiece : 0, dv_tile % kWgOPiece != 0 ? kWgOLastPiece : 0})
+    if (n > 0 && !wgmma_listed(spec, p.dtype, static_cast<int>(n))) return cat("the spec lists no wgmma m64n", n, "k16 for ", dtype_name(p.dtype));
   if (sh.queries < kWgInstM) return cat(sh.queries, " queries fill less than one 64-row wgmma tile");
   struct Op {
     const MmaOperand* view;
@@ -102,7 +105,7 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   for (int c : kWgChunks) {
     // O in pieces (dv above 128: 128 registers per thread at 256) leaves room for a 64-key chunk's
     // scores and probabilities only, within the consumers' setmaxnreg budget.
-    if (!wgmma_listed(spec, p.dtype, c) || (dv_tile > 128 && c > 64)) continue;
+    if (!wgmma_listed(spec, p.dtype, c) || (dv_tile > kWgOPiece && c > kWgPiecesChunk)) continue;
     int st = kWgMaxStages;
     while (st >= 2 && smem(c, st) > spec.limits.smem_per_block_bytes) --st;
     if (st >= 2) {
@@ -249,8 +252,9 @@ std::string print_attention_plan(const OpGraph& graph, const AttentionPlan& a) {
   std::string steps;
   for (NodeId n : a.pattern.score_epilogue) steps += cat(steps.empty() ? "" : ", ", graph.node(n).name());
   // O's wgmma: one m64n<dv_tile> up to 128 columns, else m64n128 pieces and a last m64n64.
-  const std::string o_shapes = a.dv_tile <= 128 ? cat("m64n", a.dv_tile, "k16")
-                                                : cat(a.dv_tile / 128, " x m64n128k16", a.dv_tile % 128 ? " + m64n64k16" : "");
+  const std::string o_shapes = a.dv_tile <= kWgOPiece ? cat("m64n", a.dv_tile, "k16")
+                                                      : cat(a.dv_tile / kWgOPiece, " x m64n", kWgOPiece, "k16",
+                                                            a.dv_tile % kWgOPiece ? cat(" + m64n", kWgOLastPiece, "k16") : "");
   const std::string how = a.warpgroup ? cat("wgmma m64n", a.chunk, "k16 and ", o_shapes, " ", dtype_name(a.dtype), ", TMA")
                                       : cat("mma.sync m16n8k16 ", dtype_name(a.dtype),
                                             a.d_tile > kStreamedQFragmentsMaxHead ? ", Q's fragments read from shared memory" : "");

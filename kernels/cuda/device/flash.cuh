@@ -421,6 +421,7 @@ struct WarpgroupAttention {
   // boxes; piece p holds columns [128 p, 128 p + 128) as o[64 p ..], so accumulator i of o is
   // column 8 (i / 4) + 2 (lane % 4) + i % 2 throughout, as in one m64n<DV> tile.
   static_assert(DV % wg::kRowElems == 0 && DV <= 256, "dv must be 64, 128, 192 or 256 columns");
+  static constexpr int kOPiece = 2 * wg::kRowElems;  // m64n128: O's widest accumulator piece
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 
   float o[kOAccs];
@@ -579,12 +580,12 @@ struct WarpgroupAttention {
 #pragma unroll
         for (int kk = 0; kk < BC / wg::kInstK; ++kk) {
 #pragma unroll
-          for (int piece = 0; piece < (DV + 127) / 128; ++piece) {
+          for (int piece = 0; piece < (DV + kOPiece - 1) / kOPiece; ++piece) {
             const unsigned at = v + (2 * piece * BC + kk * wg::kInstK) * wg::kRowBytes;
             const wg::u64 db = wg::smem_desc(at, BC * wg::kRowBytes, wg::kAtomBytes);
-            float* acc = o + 64 * piece;
-            if (DV - 128 * piece >= 128) wg::wgmma_rs_n128<BF16, true>(*reinterpret_cast<float(*)[64]>(acc), pf[kk], db);
-            else wg::wgmma_rs_n64<BF16, true>(*reinterpret_cast<float(*)[32]>(acc), pf[kk], db);
+            float* acc = o + kOPiece / 2 * piece;  // 64 x kOPiece f32 over the warpgroup's 128 threads
+            if (DV - kOPiece * piece >= kOPiece) wg::wgmma_rs_n128<BF16, true>(*reinterpret_cast<float(*)[kOPiece / 2]>(acc), pf[kk], db);
+            else wg::wgmma_rs_n64<BF16, true>(*reinterpret_cast<float(*)[kOPiece / 4]>(acc), pf[kk], db);
           }
         }
         wg::wgmma_commit();
