@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace tessel::cuda::emitter {
 
@@ -85,6 +86,83 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
           << "));\n";
       vregs[{i, static_cast<int>(k)}] = reg;
     }
+  // Recomputed reads a vector at a time (VectorInline::vector): at the vector's first element,
+  // each recomputed node's guard (its point inside its domain, the same for every element) and
+  // its reads of device memory as guarded vector loads; per element below, its value from them.
+  std::map<int, std::string> rguard;                 // recomputed entry -> its guard
+  std::map<std::pair<int, int>, std::string> rregs;  // (entry, read) -> the read's registers
+  std::function<void(int, const TeNode&, const std::vector<std::string>&, const std::string&)> load_recomputed =
+      [&](int j, const TeNode& root, const std::vector<std::string>& at0, const std::string& outer) {
+        const VectorInline& in = p.inlined[j];
+        const TeNode& nd = g_.node(in.node);
+        const std::vector<int64_t> rext = root.extents();
+        // The guard and offset of `map` (over the root's axes) into `shape` at the first element.
+        auto locate = [&](const AffineMap& map, const std::vector<int64_t>& shape, std::string& inside) {
+          std::string off = "0LL";
+          int64_t stride = 1;
+          for (int q = map.num_results() - 1; q >= 0; stride *= shape[q--]) {
+            const AffineExpr& row = map.result(q);
+            const std::string idx = fresh("i");
+            os_ << "    const long long " << idx << " = " << affine_text(row, at0) << ";\n";
+            off += cat(" + ", idx, " * ", stride, "LL");
+            if (row.min_over(rext) < 0 || row.max_over(rext) >= shape[q])
+              inside += cat(inside.empty() ? "" : " && ", idx, " >= 0 && ", idx, " < ", shape[q], "LL");
+          }
+          return off;
+        };
+        std::string guard = outer;
+        locate(in.at, nd.extents(), guard);
+        rguard[j] = fresh("tsl_rg");
+        os_ << "    const bool " << rguard[j] << " = " << (guard.empty() ? std::string("true") : guard) << ";  // "
+            << nd.name() << " recomputed here\n";
+        for (size_t k = 0; k < in.reads.size(); ++k) {
+          const VectorRead& r = in.reads[k];
+          if (r.inlined >= 0) {
+            load_recomputed(r.inlined, root, at0, rguard[j]);
+            continue;
+          }
+          std::string inside = rguard[j];
+          const std::string off = locate(compose(r.read.map, in.at), r.read.type.shape, inside);
+          const std::string reg = fresh("tsl_rr"), st = storage_type(r.read.type.dtype);
+          os_ << "    " << st << " " << reg << "[" << vec << "];  // " << g_.tensor(r.read.tensor).name << "\n";
+          os_ << "    if (" << inside << ") tsl::row_load<" << st << ", " << vec << ">(" << reg << ", g_in" << input_param(r.read.tensor)
+              << " + (" << off << "));\n";
+          os_ << "    else for (int tsl_u = 0; tsl_u < " << vec << "; ++tsl_u) " << reg << "[tsl_u] = "
+              << to_storage(r.read.type.dtype, literal(r.read.type.dtype, r.read.pad)) << ";\n";
+          rregs[{j, static_cast<int>(k)}] = reg;
+        }
+      };
+  for (int i = 0; i < n; ++i)
+    for (const VectorRead& r : p.reads[i])
+      if (r.inlined >= 0 && p.inlined[r.inlined].vector) load_recomputed(r.inlined, g_.node(p.nodes[i]), node_vars(p, i, base), "");
+  // The value of vector-recomputed entry j at element tsl_e (the root's coordinates `xe` there),
+  // `pad` where its guard fails.
+  std::function<std::string(int, const std::vector<std::string>&, double, const std::string&)> recomputed_value =
+      [&](int j, const std::vector<std::string>& xe, double pad, const std::string& ind) {
+        const VectorInline& in = p.inlined[j];
+        const TeNode& nd = g_.node(in.node);
+        const DType dt = nd.output().dtype;
+        std::vector<std::string> at;
+        for (int q = 0; q < in.at.num_results(); ++q) at.push_back(cat("(", affine_text(in.at.result(q), xe), ")"));
+        std::vector<std::string> inputs;
+        for (size_t k = 0; k < in.reads.size(); ++k) {
+          const VectorRead& r = in.reads[k];
+          if (r.inlined >= 0) {
+            inputs.push_back(recomputed_value(r.inlined, xe, r.read.pad, ind));
+            continue;
+          }
+          inputs.push_back(fresh("in"));
+          os_ << ind << "const " << compute_type(r.read.type.dtype) << " " << inputs.back() << " = "
+              << from_storage(r.read.type.dtype, cat(rregs.at({j, static_cast<int>(k)}), "[tsl_e]")) << ";\n";
+        }
+        std::map<const ExprNode*, std::string> memo;
+        os_ << ind << "// " << nd.name() << " recomputed here: " << print_expr(nd.body(), nd.axis_names()) << "\n";
+        const std::string val = emit_expr(nd.body(), inputs, at, memo, ind);
+        const std::string v = fresh("rc");
+        os_ << ind << "const " << compute_type(dt) << " " << v << " = " << rguard.at(j) << " ? " << round_to_dtype(dt, val) << " : "
+            << literal(dt, pad) << ";\n";
+        return v;
+      };
   // Windows (nodes that reduce a few points per output): accumulated for the vector's elements
   // before the per-element values, each tap's guarded vector loads shared by the elements.
   std::map<int, std::string> window_acc;
@@ -298,6 +376,10 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       const VectorRead& r = p.reads[i][k];
       if (r.producer >= 0) {
         inputs[k] = value[r.producer];
+      } else if (r.inlined >= 0 && p.inlined[r.inlined].vector) {
+        inputs[k] = recomputed_value(r.inlined, xi, r.read.pad, ind);
+      } else if (r.inlined >= 0) {
+        inputs[k] = emit_recomputed(p, nd, r, xi, ind);
       } else if (r.vector) {
         inputs[k] = fresh("in");
         os_ << ind << "const " << compute_type(r.read.type.dtype) << " " << inputs[k] << " = "
@@ -322,6 +404,42 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
   os_ << "    tsl::row_store<" << sst << ", " << vec << ">(g_out0 + tsl_first, tsl_out);\n";
   os_ << "  }\n}\n";
   return os_.str();
+}
+
+std::string Emitter::emit_recomputed(const VectorPlan& p, const TeNode& reader, const VectorRead& r,
+                                     const std::vector<std::string>& x, const std::string& ind) {
+  const VectorInline& in = p.inlined[r.inlined];
+  const TeNode& nd = g_.node(in.node);
+  const DType dt = nd.output().dtype;
+  const std::vector<int64_t> extents = reader.extents();
+  // The node's coordinates at the read's point, and whether that point is inside its domain.
+  std::vector<std::string> at;
+  std::string inside;
+  for (int q = 0; q < r.read.map.num_results(); ++q) {
+    const AffineExpr& row = r.read.map.result(q);
+    at.push_back(fresh("i"));
+    os_ << ind << "const long long " << at.back() << " = " << affine_text(row, x) << ";\n";
+    if (row.min_over(extents) < 0 || row.max_over(extents) >= r.read.type.shape[q])
+      inside += cat(inside.empty() ? "" : " && ", at.back(), " >= 0 && ", at.back(), " < ", r.read.type.shape[q], "LL");
+  }
+  const std::string v = fresh("rc");
+  os_ << ind << "// " << nd.name() << " recomputed here: " << print_expr(nd.body(), nd.axis_names()) << "\n";
+  os_ << ind << compute_type(dt) << " " << v << " = " << literal(dt, r.read.pad) << ";\n";
+  std::string body = ind;
+  if (!inside.empty()) {
+    os_ << ind << "if (" << inside << ") {\n";
+    body += "  ";
+  } else {
+    os_ << ind << "{\n";
+    body += "  ";
+  }
+  std::vector<std::string> inputs;
+  for (const VectorRead& rr : in.reads)
+    inputs.push_back(rr.inlined >= 0 ? emit_recomputed(p, nd, rr, at, body) : emit_row_global_read(nd, rr.read, at, body));
+  std::map<const ExprNode*, std::string> memo;
+  const std::string val = emit_expr(nd.body(), inputs, at, memo, body);
+  os_ << body << v << " = " << round_to_dtype(dt, val) << ";\n" << ind << "}\n";
+  return v;
 }
 
 std::string Emitter::emit_span_load(const RowRead& r, const VectorSpan& sp, std::vector<std::string> xw,

@@ -138,6 +138,10 @@ class Emitter {
     std::string offset, inside;
     std::vector<int64_t> steps;
   };
+  /// The value of a recomputed read (VectorRead::inlined) by `reader` at its point `x`: the node's
+  /// body at the read's point, its own reads there, the pad value outside its domain.
+  std::string emit_recomputed(const VectorPlan& p, const TeNode& reader, const VectorRead& r, const std::vector<std::string>& x,
+                              const std::string& ind);
   /// Loads a span read (VectorRead::span) at the taps `xw` (the innermost at 0); its registers' name.
   std::string emit_span_load(const RowRead& r, const VectorSpan& sp, std::vector<std::string> xw, const std::vector<int64_t>& extents,
                              int last, int innermost, const std::string& it, const std::string& lit, const std::string& ind);

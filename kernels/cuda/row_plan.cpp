@@ -166,14 +166,20 @@ static bool online_pair(const OpGraph& graph, const RowPlan& p, int i, int j) {
   return ra.producer < 0 && ra.tensor == x.tensor && ra.map == x.map && rj.reads[m.index()].producer == i;
 }
 
-bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec) {
-  if (axis < 0 || type.rank() == 0 || map.num_results() != type.rank()) return false;
-  const int rank = type.rank();
-  if (type.shape[rank - 1] % vec != 0) return false;
+bool row_vector_aligned(const TeNode& reader, const AffineMap& map, const std::vector<int64_t>& shape, int axis, int vec) {
+  const int rank = static_cast<int>(shape.size());
+  if (axis < 0 || rank == 0 || map.num_results() != rank) return false;
+  if (shape[rank - 1] % vec != 0) return false;
   for (int r = 0; r < rank; ++r) {
     const AffineExpr& row = map.result(r);
     if (r == rank - 1 ? !(row_is(row, axis) || vector_last_index(reader, row, axis, vec)) : row.coeffs[axis] != 0) return false;
   }
+  return true;
+}
+
+bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec) {
+  if (!row_vector_aligned(reader, map, type.shape, axis, vec)) return false;
+  const int rank = type.rank();
   const AffineExpr& last = map.result(rank - 1);
   const std::vector<int64_t> extents = reader.extents();
   return last.min_over(extents) >= 0 && last.max_over(extents) < type.shape[rank - 1];
@@ -413,7 +419,7 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   if (p.vec == 1 && p.lanes > warp && vectors <= static_cast<int64_t>(kRowWarpAccesses) * warp) p.lanes = warp;
   p.chunks = static_cast<int>((vectors + p.lanes - 1) / p.lanes);
   if (p.elements_per_thread() > kMaxElementsPerThread) {
-    // Too long for registers: streamed, one block of the most threads per row, a pass per
+    // Too long for registers: streamed, one block of kRowStreamThreads per row, a pass per
     // per-row reduction and per stored row node (the file comment).
     const std::string too_long = cat("a row of ", p.n, " elements needs ", p.elements_per_thread(),
                                      " registers per thread and node (at most ", kMaxElementsPerThread, ")");
@@ -422,7 +428,7 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
         return fail(cat(too_long, ", and the row node '", graph.node(rn.node).name(),
                         "' reduces serially per element (not recomputed in a streamed row)"));
     p.streamed = true;
-    p.lanes = static_cast<int>(max_threads);
+    p.lanes = static_cast<int>(std::min<int64_t>(max_threads, kRowStreamThreads));
     // N not whole vectors of the widest access: shifted vectors (the file comment), when some
     // access is one -- a stored row node always is.
     bool shiftable = false;

@@ -37,7 +37,7 @@
 //
 // A row of N elements is held in registers when it fits: at most kMaxElementsPerThread per thread
 // with up to the spec's max_threads_per_block threads per row. A longer row (a vocabulary softmax:
-// 50257 columns) is *streamed*: one block per row walks it in chunks once per pass -- one pass per
+// 50257 columns) is *streamed*: one block (kRowStreamThreads) per row walks it in chunks once per pass -- one pass per
 // per-row reduction and one per row node that leaves the group -- and recomputes the row nodes a
 // pass needs from device memory instead of keeping them; the re-reads of a row (100 KB for 50257
 // halves) come from L2. A row node with reduction axes of its own is not recomputed that way (the
@@ -137,6 +137,13 @@ inline constexpr int kRowWarpAccesses = 8;
 /// 8 (a whole vocabulary row's pass of 7 chunks at once) measured the same as 4 on the 22
 /// streamed rows of the op sweep (1.006x; experiments/results/h200/2026-11-29c call 4).
 inline constexpr int kRowStreamUnroll = 4;
+/// Design choice: threads per row of a streamed row that is not split over a cluster (capped by
+/// the spec's block limit). 512 rather than a whole block of 1024: several rows per SM overlap one
+/// row's reductions with another's streaming. On the 22 streamed rows of the op sweep (H200,
+/// 2026-11-29d call 2) 512 ran 1.15-1.23x faster than 1024 on the rows that fill the SMs
+/// (vocabulary softmax and log-softmax over 1024-2048 rows), the same on the few rows split over
+/// clusters; 256 was 1.05-1.30x faster than 1024 there but 0.85x on Whisper's 256 rows.
+inline constexpr int kRowStreamThreads = 512;
 
 /// The axis of `node` that walks a row: n for a row node, the reduction axis of a per-row
 /// reduction; -1 for a per-row node without one.
@@ -158,6 +165,12 @@ bool row_shifted_access(const TeNode& reader, const AffineMap& map, const Tensor
 /// output channels of a group (`g Mg + mg`: other terms in whole vectors). The last index must
 /// stay inside.
 bool row_vector_access_guarded(const TeNode& reader, const AffineMap& map, const TensorType& type, int axis, int vec);
+
+/// The alignment part of row_vector_access_guarded, any index free to leave `shape`: the last
+/// index walks `axis` with step 1 and is otherwise whole vectors of `vec` (so a vector of `axis`
+/// lies wholly inside or wholly outside the last dimension, a multiple of `vec`), no other index
+/// depends on `axis`.
+bool row_vector_aligned(const TeNode& reader, const AffineMap& map, const std::vector<int64_t>& shape, int axis, int vec);
 
 /// A reshape that only splits dimensions (and adds or drops dimensions of size 1) read at a point
 /// of its output `shape`: the point of its domain `domain` (the input's shape) as an affine map

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 
 #include "tilegraph/error.h"
 
@@ -191,6 +192,100 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
                 node.inputs().size() == 1 && !node.inputs()[0].is_gather() && node.body().op() == ExprOp::input &&
                 node.body().index() == 0 && node.output().dtype == node.inputs()[0].type.dtype && reads_in_bounds(node, node.inputs()[0]);
   }
+  // Nodes that may be recomputed where a read asks for them (the file comment): elementwise, not
+  // writing device memory, their output their domain, no gather.
+  std::vector<bool> inlinable(n, false);
+  for (int i = 0; i + 1 < n; ++i) {
+    const TeNode& node = graph.node(group.nodes[i]);
+    inlinable[i] = !generic.nodes[i].writes_global && node.num_reduction() == 0 && node.output().shape == node.extents() &&
+                   std::none_of(node.inputs().begin(), node.inputs().end(), [](const Access& a) { return a.is_gather(); });
+  }
+  // A read of `tensor` at `acc` by `reader` into `r`, through in-bounds folded copies (their
+  // source at the composed map). Returns the group position of the node the read ends at (-1:
+  // device memory); a copy read out of bounds is not folded: the read ends at it.
+  auto follow = [&](const TeNode& reader, TensorId tensor, const Access& acc, VectorRead& r) {
+    r.read.tensor = tensor;
+    r.read.map = acc.map;
+    r.read.type = acc.type;
+    r.read.pad = acc.pad_value;
+    int pos = generic.position(graph.producer(tensor));
+    if (pos >= 0 && folded[pos] && !reads_in_bounds(reader, acc)) return pos;
+    while (pos >= 0 && folded[pos]) {  // through the copy: its source at the composed map
+      const NodeId c = group.nodes[pos];
+      const TeNode& copy = graph.node(c);
+      const Access& src = copy.inputs()[0];
+      r.read.tensor = graph.node_inputs(c)[0];
+      // A splitting reshape is read at the domain point of the output point: one more affine step.
+      const AffineMap inner = copy.output().shape == copy.extents()
+                                  ? src.map
+                                  : compose(src.map, *split_reshape_map(copy.extents(), copy.output().shape));
+      r.read.map = compose(inner, r.read.map);
+      r.read.type = src.type;
+      r.read.pad = src.pad_value;
+      pos = generic.position(graph.producer(r.read.tensor));
+    }
+    return pos;
+  };
+  // The node whose read starts a recomputation (set below, per node): its axes along the sink's
+  // last (a vector's elements) and second last (a warp's lanes, when a vector spans the whole
+  // last axis), -1 when none.
+  int root_vector_axis = -1, root_lane_axis = -1;
+  // Whether a read of device memory at `map` (over the root's axes) by a recomputed node keeps a
+  // warp's loads coalesced: the vector's elements walk it contiguously (an address step of 0 or 1
+  // element along the vector axis), or the warp's lanes do. Else (a transpose read inside a
+  // vector of the other layout) each element of each lane would be its own sector.
+  auto coalesced = [&](const AffineMap& map, const TensorType& type) {
+    auto step = [&](int axis) {  // the address step (elements, row-major) per unit of `axis`
+      int64_t st = 0, stride = 1;
+      for (int q = map.num_results() - 1; q >= 0; stride *= type.shape[q--]) st += map.result(q).coeffs[axis] * stride;
+      return st;
+    };
+    if (root_vector_axis >= 0 && std::abs(step(root_vector_axis)) <= 1) return true;
+    return root_lane_axis >= 0 && std::abs(step(root_lane_axis)) <= 1;
+  };
+  // Recomputes group node `pos` where `reader` reads it at `at` (over the root's axes): appends it
+  // to p.inlined (its reads resolved, recomputing what they end at) and sets `index`; else says
+  // why not.
+  std::function<std::string(const TeNode&, int, const AffineMap&, int&)> recompute =
+      [&](const TeNode& reader, int pos, const AffineMap& at, int& index) -> std::string {
+    const TeNode& nd = graph.node(group.nodes[pos]);
+    if (!inlinable[pos])
+      return cat("'", reader.name(), "' reads '", nd.name(), "' at another point, and it is not recomputed there (",
+                 nd.num_reduction() != 0 ? "it reduces" : "it writes device memory or reshapes", ")");
+    // A value that computes is recomputed at most kVectorMaxRecomputes points per point of its
+    // domain: a broadcast (an SE gate's sigmoid per channel, read at every pixel) is computed
+    // once in its own kernel instead. A copy only loads.
+    if (nd.body().op() != ExprOp::input) {
+      double points = 1, node_points = 1;
+      for (int a = 0; a < sink.num_spatial(); ++a) points *= static_cast<double>(sink.axes()[a].extent);
+      for (const auto& axis : nd.axes()) node_points *= static_cast<double>(axis.extent);
+      if (points > kVectorMaxRecomputes * node_points)
+        return cat("'", nd.name(), "' would be recomputed at ", points / node_points, " points per value (at most ",
+                   kVectorMaxRecomputes, ")");
+    }
+    if (static_cast<int>(p.inlined.size()) >= kVectorMaxInlined)
+      return cat("more than ", kVectorMaxInlined, " values are recomputed where they are read");
+    VectorInline in;
+    in.node = group.nodes[pos];
+    in.at = at;
+    const std::vector<TensorId>& ins = graph.node_inputs(in.node);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      VectorRead r;
+      const int from = follow(nd, ins[k], nd.inputs()[k], r);
+      const AffineMap root_map = compose(r.read.map, at);
+      if (from >= 0) {
+        const std::string why = recompute(nd, from, root_map, r.inlined);
+        if (!why.empty()) return why;
+      } else if (!coalesced(root_map, r.read.type)) {
+        return cat("'", nd.name(), "' would be recomputed reading '", graph.tensor(r.read.tensor).name,
+                   "' at addresses a warp's loads scatter (not along the vector or the lanes)");
+      }
+      in.reads.push_back(std::move(r));
+    }
+    index = static_cast<int>(p.inlined.size());
+    p.inlined.push_back(std::move(in));
+    return "";
+  };
   for (int i = 0; i < n; ++i) {
     if (folded[i]) continue;
     const TeNode& node = graph.node(group.nodes[i]);
@@ -207,6 +302,7 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
                           domain[d - 1] * domain[d] == p.extents[d - 1];
       // Or the sink's domain up to axes of extent 1.
       const std::optional<std::vector<int>> squeezed = splits ? std::nullopt : squeezed_axes(domain, p.extents);
+      if (!splits && !squeezed && inlinable[i]) continue;  // recomputed where it is read
       if (!splits && !squeezed) return fail(cat("'", node.name(), "' has another domain than the sink"));
       if (splits) split = domain[d];
       else axis_of = *squeezed;
@@ -272,40 +368,34 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
       const Access& acc = node.inputs()[k];
       if (acc.is_gather()) return fail(cat("'", node.name(), "' gathers"));
       VectorRead r;
-      r.read.tensor = ins[k];
-      r.read.map = acc.map;
-      r.read.type = acc.type;
-      r.read.pad = acc.pad_value;
-      int pos = generic.position(graph.producer(ins[k]));
-      if (pos >= 0 && folded[pos] && !reads_in_bounds(node, acc))
-        return fail(cat("'", node.name(), "' reads the copy '", graph.node(group.nodes[pos]).name(), "' out of bounds"));
-      while (pos >= 0 && folded[pos]) {  // through the copy: its source at the composed map
-        const NodeId c = group.nodes[pos];
-        const TeNode& copy = graph.node(c);
-        const Access& src = copy.inputs()[0];
-        r.read.tensor = graph.node_inputs(c)[0];
-        // A splitting reshape is read at the domain point of the output point: one more affine step.
-        const AffineMap inner = copy.output().shape == copy.extents()
-                                    ? src.map
-                                    : compose(src.map, *split_reshape_map(copy.extents(), copy.output().shape));
-        r.read.map = compose(inner, r.read.map);
-        r.read.type = src.type;
-        r.read.pad = src.pad_value;
-        pos = generic.position(graph.producer(r.read.tensor));
-      }
-      r.producer = pos >= 0 ? index_of[pos] : -1;
+      const int pos = follow(node, ins[k], acc, r);
       if (pos >= 0 && node.num_reduction() != 0)
         return fail(cat("'", node.name(), "' reduces over '", graph.tensor(r.read.tensor).name,
                         "', which the group computes (a window reads device memory only)"));
       if (pos >= 0) {
         // A grouped window's output is the sink's shape (its split axes merged).
-        std::vector<int> produced = p.axis_of[r.producer];
-        if (p.split[r.producer] != 0) {
-          produced.resize(d);
-          for (int a = 0; a < d; ++a) produced[a] = a;
+        const int at = index_of[pos];
+        bool same = at >= 0;
+        if (same) {
+          std::vector<int> produced = p.axis_of[at];
+          if (p.split[at] != 0) {
+            produced.resize(d);
+            for (int a = 0; a < d; ++a) produced[a] = a;
+          }
+          same = same_point(r.read.map, axis_of, produced);
         }
-        if (!same_point(r.read.map, axis_of, produced))
-          return fail(cat("'", node.name(), "' reads '", graph.tensor(r.read.tensor).name, "' at another point"));
+        if (same) {
+          r.producer = at;
+        } else {
+          root_vector_axis = vector_axis;
+          root_lane_axis = -1;
+          const int64_t sink_bytes = p.extents.back() * dtype_bytes(sink.output().dtype);
+          if (d >= 2 && sink_bytes <= kRowVectorBytes)
+            root_lane_axis = static_cast<int>(std::find(axis_of.begin(), axis_of.end(), d - 2) - axis_of.begin());
+          if (root_lane_axis >= ns) root_lane_axis = -1;
+          const std::string why = recompute(node, pos, r.read.map, r.inlined);
+          if (!why.empty()) return fail(why);
+        }
       } else {
         min_bytes = std::min(min_bytes, dtype_bytes(r.read.type.dtype));
       }
@@ -345,7 +435,7 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const TeNode& node = graph.node(p.nodes[i]);
     for (VectorRead& r : p.reads[i]) {
-      if (r.producer >= 0) continue;
+      if (r.producer >= 0 || r.inlined >= 0) continue;
       if (node.num_reduction() == 0) r.vector = row_vector_access(node, r.read.map, r.read.type, p.vector_axis[i], p.vec);
       else if (p.channel_axis[i] < 0) r.guarded = row_vector_access_guarded(node, r.read.map, r.read.type, p.vector_axis[i], p.vec);
       else r.guarded = element_read_fits(node, r, p.channel_axis[i], p.vec);
@@ -395,6 +485,25 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     p.acc_bytes = static_cast<int>(acc_bytes);
     if (p.combine_bytes() > kStaticSmemBytes) return fail(cat("a sliced window's combine needs ", p.combine_bytes(), " bytes of shared memory"));
   }
+  // Recomputed reads a vector at a time (file comment): every index of the recomputed tree that
+  // moves with the root's vector is aligned to it.
+  std::function<bool(int, const TeNode&, int)> aligned = [&](int j, const TeNode& root, int axis) {
+    const VectorInline& in = p.inlined[j];
+    if (!row_vector_aligned(root, in.at, graph.node(in.node).extents(), axis, p.vec)) return false;
+    for (const VectorRead& r : in.reads)
+      if (r.inlined >= 0 ? !aligned(r.inlined, root, axis)
+                         : !row_vector_aligned(root, compose(r.read.map, in.at), r.read.type.shape, axis, p.vec))
+        return false;
+    return true;
+  };
+  std::function<void(int)> by_vectors = [&](int j) {
+    p.inlined[j].vector = true;
+    for (const VectorRead& r : p.inlined[j].reads)
+      if (r.inlined >= 0) by_vectors(r.inlined);
+  };
+  for (size_t i = 0; i < p.nodes.size(); ++i)
+    for (const VectorRead& r : p.reads[i])
+      if (r.inlined >= 0 && aligned(r.inlined, graph.node(p.nodes[i]), p.vector_axis[i])) by_vectors(r.inlined);
   if (p.slices == 1)
     for (size_t i = 0; i < p.nodes.size(); ++i)
       if (p.channel_axis[i] < 0)
@@ -416,9 +525,12 @@ std::string print_vector_plan(const VectorPlan& p) {
   int vector_reads = 0, other_reads = 0;
   for (const std::vector<VectorRead>& rs : p.reads)
     for (const VectorRead& r : rs)
-      if (r.producer < 0) (r.vector || r.guarded ? vector_reads : other_reads) += 1;
+      if (r.producer < 0 && r.inlined < 0) (r.vector || r.guarded ? vector_reads : other_reads) += 1;
+  for (const VectorInline& in : p.inlined)
+    for (const VectorRead& r : in.reads) (in.vector ? vector_reads : other_reads) += r.inlined < 0;
   return cat("vector kernel: ", p.elements, " elements, ", p.vec, " per thread and access; ", p.threads, " threads per block, ",
              p.blocks, " blocks (grid-stride); ", vector_reads, " vector reads, ", other_reads, " scalar reads of device memory",
+             p.inlined.empty() ? std::string() : cat("; ", p.inlined.size(), " values recomputed where read"),
              p.slices > 1 ? cat("; windows sliced: ", p.slices, " threads share each vector's taps, ", p.lanes, " vectors per block",
                                 p.parts > 1 ? cat(", clusters of ", p.parts, " blocks share them too") : std::string())
                           : std::string());

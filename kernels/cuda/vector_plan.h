@@ -24,6 +24,19 @@
 //     a reshape that only splits dimensions: body in0 of one in-bounds input, same dtype, read in
 //     bounds), which are folded into their readers' maps and never computed (the copies before an
 //     attention's Q and K scaling);
+//     Other nodes that compute an elementwise value (no reduction, no write of device memory, no
+//     reshape) whose domain is not the sink's, or that a node reads at another point, or copies
+//     read out of bounds, are *recomputed*: evaluated where a read asks for them, at the read's
+//     point, their own reads scalar reads of device memory (through folded copies) or recomputed
+//     too, the pad value where the point is outside their domain (a rotary embedding's
+//     rotate_half: Concat(Neg(x[..., 64:]), x[..., :64]) is x at d + 64 negated, or x at d - 64).
+//     Where every index of such a read that moves with the vector is its last, with step 1 and
+//     otherwise whole vectors (row_vector_aligned), a vector lies wholly inside or outside each
+//     domain and tensor: the reads of device memory are guarded 16-byte vector loads at the
+//     vector's first element (VectorInline::vector). Recomputation stops at reads a warp would
+//     scatter (neither the vector's elements nor the warp's lanes walk them contiguously: a
+//     transposed read) and at values that compute and would be evaluated at more than
+//     kVectorMaxRecomputes points per point of their domain (a broadcast gate);
 //   * no read is a gather;
 //   * the last axis is a multiple of a vector width of at least two elements, which also divides
 //     a grouped window's Mg and aligns its element reads.
@@ -85,10 +98,24 @@ struct VectorRead {
   bool guarded = false;   // in a window's loop: a vector load along the last axis, the pad value
                           // where another index leaves the tensor
   VectorSpan span;        // in an unsliced window's loop: a span per step of the outer taps
+  int inlined = -1;       // an in-group node recomputed at the read's point: its VectorPlan::inlined
+};
+
+/// A node of the group computed where a read asks for its value instead of a vector of the sink's
+/// domain (file comment: recomputed reads). Its reads are over its own axes: device memory
+/// (through folded copies) or another recomputed node.
+struct VectorInline {
+  NodeId node = -1;
+  std::vector<VectorRead> reads;  // one per input; producer is always -1
+  AffineMap at;                   // the point read, over the axes of the node whose read starts
+                                  // the recomputation (its root, a node of VectorPlan::nodes)
+  bool vector = false;            // evaluated a vector at a time (file comment)
 };
 
 struct VectorPlan {
   std::vector<NodeId> nodes;                    // group order; the sink last
+  std::vector<VectorInline> inlined;            // recomputed where read (a read's `inlined`); a
+                                                // node's inputs before it
   std::vector<std::vector<VectorRead>> reads;   // per node, one per input
   std::vector<int64_t> extents;                 // the sink's domain
   int64_t elements = 0;                         // their product
@@ -120,6 +147,15 @@ struct VectorMatch {
 
 /// Design choice: a span read holds at most this many elements (registers of the thread).
 inline constexpr int64_t kVectorMaxSpanElements = 64;
+
+/// Design choice: the most recomputed reads a plan holds (each is emitted where it is read: a
+/// value read by several nodes, or at several points, is computed each time).
+inline constexpr int kVectorMaxInlined = 16;
+/// Design choice: a recomputed value that computes (not a copy) is evaluated at most this many
+/// times per point of its domain (the sink's points over its own). A rotary embedding's halves
+/// are read at 2; an SE gate's sigmoid at every pixel of its channel (784 for a 28 x 28 map) ran
+/// 1.14x slower recomputed than in a kernel of its own (H200, 2026-11-29d call 2).
+inline constexpr double kVectorMaxRecomputes = 2;
 
 /// Design choice, not a hardware fact: threads per block (capped by the spec's limit).
 inline constexpr int kVectorBlockThreads = 256;

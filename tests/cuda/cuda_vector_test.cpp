@@ -152,6 +152,30 @@ OpGraph pool_nchw(const std::string& op, DType dt, int64_t n, int64_t c, int64_t
                        {"pads", std::vector<int64_t>{p, p, p, p}}}));
 }
 
+/// LLaMA's rotary embedding over x [t, h, d]: x * cos + rotate_half(x) * sin, rotate_half(x) =
+/// Concat(-x[..., d/2:], x[..., :d/2]) -- a negation over half the domain and copies read out of
+/// bounds by the Concat, recomputed where read (VectorRead::inlined).
+OpGraph rope(DType dt, int64_t t, int64_t h, int64_t d) {
+  ModelBuilder b(dt);
+  const std::string x = b.input("x", {t, h, d}), cos = b.input("cos", {t, 1, d}), sin = b.input("sin", {t, 1, d});
+  const std::string axes = b.weight_i64("axes", {2});
+  const std::string x1 = b.op("Slice", {x, b.weight_i64("s0", {0}), b.weight_i64("e0", {d / 2}), axes});
+  const std::string x2 = b.op("Slice", {x, b.weight_i64("s1", {d / 2}), b.weight_i64("e1", {d}), axes});
+  const std::string rot = b.op("Concat", {b.op("Neg", {x2}), x1}, {{"axis", int64_t{2}}});
+  return b.graph(b.op("Add", {b.op("Mul", {x, cos}), b.op("Mul", {rot, sin})}));
+}
+
+/// relu(x[:, 1:] - x[:, :-1]) over x [m, n]: a difference of neighbours, the sink read at its point
+/// and at the next column (a node read at another point: recomputed there).
+OpGraph shifted(DType dt, int64_t m, int64_t n) {
+  ModelBuilder b(dt);
+  const std::string x = b.op("Sigmoid", {b.input("x", {m, n})});
+  const std::string axes = b.weight_i64("axes", {1});
+  const std::string hi = b.op("Slice", {x, b.weight_i64("s0", {1}), b.weight_i64("e0", {n}), axes});
+  const std::string lo = b.op("Slice", {x, b.weight_i64("s1", {0}), b.weight_i64("e1", {n - 1}), axes});
+  return b.graph(b.op("Relu", {b.op("Sub", {hi, lo})}));
+}
+
 using VectorCase = GraphCase;
 
 std::vector<VectorCase> vector_cases() {
@@ -209,6 +233,10 @@ std::vector<VectorCase> vector_cases() {
   add("average pool NCHW bf16 3x3 stride 1 pad 1, 1x5x16 (spans)", pool_nchw("AveragePool", DType::bf16, 1, 5, 16, 3, 1, 1));
   add("max pool NCHW f16 5x5 stride 2 pad 2, 1x2x40 (spans)", pool_nchw("MaxPool", DType::f16, 1, 2, 40, 5, 2, 2));
   add("average pool NCHW f32 2x2 stride 2, 2x5x28", pool_nchw("AveragePool", DType::f32, 2, 5, 28, 2, 2, 0));
+  add("rope f16 t33 h4 d128 (rotate_half recomputed)", rope(DType::f16, 33, 4, 128));
+  add("rope bf16 t7 h3 d64", rope(DType::bf16, 7, 3, 64));
+  add("rope f32 t5 h2 d12 (halves of 6: vectors of 2)", rope(DType::f32, 5, 2, 12));
+  add("shifted f16 9x65 (a node recomputed at the next column)", shifted(DType::f16, 9, 65));
   return out;
 }
 
@@ -262,6 +290,79 @@ TEST_CASE("cuda vector: in-group copies fold into the reads, a reshaping sink st
   CHECK(q.vector->nodes.size() == 1);
   CHECK(q.vector->reads[0][0].read.type.shape == std::vector<int64_t>{197, 2, 192});
   CHECK(q.vector->reads[0][0].vector);
+}
+
+TEST_CASE("cuda vector: values at other points are recomputed where they are read (rotary embeddings)") {
+  // rotate_half: the negation (another domain) and the first half's copy (read out of bounds by
+  // the Concat) are recomputed, each read guarded by its domain; x, cos and sin are vector reads.
+  const cuda::GeneratedKernel k = welder_kernel(rope(DType::f16, 33, 4, 128));
+  REQUIRE(k.path == "vector");
+  CHECK(k.vector->vec == 8);
+  REQUIRE(k.vector->inlined.size() == 2);
+  int vector_reads = 0, recomputed = 0;
+  for (const auto& reads : k.vector->reads)
+    for (const cuda::VectorRead& r : reads) {
+      vector_reads += r.vector;
+      recomputed += r.inlined >= 0;
+    }
+  CHECK(vector_reads == 3);
+  CHECK(recomputed == 2);
+  CHECK(k.source.find("recomputed here: neg(in0)") != std::string::npos);
+  CHECK(print_vector_plan(*k.vector).find("2 values recomputed where read") != std::string::npos);
+  // The halves start at whole vectors (64 of 8): each recomputed read is a guarded vector load at
+  // the vector's first element. Halves of 6 f32 (vectors of 4) are read a scalar per element.
+  for (const cuda::VectorInline& in : k.vector->inlined) CHECK(in.vector);
+  CHECK(k.source.find("tsl_rr") != std::string::npos);
+  const cuda::GeneratedKernel odd = welder_kernel(rope(DType::f32, 5, 2, 12));
+  REQUIRE(odd.path == "vector");
+  REQUIRE(odd.vector->vec == 4);
+  REQUIRE_FALSE(odd.vector->inlined.empty());
+  for (const cuda::VectorInline& in : odd.vector->inlined) CHECK_FALSE(in.vector);
+  // A node of the sink's domain read at the next column: computed at its point for one read,
+  // recomputed at the other's.
+  const cuda::GeneratedKernel sh = welder_kernel(shifted(DType::f16, 9, 65));
+  REQUIRE(sh.path == "vector");
+  CHECK(sh.vector->inlined.size() >= 1);
+  // Not recomputed: a value read transposed by a vector of the other layout (a warp's loads would
+  // scatter: NHWC silu stored as NCHW), or a computed broadcast (an SE gate's sigmoid per channel,
+  // read at every pixel). Each stays in a kernel of its own.
+  auto recomputes = [](const OpGraph& g) {
+    const Schedule s = schedule_with(g, gpu_spec(), "welder");
+    std::string why;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+      const cuda::GeneratedKernel e = emit_kernel(g, s, i, gpu_spec());
+      if (e.vector && !e.vector->inlined.empty()) return std::string("recomputed");
+      why += e.vector_reason;
+    }
+    return why;
+  };
+  {
+    ModelBuilder tb(DType::f16);
+    const std::string si = tb.op("Sigmoid", {tb.input("x", {4, 14, 14, 96})});
+    const std::string silu = tb.op("Mul", {tb.input("x2", {4, 14, 14, 96}), si});
+    CHECK(recomputes(tb.graph(tb.op("Transpose", {silu}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}}))) != "recomputed");
+    ModelBuilder gb(DType::f16);
+    const std::string gate = gb.op("Sigmoid", {gb.input("g", {32, 240, 1, 1})});
+    const std::string why = recomputes(gb.graph(gb.op("Mul", {gb.input("x", {32, 240, 28, 28}), gate})));
+    CHECK(why != "recomputed");
+  }
+  // A window is never recomputed: a depthwise convolution whose halves are added (read at two
+  // points) leaves the vector kernel (it is not the sink's domain and reduces).
+  ModelBuilder b(DType::f16);
+  const std::string y = b.op("Conv", {b.input("x", {1, 6, 6, 16}), b.weight("w", {16, 3, 3, 1}, 6)},
+                             {{"layout", std::string("NHWC")}, {"group", int64_t{16}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  const std::string axes = b.weight_i64("axes", {3});
+  const std::string hi = b.op("Slice", {y, b.weight_i64("s0", {8}), b.weight_i64("e0", {16}), axes});
+  const std::string lo = b.op("Slice", {y, b.weight_i64("s1", {0}), b.weight_i64("e1", {8}), axes});
+  const OpGraph g = b.graph(b.op("Add", {hi, lo}));
+  const Schedule s = schedule_with(g, gpu_spec(), "welder");
+  for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+    const cuda::GeneratedKernel e = emit_kernel(g, s, i, gpu_spec());
+    if (e.vector)
+      for (const cuda::VectorInline& in : e.vector->inlined) CHECK(g.node(in.node).num_reduction() == 0);
+    else if (s.groups[i].group.nodes.size() > 1)
+      CHECK(e.vector_reason.find("another domain") != std::string::npos);
+  }
 }
 
 TEST_CASE("cuda vector: depthwise convolutions and poolings in NHWC are windows of the vector kernel") {
