@@ -188,6 +188,20 @@ double bound_time(const std::vector<std::pair<const MemoryLevel*, double>>& leve
   return worst;
 }
 
+// The streamed attention kernel as recorded (estimate_streamed): SIMT issue slots per score for the
+// softmax (scale, mask, maximum, exponent, sum, conversion to the P operand and the kernel's
+// bookkeeping, not overlapped with the tensor cores), and the serial chain of a block: cycles per
+// wave of blocks (prologue, Q's tile, the epilogue) and per chunk of keys a block walks (its
+// copies' latency and its dependent steps; what bounds a one-warp decode block). Fitted by
+// experiments/cost_model_fidelity/attention_fit.py --fit on the 72 attention instances of the op
+// sweep measured on an H200 (experiments/results/h200/2026-11-29c, call 1), with the H200 spec:
+// predicted / measured geomean 1.03, RMS of its log 0.256, 41 of 72 within 25%, Spearman 0.970
+// (the tensor-core-only price before: geomean 0.59, RMS 0.70, 8 of 72 within 25%, Spearman 0.950).
+// Fitted on half of the source models, the other half's RMS was 0.277.
+constexpr double kFlashIssuesPerScore = 8;
+constexpr double kFlashBlockCycles = 5940;  // 3 us at 1.98 GHz
+constexpr double kFlashChunkCycles = 3960;
+
 // A streamed attention group (group_footprint.h's StreamedAttention): the two contractions on the
 // tensor cores and the softmax's per-score work on the SIMT units; each block reads its Q tile
 // once and every key and value of its batch point (through the last-level cache, which keeps a
@@ -248,6 +262,64 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
     }
   }
   const LimitSpec& lim = spec.limits;
+  const std::map<std::string, int64_t>& kp = group.kernel.params;
+  if (group.kernel.family == "flash" && kp.count("rows") && kp.count("chunk") && kp.count("threads") && kp.count("key_chunks")) {
+    // The kernel the planner recorded (kernels/cuda/attention_plan.h): its block rows (16 for a
+    // one-warp decode block, 128 for the Hopper kernel), chunk, threads, key split over a cluster
+    // and query heads folded into the rows. Per block, the scores it computes (padded rows
+    // included) on the tensor cores and kFlashIssuesPerScore SIMT issue slots each for the
+    // softmax, in turn (not overlapped), and a serial chain of kFlashChunkCycles per chunk on
+    // top of kFlashBlockCycles per wave of blocks (fitted: the file comment at the constants).
+    const int64_t rows = std::max<int64_t>(1, kp.at("rows")), chunk = std::max<int64_t>(1, kp.at("chunk"));
+    const int64_t threads = std::max<int64_t>(1, kp.at("threads"));
+    const int64_t fold = kp.count("fold") ? std::max<int64_t>(1, kp.at("fold")) : 1;
+    const int64_t splits = kp.count("splits") ? std::max<int64_t>(1, kp.at("splits")) : 1;
+    const int64_t d_tile = kp.count("d_tile") ? kp.at("d_tile") : a.d_tile, dv_tile = kp.count("dv_tile") ? kp.at("dv_tile") : a.dv_tile;
+    const int64_t points = std::max<int64_t>(1, a.batch / fold);  // batch points (key/value heads)
+    const int64_t tiles_m = (a.queries * fold + rows - 1) / rows;
+    const int64_t key_chunks = kp.at("key_chunks");  // visited (query block, key chunk) pairs per point
+    const double scores = static_cast<double>(points) * static_cast<double>(key_chunks) * static_cast<double>(rows * chunk);
+    const double tc_s = scores * 2.0 * static_cast<double>(d_tile + dv_tile) / tc_peak;
+    const double softmax_s = scores * kFlashIssuesPerScore / (simt_peak / 2);
+    StreamedAttention k = a;
+    k.rows = rows, k.chunk = chunk, k.threads = threads, k.d_tile = d_tile, k.dv_tile = dv_tile;
+    if (kp.count("stages")) k.stages = kp.at("stages");
+    int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / threads);
+    if (k.smem_bytes() > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / k.smem_bytes());
+    per_sm = std::max<int64_t>(per_sm, 1);
+    out.blocks = points * tiles_m * splits;
+    out.blocks_per_unit = per_sm;
+    out.occupancy = static_cast<double>(per_sm * threads) / static_cast<double>(lim.max_threads_per_sm);
+    const int64_t concurrent = per_sm * spec.compute.units;
+    out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(concurrent));
+    const double quantized = out.waves * static_cast<double>(concurrent) / static_cast<double>(std::max<int64_t>(out.blocks, 1));
+    compute_s = (tc_s + softmax_s) * quantized;
+    const double active =
+        std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(spec.compute.units));
+    const double written = static_cast<double>(bytes_of(graph.tensor(graph.node_output(a.out)).type));
+    const double streamed = static_cast<double>(points * tiles_m) *
+                                (static_cast<double>(rows * a.d) +
+                                 static_cast<double>(key_chunks) / static_cast<double>(tiles_m) * static_cast<double>(chunk * (a.d + a.dv))) *
+                                static_cast<double>(a.elem_bytes) +
+                            side_bytes + written;
+    std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
+    if (llc >= 0) levels.push_back({&spec.memory_levels[llc], streamed});
+    double worst = bound_time(levels, compute_s, active, out);
+    const double cycle_s = 1e-9 / spec.compute.clock_ghz;
+    const double chain_s = out.waves * (kFlashBlockCycles + static_cast<double>(key_chunks) / static_cast<double>(tiles_m * splits) *
+                                                               kFlashChunkCycles) *
+                           cycle_s;
+    out.term_ref("chain") = chain_s;
+    if (chain_s > worst) worst = chain_s, out.bound = "latency";
+    out.notes.push_back(cat("streamed attention as recorded: ", rows, " query rows per block, chunks of ", chunk, " keys, ", threads,
+                            " threads", splits > 1 ? cat(", keys split over clusters of ", splits) : std::string(),
+                            fold > 1 ? cat(", ", fold, " query heads per key/value head in the rows") : std::string()));
+    const double launch_s = spec.compute.launch_overhead_us * 1e-6;
+    out.term_ref("compute") = compute_s;
+    out.term_ref("launch") = launch_s;
+    out.latency_s = launch_s + worst / family_efficiency(spec, group, out);
+    return out;
+  }
   const int64_t regs = (a.register_bytes_per_thread() + 3) / 4;
   int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(a.threads, 1));
   if (a.smem_bytes() > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / a.smem_bytes());

@@ -66,6 +66,10 @@ BackendMeasurer::BackendMeasurer(std::string backend, MeasureOptions options)
 
 BackendMeasurer::~BackendMeasurer() = default;
 
+std::string BackendMeasurer::context() const {
+  return options_.compile.threads > 0 ? cat("threads=", options_.compile.threads) : std::string();
+}
+
 std::optional<double> BackendMeasurer::measure(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) {
   const auto start = std::chrono::steady_clock::now();
   ++candidates_;

@@ -106,7 +106,8 @@ MeasureCache::MeasureCache(std::string directory)
       const std::optional<uint64_t> h = parse_hex(e.at("hw_spec").get<std::string>());
       const double seconds = e.at("seconds").get<double>();
       if (!g || !h || !(seconds >= 0)) throw std::runtime_error("bad entry");
-      entries_[MeasureKey{*g, *h, e.at("policy").get<std::string>(), e.at("tessel").get<std::string>()}] = seconds;
+      entries_[MeasureKey{*g, *h, e.at("policy").get<std::string>(), e.at("tessel").get<std::string>(),
+                          e.value("context", std::string())}] = seconds;
     }
   } catch (const std::exception&) {
     entries_.clear();
@@ -131,6 +132,7 @@ void MeasureCache::store(const MeasureKey& key, double seconds) {
     e["hw_spec"] = hex64(k.hw_spec_hash);
     e["policy"] = k.policy;
     e["tessel"] = k.version;
+    if (!k.context.empty()) e["context"] = k.context;
     e["seconds"] = s;
     j["entries"].push_back(std::move(e));
   }
@@ -155,7 +157,7 @@ void MeasureCache::store(const MeasureKey& key, double seconds) {
 
 std::optional<double> MeasureCache::measure(Measurer& measurer, const OpGraph& graph, const ScheduledGroup& group,
                                             const HwSpec& spec, const std::string& policy) {
-  const MeasureKey key{group_canonical_hash(graph, group), hw_spec_hash(spec), policy, kTesselVersion};
+  const MeasureKey key{group_canonical_hash(graph, group), hw_spec_hash(spec), policy, kTesselVersion, measurer.context()};
   if (std::optional<double> hit = lookup(key)) return hit;
   std::optional<double> seconds = measurer.measure(graph, group, spec);
   if (seconds) store(key, *seconds);

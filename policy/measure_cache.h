@@ -4,7 +4,8 @@
 //
 // A measurement is keyed by what determines it: the group (its printed nodes without their names,
 // how they connect, their tile configs and edge levels: group_canonical_hash), the chip
-// (hw_spec_hash), the policy and its options as text, and the Tessel version. The cache is one
+// (hw_spec_hash), the policy and its options as text, the Tessel version, and what else the
+// measurer says sets its times (Measurer::context: the threads a CPU rank of a mesh runs with). The cache is one
 // JSON file, `measurements.json`, in a directory (default_measure_cache_dir()); every store
 // rewrites it atomically (a temporary file, then rename), and a file that cannot be read as a
 // cache is ignored and rebuilt by the next store.
@@ -31,10 +32,11 @@ struct MeasureKey {
   uint64_t hw_spec_hash = 0;  // hw_spec_hash(spec)
   std::string policy;         // policy name and options, e.g. "roller top_k=8 max_padding_waste=0.25"
   std::string version = kTesselVersion;
+  std::string context;        // Measurer::context(): e.g. "threads=2"; empty: none
 
   bool operator<(const MeasureKey& o) const {
-    return std::tie(group_hash, hw_spec_hash, policy, version) <
-           std::tie(o.group_hash, o.hw_spec_hash, o.policy, o.version);
+    return std::tie(group_hash, hw_spec_hash, policy, version, context) <
+           std::tie(o.group_hash, o.hw_spec_hash, o.policy, o.version, o.context);
   }
   bool operator==(const MeasureKey&) const = default;
 };

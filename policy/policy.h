@@ -88,6 +88,9 @@ class Measurer {
   /// Why the last measure() returned nullopt (the backend refused the group, its output did not
   /// match the interpreter); empty when it did not or the measurer does not say.
   virtual std::string last_failure() const { return {}; }
+  /// What else sets its times besides the group and the chip, as text (a CPU measurer's thread
+  /// count: "threads=2"); part of the measurement cache's key. Empty: nothing.
+  virtual std::string context() const { return {}; }
 };
 
 /// Every policy with default options: the built-in ones, the default (welder) first, then the

@@ -27,6 +27,12 @@ class ModelBuilder {
     m_.weights.push_back({name, type, RandomInit{RandomInit::Dist::uniform, lo, hi, seed}});
     return name;
   }
+  /// A scalar weight of the builder's dtype with this value, known at import (a Pad's value).
+  std::string scalar(const std::string& name, double value) {
+    const TensorType type{dt_, {}};
+    m_.weights.push_back({name, type, std::make_shared<const HostTensor>(type, std::vector<double>{value})});
+    return name;
+  }
   /// Seeded uniform weights in [lo, hi) with a sparsity attribute (pruned when it has a density).
   std::string sparse_weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed, const Sparsity& sparsity) {
     weight(name, std::move(shape), seed);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <map>
 
 #include "tilegraph/error.h"
 
@@ -246,21 +247,24 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
   // Recomputes group node `pos` where `reader` reads it at `at` (over the root's axes): appends it
   // to p.inlined (its reads resolved, recomputing what they end at) and sets `index`; else says
   // why not.
+  std::map<int, double> evaluations;  // per group position: points its recomputations evaluate
   std::function<std::string(const TeNode&, int, const AffineMap&, int&)> recompute =
       [&](const TeNode& reader, int pos, const AffineMap& at, int& index) -> std::string {
     const TeNode& nd = graph.node(group.nodes[pos]);
     if (!inlinable[pos])
       return cat("'", reader.name(), "' reads '", nd.name(), "' at another point, and it is not recomputed there (",
-                 nd.num_reduction() != 0 ? "it reduces" : "it writes device memory or reshapes", ")");
+                 nd.num_reduction() != 0 ? "it reduces" : "it writes device memory, reshapes or gathers", ")");
     // A value that computes is recomputed at most kVectorMaxRecomputes points per point of its
-    // domain: a broadcast (an SE gate's sigmoid per channel, read at every pixel) is computed
-    // once in its own kernel instead. A copy only loads.
+    // domain, over all its reads (each read evaluates it at up to every point of the sink): a
+    // broadcast (an SE gate's sigmoid per channel, read at every pixel) is computed once in its
+    // own kernel instead. A copy only loads.
     if (nd.body().op() != ExprOp::input) {
       double points = 1, node_points = 1;
       for (int a = 0; a < sink.num_spatial(); ++a) points *= static_cast<double>(sink.axes()[a].extent);
       for (const auto& axis : nd.axes()) node_points *= static_cast<double>(axis.extent);
-      if (points > kVectorMaxRecomputes * node_points)
-        return cat("'", nd.name(), "' would be recomputed at ", points / node_points, " points per value (at most ",
+      evaluations[pos] += points;
+      if (evaluations[pos] > kVectorMaxRecomputes * node_points)
+        return cat("'", nd.name(), "' would be recomputed at ", evaluations[pos] / node_points, " points per value (at most ",
                    kVectorMaxRecomputes, ")");
     }
     if (static_cast<int>(p.inlined.size()) >= kVectorMaxInlined)
@@ -282,6 +286,9 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
       }
       in.reads.push_back(std::move(r));
     }
+    // (Its reads may have recomputed nodes of their own.)
+    if (static_cast<int>(p.inlined.size()) >= kVectorMaxInlined)
+      return cat("more than ", kVectorMaxInlined, " values are recomputed where they are read");
     index = static_cast<int>(p.inlined.size());
     p.inlined.push_back(std::move(in));
     return "";
@@ -389,8 +396,12 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
         } else {
           root_vector_axis = vector_axis;
           root_lane_axis = -1;
-          const int64_t sink_bytes = p.extents.back() * dtype_bytes(sink.output().dtype);
-          if (d >= 2 && sink_bytes <= kRowVectorBytes)
+          // A vector spans the sink's last axis (so a warp's lanes walk the axis before it) when
+          // that axis is a power of two of at most 16 bytes of the sink's dtype: the vector width,
+          // 16 bytes of the narrowest dtype (no wider than the sink's) halved until it divides
+          // the axis, is then the axis itself.
+          const int64_t last = p.extents.back();
+          if (d >= 2 && p.extents[d - 2] > 1 && (last & (last - 1)) == 0 && last * dtype_bytes(sink.output().dtype) <= kRowVectorBytes)
             root_lane_axis = static_cast<int>(std::find(axis_of.begin(), axis_of.end(), d - 2) - axis_of.begin());
           if (root_lane_axis >= ns) root_lane_axis = -1;
           const std::string why = recompute(node, pos, r.read.map, r.inlined);

@@ -21,7 +21,9 @@
 #include "hw_specs/hw_spec.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/kernel_emitter.h"
+#include "kernels/cuda/kernel_families.h"
 #include "kernels/cuda/nvrtc_compiler.h"
+#include "policy/kernel_families.h"
 #include "policy/policy.h"
 #include "tilegraph/import/load_model.h"
 
@@ -54,6 +56,17 @@ inline int nvrtc_compile_all(const OpGraph& g, const Schedule& schedule, const H
 }
 
 /// The kernel of the last group of `g`'s schedule under `policy` (the one writing the output).
+/// `policy`'s schedule of `g` with each group's CUDA kernel family chosen and recorded, as
+/// compile() does (the cost model then prices the recorded kernels).
+inline Schedule with_families(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  for (const auto& p : policies())
+    if (p->name() == policy) return schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  FAIL("no policy ", policy);
+  return {};
+}
+
 inline cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy) {
   const Schedule s = schedule_with(g, gpu_spec(), policy);
   REQUIRE(!s.groups.empty());

@@ -20,15 +20,6 @@
 namespace tessel::testing {
 namespace {
 
-Schedule with_families(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
-  const AnalyticCostModel cost;
-  const cuda::CudaKernelFamilies families;
-  for (const auto& p : policies())
-    if (p->name() == policy) return schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
-  FAIL("no policy ", policy);
-  return {};
-}
-
 /// f16 x[m,k] @ w[k,n] + bias, GELU: the tensor-core family on an H100.
 OpGraph gemm_gelu(int64_t m, int64_t k, int64_t n) {
   ModelBuilder b(DType::f16);

@@ -213,6 +213,44 @@ TEST_CASE("cuda flash: welder forms one legal streamed group, priced, saved and 
   CHECK(streamed_groups(schedule_with(flash_cases()[0].graph, spec, "roller")) == 0);
 }
 
+TEST_CASE("cuda flash: the cost model prices the kernel the planner recorded") {
+  const HwSpec& spec = gpu_spec();
+  auto streamed = [](const Schedule& s) {
+    for (const ScheduleGroup& g : s.groups)
+      if (g.group.stream_chunk > 0) return g;
+    FAIL("no streamed group");
+    return s.groups.front();
+  };
+  // Prefill on the Hopper kernel: blocks of 128 rows, chunks of 128 keys; the softmax's issue
+  // slots come on top of the tensor cores' time, and a block's chain is priced.
+  const OpGraph pre = attention(Attn{.batch = 2, .heads = 4, .sq = 1000, .skv = 1000});
+  const ScheduleGroup g = streamed(with_families(pre, spec, "welder"));
+  REQUIRE(g.group.kernel.family == "flash");
+  const std::map<std::string, int64_t>& kp = g.group.kernel.params;
+  REQUIRE(kp.at("warpgroup") == 1);
+  CHECK(g.predicted.blocks == 2 * 4 * ((1000 + kp.at("rows") - 1) / kp.at("rows")) * kp.at("splits"));
+  const double scores = 2.0 * 4 * kp.at("key_chunks") * kp.at("rows") * kp.at("chunk");
+  const double tensor_s = scores * 2 * (kp.at("d_tile") + kp.at("dv_tile")) / spec.peak_flops(DType::f16, true);
+  CHECK(g.predicted.term("compute") > tensor_s);
+  CHECK(g.predicted.term("chain") > 0);
+  // Decoding with grouped-query heads: 8 query heads share a key/value head, folded into one
+  // warp's 16 rows: the blocks are the key/value heads (times the key split), not the query heads.
+  const OpGraph dec = attention(Attn{.heads = 4, .sq = 1, .skv = 4096, .d = 128, .dv = 128, .groups = 8});
+  const ScheduleGroup gd = streamed(with_families(dec, spec, "welder"));
+  const std::map<std::string, int64_t>& kd = gd.group.kernel.params;
+  REQUIRE(kd.at("fold") == 8);
+  CHECK(kd.at("rows") == 16);
+  CHECK(gd.predicted.blocks == 4 * kd.at("splits"));
+  // A one-warp block walking many chunks is bound by its chain.
+  CHECK(gd.predicted.bound == "latency");
+  // Without the recorded kernel, the schedule's geometry is priced (the query heads' blocks).
+  ScheduledGroup bare = gd.group;
+  bare.kernel.params.clear();
+  const CostBreakdown b = cost_models().front()->estimate(dec, bare, spec);
+  CHECK(b.blocks != gd.predicted.blocks);
+  CHECK(b.term("chain") == 0);
+}
+
 TEST_CASE("cuda flash: shapes, graphs and specs the kernel cannot take keep the unfused kernels") {
   const HwSpec& spec = gpu_spec();
   // Head dimension 44 (rows not whole 16-byte chunks) or 288 (more than 256), P read outside, a

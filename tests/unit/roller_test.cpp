@@ -280,7 +280,7 @@ TEST_CASE("measure cache: a policy with a measurer keeps the fastest measured ca
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("measure cache: keys separate specs, policies and versions, a corrupt file is ignored and rebuilt") {
+TEST_CASE("measure cache: keys separate specs, policies, versions and threads, a corrupt file is ignored and rebuilt") {
   const std::string dir = temp_dir("corrupt");
   {
     MeasureCache cache(dir);
@@ -288,14 +288,18 @@ TEST_CASE("measure cache: keys separate specs, policies and versions, a corrupt 
     cache.store(MeasureKey{1, 3, "roller", kTesselVersion}, 2.5e-5);
     cache.store(MeasureKey{1, 2, "roller top_k=1", kTesselVersion}, 3.5e-5);
     cache.store(MeasureKey{1, 2, "roller", "0.0.9"}, 4.5e-5);
+    cache.store(MeasureKey{1, 2, "roller", kTesselVersion, "threads=1"}, 5.5e-5);
   }
   MeasureCache cache(dir);
-  CHECK(cache.size() == 4);
+  CHECK(cache.size() == 5);
   CHECK(cache.lookup(MeasureKey{1, 2, "roller", kTesselVersion}) == 1.5e-5);
   CHECK(cache.lookup(MeasureKey{1, 3, "roller", kTesselVersion}) == 2.5e-5);
   CHECK(cache.lookup(MeasureKey{1, 2, "roller top_k=1", kTesselVersion}) == 3.5e-5);
   CHECK(cache.lookup(MeasureKey{1, 2, "roller", "0.0.9"}) == 4.5e-5);
   CHECK_FALSE(cache.lookup(MeasureKey{2, 2, "roller", kTesselVersion}));
+  // A rank of a mesh timing with its share of the host's threads keeps its own entries.
+  CHECK(cache.lookup(MeasureKey{1, 2, "roller", kTesselVersion, "threads=1"}) == 5.5e-5);
+  CHECK_FALSE(cache.lookup(MeasureKey{1, 2, "roller", kTesselVersion, "threads=2"}));
 
   std::ofstream(cache.file(), std::ios::trunc) << "{\"format\": \"tessel-measurements\", \"entries\": [{\"group\": 7";
   MeasureCache corrupt(dir);
