@@ -89,9 +89,10 @@ const char* kRunHelp =
     "             of this process; --check compares every rank's outputs with the single-device\n"
     "             interpreter; --inputs (of the lowered graph's shapes), --outputs and --expect work\n"
     "             as without it; --report FILE: the plan, its prediction, the step times and the\n"
-    "             checks as JSON; --tune K with --device cpu (every rank's segments); --schedule not\n"
-    "             yet; --time N: GPU time on GPUs, on CPU ranks the slowest rank's wall time per step\n"
-    "             (docs/distributed.md)\n";
+    "             checks as JSON; --tune K with --device cpu (every rank's segments); --time N: GPU\n"
+    "             time on GPUs, on CPU ranks the slowest rank's wall time per step (docs/distributed.md)\n"
+    "  --save-schedules DIR, --schedules DIR  with --mesh --device cpu: write each segment's schedule\n"
+    "             (segment-<key>.json, tuned ones too), or replay them instead of scheduling\n";
 const char* kConvertHelp =
     "usage: tessel convert MODEL.onnx [-o MODEL.json]\n"
     "  Converts a model to Tessel's JSON model format (docs/model-format.md). With -o, weight data\n"
@@ -142,16 +143,20 @@ std::string device_for_hw(const Args& args) {
 int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "policy-opt", "schedule",
-             "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels", "mesh", "shard", "exhaustive", "descent", "memory-per-device"});
+             "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels", "mesh", "shard", "exhaustive", "descent", "memory-per-device",
+             "schedules", "save-schedules"});
   if (args.flag("help")) { std::cout << kRunHelp << policy_options_help(); return 0; }
   std::optional<std::string> device = args.option("device");
   if (args.flag("interp") && device)
     throw UserError("command line", "", "'tessel run' takes --interp or --device cpu|cuda, not both");
   if (args.option("mesh")) {
     if (!args.flag("interp") && !device) throw UserError("command line", "", "'tessel run --mesh' needs --interp or --device cpu|cuda");
-    if (args.option("schedule")) throw UserError("command line", "", "--schedule is not supported with --mesh yet");
+    if (args.option("schedule"))
+      throw UserError("command line", "--schedule", "a mesh runs segments, one schedule each: --schedules DIR replays those --save-schedules DIR saved");
     return run_on_mesh(args);
   }
+  for (const char* option : {"schedules", "save-schedules"})
+    if (args.option(option)) throw UserError("command line", cat("--", option), "segment schedules are for --mesh; one model's schedule is --schedule FILE");
   if (!args.flag("interp") && !device) device = device_for_hw(args);  // compiled: for the --hw spec, else this host
   // Import first: given inputs bind the shapes the model leaves unknown before it is normalized.
   CompileRequest import_only;

@@ -140,6 +140,16 @@ int run_on_mesh(const Args& args) {
     throw UserError("command line", "--tune", "--tune measures compiled kernels: give --device cpu (--interp runs no kernels)");
   if (args.option("tune") && *device != "cpu")
     throw UserError("command line", "--tune", cat("--tune with --mesh measures CPU ranks only yet, not --device ", *device));
+  // Saved schedules of the segments: replayed (--schedules) or written (--save-schedules), on CPU
+  // ranks.
+  SegmentSchedules saved{args.option_or("schedules", ""), args.option_or("save-schedules", "")};
+  for (const char* option : {"schedules", "save-schedules"}) {
+    if (!args.option(option)) continue;
+    if (!device) throw UserError("command line", cat("--", option), "segment schedules are for compiled ranks: give --device cpu (--interp compiles nothing)");
+    if (*device != "cpu") throw UserError("command line", cat("--", option), cat("segment schedules are for CPU ranks only yet, not --device ", *device));
+  }
+  if (args.option("schedules") && args.option("tune"))
+    throw UserError("command line", "--tune", "replayed --schedules are not tuned: tune with --save-schedules, then replay them");
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, device.value_or("cpu"));
   if (device) require_runnable(*device);
   CompileRequest& base = pipeline->request;
@@ -231,7 +241,7 @@ int run_on_mesh(const Args& args) {
     }
     for (auto& o : outputs) o = whole;
   } else if (mpi) {
-    const SegmentCompiler segments = device ? compiled_segments(base) : interpreter_segments();
+    const SegmentCompiler segments = device ? compiled_segments(base, nullptr, saved) : interpreter_segments();
     try {
       outputs[mpi->rank()] = run_sharded(g, s.plan, inputs, *mpi, segments, &cpu_timing);
     } catch (const std::exception& e) {
@@ -243,7 +253,8 @@ int run_on_mesh(const Args& args) {
     // Ranks as threads share the tuning policy: their compiles (and so their measurements) take
     // turns.
     std::mutex tuning;
-    const SegmentCompiler segments = device ? compiled_segments(base, pipeline->measurer ? &tuning : nullptr) : interpreter_segments();
+    const SegmentCompiler segments =
+        device ? compiled_segments(base, pipeline->measurer ? &tuning : nullptr, saved) : interpreter_segments();
     std::vector<std::unique_ptr<Communicator>> comms = thread_mesh(mesh.devices());
     std::vector<std::exception_ptr> errors(mesh.devices());
     std::vector<std::thread> threads;

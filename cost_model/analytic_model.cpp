@@ -276,7 +276,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
     const int64_t splits = kp.count("splits") ? std::max<int64_t>(1, kp.at("splits")) : 1;
     const int64_t d_tile = kp.count("d_tile") ? kp.at("d_tile") : a.d_tile, dv_tile = kp.count("dv_tile") ? kp.at("dv_tile") : a.dv_tile;
     const int64_t points = std::max<int64_t>(1, a.batch / fold);  // batch points (key/value heads)
-    const int64_t tiles_m = (a.queries * fold + rows - 1) / rows;
+    const int64_t tiles_m = std::max<int64_t>(1, (a.queries * fold + rows - 1) / rows);
     const int64_t key_chunks = kp.at("key_chunks");  // visited (query block, key chunk) pairs per point
     const double scores = static_cast<double>(points) * static_cast<double>(key_chunks) * static_cast<double>(rows * chunk);
     const double tc_s = scores * 2.0 * static_cast<double>(d_tile + dv_tile) / tc_peak;
@@ -298,7 +298,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
         std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(spec.compute.units));
     const double written = static_cast<double>(bytes_of(graph.tensor(graph.node_output(a.out)).type));
     const double streamed = static_cast<double>(points * tiles_m) *
-                                (static_cast<double>(rows * a.d) +
+                                (static_cast<double>(splits * rows * a.d) +
                                  static_cast<double>(key_chunks) / static_cast<double>(tiles_m) * static_cast<double>(chunk * (a.d + a.dv))) *
                                 static_cast<double>(a.elem_bytes) +
                             side_bytes + written;

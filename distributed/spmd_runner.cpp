@@ -2,24 +2,44 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <set>
 
 #include "tilegraph/error.h"
+#include "tilegraph/files.h"
+#include "tilegraph/sha256.h"
 #include "tilegraph/interpreter.h"
 
 namespace tessel {
 
-SegmentCompiler compiled_segments(const CompileRequest& base, std::mutex* one_at_a_time) {
-  return [base, one_at_a_time](const OpGraph& segment) -> SegmentRun {
+std::string segment_key(const OpGraph& segment) { return sha256_hex(segment.print()).substr(0, 16); }
+
+SegmentCompiler compiled_segments(const CompileRequest& base, std::mutex* one_at_a_time, SegmentSchedules schedules) {
+  return [base, one_at_a_time, schedules](const OpGraph& segment) -> SegmentRun {
     CompileRequest request = base;
     request.model_path.clear();
     request.model = nullptr;
     request.graph = &segment;
     request.last = Stage::load;
+    const std::string file = cat("segment-", segment_key(segment), ".json");
+    if (!schedules.load_dir.empty()) {
+      const std::string path = (std::filesystem::path(schedules.load_dir) / file).string();
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec))
+        throw UserError(path, "", "no saved schedule for this segment of the mesh program (saved for another model, mesh or plan?)");
+      request.schedule_json = read_regular_file(path, kMaxScheduleFileBytes, "a segment's saved schedule");
+      request.schedule_source = path;
+    }
     std::unique_lock<std::mutex> hold;
     if (one_at_a_time) hold = std::unique_lock<std::mutex>(*one_at_a_time);
     auto compiled = std::make_shared<Compilation>(compile(request));
+    if (!schedules.save_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(schedules.save_dir, ec);
+      if (ec) throw UserError(schedules.save_dir, "", cat("cannot create the folder for segment schedules: ", ec.message()));
+      write_file_atomically((std::filesystem::path(schedules.save_dir) / file).string(), compiled->dump(Stage::schedule));
+    }
     return [compiled](const std::vector<HostTensor>& inputs) { return compiled->executable->run(inputs); };
   };
 }

@@ -27,12 +27,24 @@ using SegmentCompiler = std::function<SegmentRun(const OpGraph& segment)>;
 
 /// The reference interpreter as a segment compiler.
 SegmentCompiler interpreter_segments();
+
+/// Saved schedules of segments (`run --mesh --schedules DIR / --save-schedules DIR`): a folder of
+/// `segment-<key>.json` files, one per distinct segment graph, keyed by segment_key. Replayed as
+/// `--schedule` replays one (checked against the spec, re-priced); saved after each compile.
+struct SegmentSchedules {
+  std::string load_dir;  // replay the schedule saved for each segment (a missing one is a UserError)
+  std::string save_dir;  // write each compiled segment's schedule
+};
+/// 16 hex digits of the SHA-256 of the segment graph's printed IR: ranks running the same program
+/// piece share a key, a different plan or model gives other keys.
+std::string segment_key(const OpGraph& segment);
 /// The pipeline as a segment compiler: `base` (backend, spec, policy, options) with each segment's
 /// graph, compiled and loaded. With `one_at_a_time`, compiles hold it while they run (ranks as
 /// threads sharing a tuning policy: its measurer and cache are used by one compile at a time, and
 /// no two ranks measure at once -- a rank done compiling may run its segments up to its first
 /// collective meanwhile).
-SegmentCompiler compiled_segments(const CompileRequest& base, std::mutex* one_at_a_time = nullptr);
+SegmentCompiler compiled_segments(const CompileRequest& base, std::mutex* one_at_a_time = nullptr,
+                                  SegmentSchedules schedules = {});
 
 /// A program cut into segments at its transfers, in the order every device runs them.
 struct ProgramCut {

@@ -67,7 +67,9 @@ BackendMeasurer::BackendMeasurer(std::string backend, MeasureOptions options)
 BackendMeasurer::~BackendMeasurer() = default;
 
 std::string BackendMeasurer::context() const {
-  return options_.compile.threads > 0 ? cat("threads=", options_.compile.threads) : std::string();
+  std::string out = options_.compile.threads > 0 ? cat("threads=", options_.compile.threads) : std::string();
+  if (options_.timing.cold_cache) out += out.empty() ? "cold" : " cold";
+  return out;
 }
 
 std::optional<double> BackendMeasurer::measure(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) {

@@ -55,7 +55,7 @@ class BackendMeasurer : public Measurer {
   /// units): a rank of a mesh times its candidates with its share of the host, as it runs them.
   void set_threads(int threads) { options_.compile.threads = threads; }
   /// "threads=N" when the threads are set (0, the spec's units, adds nothing: the chip's hash
-  /// already keys them).
+  /// already keys them), and "cold" when timing with a cold cache (--cold-l2).
   std::string context() const override;
 
   /// Candidates measured (timed or failed) and the seconds spent on them, compile and check included.

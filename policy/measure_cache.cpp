@@ -1,7 +1,8 @@
 // MeasureCache (measure_cache.h): the file format is
 //   {"format": "tessel-measurements", "entries": [
 //     {"group": "<16 hex digits>", "hw_spec": "<16 hex digits>", "policy": "...",
-//      "tessel": "0.1.0", "seconds": 1.25e-05}, ...]}
+//      "tessel": "0.1.0", "context": "threads=2", "seconds": 1.25e-05}, ...]}
+// ("context" only when the measurer gave one: Measurer::context)
 // with entries sorted by key, so the file is stable and diffable.
 #include "policy/measure_cache.h"
 

@@ -55,7 +55,6 @@ inline int nvrtc_compile_all(const OpGraph& g, const Schedule& schedule, const H
   return static_cast<int>(done.size());
 }
 
-/// The kernel of the last group of `g`'s schedule under `policy` (the one writing the output).
 /// `policy`'s schedule of `g` with each group's CUDA kernel family chosen and recorded, as
 /// compile() does (the cost model then prices the recorded kernels).
 inline Schedule with_families(const OpGraph& g, const HwSpec& spec, const std::string& policy) {
@@ -67,6 +66,7 @@ inline Schedule with_families(const OpGraph& g, const HwSpec& spec, const std::s
   return {};
 }
 
+/// The kernel of the last group of `g`'s schedule under `policy` (the one writing the output).
 inline cuda::GeneratedKernel last_kernel(const OpGraph& g, const std::string& policy) {
   const Schedule s = schedule_with(g, gpu_spec(), policy);
   REQUIRE(!s.groups.empty());

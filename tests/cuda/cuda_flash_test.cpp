@@ -231,7 +231,8 @@ TEST_CASE("cuda flash: the cost model prices the kernel the planner recorded") {
   CHECK(g.predicted.blocks == 2 * 4 * ((1000 + kp.at("rows") - 1) / kp.at("rows")) * kp.at("splits"));
   const double scores = 2.0 * 4 * kp.at("key_chunks") * kp.at("rows") * kp.at("chunk");
   const double tensor_s = scores * 2 * (kp.at("d_tile") + kp.at("dv_tile")) / spec.peak_flops(DType::f16, true);
-  CHECK(g.predicted.term("compute") > tensor_s);
+  // (The softmax's issue slots about double it: the tensor-core price alone is tensor_s.)
+  CHECK(g.predicted.term("compute") > 1.5 * tensor_s);
   CHECK(g.predicted.term("chain") > 0);
   // Decoding with grouped-query heads: 8 query heads share a key/value head, folded into one
   // warp's 16 rows: the blocks are the key/value heads (times the key split), not the query heads.

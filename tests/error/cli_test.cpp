@@ -419,7 +419,7 @@ TEST_CASE("cli: shard prints a plan with its collectives, run --mesh on thread r
   CHECK(r.output.find("ranks as threads of this process, cpu kernels") != std::string::npos);
   r = tessel("run " + small + " --mesh 2 --interp --schedule " + small + pins);
   CHECK(r.status == 2);
-  CHECK(r.output.find("--schedule is not supported with --mesh yet") != std::string::npos);
+  CHECK(r.output.find("--schedules DIR replays those --save-schedules DIR saved") != std::string::npos);
   for (const std::string& bad : {"shard " + small + " --hw " + kSpecs + "x86-64-avx512-server.json --mesh 2",
                                  "shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 0",
                                  "shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 999999999x999999999x999999999",

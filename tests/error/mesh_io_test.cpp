@@ -3,7 +3,8 @@
 // differ from other inputs'; inputs of other shapes than the lowered graph's are a one-line
 // UserError, exit 2; the report holds the plan, its prediction, the step times and every rank's
 // checks; --tune on CPU ranks measures each rank's segments (taking turns), then reuses the
-// measurements.
+// measurements; --save-schedules writes each segment's schedule and --schedules replays them (a
+// missing or tampered one is a UserError naming its file).
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -103,7 +104,7 @@ TEST_CASE("cli: run --mesh --report writes the plan, its prediction, the step ti
   CHECK(j["checked"] == false);
   CHECK(j["outputs"].empty());
   CHECK_FALSE(j.contains("times_s"));
-  // --tune needs kernels to measure, on CPU ranks (--schedule is still refused: cli_test).
+  // --tune needs kernels to measure, on CPU ranks (one --schedule is refused: cli_test).
   r = cli_testing::run("run " + kSmall + " --mesh 2 --interp --tune 2" + kPins);
   CHECK(r.status == 2);
   CHECK(r.output.find("--tune measures compiled kernels: give --device cpu") != std::string::npos);
@@ -128,6 +129,53 @@ TEST_CASE("cli: run --mesh --device cpu --tune measures every rank's segments, t
   REQUIRE(r.status == 0);
   CHECK(r.output.find("tuned every rank's segments: 0 candidates measured now") != std::string::npos);
   CHECK(r.output.find("(matches the single-device interpreter)") != std::string::npos);
+}
+
+TEST_CASE("cli: run --mesh --device cpu --save-schedules writes each segment's schedule, --schedules replays them") {
+  const TempDir tmp;
+  const std::string saved = tmp.file("schedules"), host = tmp.file("host.json");
+  REQUIRE(cli_testing::run("hw probe --quick -o " + host).status == 0);
+  const std::string base = "run " + kSmall + " --mesh 2 --device cpu --hw " + host + " --check" + kPins;
+  auto r = cli_testing::run(base + " --save-schedules " + saved);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("(matches the single-device interpreter)") != std::string::npos);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(saved)) files.push_back(e.path());
+  REQUIRE_FALSE(files.empty());
+  for (const fs::path& f : files) {
+    CHECK(f.filename().string().rfind("segment-", 0) == 0);
+    std::ifstream in(f);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    CHECK(j.contains("groups"));
+  }
+  // Replayed: the same results, checked again.
+  r = cli_testing::run(base + " --schedules " + saved);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("(matches the single-device interpreter)") != std::string::npos);
+  // A segment without its file (another plan, model or mesh): the missing file named, exit 2.
+  fs::remove(files.front());
+  r = cli_testing::run(base + " --schedules " + saved);
+  CHECK(r.status == 2);
+  CHECK(r.output.find(files.front().filename().string()) != std::string::npos);
+  CHECK(r.output.find("no saved schedule for this segment") != std::string::npos);
+  // A tampered schedule is read and checked as one --schedule is: refused (exit 2), not run.
+  std::ofstream(files.front(), std::ios::trunc) << "{\"format\": \"tessel-schedule\", \"groups\": 7}";
+  r = cli_testing::run(base + " --schedules " + saved);
+  CHECK(r.status == 2);
+  CHECK(r.output.find(files.front().filename().string()) != std::string::npos);
+  // Refused: interpreted ranks (nothing compiled), GPU ranks, tuning a replay, and without --mesh.
+  r = cli_testing::run("run " + kSmall + " --mesh 2 --interp --schedules " + saved + kPins);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("segment schedules are for compiled ranks") != std::string::npos);
+  r = cli_testing::run("run " + kSmall + " --mesh 2 --device cuda --save-schedules " + saved + kPins);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("segment schedules are for CPU ranks only yet") != std::string::npos);
+  r = cli_testing::run(base + " --schedules " + saved + " --tune 2");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("replayed --schedules are not tuned") != std::string::npos);
+  r = cli_testing::run("run " + kSmall + " --device cpu --schedules " + saved);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("segment schedules are for --mesh") != std::string::npos);
 }
 
 }  // namespace tessel::testing

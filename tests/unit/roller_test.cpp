@@ -222,6 +222,8 @@ namespace {
 class FakeMeasurer : public Measurer {
  public:
   int calls = 0;
+  std::string context_text;  // what context() says
+  std::string context() const override { return context_text; }
   std::optional<double> measure(const OpGraph&, const ScheduledGroup& group, const HwSpec&) override {
     ++calls;
     // Prefers the smallest outermost tile: the opposite of what the cost model tends to pick.
@@ -277,6 +279,10 @@ TEST_CASE("measure cache: a policy with a measurer keeps the fastest measured ca
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
   CHECK(files == 1);
+  // A measurer timing in another context (a mesh rank's share of the threads) measures again.
+  fake.context_text = "threads=1";
+  roller_schedule(g, spec, options);
+  CHECK(fake.calls > first);
   std::filesystem::remove_all(dir);
 }
 
@@ -284,19 +290,19 @@ TEST_CASE("measure cache: keys separate specs, policies, versions and threads, a
   const std::string dir = temp_dir("corrupt");
   {
     MeasureCache cache(dir);
-    cache.store(MeasureKey{1, 2, "roller", kTesselVersion}, 1.5e-5);
-    cache.store(MeasureKey{1, 3, "roller", kTesselVersion}, 2.5e-5);
-    cache.store(MeasureKey{1, 2, "roller top_k=1", kTesselVersion}, 3.5e-5);
-    cache.store(MeasureKey{1, 2, "roller", "0.0.9"}, 4.5e-5);
+    cache.store(MeasureKey{1, 2, "roller", kTesselVersion, ""}, 1.5e-5);
+    cache.store(MeasureKey{1, 3, "roller", kTesselVersion, ""}, 2.5e-5);
+    cache.store(MeasureKey{1, 2, "roller top_k=1", kTesselVersion, ""}, 3.5e-5);
+    cache.store(MeasureKey{1, 2, "roller", "0.0.9", ""}, 4.5e-5);
     cache.store(MeasureKey{1, 2, "roller", kTesselVersion, "threads=1"}, 5.5e-5);
   }
   MeasureCache cache(dir);
   CHECK(cache.size() == 5);
-  CHECK(cache.lookup(MeasureKey{1, 2, "roller", kTesselVersion}) == 1.5e-5);
-  CHECK(cache.lookup(MeasureKey{1, 3, "roller", kTesselVersion}) == 2.5e-5);
-  CHECK(cache.lookup(MeasureKey{1, 2, "roller top_k=1", kTesselVersion}) == 3.5e-5);
-  CHECK(cache.lookup(MeasureKey{1, 2, "roller", "0.0.9"}) == 4.5e-5);
-  CHECK_FALSE(cache.lookup(MeasureKey{2, 2, "roller", kTesselVersion}));
+  CHECK(cache.lookup(MeasureKey{1, 2, "roller", kTesselVersion, ""}) == 1.5e-5);
+  CHECK(cache.lookup(MeasureKey{1, 3, "roller", kTesselVersion, ""}) == 2.5e-5);
+  CHECK(cache.lookup(MeasureKey{1, 2, "roller top_k=1", kTesselVersion, ""}) == 3.5e-5);
+  CHECK(cache.lookup(MeasureKey{1, 2, "roller", "0.0.9", ""}) == 4.5e-5);
+  CHECK_FALSE(cache.lookup(MeasureKey{2, 2, "roller", kTesselVersion, ""}));
   // A rank of a mesh timing with its share of the host's threads keeps its own entries.
   CHECK(cache.lookup(MeasureKey{1, 2, "roller", kTesselVersion, "threads=1"}) == 5.5e-5);
   CHECK_FALSE(cache.lookup(MeasureKey{1, 2, "roller", kTesselVersion, "threads=2"}));
@@ -305,11 +311,11 @@ TEST_CASE("measure cache: keys separate specs, policies, versions and threads, a
   MeasureCache corrupt(dir);
   CHECK(corrupt.corrupt());
   CHECK(corrupt.size() == 0);
-  corrupt.store(MeasureKey{5, 6, "roller", kTesselVersion}, 1e-3);
+  corrupt.store(MeasureKey{5, 6, "roller", kTesselVersion, ""}, 1e-3);
   MeasureCache rebuilt(dir);
   CHECK_FALSE(rebuilt.corrupt());
   CHECK(rebuilt.size() == 1);
-  CHECK(rebuilt.lookup(MeasureKey{5, 6, "roller", kTesselVersion}) == 1e-3);
+  CHECK(rebuilt.lookup(MeasureKey{5, 6, "roller", kTesselVersion, ""}) == 1e-3);
   std::filesystem::remove_all(dir);
 }
 
