@@ -356,7 +356,9 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
 // blocks; kernels/cuda/vector_plan.h): every thread computes `vec` consecutive elements of the
 // sink, holding the group's values in registers, so the schedule's tiles do not apply (the same
 // for the transpose family, a copy through shared-memory tiles read and written whole):
-//   - compute: every node's FLOPs on the SIMT units (f32 arithmetic);
+//   - compute: every node's FLOPs on the SIMT units (f32 arithmetic), and the recorded
+//     `recomputed_flops` of the nodes the kernel recomputes where they are read (an upper bound:
+//     each at every point of the sink, their own domains' FLOPs counted too);
 //   - device memory: every input once, the outputs once;
 //   - a window's taps come through L1 (the same array as shared memory: priced at its level):
 //     each read of a window node moves its element once per domain point (reduction points
@@ -370,8 +372,13 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
   TESSEL_ASSERT(simt_peak > 0, "hardware spec '", spec.name, "' has no f32 peak");
   const int64_t vec = group.kernel.params.count("vec") ? std::max<int64_t>(1, group.kernel.params.at("vec")) : 1;
   const int64_t threads = std::max<int64_t>(1, group.kernel.params.at("threads"));
+  // Nodes recomputed where they are read (the kernel's recorded FLOPs for them, at every point of
+  // the sink) on the SIMT units, on top of every node's own FLOPs below.
+  const double recomputed =
+      group.kernel.params.count("recomputed_flops") ? static_cast<double>(std::max<int64_t>(0, group.kernel.params.at("recomputed_flops"))) : 0;
   auto in_group = [&](NodeId n) { return std::find(group.nodes.begin(), group.nodes.end(), n) != group.nodes.end(); };
-  double compute_s = 0, compulsory = 0, written = 0, window_bytes = 0;
+  double compute_s = recomputed / simt_peak, compulsory = 0, written = 0, window_bytes = 0;
+  out.flops += recomputed;
   std::set<TensorId> read;  // device memory sees each tensor once, however many nodes read it
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);

@@ -2,6 +2,7 @@
 #include "kernels/cuda/kernel_families.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/cuda/kernel_emitter.h"
 #include "tilegraph/error.h"
@@ -54,6 +55,8 @@ std::map<std::string, int64_t> family_params(const TransposePlan& p) {
 
 std::map<std::string, int64_t> family_params(const VectorPlan& p) {
   std::map<std::string, int64_t> out{{"vec", p.vec}, {"threads", p.threads}, {"blocks", p.blocks}};
+  // (Recorded when there are any, so that schedules saved before recomputation still match.)
+  if (p.recomputed_flops > 0) out["recomputed_flops"] = static_cast<int64_t>(std::llround(p.recomputed_flops));
   if (p.slices > 1) {
     out["slices"] = p.slices;
     out["lanes"] = p.lanes;

@@ -496,6 +496,13 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     p.acc_bytes = static_cast<int>(acc_bytes);
     if (p.combine_bytes() > kStaticSmemBytes) return fail(cat("a sliced window's combine needs ", p.combine_bytes(), " bytes of shared memory"));
   }
+  // What the recomputations cost: each entry's node evaluated at every point of the sink.
+  for (const VectorInline& in : p.inlined) {
+    const TeNode& nd = graph.node(in.node);
+    double node_points = 1;
+    for (const auto& axis : nd.axes()) node_points *= static_cast<double>(axis.extent);
+    p.recomputed_flops += static_cast<double>(nd.flops()) / std::max(1.0, node_points) * static_cast<double>(p.elements);
+  }
   // Recomputed reads a vector at a time (file comment): every index of the recomputed tree that
   // moves with the root's vector is aligned to it.
   std::function<bool(int, const TeNode&, int)> aligned = [&](int j, const TeNode& root, int axis) {

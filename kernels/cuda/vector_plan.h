@@ -136,6 +136,8 @@ struct VectorPlan {
   int lanes = 0;                    // vectors per block when sliced (threads = lanes x slices)
   int parts = 1;                    // blocks of a cluster sharing them too (file comment)
   int acc_bytes = 8;                // bytes of a window's accumulator (f16, bf16: float; else 8)
+  double recomputed_flops = 0;      // the recomputed nodes' FLOPs at every point of the sink
+                                    // (each evaluated once per element of each read: an upper bound)
   /// Shared memory of a sliced window's combine: an accumulator per thread and element.
   int64_t combine_bytes() const { return slices > 1 ? static_cast<int64_t>(threads) * vec * acc_bytes : 0; }
 };

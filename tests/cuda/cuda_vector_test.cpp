@@ -324,6 +324,19 @@ TEST_CASE("cuda vector: values at other points are recomputed where they are rea
   CHECK(recomputed == 2);
   CHECK(k.source.find("recomputed here: neg(in0)") != std::string::npos);
   CHECK(print_vector_plan(*k.vector).find("2 values recomputed where read") != std::string::npos);
+  // The negation (one operation) at every point of the sink; the copy computes nothing. Recorded
+  // in the schedule and charged by the cost model.
+  CHECK(k.vector->recomputed_flops == doctest::Approx(33.0 * 4 * 128));
+  {
+    const OpGraph rg = rope(DType::f16, 33, 4, 128);
+    const Schedule rs = with_families(rg, gpu_spec(), "welder");
+    const ScheduleGroup& last = rs.groups.back();
+    REQUIRE(last.group.kernel.family == "vector");
+    CHECK(last.group.kernel.params.at("recomputed_flops") == 33 * 4 * 128);
+    double own = 0;
+    for (NodeId n : last.group.nodes) own += static_cast<double>(rg.node(n).flops());
+    CHECK(last.predicted.flops == doctest::Approx(own + 33.0 * 4 * 128));
+  }
   // The halves start at whole vectors (64 of 8): each recomputed read is a guarded vector load at
   // the vector's first element. Halves of 6 f32 (vectors of 4) are read a scalar per element.
   for (const cuda::VectorInline& in : k.vector->inlined) CHECK(in.vector);
