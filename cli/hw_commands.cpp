@@ -1,6 +1,6 @@
 // `tessel hw`: hardware specs from the command line.
 //
-//   tessel hw show FILE                                   validate a spec and print it as a table
+//   tessel hw show FILE [--json]                          validate a spec and print it as a table (or resolved JSON)
 //   tessel hw probe [-o FILE] [--device cpu|cuda[:N]] [--quick]
 //                                                         measure this machine and write a spec
 //   tessel hw calibrate MODEL... --hw SPEC [--tune K] [-o FILE]
@@ -39,9 +39,10 @@ namespace tessel {
 namespace {
 
 const char* kHwUsage =
-    "usage: tessel hw show FILE\n"
+    "usage: tessel hw show FILE [--json]\n"
     "       tessel hw probe [-o FILE] [--device cpu|cuda|cuda:N] [--quick]\n"
-    "  show    validate a hardware spec (resolving \"extends\") and print it as a table\n"
+    "  show    validate a hardware spec (resolving \"extends\") and print it as a table; --json:\n"
+    "          as one resolved JSON spec (no \"extends\"), for scripts\n"
     "  probe   measure this machine and write a hardware spec (JSON) to FILE or stdout\n"
     "          --device  cpu (default) or cuda / cuda:N (GPU N; needs the CUDA driver, not nvcc)\n"
     "          --quick   smaller buffers and fewer repeats: faster, less precise\n"
@@ -54,13 +55,14 @@ const char* kHwUsage =
     "          without -o) and, with -o, the fit's residuals per family to FILE.residuals.json\n";
 
 int hw_show(const std::vector<std::string>& argv) {
-  Args args("hw show", argv, {"help", "h"}, {});
+  Args args("hw show", argv, {"help", "h", "json"}, {});
   if (args.flag("help") || args.flag("h")) {
     std::cout << kHwUsage;
     return 0;
   }
   const HwSpec spec = load_cli_hw_spec(args.one_positional("FILE"));
-  std::cout << format_hw_spec_table(spec);
+  if (args.flag("json")) std::cout << write_hw_spec(spec) << "\n";
+  else std::cout << format_hw_spec_table(spec);
   return 0;
 }
 

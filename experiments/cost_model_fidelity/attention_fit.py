@@ -35,23 +35,9 @@ import instances as catalog  # noqa: E402
 from run_sweep import spearman  # noqa: E402
 
 
-def load_spec(path):
-    with open(path) as f:
-        spec = json.load(f)
-    if "extends" in spec:
-        base = load_spec(os.path.join(os.path.dirname(path), spec["extends"]))
-        for key, value in spec.items():
-            if key == "memory_levels":
-                levels = {l["name"]: l for l in base["memory_levels"]}
-                for l in value:
-                    levels.setdefault(l["name"], {}).update(l)
-                base["memory_levels"] = list(levels.values())
-            elif isinstance(value, dict) and isinstance(base.get(key), dict):
-                base[key].update(value)
-            else:
-                base[key] = value
-        return base
-    return spec
+def load_spec(tessel, path):
+    """The spec at `path` with its "extends" resolved, as Tessel reads it (`tessel hw show --json`)."""
+    return json.loads(subprocess.run([tessel, "hw", "show", path, "--json"], check=True, capture_output=True, text=True).stdout)
 
 
 def main():
@@ -67,7 +53,7 @@ def main():
         for r in csv.DictReader(open(path)):
             if r["class"] == "attention" and r.get("tessel_ms"):
                 measured[r["id"]] = float(r["tessel_ms"]) * 1e-3
-    spec = load_spec(args.hw)
+    spec = load_spec(args.tessel, args.hw)
     units, clock = spec["compute"]["units"], spec["compute"]["clock_ghz"] * 1e9
     tc_peak = spec["compute"]["tensor_peak_tflops"]["f16"] * 1e12
     simt_issue = spec["compute"]["simt_peak_tflops"]["f32"] * 1e12 / 2

@@ -167,17 +167,9 @@ def predicted_collective_ms(spec, name, mib, world):
     return 1e3 * (steps * fit["latency_us"] * 1e-6 + vol / (fit["bandwidth_gbps"] * 1e9))
 
 
-def resolve_spec(path):
-    d = json.load(open(path))
-    if "extends" in d:
-        base = resolve_spec(os.path.join(os.path.dirname(path), d["extends"]))
-        for k, v in d.items():
-            if isinstance(v, dict) and isinstance(base.get(k), dict):
-                base[k].update(v)
-            else:
-                base[k] = v
-        return base
-    return d
+def resolve_spec(tessel, path):
+    """The spec at `path` with its "extends" resolved, as Tessel reads it (`tessel hw show --json`)."""
+    return json.loads(subprocess.run([tessel, "hw", "show", path, "--json"], check=True, capture_output=True, text=True).stdout)
 
 
 def main():
@@ -232,7 +224,7 @@ def main():
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    spec = resolve_spec(a.hw2)
+    spec = resolve_spec(a.tessel, a.hw2)
     for c in coll:
         c["predicted_ms"] = predicted_collective_ms(spec, c["collective"], c["mib"], 2)
         c["measured_over_predicted"] = c["ms"] / c["predicted_ms"]

@@ -259,10 +259,9 @@ VectorMatch plan_vector(const OpGraph& graph, const ScheduledGroup& group, const
     // broadcast (an SE gate's sigmoid per channel, read at every pixel) is computed once in its
     // own kernel instead. A copy only loads.
     if (nd.body().op() != ExprOp::input) {
-      double points = 1, node_points = 1;
-      for (int a = 0; a < sink.num_spatial(); ++a) points *= static_cast<double>(sink.axes()[a].extent);
+      double node_points = 1;
       for (const auto& axis : nd.axes()) node_points *= static_cast<double>(axis.extent);
-      evaluations[pos] += points;
+      evaluations[pos] += static_cast<double>(p.elements);  // the sink's points
       if (evaluations[pos] > kVectorMaxRecomputes * node_points)
         return cat("'", nd.name(), "' would be recomputed at ", evaluations[pos] / node_points, " points per value (at most ",
                    kVectorMaxRecomputes, ")");

@@ -316,6 +316,25 @@ TEST_CASE("cli: run --time-lock times only while holding the lock, a lock file i
   fs::remove_all(dir);
 }
 
+TEST_CASE("cli: hw show --json prints the spec resolved, its extends merged, as Tessel reads it") {
+  // The H200 spec extends the H100's and overrides only device memory: the JSON has every level,
+  // the H200's bandwidth, no "extends", and reads back as the same spec.
+  const std::string h200 = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-h200.json";
+  const Result r = tessel("hw show " + h200 + " --json");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("\"extends\"") == std::string::npos);
+  CHECK(r.output.find("\"smem\"") != std::string::npos);
+  CHECK(r.output.find("4800") != std::string::npos);
+  CHECK(r.output.find("\"name\": \"nvidia-h200\"") != std::string::npos);
+  const fs::path dir = temp_dir("hw_json");
+  const std::string resolved = (dir / "resolved.json").string();
+  std::ofstream(resolved) << r.output;
+  const Result table = tessel("hw show " + resolved);
+  CHECK(table.status == 0);
+  CHECK(table.output == tessel("hw show " + h200).output);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("cli: hw calibrate fits family efficiencies from kernels measured here, schedule --tune records its trials") {
   const fs::path dir = temp_dir("calibrate");
   std::ofstream(dir / "mlp.json")
