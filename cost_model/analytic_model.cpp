@@ -513,6 +513,19 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     }
   double compute_s = per_unit_blocks * density * block_flops / (peak / static_cast<double>(units));
   out.flops = density * static_cast<double>(node.flops());
+  // An operand whose rows do not start 16-byte aligned is read in narrower pieces (a_align,
+  // b_align: elements per read, device/mma.cuh's TileCopy): one issue per read, and where rows
+  // start at odd elements a load and a packing step per element; on the SIMT issue slots, at an
+  // SM's share of the f32 FMA rate, serial with the block's mma.sync issues.
+  const double simt_issue = spec.peak_flops(DType::f32, false) / 2 / static_cast<double>(units);
+  for (const auto& [key, rows] : {std::pair<const char*, int64_t>{"a_align", bm}, {"b_align", bn}}) {
+    const int64_t align = param(key, 0);
+    if (align <= 0 || simt_issue <= 0) continue;
+    const double elements = static_cast<double>(rows) * static_cast<double>((k_part + bk - 1) / bk * bk);
+    const double issues = align == 1 ? 2 * elements : elements / static_cast<double>(align);
+    compute_s += per_unit_blocks * density * issues / simt_issue;
+    out.notes.push_back(cat(key[0] == 'a' ? "A" : "B", " is read ", align, " elements at a time (rows not 16-byte aligned)"));
+  }
   // The epilogue on the SIMT units; its side inputs read once.
   const double simt = spec.peak_flops(DType::f32, false);
   double side_bytes = 0;
@@ -526,8 +539,28 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   double epilogue_reads = 0;  // what those accesses move
   // (The wgmma kernel reads them along rows from its epilogue slab: whole transactions.)
   const bool row_epilogue = group.kernel.family == "wgmma";
+  // In-group copies that only feed the contraction's operands (a Transpose, a Reshape of a whole
+  // tensor) are read through by the operand views (kernels/cuda/contraction_plan.cpp's
+  // trace_operand): no work and no side input of their own; the operand's bytes are counted once
+  // below.
+  std::set<NodeId> operand_copies;
+  {
+    std::vector<NodeId> todo;
+    for (TensorId t : graph.node_inputs(c)) todo.push_back(graph.producer(t));
+    while (!todo.empty()) {
+      const NodeId x = todo.back();
+      todo.pop_back();
+      if (x < 0 || !in_group(x) || operand_copies.count(x)) continue;
+      const TeNode& e = graph.node(x);
+      if (e.num_reduction() != 0 || e.inputs().size() != 1 || e.inputs()[0].is_gather() || e.body().op() != ExprOp::input) continue;
+      const std::vector<NodeId> readers = graph.consumers(graph.node_output(x));
+      if (readers.size() != 1) continue;
+      operand_copies.insert(x);
+      todo.push_back(graph.producer(graph.node_inputs(x)[0]));
+    }
+  }
   for (NodeId x : group.nodes) {
-    if (x == c) continue;
+    if (x == c || operand_copies.count(x)) continue;
     const TeNode& e = graph.node(x);
     out.flops += static_cast<double>(e.flops());
     if (simt > 0) compute_s += static_cast<double>(e.flops()) / simt;
@@ -888,10 +921,14 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
           continue;
         }
         tile_bytes += static_cast<double>(t.input_bytes[k]);
-        compulsory += static_cast<double>(bytes_of(node.inputs()[k].type));
+        // (A gather reads the rows its indices name, not the whole table: read_region.)
+        compulsory += node.inputs()[k].is_gather()
+                          ? static_cast<double>(num_elements(bounding_box(read_region(node, static_cast<int>(k), DomainTile::whole(node)))) *
+                                                dtype_bytes(node.inputs()[k].type.dtype))
+                          : static_cast<double>(bytes_of(node.inputs()[k].type));
         // What one block reads of this input over its whole reduction loop.
         const DomainTile whole = representative_tile(node, lt, /*whole_reduction=*/true);
-        wave_set_per_block += static_cast<double>(num_elements(bounding_box(input_region(node, static_cast<int>(k), whole))) *
+        wave_set_per_block += static_cast<double>(num_elements(bounding_box(read_region(node, static_cast<int>(k), whole))) *
                                                   dtype_bytes(node.inputs()[k].type.dtype)) / split;
       }
       const TensorId result = graph.node_output(n);
@@ -941,7 +978,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
         if ((producer >= 0 && in_group(producer)) || !node.inputs()[k].map.uses_axis(node.num_spatial() - 1)) continue;
         const double walked = sparse && sparse->input == static_cast<int>(k) ? sparse->density : 1.0;
         panel_bytes += walked * tiles *
-                       static_cast<double>(num_elements(bounding_box(input_region(node, static_cast<int>(k), whole))) *
+                       static_cast<double>(num_elements(bounding_box(read_region(node, static_cast<int>(k), whole))) *
                                            dtype_bytes(node.inputs()[k].type.dtype));
       }
     }

@@ -138,6 +138,7 @@ Compilation compile(const CompileRequest& request) {
     options.channels_last = out.backend && out.backend->prefers_channels_last();
     if (options.channels_last) options.channel_alignment_bytes = out.backend->conv_channel_alignment_bytes();
     if (out.backend) options.contraction_alignment_bytes = out.backend->contraction_alignment_bytes();
+    if (out.backend) options.split_full_reductions = out.backend->splits_full_reductions();
     if (request.normalize) options = *request.normalize;
     const ModelDef normalized = normalize_model(*model, out.reference, options, &out.normalized);
     out.graph = out.normalized.changed() ? lower_model(normalized, request.lower) : out.reference;

@@ -174,6 +174,10 @@ class Backend {
   /// at for its fast contraction family; the normalize stage re-lays out constant operands and
   /// zero-pads K where they do not (tilegraph/normalize.h, rewrite 3). Empty: no such need.
   virtual std::map<DType, int> contraction_alignment_bytes() const { return {}; }
+  /// Whether a reduction of a whole tensor to one value should be split into one of its rows and
+  /// one of the rows' values (tilegraph/normalize.h, rewrite 2b): where a kernel reduces one
+  /// output in one block, and rows in parallel.
+  virtual bool splits_full_reductions() const { return false; }
   /// The kernel families this backend emits (policy/kernel_families.h), for the policy to choose
   /// among and record in the schedule; nullptr when it has none to choose among. emit() and
   /// compile() emit each group's recorded family; a group that records none gets this backend's

@@ -83,11 +83,16 @@ struct Encoding {
 };
 
 // The axes input i's access map reads (nonzero coefficient in some result row), in axis order.
+// (A gather's rows read depend on the index values the tile reads: read_region, so the axes its
+// index input reads count as read by it too.)
 std::vector<int> axes_read(const TeNode& node, int input) {
   std::vector<int> out;
+  const Access& acc = node.inputs()[input];
   for (int a = 0; a < node.num_axes(); ++a) {
     bool reads = false;
-    for (const AffineExpr& row : node.inputs()[input].map.results()) reads |= row.coeffs[a] != 0;
+    for (const AffineExpr& row : acc.map.results()) reads |= row.coeffs[a] != 0;
+    if (acc.is_gather() && acc.gather_index_input >= 0 && acc.gather_index_input < static_cast<int>(node.inputs().size()))
+      for (const AffineExpr& row : node.inputs()[acc.gather_index_input].map.results()) reads |= row.coeffs[a] != 0;
     if (reads) out.push_back(a);
   }
   return out;

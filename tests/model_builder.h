@@ -21,6 +21,11 @@ class ModelBuilder {
     m_.inputs.push_back({name, TensorType{dt_, std::move(shape)}});
     return name;
   }
+  /// A model input of i64 (indices).
+  std::string input_i64(const std::string& name, std::vector<int64_t> shape) {
+    m_.inputs.push_back({name, TensorType{DType::i64, std::move(shape)}});
+    return name;
+  }
   /// Seeded uniform weights in [lo, hi).
   std::string weight(const std::string& name, std::vector<int64_t> shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
     const TensorType type{dt_, std::move(shape)};

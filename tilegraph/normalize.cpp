@@ -84,6 +84,7 @@ class Normalizer {
       conv1d_as_2d();
       channels_last();
     }
+    if (options_.split_full_reductions) split_full_reductions();
     if (options_.channel_alignment_bytes > 0) pad_nhwc_convs();
     if (!options_.contraction_alignment_bytes.empty()) align_contractions();
     return std::move(out_);
@@ -501,6 +502,29 @@ class Normalizer {
   }
   /// The tensor in NCHW, made from its NHWC form where the op that produced it now runs in NHWC.
   const std::string& nchw(const std::string& t) {
+    if (auto it = pixels_.find(t); it != pixels_.end() && !materialized_.count(t)) {
+      // Its [N, C, H W] form, made [N, C, H, W] again: the same elements (a view).
+      const std::optional<TensorType> type = type_of(t);
+      OpDef r;
+      r.name = fresh("pixels_" + t, op_names_);
+      r.op_type = "Reshape";
+      r.inputs = {it->second, add_shape(r.name + "_shape", type->shape)};
+      r.outputs = {t};
+      ops_.push_back(std::move(r));
+      materialized_.insert(t);
+    }
+    if (auto it = flat_t_.find(t); it != flat_t_.end() && !materialized_.count(t)) {
+      // Its [N, H W, C] form (a view of an NHWC tensor), transposed back to [N, C, H W].
+      OpDef r;
+      r.name = fresh("transpose_" + t, op_names_);
+      r.op_type = "Transpose";
+      r.inputs = {it->second};
+      r.outputs = {t};
+      r.attrs["perm"] = std::vector<int64_t>{0, 2, 1};
+      ops_.push_back(std::move(r));
+      ++report_.transposes;
+      materialized_.insert(t);
+    }
     if (converted_.count(t) && !materialized_.count(t)) {
       emit_transpose(nhwc_.at(t), t, kToNchw, t);
       materialized_.insert(t);
@@ -510,6 +534,7 @@ class Normalizer {
   /// The tensor in NHWC: its NHWC form, a re-laid-out weight, or a transpose made once.
   std::string nhwc(const std::string& t) {
     if (auto it = nhwc_.find(t); it != nhwc_.end()) return it->second;
+    nchw(t);  // (a tensor held as pixels: its NCHW form first)
     std::string name;
     if (const WeightDef* w = weight(t)) {
       name = add_weight(t + "_nhwc", transpose(values_of(*w), kToNhwc));
@@ -600,6 +625,166 @@ class Normalizer {
       for (int64_t ch = 0; ch < channels; ++ch) values[i * padded + ch] = v[i * channels + ch];
     c.inputs[1] = add_weight(c.inputs[1] + "_padded", HostTensor(TensorType{v.dtype(), {s[0], s[1], s[2], padded}}, std::move(values)));
     ++report_.convs_channels_padded;
+  }
+
+  /// Whether `t` reaches, through elementwise ops only, an op the channels-last rewrite runs in
+  /// NHWC on its own account (a convolution, a pooling, a channel Concat): one that would
+  /// transpose `t`'s NCHW form.
+  bool feeds_channels_last(const std::string& t) const {
+    std::vector<std::string> todo = {t};
+    std::set<std::string> seen;
+    while (!todo.empty()) {
+      const std::string x = todo.back();
+      todo.pop_back();
+      if (!seen.insert(x).second) continue;
+      for (const OpDef& op : out_.ops) {
+        if (std::find(op.inputs.begin(), op.inputs.end(), x) == op.inputs.end()) continue;
+        if (op.op_type == "Conv" || op.op_type == "MaxPool" || op.op_type == "AveragePool" || op.op_type == "GlobalAveragePool" ||
+            op.op_type == "GlobalMaxPool" || op.op_type == "Concat")
+          return true;
+        if (kUnary.count(op.op_type) || kBinary.count(op.op_type) || op.op_type == "BatchNormalization")
+          for (const std::string& o : op.outputs) todo.push_back(o);
+      }
+    }
+    return false;
+  }
+
+  /// A 1x1 convolution (stride 1, no padding, ungrouped, constant weights) of an NCHW tensor with
+  /// no NHWC form -- a model's input, or a tensor computed in NCHW -- and more than one pixel is,
+  /// per image, the product of its [M, C] weights and the image's [C, H W] pixels, whose result is
+  /// the NCHW output: a batched MatMul after a Reshape, with no transpose at all (the NHWC form
+  /// would transpose the input before and the output after). Not taken where the output feeds an
+  /// op that runs in NHWC and has more channels than the input (transposing the output would cost
+  /// more than transposing the input), nor where a channel's pixels would not start at the
+  /// backend's contraction alignment.
+  bool convert_pointwise_nchw(const OpDef& op) {
+    if (!options_.nchw_pointwise_matmul || op.op_type != "Conv" || !op.domain.empty() || attr_string(op, "layout", "NCHW") != "NCHW")
+      return false;
+    if (op.inputs.size() < 2 || op.outputs.size() != 1 || nhwc_.count(op.inputs[0]) || attr_int(op, "group", 1) != 1) return false;
+    if (!pixels_.count(op.inputs[0]) && converted_.count(op.inputs[0])) return false;
+    const auto x = type_of(op.inputs[0]);
+    const auto y = type_of(op.outputs[0]);
+    const WeightDef* w = weight(op.inputs[1]);
+    if (!x || !y || !w || w->sparsity || x->rank() != 4 || w->type.rank() != 4 || y->shape != std::vector<int64_t>{x->shape[0], w->type.shape[0], x->shape[2], x->shape[3]})
+      return false;
+    if (w->type.shape[2] != 1 || w->type.shape[3] != 1 || w->type.shape[1] != x->shape[1]) return false;
+    for (const char* a : {"strides", "dilations"})
+      for (int64_t v : attr_ints(op, a))
+        if (v != 1) return false;
+    for (int64_t v : attr_ints(op, "pads"))
+      if (v != 0) return false;
+    const std::string pad = attr_string(op, "auto_pad", "NOTSET");
+    if (pad != "NOTSET" && pad != "VALID") return false;
+    const WeightDef* bias = op.inputs.size() > 2 && !op.inputs[2].empty() ? weight(op.inputs[2]) : nullptr;
+    if (op.inputs.size() > 2 && !op.inputs[2].empty() && !bias) return false;
+    const int64_t n = x->shape[0], c = x->shape[1], m = w->type.shape[0], hw = x->shape[2] * x->shape[3];
+    if (m > c && feeds_channels_last(op.outputs[0])) return false;
+    // An input whose NHWC form is the same data (one pixel: an SE block's squeeze) goes to NHWC by
+    // a Reshape, where the product is one GEMM over the images.
+    if (same_data_in_both_layouts(x->shape)) return false;
+    // The pixels of a channel must start where the backend's fast contraction reads rows from
+    // (options_.contraction_alignment_bytes): over 7 x 7 or 14 x 14 f16 images the product read
+    // them in narrower pieces on mma.sync and measured 1.03-2.1x slower than the transposes and
+    // the NHWC kernel (H200, 2026-11-29e call 2).
+    if (auto align = options_.contraction_alignment_bytes.find(x->dtype);
+        align != options_.contraction_alignment_bytes.end() && (hw * dtype_bytes(x->dtype)) % align->second != 0)
+      return false;
+    // (The values first: add_weight moves the weights, w and bias with them.)
+    const HostTensor wv = values_of(*w);
+    const std::optional<HostTensor> bv = bias ? std::optional<HostTensor>(values_of(*bias)) : std::nullopt;
+
+    std::string pixels = pixels_.count(op.inputs[0]) ? pixels_[op.inputs[0]] : std::string();
+    if (pixels.empty()) {
+      OpDef in;
+      in.name = fresh("pointwise_in_" + op.name, op_names_);
+      in.op_type = "Reshape";
+      in.inputs = {op.inputs[0], add_shape(op.name + "_pixels", {n, c, hw})};
+      in.outputs = {fresh(op.inputs[0] + "_pixels", names_)};
+      added_types_[in.outputs[0]] = TensorType{x->dtype, {n, c, hw}};
+      pixels = in.outputs[0];
+      ops_.push_back(std::move(in));
+    }
+    OpDef mm;
+    mm.name = fresh(op.name + "_matmul", op_names_);
+    mm.op_type = "MatMul";
+    mm.inputs = {add_weight(op.inputs[1] + "_mc", HostTensor(TensorType{wv.dtype(), {m, c}}, wv.values())), pixels};
+    mm.outputs = {fresh(op.outputs[0] + "_pixels", names_)};
+    added_types_[mm.outputs[0]] = TensorType{y->dtype, {n, m, hw}};
+    std::string result = mm.outputs[0];
+    ops_.push_back(std::move(mm));
+    if (bv) {
+      OpDef add;
+      add.name = fresh(op.name + "_bias", op_names_);
+      add.op_type = "Add";
+      add.inputs = {result, add_weight(op.inputs[2] + "_m1", HostTensor(TensorType{bv->dtype(), {m, 1}}, bv->values()))};
+      add.outputs = {fresh(op.outputs[0] + "_biased", names_)};
+      added_types_[add.outputs[0]] = TensorType{y->dtype, {n, m, hw}};
+      result = add.outputs[0];
+      ops_.push_back(std::move(add));
+    }
+    // The output stays [N, M, H W] (pixels_) until an op needs it as an image (nchw).
+    pixels_[op.outputs[0]] = result;
+    ++report_.convs_pointwise_matmul;
+    return true;
+  }
+
+  /// An elementwise op reading a tensor held as pixels ([N, C, H W], convert_pointwise_nchw) runs
+  /// on that form where every other input is too, or is a constant of ones but one axis -- the
+  /// channels ([C, 1, 1], [1, C, 1, 1]) or none (a scalar) --, re-shaped to [C, 1] or a scalar;
+  /// its output is held as pixels too. Anything else reads the image (nchw).
+  bool convert_elementwise_pixels(const OpDef& op) {
+    if (!op.domain.empty() || op.outputs.size() != 1 || op.inputs.empty() || pixels_.empty()) return false;
+    const bool unary = kUnary.count(op.op_type) > 0, binary = kBinary.count(op.op_type) > 0;
+    if ((!unary && !binary) || !rank4(op.outputs[0])) return false;
+    const auto y = type_of(op.outputs[0]);
+    // First whether every input qualifies (nothing added otherwise), then the constants re-shaped
+    // (once per weight and shape).
+    bool any = false;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const std::string& in = op.inputs[i];
+      if (in.empty() || (unary && i > 0)) continue;  // (Clip's bounds: scalars)
+      if (pixels_.count(in)) {
+        if (type_of(in)->shape != y->shape) return false;  // (broadcast along the image: not as pixels)
+        any = true;
+        continue;
+      }
+      const auto type = type_of(in);
+      const WeightDef* w = weight(in);
+      if (!type || !w || w->sparsity || type->rank() > 4) return false;
+      std::vector<int64_t> s(4 - type->rank(), 1);
+      s.insert(s.end(), type->shape.begin(), type->shape.end());
+      if (s[0] != 1 || s[2] != 1 || s[3] != 1 || (s[1] != 1 && s[1] != y->shape[1])) return false;
+    }
+    if (!any) return false;
+    std::vector<std::string> inputs = op.inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::string& in = inputs[i];
+      if (in.empty() || (unary && i > 0)) continue;
+      if (auto it = pixels_.find(in); it != pixels_.end()) {
+        in = it->second;
+        continue;
+      }
+      const int64_t channels = type_of(in)->num_elements();  // 1 (a scalar) or C
+      const std::string key = in + (channels == 1 ? "#scalar" : "#c1");
+      if (auto it = pixel_consts_.find(key); it != pixel_consts_.end()) {
+        in = it->second;
+        continue;
+      }
+      const HostTensor v = values_of(*weight(in));
+      const std::string name = add_weight(in + (channels == 1 ? "_scalar" : "_c1"),
+                                          HostTensor(TensorType{v.dtype(), channels == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{channels, 1}}, v.values()));
+      pixel_consts_[key] = name;
+      in = name;
+    }
+    OpDef e = op;
+    e.inputs = inputs;
+    const std::vector<int64_t> shape = {y->shape[0], y->shape[1], y->shape[2] * y->shape[3]};
+    e.outputs = {fresh(op.outputs[0] + "_pixels", names_)};
+    added_types_[e.outputs[0]] = TensorType{y->dtype, shape};
+    pixels_[op.outputs[0]] = e.outputs[0];
+    ops_.push_back(std::move(e));
+    ++report_.ops_pixels;
+    return true;
   }
 
   bool convert_conv(const OpDef& op) {
@@ -729,6 +914,16 @@ class Normalizer {
     const auto attr = op.attrs.find("perm");
     if (attr == op.attrs.end()) return false;
     const auto* perm = std::get_if<std::vector<int64_t>>(&attr->second);
+    if (perm && *perm == std::vector<int64_t>{0, 2, 1} && flat_t_.count(op.inputs[0])) {
+      // The patch embedding's tokens: [N, C, H W] transposed is the NHWC form's view [N, H W, C].
+      OpDef t = op;
+      t.op_type = "Identity";
+      t.attrs.clear();
+      t.inputs = {flat_t_[op.inputs[0]]};
+      ops_.push_back(std::move(t));
+      ++report_.transposes_absorbed;
+      return true;
+    }
     if (!perm || perm->size() != 4) return false;
     const std::string& x = op.inputs[0];
     if (nhwc_.count(x)) {
@@ -747,12 +942,39 @@ class Normalizer {
       return true;
     }
     if (*perm == kToNchw && rank4(x)) {
+      nchw(x);  // (a tensor held as pixels: made first)
       nhwc_[op.outputs[0]] = x;
       converted_.insert(op.outputs[0]);
       ++report_.transposes_absorbed;
       return true;
     }
     return false;
+  }
+
+  /// A Reshape of an NCHW tensor held in NHWC to [N, C, H W] (a ViT's patch embedding flattening
+  /// its grid before the tokens' Transpose to [N, H W, C]) becomes the NHWC form viewed as
+  /// [N, H W, C] (flat_t_): the Transpose after it is that view; any other reader gets the
+  /// [N, C, H W] tensor transposed back from it (nchw).
+  bool convert_flatten_pixels(const OpDef& op) {
+    // (Only a tensor whose NCHW form does not exist: otherwise the Reshape of it is free.)
+    if (op.op_type != "Reshape" || !op.domain.empty() || op.inputs.empty() || op.outputs.size() != 1 || !nhwc_.count(op.inputs[0]) ||
+        !converted_.count(op.inputs[0]) || materialized_.count(op.inputs[0]))
+      return false;
+    const auto x = type_of(op.inputs[0]);
+    const auto y = type_of(op.outputs[0]);
+    if (!x || !y || x->rank() != 4 || y->shape != std::vector<int64_t>{x->shape[0], x->shape[1], x->shape[2] * x->shape[3]})
+      return false;
+    OpDef r;
+    r.name = fresh("flatten_" + op.name, op_names_);
+    r.op_type = "Reshape";
+    const std::vector<int64_t> shape = {x->shape[0], x->shape[2] * x->shape[3], x->shape[1]};
+    r.inputs = {nhwc_[op.inputs[0]], add_shape(r.name + "_shape", shape)};
+    r.outputs = {fresh(op.outputs[0] + "_tokens", names_)};
+    added_types_[r.outputs[0]] = TensorType{y->dtype, shape};
+    flat_t_[op.outputs[0]] = r.outputs[0];
+    ops_.push_back(std::move(r));
+    ++report_.ops_channels_last;
+    return true;
   }
 
   bool convert_concat(const OpDef& op) {
@@ -775,8 +997,8 @@ class Normalizer {
     const std::vector<int> order = topological_order();
     for (int i : order) {
       const OpDef& op = out_.ops[i];
-      if (convert_conv(op) || convert_batch_norm(op) || convert_elementwise(op) || convert_pool(op) ||
-          convert_concat(op) || convert_transpose(op))
+      if (convert_pointwise_nchw(op) || convert_elementwise_pixels(op) || convert_conv(op) || convert_batch_norm(op) || convert_elementwise(op) || convert_pool(op) ||
+          convert_concat(op) || convert_flatten_pixels(op) || convert_transpose(op))
         continue;
       keep(op);
     }
@@ -807,6 +1029,66 @@ class Normalizer {
     }
     for (OpDef& p : ops_) out_.ops.push_back(std::move(p));
     ops_.clear();
+  }
+
+  // ---- 2b. Reductions to one value, split ---------------------------------------------------------
+
+  /// A ReduceSum / Max / Min / Mean of a whole tensor with several axes of extent > 1 to one value
+  /// becomes the same reduction of its last axis (keepdims: one value per row) and then of all
+  /// the rest: rows that a kernel reduces a row per warp or block, instead of one value that one
+  /// block reduces alone (T5's check for an infinity in fp16, a sum over a whole activation). The
+  /// order of the sums changes; the mean of the rows' means is the mean (the rows are equally long).
+  void split_full_reductions() {
+    static const std::set<std::string> kSplit = {"ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean"};
+    refresh_weights();
+    std::vector<OpDef> out;
+    for (OpDef& op : out_.ops) {
+      const auto x = kSplit.count(op.op_type) && op.domain.empty() && !op.inputs.empty() && op.outputs.size() == 1
+                         ? type_of(op.inputs[0]) : std::nullopt;
+      std::vector<int64_t> axes;
+      bool known = x.has_value();
+      if (known && op.inputs.size() > 1 && !op.inputs[1].empty()) {
+        const WeightDef* w = weight(op.inputs[1]);
+        known = w != nullptr;
+        if (w)
+          for (double v : values_of(*w).values()) axes.push_back(static_cast<int64_t>(v));
+      } else if (known) {
+        axes = attr_ints(op, "axes");
+      }
+      int64_t wide = 0;
+      if (known) {
+        for (int64_t d : x->shape) wide += d > 1;
+        std::set<int64_t> all;
+        for (int64_t a : axes) all.insert(a < 0 ? a + x->rank() : a);
+        known = axes.empty() ? attr_int(op, "noop_with_empty_axes", 0) == 0 : static_cast<int64_t>(all.size()) == x->rank();
+      }
+      // Exact whichever order the parts combine in: a maximum or minimum, an integer sum, a sum
+      // or mean of f32 or f64 (rows of f16 or bf16 sums would be rounded to 16 bits once more).
+      const DType dt = known ? type_of(op.outputs[0])->dtype : DType::f32;
+      const bool exact = op.op_type == "ReduceMax" || op.op_type == "ReduceMin" || !is_float(dt) || dt == DType::f32 || dt == DType::f64;
+      if (!known || !exact || wide < 2 || x->shape.back() <= 1) {
+        out.push_back(std::move(op));
+        continue;
+      }
+      OpDef rows = op;
+      rows.name = fresh(op.name + "_rows", op_names_);
+      rows.inputs = {op.inputs[0]};
+      rows.attrs.erase("noop_with_empty_axes");
+      rows.attrs["axes"] = std::vector<int64_t>{x->rank() - 1};
+      rows.attrs["keepdims"] = int64_t{1};
+      std::vector<int64_t> row_shape = x->shape;
+      row_shape.back() = 1;
+      rows.outputs = {fresh(op.outputs[0] + "_rows", names_)};
+      added_types_[rows.outputs[0]] = TensorType{type_of(op.outputs[0])->dtype, row_shape};
+      OpDef rest = op;
+      rest.inputs = {rows.outputs[0]};
+      rest.attrs.erase("axes");
+      rest.attrs.erase("noop_with_empty_axes");
+      out.push_back(std::move(rows));
+      out.push_back(std::move(rest));
+      ++report_.reductions_split;
+    }
+    out_.ops = std::move(out);
   }
 
   // ---- 3. Aligned contraction operands ----------------------------------------------------------
@@ -892,6 +1174,13 @@ class Normalizer {
   // form; those whose NCHW form has been made again by a transpose.
   std::map<std::string, std::string> nhwc_;
   std::set<std::string> converted_, materialized_;
+  // Tensors held as pixels: the [N, C, H W] form of an NCHW tensor (convert_pointwise_nchw); the
+  // image itself made only when read (nchw), recorded in materialized_ too.
+  std::map<std::string, std::string> pixels_;
+  std::map<std::string, std::string> pixel_consts_;  // a weight re-shaped for them: "w#c1", "w#scalar"
+  // Tensors [N, C, H W] flattened from an NHWC-held image, as their [N, H W, C] view
+  // (convert_flatten_pixels); the tensor itself made only when read (nchw).
+  std::map<std::string, std::string> flat_t_;
   std::vector<OpDef> ops_;
   // Aligned contraction operands: the re-laid-out weight or padded activation of a tensor.
   std::map<std::string, std::string> aligned_;
@@ -917,7 +1206,11 @@ std::string NormalizeReport::summary() const {
     if (ops_kept_nchw) out += cat(", ", ops_kept_nchw, " elementwise ops kept in NCHW");
     if (transposes_absorbed) out += cat(" (", transposes_absorbed, " of the model's own absorbed)");
   }
+  if (convs_pointwise_matmul)
+    out += cat(out.empty() ? "" : "; ", convs_pointwise_matmul, " NCHW 1x1 convolutions as batched MatMuls (no transposes, ",
+               ops_pixels, " elementwise ops on their [N, C, H W] form)");
   if (convs_1d) out += cat(out.empty() ? "" : "; ", convs_1d, " 1-D convolutions as 2-D ones over a height of 1");
+  if (reductions_split) out += cat(out.empty() ? "" : "; ", reductions_split, " reductions to one value split into rows and the rest");
   if (convs_channels_padded && !convs_channels_last)
     out += cat(out.empty() ? "" : "; ", convs_channels_padded, " NHWC convolutions with input channels zero-padded");
   if (grouped_hwio) out += cat(out.empty() ? "" : "; ", grouped_hwio, " NHWC grouped convolutions with HWIO weights");

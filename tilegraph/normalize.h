@@ -14,7 +14,17 @@
 //   1. BatchNormalization folded into the convolution before it (inference mode, constant
 //      parameters, the convolution's output read by nothing else): W' = W * s per output channel
 //      and b' = (b - mean) * s + beta with s = gamma / sqrt(var + epsilon), computed once here.
-//   2. Channels-last (when asked: the backend prefers it, Backend::prefers_channels_last): every
+//   2. Channels-last (when asked: the backend prefers it, Backend::prefers_channels_last): a 1x1
+//      convolution (stride 1, unpadded, ungrouped, constant weights) of an NCHW tensor that has
+//      no NHWC form (a model's input, a tensor computed in NCHW) runs in NCHW as the batched
+//      MatMul [M, C] x [N, C, H W] after a Reshape, with no transpose (not where its output,
+//      wider than its input, feeds an op that runs in NHWC, nor where a channel's H W pixels would
+//      not start at the contraction alignment of rewrite 3); the elementwise ops after it run on
+//      that [N, M, H W] form too (their per-channel constants as [M, 1]), until an op needs the
+//      image (a Reshape back, the same elements). A Reshape of an image held only in NHWC to
+//      [N, C, H W] (a ViT's patch embedding) is the NHWC form viewed as [N, H W, C]: the model's
+//      Transpose to the tokens after it reads that view (absorbed), and any other reader gets
+//      the [N, C, H W] tensor transposed back from it. Every other
 //      2-D NCHW convolution runs in NHWC (Tessel's Conv attribute layout "NHWC", weights re-laid
 //      out once to [M, kH, kW, C/g]), and so do the ops between such convolutions that can --
 //      elementwise ops (per-channel constants re-laid out), a remaining BatchNormalization (as a
@@ -32,6 +42,12 @@
 //      (3 for an RGB image) gets them zero-padded: a Pad of its NHWC input, its weights padded
 //      once here (the zero channels add nothing to any sum). So do convolutions the model
 //      already runs in NHWC (Tessel's layout attribute: a patch embedding over 3 RGB channels).
+//   2b. Reductions to one value (when the backend asks: Backend::splits_full_reductions): a
+//      ReduceSum / Max / Min / Mean of a whole tensor with several axes of extent > 1 runs as the
+//      same reduction of its last axis (one value per row, keepdims) and then of the rest, so that
+//      the first runs a row per warp or block instead of one block for everything -- where that
+//      is exact in any order: a maximum or minimum, an integer sum, an f32 or f64 sum or mean
+//      (f16 and bf16 row sums would be rounded once more, and are left whole).
 //   3. Aligned contraction operands (when the backend asks: Backend::contraction_alignment_bytes):
 //      a MatMul or Gemm by a constant 2-D matrix whose operand rows would not start at the
 //      alignment its fast contraction family needs (a vocabulary of 50257, a hidden width of 1023)
@@ -66,6 +82,12 @@ struct NormalizeOptions {
   /// Per operand dtype: the multiple of bytes the rows of a MatMul's or Gemm's operands must start
   /// at for the backend's fast contraction family (rewrite 3); empty: never.
   std::map<DType, int> contraction_alignment_bytes;
+  /// With channels_last: a 1x1 convolution of an NCHW tensor with no NHWC form runs in NCHW as a
+  /// batched MatMul of its weights and the images' pixels (rewrite 2), when that transposes less.
+  bool nchw_pointwise_matmul = true;
+  /// Rewrite 2b (when the backend asks: Backend::splits_full_reductions): a reduction of a whole
+  /// tensor to one value becomes one of its rows, then one of the rows' values.
+  bool split_full_reductions = false;
 };
 
 /// What normalize_model changed.
@@ -78,6 +100,9 @@ struct NormalizeReport {
   int batch_norms_folded = 0;   // into the convolution before them
   int batch_norms_scaled = 0;   // run in NHWC as a per-channel scale and shift
   int convs_1d = 0;             // 1-D convolutions rewritten as 2-D ones over a height of 1
+  int convs_pointwise_matmul = 0;  // NCHW 1x1 convolutions run as batched MatMuls in NCHW
+  int ops_pixels = 0;           // elementwise ops after them run on their [N, C, H W] form
+  int reductions_split = 0;     // reductions of a whole tensor to one value, split into rows and the rest
   int convs_channels_last = 0;  // NCHW convolutions run in NHWC
   int convs_channels_padded = 0;  // input channels zero-padded to the alignment (converted or NHWC already)
   int grouped_hwio = 0;         // NHWC grouped (depthwise too) convolutions' constant weights re-laid out as HWIO
@@ -90,7 +115,7 @@ struct NormalizeReport {
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
     return scalars_moved + view_chains + matmuls_trans_b + gelus + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
-               transposes_absorbed + convs_channels_padded + grouped_hwio + contractions_aligned + convs_1d > 0;
+               transposes_absorbed + convs_channels_padded + grouped_hwio + contractions_aligned + convs_1d + convs_pointwise_matmul + reductions_split > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops
   /// in NHWC, 3 transposes".

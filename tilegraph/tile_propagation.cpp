@@ -296,6 +296,17 @@ Region input_region(const TeNode& node, int input, const DomainTile& tile) {
   return canonical(std::move(out));
 }
 
+Region read_region(const TeNode& node, int input, const DomainTile& tile) {
+  Region out = input_region(node, input, tile);
+  const Access& acc = node.inputs()[input];
+  if (!acc.is_gather() || out.empty() || acc.gather_index_input < 0 || acc.gather_index_input >= static_cast<int>(node.inputs().size()))
+    return out;
+  const int64_t indices = num_elements(bounding_box(input_region(node, acc.gather_index_input, tile)));
+  const int64_t rows = std::min(acc.type.shape[acc.gather_dim], std::max<int64_t>(indices, 1));
+  out.dims[acc.gather_dim] = IndexSet::range(0, rows);
+  return out;
+}
+
 DomainTile tile_for_output(const TeNode& node, const std::vector<int64_t>& out_begin,
                            const std::vector<int64_t>& out_extent,
                            const std::vector<int64_t>& reduction_step) {

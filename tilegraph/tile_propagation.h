@@ -117,6 +117,12 @@ struct DomainTile {
 /// rank-0 input's region is its one element (also for an empty tile, conservatively).
 Region input_region(const TeNode& node, int input, const DomainTile& tile);
 
+/// What `tile` reads of input `input`, for traffic and footprints: input_region, except that a
+/// gather access's gathered dimension counts at most as many rows as the tile reads index values
+/// (an embedding lookup of 8 tokens reads 8 rows of the table, not all of them). The count stands
+/// in as the first rows of that dimension: the region is for sizes, not for addresses.
+Region read_region(const TeNode& node, int input, const DomainTile& tile);
+
 /// Marker for tile_for_output's `reduction_step`: the whole reduction axis in one step.
 inline constexpr int64_t kWholeAxis = -1;
 

@@ -91,7 +91,7 @@ TileFootprint tile_footprint(const TeNode& node, const LevelTile& tile, const Tr
   TileFootprint f;
   for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
     const Access& acc = node.inputs()[i];
-    const int64_t elems = num_elements(bounding_box(input_region(node, i, step)));
+    const int64_t elems = num_elements(bounding_box(read_region(node, i, step)));
     f.input_bytes.push_back(params.pipeline_stages * elems * element_bytes(params, acc.type.dtype));
     f.total_bytes += f.input_bytes.back();
   }
@@ -111,9 +111,9 @@ TileTraffic tile_traffic(const TeNode& node, const LevelTile& tile, const Traffi
     const int eb = element_bytes(params, acc.type.dtype);
     const bool reused = independent_of_reduction(node, acc);
     const int64_t per_tile =
-        reused ? transaction_bytes_of(input_region(node, i, whole), acc.type.shape, eb,
+        reused ? transaction_bytes_of(read_region(node, i, whole), acc.type.shape, eb,
                                       params.transaction_bytes)
-               : q.reduction_steps * transaction_bytes_of(input_region(node, i, step),
+               : q.reduction_steps * transaction_bytes_of(read_region(node, i, step),
                                                           acc.type.shape, eb, params.transaction_bytes);
     q.input_reused.push_back(reused);
     q.input_bytes.push_back(q.num_tiles * per_tile);

@@ -88,10 +88,31 @@ struct Traced {
   TensorId tensor = -1;
   AffineMap map;
   std::vector<NodeId> via;  // in-group copies passed through
+  // Non-empty: `map` indexes `tensor`'s buffer viewed with this row-major shape -- the output of
+  // an in-group Reshape of the whole tensor, whose elements lie in the same order.
+  std::vector<int64_t> view;
 };
 
-/// Follows input `slot` of C back through in-group copy nodes (body `in0`, same dtype, no
-/// reshape, read only by the node we came from) to a tensor that lives in device memory.
+/// Whether `node` copies its one input whole, in order, into a reshaped output: each domain point
+/// reads the input at that point (an identity map over the input's own shape), so its output
+/// holds the input's elements in the same row-major order.
+bool is_reshape_of_whole_input(const TeNode& node) {
+  if (node.num_reduction() != 0 || node.inputs().size() != 1) return false;
+  const Access& acc = node.inputs()[0];
+  if (acc.is_gather() || acc.type.shape != node.extents() || acc.map.num_results() != node.num_spatial()) return false;
+  for (int r = 0; r < acc.map.num_results(); ++r) {
+    const AffineExpr& e = acc.map.result(r);
+    if (e.offset != 0) return false;
+    for (int a = 0; a < node.num_axes(); ++a)
+      if (e.coeffs[a] != (a == r ? 1 : 0)) return false;
+  }
+  return true;
+}
+
+/// Follows input `slot` of C back through in-group copy nodes (body `in0`, same dtype, read only
+/// by the node we came from) to a tensor that lives in device memory. A copy that reshapes is
+/// passed only where it is a Reshape of a whole tensor in device memory: the operand is that
+/// tensor's buffer viewed with the Reshape's shape (Traced::view).
 std::optional<Traced> trace_operand(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
                                     NodeId c, int slot, std::string& why) {
   Traced t;
@@ -102,6 +123,14 @@ std::optional<Traced> trace_operand(const OpGraph& graph, const ScheduledGroup& 
     const TeNode& node = graph.node(p);
     const int pos = generic.position(p);
     const std::vector<NodeId> readers = graph.consumers(t.tensor);
+    if (generic.nodes[pos].reshaped && is_plain_input(node.body(), 0) && node.output().dtype == node.inputs()[0].type.dtype &&
+        !generic.nodes[pos].writes_global && readers.size() == 1 && readers[0] == reader && is_reshape_of_whole_input(node) &&
+        !in_group(group, graph.producer(graph.node_inputs(p)[0]))) {
+      t.view = node.output().shape;
+      t.via.push_back(p);
+      t.tensor = graph.node_inputs(p)[0];
+      break;
+    }
     if (node.num_reduction() != 0 || node.inputs().size() != 1 || node.inputs()[0].is_gather() ||
         !is_plain_input(node.body(), 0) || node.output().dtype != node.inputs()[0].type.dtype ||
         generic.nodes[pos].reshaped || generic.nodes[pos].writes_global || readers.size() != 1 || readers[0] != reader) {
@@ -128,7 +157,8 @@ std::optional<Traced> trace_operand(const OpGraph& graph, const ScheduledGroup& 
 std::string operand_view(const OpGraph& graph, const TeNode& c, const Traced& t, int own, int other, int k_axis,
                          const std::vector<int>& batch_axes, const char* which, MmaOperand& out) {
   const TensorInfo& info = graph.tensor(t.tensor);
-  const std::vector<int64_t> tstrides = row_major_strides(info.type.shape);
+  const std::vector<int64_t>& shape = t.view.empty() ? info.type.shape : t.view;
+  const std::vector<int64_t> tstrides = row_major_strides(shape);
   std::vector<int64_t> stride(c.num_axes(), 0);
   std::vector<bool> read(c.num_axes(), false);
   int64_t offset = 0;
@@ -140,7 +170,7 @@ std::string operand_view(const OpGraph& graph, const TeNode& c, const Traced& t,
       if (row.coeffs[a] != 1 || axis >= 0) return cat(which, " ('", info.name, "') is not read through a permutation of axes");
       axis = a;
     }
-    if (row.offset < 0 || row.max_over(c.extents()) >= info.type.shape[r])
+    if (row.offset < 0 || row.max_over(c.extents()) >= shape[r])
       return cat(which, " ('", info.name, "') is read outside its bounds");
     offset += row.offset * tstrides[r];  // a fixed index (a slice, one of packed Q, K, V)
     if (axis < 0) continue;  // broadcast dimension (index 0) or a fixed index
@@ -152,30 +182,35 @@ std::string operand_view(const OpGraph& graph, const TeNode& c, const Traced& t,
   if (read[other]) return cat(which, " ('", info.name, "') depends on both m and n");
   if (!read[k_axis] && k_extent > 1) return cat(which, " ('", info.name, "') does not depend on k");
   if (!read[own] && own_extent > 1) return cat(which, " ('", info.name, "') is broadcast along ", c.axes()[own].name);
-  auto aligned = [](int64_t s, int64_t extent) { return extent == 1 || s % kChunkElems == 0; };
-  for (int b : batch_axes)
-    if (!aligned(stride[b], c.axes()[b].extent))
-      return cat(which, " ('", info.name, "') has batch stride ", stride[b], ", not a multiple of ", kChunkElems,
-                 " elements (rows would not start 16-byte aligned)");
-  if (offset % kChunkElems != 0)
-    return cat(which, " ('", info.name, "') starts ", offset, " elements in, not a multiple of ", kChunkElems,
-               " (rows would not start 16-byte aligned)");
+  // Elements per read: the largest power of two up to a 16-byte chunk dividing every distance
+  // between rows the view starts (MmaOperand::align).
+  auto gran = [](int64_t s, int64_t extent) {
+    int g = kChunkElems;
+    while (extent > 1 && g > 1 && s % g != 0) g /= 2;
+    return g;
+  };
+  int align = gran(offset, 2);
+  for (int b : batch_axes) align = std::min(align, gran(stride[b], c.axes()[b].extent));
   out.tensor = t.tensor;
   out.offset = offset;
   for (int b : batch_axes) out.batch_strides.push_back(stride[b]);
-  if ((stride[k_axis] == 1 || k_extent == 1) && aligned(stride[own], own_extent)) {
+  // k contiguous where it can be read whole chunks at a time, else whichever axis is contiguous.
+  const bool k_rows = stride[k_axis] == 1 || k_extent == 1, own_rows = stride[own] == 1 || own_extent == 1;
+  const int k_gran = std::min(align, gran(stride[own], own_extent)), own_gran = std::min(align, gran(stride[k_axis], k_extent));
+  if (k_rows && (k_gran == kChunkElems || !own_rows || k_gran >= own_gran)) {
     out.k_contiguous = true;
     out.ld = std::max<int64_t>(stride[own], 1);
+    out.align = k_gran;
     return "";
   }
-  if ((stride[own] == 1 || own_extent == 1) && aligned(stride[k_axis], k_extent)) {
+  if (own_rows) {
     out.k_contiguous = false;
     out.ld = std::max<int64_t>(stride[k_axis], 1);
+    out.align = own_gran;
     return "";
   }
-  return cat(which, " ('", info.name, "') has leading dimension ",
-             stride[k_axis] == 1 ? stride[own] : stride[k_axis], " (a multiple of ", kChunkElems,
-             " elements is needed, with k or ", c.axes()[own].name, " contiguous)");
+  return cat(which, " ('", info.name, "') has neither k nor ", c.axes()[own].name, " contiguous (strides ", stride[k_axis], " and ",
+             stride[own], ")");
 }
 
 bool reads_axis(const Traced& t, int axis) { return t.map.uses_axis(axis); }
@@ -244,6 +279,7 @@ std::string plan_implicit(const OpGraph& graph, const TeNode& c, const Traced& t
       if (ext[a] > 1 && reads_axis(t, a)) axes.push_back(a);
     return axes;
   };
+  if (!t0.view.empty() || !t1.view.empty()) return cat("an operand of '", c.name(), "' is read through a Reshape (the gather reads whole tensors)");
   const Traced* ta = &t0;
   const Traced* tb = &t1;
   if (spatial_reads(t0).size() == 1 && spatial_reads(t1).size() != 1) std::swap(ta, tb);
@@ -535,6 +571,8 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
     if (p.implicit && o == &p.a) continue;  // (read in boxes: plan_conv_box checked its dimensions)
     const int64_t cols = o->k_contiguous ? (p.implicit ? p.k_extents.back() : p.k) : (o == &p.a ? p.m : p.n);
     if (o->ld % kChunkElems != 0 || o->ld < cols) return cat("a tensor map needs rows 16-byte aligned, not ", o->ld, " elements apart");
+    if (o->align < kChunkElems)
+      return cat(o == &p.a ? "A" : "B", "'s batch strides or start are not multiples of 16 bytes (a tensor map's)");
   }
   int threads = 0;
   if (std::string no = warpgroup_block(spec, threads); !no.empty()) return no;
@@ -805,6 +843,10 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
   } else {
     out["warps_m"] = p.warps_m;
     out["warps_n"] = p.warps_n;
+    // (Recorded below 16-byte reads only, so that schedules saved before narrower reads existed
+    // still match.)
+    if (p.a.align < kChunkElems) out["a_align"] = p.a.align;
+    if (p.b.align < kChunkElems) out["b_align"] = p.b.align;
   }
   return out;
 }
@@ -1118,6 +1160,7 @@ std::string print_mma_operand(const OpGraph& graph, const char* name, const MmaO
     for (size_t i = 0; i < o.batch_strides.size(); ++i) s += cat(i ? "x" : "", o.batch_strides[i]);
   }
   if (o.offset != 0) s += cat(", from element ", o.offset);
+  if (o.align < kChunkElems) s += cat(", read ", o.align, " elements at a time");
   return s + ")";
 }
 
@@ -1129,6 +1172,10 @@ std::string contraction_operand(const OpGraph& graph, const ScheduledGroup& grou
   if (!t) return why;
   const TeNode& node = graph.node(c);
   if (std::string r = operand_view(graph, node, *t, own, other, node.num_spatial(), batch_axes, which, out); !r.empty()) return r;
+  // (The attention kernels copy whole 16-byte chunks: device/flash.cuh's TileCopy, tensor maps.)
+  if (out.align < kChunkElems)
+    return cat(which, " ('", graph.tensor(out.tensor).name, "') has rows, batch strides or a start that are not multiples of ",
+               kChunkElems, " elements (16-byte chunks)");
   via.insert(via.end(), t->via.begin(), t->via.end());
   return "";
 }

@@ -130,7 +130,12 @@ struct MmaOperand {
   bool k_contiguous = true;            // c is the k index (A stored M x K, B stored N x K); else r is
   int64_t ld = 0;                      // elements between rows
   std::vector<int64_t> batch_strides;  // elements per step of each batch axis (0: broadcast)
-  int64_t offset = 0;                  // elements before the view's first one (a multiple of 16 bytes)
+  int64_t offset = 0;                  // elements before the view's first one
+  // Elements per global read (device/mma.cuh's TileCopy GRAN): kChunkElems (16-byte cp.async)
+  // where the rows, the batch strides and the offset are multiples of 16 bytes, else the largest
+  // of 4, 2, 1 dividing them all. Only the mma.sync kernel reads a view below kChunkElems; the
+  // wgmma kernel's tensor maps need 16-byte strides.
+  int align = kChunkElems;
 };
 
 /// One dimension of the gathered A of an implicit GEMM: index = m_coeff * x[m_axis] +

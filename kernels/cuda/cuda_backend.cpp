@@ -594,6 +594,9 @@ class CudaBackend : public Backend {
     return {{DType::f16, kChunkElems * dtype_bytes(DType::f16)}, {DType::bf16, kChunkElems * dtype_bytes(DType::bf16)}};
   }
 
+  // The row kernel reduces rows in parallel; one value is one block's (rewrite 2b splits it).
+  bool splits_full_reductions() const override { return true; }
+
   std::vector<std::string> emit(const OpGraph& graph, const Schedule& given, const HwSpec& spec,
                                 const std::string& format, const std::string& dir) const override {
     const Schedule schedule = with_families(graph, given, spec);

@@ -154,7 +154,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
                   : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                         c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
-                        ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>");
+                        ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL",
+                        c.a.align < kChunkElems || c.b.align < kChunkElems ? cat(", ", c.a.align, ", ", c.b.align) : std::string(), ">");
   if (c.conv_box) emit_conv_coords(c);
   os_ << "typedef " << gemm_type << " TslGemm;\n";
   if (c.warpgroup) {

@@ -18,7 +18,7 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
         "box0", "box1", "box2", "box3", "k_tiles"},
        true},
       {"mma", "contraction + elementwise epilogue on mma.sync tensor-core instructions",
-       {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit"}},
+       {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit", "a_align", "b_align"}},
       {"row", "rows reduced and normalized in registers, or streamed in passes when too long (softmax, layer norm)",
        {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes", "shifted", "online", "splits"}},
       {"transpose", "a permuting copy through shared-memory tiles, read and written along each side's contiguous axis",

@@ -239,10 +239,11 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   if (merged && uses_axis_index(sink.body()))
     return fail(cat("the sink '", sink.name(), "' reduces ", sink_nr, " axes and reads their indices"));
   if (sink_reduces) {
-    // Float rows only: integer and boolean row reductions (a mask's sum) keep the generic kernel,
-    // where they have always been checked on a GPU.
-    if (!is_float(sink.output().dtype))
-      return fail(cat("the sink '", sink.name(), "' reduces rows of ", dtype_name(sink.output().dtype), " (float rows only)"));
+    // Integer and boolean rows (a mask's sum, a count of infinities) add in 64-bit integers
+    // (exact in any order), only within one block (a cluster's parts combine floats, below).
+    if (!is_float(sink.output().dtype) && sink.combiner() != Combiner::sum && sink.combiner() != Combiner::max &&
+        sink.combiner() != Combiner::min)
+      return fail(cat("the sink '", sink.name(), "' reduces rows of ", dtype_name(sink.output().dtype), " other than by a sum, max or min"));
     // A row's reduction reads one row along its axis; a product of two (a matmul on SIMT units)
     // is not a row.
     // is not a row, and neither is a window (a pooling: the vector kernel's, a vector of channels

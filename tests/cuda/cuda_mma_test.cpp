@@ -186,6 +186,17 @@ std::vector<MmaCase> mma_cases() {
   add("grouped conv 3x3 stride 2 g8 1x15x13x64 -> 128", conv_nhwc(DType::f16, {1, 15, 13, 64}, 128, 3, 2, 1, 1, false, 8, true));
   add("bf16 grouped conv 3x3 g2 HWIO 1x7x5x16 -> 48, bn relu", conv_nhwc(DType::bf16, {1, 7, 5, 16}, 48, 3, 1, 1, 1, true, 2, true));
   add("grouped conv 1x1 g32 1x7x7x1024 -> 1024", conv_nhwc(DType::f16, {1, 7, 7, 1024}, 1024, 1, 1, 0, 1, false, 32, true));
+  // Rows that do not start 16-byte aligned, read in narrower pieces (MmaOperand::align): A's rows
+  // 17 elements apart (16-bit loads through registers) and 36 apart (8-byte cp.async) with B's
+  // 20 apart (8-byte); bf16 rows 18 and 30 apart (4-byte); an NCHW 1x1 convolution's form, the
+  // weight broadcast over images of 7 x 7 pixels (B's rows 49 apart, its batch stride 1176);
+  // B stored N x K 20 apart; batch strides of 3 x 17 elements.
+  add("unaligned matmul 17x17x24", matmul(DType::f16, 17, 17, 24));
+  add("unaligned matmul 33x36x20", matmul(DType::f16, 33, 36, 20));
+  add("unaligned bf16 matmul 40x18x30", matmul(DType::bf16, 40, 18, 30));
+  add("unaligned 1x1 conv form 144x24 @ 4x24x49", batched(DType::f16, {144, 24}, {4, 24, 49}));
+  add("unaligned gemm transB 33x20x40", gemm(DType::f16, 33, 20, 40, false, true));
+  add("unaligned batched 2x3x17 @ 2x17x9", batched(DType::f16, {2, 3, 17}, {2, 17, 9}));
   // Batch axes over which B is broadcast fold into m (a [batch, seq, hidden] projection): m = 3 x 50.
   add("folded batch 3x50x72 @ 72x136", batched(DType::f16, {3, 50, 72}, {72, 136}));
   add("folded batch 2x1x9x16 @ 16x24", batched(DType::bf16, {2, 1, 9, 16}, {16, 24}));
@@ -536,8 +547,6 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
     return k.mma_reason;
   };
   CHECK(reason(matmul(DType::f32, 16, 32, 16)).find("f32") != std::string::npos);
-  // A[17, 17]: rows 34 bytes apart cannot be copied 16 bytes at a time.
-  CHECK(reason(matmul(DType::f16, 17, 17, 24)).find("leading dimension 17") != std::string::npos);
   {  // Softmax is not a contraction: it takes the row path (cuda_row_test.cpp), saying why not mma.
     const cuda::GeneratedKernel sm = last_kernel(op_graph("Softmax", {random_f32({7, 33}, 1)}, {{"axis", int64_t{-1}}}), "welder");
     CHECK(sm.path == "row");
@@ -557,6 +566,60 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
   const OpGraph g = matmul(DType::f16, 64, 64, 64);
   const Schedule s = schedule_with(g, old, "roller");
   CHECK(emit_kernel(g, s, 0, old).path == "generic");
+}
+
+TEST_CASE("cuda mma: rows that do not start 16-byte aligned are read in narrower pieces on mma.sync, recorded and priced") {
+  const HwSpec& spec = gpu_spec();
+  struct Want {
+    OpGraph g;
+    int64_t a_align, b_align;  // 8: not recorded
+  };
+  const std::vector<Want> wants = {{matmul(DType::f16, 17, 17, 24), 1, 8},
+                                   {matmul(DType::f16, 33, 36, 20), 4, 4},
+                                   {matmul(DType::bf16, 40, 18, 30), 2, 2},
+                                   {batched(DType::f16, {144, 24}, {4, 24, 49}), 8, 1},
+                                   {matmul(DType::f16, 64, 64, 64), 8, 8}};
+  for (const Want& w : wants) {
+    const Schedule s = with_families(w.g, spec, "roller");
+    const ScheduledGroup& group = s.groups.back().group;
+    INFO(group.kernel.family);
+    REQUIRE(group.kernel.family == "mma");
+    auto recorded = [&](const char* key) {
+      auto it = group.kernel.params.find(key);
+      return it == group.kernel.params.end() ? int64_t{8} : it->second;
+    };
+    CHECK(recorded("a_align") == w.a_align);
+    CHECK(recorded("b_align") == w.b_align);
+    const cuda::GeneratedKernel k = emit_kernel(w.g, s, static_cast<int>(s.groups.size()) - 1, spec);
+    CHECK(k.path == "mma");
+    if (w.a_align < 8 || w.b_align < 8) {
+      CHECK(k.source.find(cat(w.a_align, ", ", w.b_align, ">")) != std::string::npos);
+      // The narrow reads' issues are priced: a 16-byte-aligned twin predicts no more time.
+      const AnalyticCostModel model;
+      ScheduledGroup aligned = group;
+      aligned.kernel.params.erase("a_align");
+      aligned.kernel.params.erase("b_align");
+      CHECK(model.estimate(w.g, aligned, spec).term("compute") < model.estimate(w.g, group, spec).term("compute"));
+    }
+  }
+  // The wgmma kernel's tensor maps need 16-byte strides: B's rows 196 apart keep mma.sync; so does
+  // A read from column 4 of rows 72 apart (a slice: rows aligned, their start not).
+  const OpGraph g = batched(DType::f16, {256, 1024}, {32, 1024, 196});
+  const Schedule s = with_families(g, spec, "welder");
+  const cuda::GeneratedKernel k = emit_kernel(g, s, static_cast<int>(s.groups.size()) - 1, spec);
+  CHECK(k.path == "mma");
+  REQUIRE(k.contraction);
+  CHECK(k.contraction->warpgroup_reason.find("16-byte aligned") != std::string::npos);
+  ModelBuilder b(DType::f16);
+  const std::string a = b.op("Slice", {b.input("x", {256, 72}), b.weight_i64("starts", {4}), b.weight_i64("ends", {68}), b.weight_i64("axes", {1})});
+  const OpGraph sliced = b.graph(b.op("MatMul", {a, b.weight("w", {64, 256}, 3)}));
+  const Schedule ss = with_families(sliced, spec, "welder");
+  const cuda::GeneratedKernel sk = emit_kernel(sliced, ss, static_cast<int>(ss.groups.size()) - 1, spec);
+  CHECK(sk.path == "mma");
+  REQUIRE(sk.contraction);
+  CHECK(sk.contraction->a.align == 4);
+  CHECK(sk.contraction->warpgroup_reason.find("start are not multiples of 16 bytes") != std::string::npos);
+  CHECK(nvrtc_compile_all(sliced, ss, spec) >= 1);
 }
 
 TEST_CASE("cuda mma: kernels of every case compile with NVRTC for sm_90a (welder and roller)") {

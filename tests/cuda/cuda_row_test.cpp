@@ -9,6 +9,7 @@
 
 #include "cuda_check.h"
 #include "../model_builder.h"
+#include "tilegraph/normalize.h"
 #include "kernels/cuda/kernel_emitter.h"
 #include "kernels/cuda/kernel_families.h"
 #include "policy/kernel_families.h"
@@ -103,6 +104,23 @@ OpGraph global_pool(DType dt, std::vector<int64_t> shape) { return op_graph("Glo
 /// The maximum over the last two axes of [b, r, c] without keepdims.
 OpGraph max_last_two(DType dt, std::vector<int64_t> shape) {
   return op_graph("ReduceMax", {random_of(dt, std::move(shape), 1), i64({2}, {1, 2})}, {{"keepdims", int64_t{0}}}, {1});
+}
+
+/// How many infinities each row of x holds (IsInf, Cast to i64, ReduceSum over the last axis,
+/// keepdims):
+/// T5's overflow check in fp16, split into rows by the normalize stage (rewrite 2b).
+OpGraph inf_count(DType dt, std::vector<int64_t> shape) {
+  ModelBuilder b(dt);
+  const std::string c = b.op("Cast", {b.op("IsInf", {b.input("x", std::move(shape))})}, {{"to", std::string("i64")}});
+  return b.graph(b.op("ReduceSum", {c, b.weight_i64("axes", {-1})}, {{"keepdims", int64_t{1}}}));
+}
+
+/// x with every 7th element +inf or -inf.
+HostTensor with_infinities(DType dt, std::vector<int64_t> shape, uint64_t seed) {
+  HostTensor x = random_of(dt, std::move(shape), seed);
+  std::vector<double> v = x.values();
+  for (size_t i = 0; i < v.size(); i += 7) v[i] = (i / 7) % 2 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  return HostTensor(x.type(), std::move(v));
 }
 
 }  // namespace
@@ -245,11 +263,29 @@ TEST_CASE("cuda row: groups outside the row path say why") {
   const cuda::GeneratedKernel k = emit_kernel(short_rows, ss, 0, gpu_spec());
   CHECK(k.path != "row");
   CHECK(k.row_reason.find("reduces rows of 7, fewer than a warp's 32 threads") != std::string::npos);
-  // Integer rows (a mask's sum) keep the generic kernel.
-  const OpGraph ints = op_graph("ReduceSum", {i64({4, 64}, std::vector<double>(256, 1.0)), i64({1}, {-1})}, {}, {1});
+  // Integer rows are summed (exact in 64 bits, in any order), not multiplied.
+  const OpGraph ints = op_graph("ReduceProd", {i64({4, 64}, std::vector<double>(256, 1.0)), i64({1}, {-1})}, {}, {1});
   const cuda::GeneratedKernel ik = emit_kernel(ints, schedule_with(ints, gpu_spec(), "welder"), 0, gpu_spec());
   CHECK(ik.path != "row");
-  CHECK(ik.row_reason.find("reduces rows of i64 (float rows only)") != std::string::npos);
+  CHECK(ik.row_reason.find("reduces rows of i64 other than by a sum, max or min") != std::string::npos);
+  const OpGraph sums = op_graph("ReduceSum", {i64({4, 64}, std::vector<double>(256, 1.0)), i64({1}, {-1})}, {}, {1});
+  CHECK(emit_kernel(sums, schedule_with(sums, gpu_spec(), "welder"), 0, gpu_spec()).path == "row");
+  const OpGraph infs = inf_count(DType::f16, {8, 128, 512});
+  const Schedule fs = welder_with_families(infs);
+  REQUIRE(fs.groups.size() == 1);  // IsInf and Cast are row nodes of the row kernel
+  const cuda::GeneratedKernel fk = emit_kernel(infs, fs, 0, gpu_spec());
+  CHECK(fk.path == "row");
+  // Fewer rows than SMs: a float row splits over a cluster, an integer one does not (a cluster's
+  // parts combine floats only).
+  for (const bool integer : {true, false}) {
+    INFO("integer rows: ", integer);
+    const OpGraph few = integer ? inf_count(DType::f16, {3, 100000})
+                                : op_graph("ReduceSum", {random_of(DType::f16, {3, 100000}, 1), i64({1}, {-1})}, {}, {1});
+    const Schedule ws = welder_with_families(few);
+    const cuda::GeneratedKernel k = emit_kernel(few, ws, static_cast<int>(ws.groups.size()) - 1, gpu_spec());
+    REQUIRE(k.rows);
+    CHECK((k.rows->splits > 1) == !integer);
+  }
 }
 
 
@@ -373,7 +409,8 @@ TEST_CASE("cuda row: row kernels compile with NVRTC for sm_90a") {
   for (const OpGraph& g : {softmax(DType::f16, {64, 4096}), softmax(DType::f32, {7, 33}), softmax(DType::bf16, {3, 5, 96}),
                            layernorm(DType::f16, {9, 1000}), layernorm(DType::f32, {5, 768}),
                            scores_softmax(DType::f32, 1, 2, 33, 20), scores_softmax(DType::bf16, 2, 1, 17, 7),
-                           global_pool(DType::f16, {4, 8, 28, 28}), max_last_two(DType::f32, {6, 13, 11})}) {
+                           global_pool(DType::f16, {4, 8, 28, 28}), max_last_two(DType::f32, {6, 13, 11}),
+                           inf_count(DType::f16, {8, 128, 512}), inf_count(DType::bf16, {3, 1000})}) {
     const Schedule s = schedule_with(g, spec, "welder");
     CHECK(nvrtc_compile_all(g, s, spec) >= 1);
   }
@@ -394,6 +431,38 @@ TEST_CASE("cuda row run: row kernels match the interpreter") {
                            max_last_two(DType::f32, {6, 13, 11})}) {
     INFO(g.tensor(g.inputs()[0]).type.print());
     check_on_gpu(g, "welder", gpu_test_inputs(g, 7));
+  }
+  // Integer rows: infinities counted per row; and T5's overflow check as the normalize stage
+  // gives it to the GPU (rewrite 2b: the whole activation's count as rows, then their sum).
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 128, 512}, std::vector<int64_t>{3, 1000}}) {
+    const OpGraph g = inf_count(DType::f16, shape);
+    INFO(g.tensor(g.inputs()[0]).type.print(), " (infinities counted)");
+    check_schedule_on_gpu(g, gpu_spec(), welder_with_families(g), {with_infinities(DType::f16, shape, 3)});
+  }
+  {
+    std::vector<double> v(4200);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7919) % 100003) - 5e4;
+    const HostTensor x = i64({6, 700}, std::move(v));
+    const OpGraph g = op_graph("ReduceMax", {x, i64({1}, {-1})}, {}, {1});
+    INFO("i64 row maxima");
+    check_on_gpu(g, "welder", {x});
+  }
+  {
+    ModelBuilder b(DType::f16);
+    const std::string h = b.input("h", {8, 128, 512});
+    const std::string count = b.op("ReduceSum", {b.op("Cast", {b.op("IsInf", {h})}, {{"to", std::string("i64")}})}, {{"keepdims", int64_t{0}}});
+    const std::string bound = b.op("Where", {b.op("Greater", {count, b.weight_i64("zero", {0}, true)}), b.weight("lo", {}, 1, 100, 101),
+                                             b.weight("hi", {}, 2, 200, 201)});
+    const ModelDef m = b.model({b.op("Clip", {h, b.op("Neg", {bound}), bound})});
+    NormalizeOptions options;
+    options.split_full_reductions = true;
+    NormalizeReport report;
+    const OpGraph g = lower_model(normalize_model(m, lower_model(m), options, &report));
+    REQUIRE(report.reductions_split == 1);
+    INFO("T5's overflow check, split");
+    for (const bool infinite : {true, false})
+      check_schedule_on_gpu(g, gpu_spec(), welder_with_families(g),
+                            {infinite ? with_infinities(DType::f16, {8, 128, 512}, 5) : random_of(DType::f16, {8, 128, 512}, 5)});
   }
   for (const OpGraph& g : long_rows()) {
     INFO(g.tensor(g.inputs()[0]).type.print(), " (streamed)");

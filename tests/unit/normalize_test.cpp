@@ -195,6 +195,141 @@ TEST_CASE("normalize: NCHW convolutions and the ops between them run channels-la
   CHECK_MESSAGE(r.ok, r.message);
 }
 
+TEST_CASE("normalize: a 1x1 convolution of an NCHW input is a batched MatMul in NCHW, the ops after it on its pixels") {
+  // Two 1x1 convolutions of the model's input (one with a bias), over 4 x 10 = 40 pixels, then
+  // ReLU, a per-channel scale and a residual add.
+  auto conv1x1 = [](ModelBuilder& b, const std::string& x, const std::string& name, int64_t cin, int64_t cout, bool bias,
+                    uint64_t seed) {
+    std::vector<std::string> in = {x, b.weight(name + "_w", {cout, cin, 1, 1}, seed)};
+    if (bias) in.push_back(b.weight(name + "_b", {cout}, seed + 1));
+    return b.op("Conv", in, {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+  };
+  {
+    ModelBuilder b(DType::f16);
+    const std::string x = b.input("x", {2, 16, 4, 10});
+    const std::string r = b.op("Mul", {b.op("Relu", {conv1x1(b, x, "c1", 16, 8, true, 1)}), b.weight("slope", {8, 1, 1}, 3)});
+    const ModelDef m = b.model({b.op("Add", {r, conv1x1(b, x, "c2", 16, 8, false, 4)})});
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 16, true, {}}, &report);
+    CHECK(report.convs_pointwise_matmul == 2);
+    CHECK(report.ops_pixels == 3);
+    CHECK(report.transposes == 0);
+    CHECK(report.convs_channels_last == 0);
+    CHECK(count_ops(n, "Conv") == 0);
+    CHECK(count_ops(n, "MatMul") == 2);
+    CHECK(report.summary().find("2 NCHW 1x1 convolutions as batched MatMuls") != std::string::npos);
+    check_same_outputs(m, n, 7);
+    // For the GPU: both products on the tensor cores, no transpose kernel.
+    std::map<std::string, int> families = h100_families(m);
+    CHECK(tensor_core_groups(families) == 2);
+    CHECK(families["transpose"] == 0);
+    // Off: the channels-last form, transposes at both ends.
+    NormalizeOptions off{true, true, 16, true, {}};
+    off.nchw_pointwise_matmul = false;
+    NormalizeReport old;
+    check_same_outputs(m, normalize_model(m, lower_model(m), off, &old), 8);
+    CHECK(old.convs_pointwise_matmul == 0);
+    CHECK(old.convs_channels_last == 2);
+    CHECK(old.transposes == 2);
+  }
+  {
+    // 5 x 7 f16 pixels per channel (70 bytes) would not start 16-byte aligned: channels-last.
+    ModelBuilder b(DType::f16);
+    const ModelDef m = b.model({b.op("Relu", {conv1x1(b, b.input("x", {2, 16, 5, 7}), "c1", 16, 8, true, 1)})});
+    NormalizeOptions aligned{true, true, 16, true, {{DType::f16, 16}}};
+    NormalizeReport report;
+    check_same_outputs(m, normalize_model(m, lower_model(m), aligned, &report), 10);
+    CHECK(report.convs_pointwise_matmul == 0);
+    CHECK(report.convs_channels_last == 1);
+  }
+  for (const int64_t cout : {8, 32}) {
+    // Then a 3x3 convolution, which runs in NHWC: the 1x1 runs in NCHW only where its output is
+    // no wider than its input (that output is transposed instead of the input).
+    INFO("1x1 16 -> ", cout);
+    ModelBuilder b(DType::f32);
+    const std::string h = b.op("Relu", {conv1x1(b, b.input("x", {2, 16, 6, 6}), "c1", 16, cout, true, 1)});
+    const ModelDef m = b.model({b.op("Conv", {h, b.weight("c2_w", {4, cout, 3, 3}, 5)},
+                                     {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})});
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0, true, {}}, &report);
+    CHECK(report.convs_pointwise_matmul == (cout == 8 ? 1 : 0));
+    CHECK(report.convs_channels_last == (cout == 8 ? 1 : 2));
+    CHECK(report.transposes == 2);
+    check_same_outputs(m, n, 9);
+  }
+}
+
+TEST_CASE("normalize: a ViT's patch embedding flattens and transposes its NHWC grid as a view (no transpose back)") {
+  // conv 4x4 stride 4 -> [N, E, H, W] -> Reshape [N, E, H W] -> Transpose [N, H W, E] -> LayerNorm,
+  // as timm and torchvision export it; with `leak`, the flattened grid is a model output too.
+  for (const bool leak : {false, true}) {
+    INFO("flattened grid also an output: ", leak);
+    ModelBuilder b(DType::f32);
+    const std::string c = b.op("Conv", {b.input("x", {2, 8, 12, 16}), b.weight("w", {16, 8, 4, 4}, 1), b.weight("b", {16}, 2)},
+                               {{"kernel_shape", std::vector<int64_t>{4, 4}}, {"strides", std::vector<int64_t>{4, 4}}});
+    const std::string flat = b.op("Reshape", {c, b.weight_i64("to_tokens", {2, 16, 12})});
+    const std::string tokens = b.op("Transpose", {flat}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+    std::vector<std::string> outs = {b.op("LayerNormalization", {tokens, b.weight("g", {16}, 3), b.weight("beta", {16}, 4)}, {{"axis", int64_t{-1}}})};
+    if (leak) outs.push_back(flat);
+    const ModelDef m = b.model(outs);
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{true, true, 0, true, {}}, &report);
+    CHECK(report.convs_channels_last == 1);
+    CHECK(report.transposes_absorbed == 1);
+    // The input into NHWC; with the grid an output too, it transposed back for that output.
+    CHECK(report.transposes == (leak ? 2 : 1));
+    check_same_outputs(m, n, 13);
+  }
+}
+
+TEST_CASE("normalize: a reduction of a whole tensor to one value is split into rows and the rest, when asked") {
+  NormalizeOptions split{true, false, 0, true, {}};
+  split.split_full_reductions = true;
+  {
+    // T5's fp16 overflow check: any infinity in the activation picks the clamp bound.
+    ModelBuilder b(DType::f16);
+    const std::string h = b.input("h", {4, 12, 40});
+    const std::string count = b.op("ReduceSum", {b.op("Cast", {b.op("IsInf", {h})}, {{"to", std::string("i64")}})}, {{"keepdims", int64_t{0}}});
+    const std::string bound =
+        b.op("Where", {b.op("Greater", {count, b.weight_i64("zero", {0}, true)}), b.weight("lo", {}, 1, 100, 101), b.weight("hi", {}, 2, 200, 201)});
+    const ModelDef m = b.model({b.op("Clip", {h, b.op("Neg", {bound}), bound})});
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), split, &report);
+    CHECK(report.reductions_split == 1);
+    CHECK(count_ops(n, "ReduceSum") == 2);
+    CHECK(report.summary().find("1 reductions to one value split into rows and the rest") != std::string::npos);
+    check_same_outputs(m, n, 11);
+    // Not asked (the CPU backend): unchanged.
+    NormalizeReport none;
+    normalize_model(m, lower_model(m), NormalizeOptions{true, false, 0, true, {}}, &none);
+    CHECK(none.reductions_split == 0);
+  }
+  for (const char* type : {"ReduceMean", "ReduceMax", "ReduceMin"}) {
+    // Every axis named (negative ones too), keepdims: the same value and shape.
+    INFO(type);
+    ModelBuilder b(DType::f32);
+    const ModelDef m = b.model({b.op(type, {b.input("x", {3, 1, 5, 7})}, {{"axes", std::vector<int64_t>{0, 1, -2, 3}}})});
+    NormalizeReport report;
+    const ModelDef n = normalize_model(m, lower_model(m), split, &report);
+    CHECK(report.reductions_split == 1);
+    check_same_outputs(m, n, 12);
+  }
+  // Not split: a reduction over some axes only, and a tensor with one axis of extent > 1.
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {3, 5, 7});
+  const ModelDef m = b.model({b.op("ReduceSum", {x, b.weight_i64("axes", {1, 2})}), b.op("ReduceMax", {b.input("y", {1, 1, 64})})});
+  NormalizeReport report;
+  normalize_model(m, lower_model(m), split, &report);
+  CHECK(report.reductions_split == 0);
+  // Nor an f16 sum or mean (its rows' sums would be rounded to f16 once more); an f16 maximum is.
+  ModelBuilder h(DType::f16);
+  const std::string z = h.input("z", {3, 5, 7});
+  const ModelDef halves = h.model({h.op("ReduceSum", {z}), h.op("ReduceMean", {z}), h.op("ReduceMax", {z})});
+  NormalizeReport half_report;
+  check_same_outputs(halves, normalize_model(halves, lower_model(halves), split, &half_report), 14);
+  CHECK(half_report.reductions_split == 1);
+}
+
 TEST_CASE("normalize: an SE block at an NCHW model's edge crosses the layouts by Reshapes, its excite kept in NCHW") {
   // EfficientNet-B0's squeeze-excite on an NCHW input: GlobalAveragePool, 1x1 convs 16 -> 4 -> 16
   // (on the tensor cores in NHWC), Sigmoid, Mul with the input.

@@ -310,7 +310,7 @@ TEST_CASE("output reinterpretation: aligned boxes stay exact, others get an encl
   CHECK(strided.find(0)->inputs[0] == box({{0, 2}, {0, 7}}));
 }
 
-TEST_CASE("gather: the gathered dimension is read in full") {
+TEST_CASE("gather: the gathered dimension is read in full; traffic counts the rows its indices name") {
   // out[i, e] = table[ids[i], e]
   NodeSpec s;
   s.name = "embed";
@@ -324,4 +324,12 @@ TEST_CASE("gather: the gathered dimension is read in full") {
   const DomainTile t = tile_for_output(*n, {1, 4}, {2, 8});
   CHECK(input_region(*n, 0, t) == box({{0, 100}, {4, 12}}));
   CHECK(input_region(*n, 1, t) == box({{1, 3}}));
+  // What is read, for traffic and footprints: as many rows as the tile reads indices (2 of the
+  // table's 100 here, all 100 at most), counted as the first ones.
+  CHECK(read_region(*n, 0, t) == box({{0, 2}, {4, 12}}));
+  NodeSpec many = s;
+  many.axes[0].extent = 400;
+  many.inputs[1].type.shape = {400};
+  NodeRef m = make_node(many);
+  CHECK(read_region(*m, 0, DomainTile::whole(*m)) == box({{0, 100}, {0, 16}}));
 }

@@ -13,10 +13,11 @@
 //
 // Operands in device memory are 2-D row-major views: element (r, c) at g[r * ld + c], c the
 // contiguous index. An operand is "k-contiguous" when c is its k index (A stored M x K, B stored
-// N x K) and "k-strided" otherwise (A stored K x M, B stored K x N). Rows must start 16-byte
-// aligned (ld and the base a multiple of 8 elements, checked by the planner); any extent is
-// fine: chunks past the edge are zero-filled (cp.async's src-size), so the K tail adds zeros and
-// rows or columns past M or N produce accumulators the epilogue does not store.
+// N x K) and "k-strided" otherwise (A stored K x M, B stored K x N). Rows that start 16-byte
+// aligned (ld and the base a multiple of 8 elements) are read by 16-byte cp.async; others in
+// narrower pieces (GRAN_A, GRAN_B: TileCopy). Any extent is fine: chunks past the edge are
+// zero-filled (cp.async's src-size), so the K tail adds zeros and rows or columns past M or N
+// produce accumulators the epilogue does not store.
 //
 // When a tile's K loop is split over a thread-block cluster (sm_90; contraction_plan.h), each
 // block runs the loop over its part of K (run's kt0 and ktiles) and reduce_cluster adds the
@@ -54,6 +55,13 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
 // the 16 are zero-filled (src_bytes = 0 reads nothing).
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// Copies BYTES (4 or 8) from global to shared memory, the first src_bytes read and the rest
+// zero-filled: the narrower copies of an operand whose rows do not start 16-byte aligned
+// (cp.async.ca: the .cg form takes 16 bytes only).
+template <int BYTES>
+__device__ __forceinline__ void cp_async_narrow(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most N committed groups of this thread are still in flight.
@@ -121,7 +129,13 @@ __device__ __forceinline__ double cluster_load(const double* p, unsigned rank) {
 // one pointer describes them all. Chunks past the view's edge are zero-filled (cp.async reads
 // `valid` bytes of 16). Extents are compile-time constants: the edge checks of an axis vanish
 // when the tile divides it.
-template <int ROWS, int COLS, int THREADS, int ROWS_ALL, int COLS_ALL, long long LD, bool K_IN_COLS>
+//
+// GRAN: elements per global read, the largest of 8, 4, 2 and 1 that divides the view's row
+// distance and start (the planner's MmaOperand::align). Below 8 a chunk is read in pieces: 8- or
+// 4-byte cp.async, or, for rows that start at odd elements, 16-bit loads through registers
+// stored to shared memory as one 16-byte chunk (visible after the main loop's next barrier, like
+// a landed cp.async). The shared-memory layout is the same.
+template <int ROWS, int COLS, int THREADS, int ROWS_ALL, int COLS_ALL, long long LD, bool K_IN_COLS, int GRAN = kChunkElems>
 struct TileCopy {
   static constexpr int kChunksPerRow = COLS / kChunkElems;
   static constexpr int kChunks = ROWS * kChunksPerRow;
@@ -130,6 +144,7 @@ struct TileCopy {
   static constexpr bool kCheckRows = ROWS_ALL % ROWS != 0, kCheckCols = COLS_ALL % COLS != 0 || COLS_ALL % kChunkElems != 0;
   static_assert(COLS % kChunkElems == 0, "tile columns must be whole 16-byte chunks");
   static_assert(THREADS % kChunksPerRow == 0, "a thread's chunks must share one column");
+  static_assert(GRAN == 1 || GRAN == 2 || GRAN == 4 || GRAN == kChunkElems, "a read is 2, 4, 8 or 16 bytes");
 
   const u16* base;  // the view (a valid address for chunks that read nothing)
   const u16* ptr;   // this thread's first chunk of the next tile
@@ -149,12 +164,44 @@ struct TileCopy {
   __device__ __forceinline__ void copy(unsigned stage) const {
     int valid = kChunkElems;
     if (kCheckCols) valid = COLS_ALL - col < 0 ? 0 : (COLS_ALL - col > kChunkElems ? kChunkElems : COLS_ALL - col);
+    if (GRAN == 1) {
+      // All the loads first, then the stores: one memory latency per tile, not one per chunk.
+      unsigned words[kIters][kChunkElems / 2];
+#pragma unroll
+      for (int i = 0; i < kIters; ++i) {
+        const bool live = (kChunks % THREADS == 0 || static_cast<int>(threadIdx.x) + i * THREADS < kChunks) &&
+                          (!kCheckRows || row + i * kRowStep < ROWS_ALL);
+        const u16* src = ptr + static_cast<long long>(i) * kRowStep * LD;
+#pragma unroll
+        for (int e = 0; e < kChunkElems; e += 2) {
+          const unsigned lo = live && e < valid ? __ldg(src + e) : 0u, hi = live && e + 1 < valid ? __ldg(src + e + 1) : 0u;
+          words[i][e / 2] = lo | (hi << 16);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kIters; ++i) {
+        if (kChunks % THREADS != 0 && static_cast<int>(threadIdx.x) + i * THREADS >= kChunks) continue;
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(stage + dst + static_cast<unsigned>(i * kRowStep * (COLS + kPadElems) * 2)),
+                     "r"(words[i][0]), "r"(words[i][1]), "r"(words[i][2]), "r"(words[i][3])
+                     : "memory");
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       if (kChunks % THREADS != 0 && static_cast<int>(threadIdx.x) + i * THREADS >= kChunks) continue;
       const int v = (!kCheckRows || row + i * kRowStep < ROWS_ALL) ? valid : 0;
-      cp_async_16(stage + dst + static_cast<unsigned>(i * kRowStep * (COLS + kPadElems) * 2),
-                  v > 0 ? ptr + static_cast<long long>(i) * kRowStep * LD : base, v * 2);
+      const unsigned d = stage + dst + static_cast<unsigned>(i * kRowStep * (COLS + kPadElems) * 2);
+      const u16* src = ptr + static_cast<long long>(i) * kRowStep * LD;
+      if (GRAN == kChunkElems) {
+        cp_async_16(d, v > 0 ? src : base, v * 2);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kChunkElems; e += GRAN) {
+          const int piece = v - e < 0 ? 0 : (v - e > GRAN ? GRAN : v - e);
+          cp_async_narrow<GRAN * 2>(d + static_cast<unsigned>(e * 2), piece > 0 ? src + e : base, piece * 2);
+        }
+      }
     }
   }
 
@@ -204,7 +251,7 @@ struct ListCopy {
 // wait and barrier for that tile) before the current tile's last mma.sync, so the tensor cores
 // stay busy across the barrier.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_K_CONTIG, bool B_K_CONTIG, bool BF16, int M,
-          int N, int K, long long LDA, long long LDB>
+          int N, int K, long long LDA, long long LDB, int GRAN_A = kChunkElems, int GRAN_B = kChunkElems>
 struct BlockGemm {
   static constexpr int kThreads = WARPS_M * WARPS_N * kLanes;
   static constexpr int kWarpM = BM / WARPS_M, kWarpN = BN / WARPS_N;
@@ -260,8 +307,8 @@ struct BlockGemm {
   }
 
   // The copies of plain 2-D operand views (see the file comment).
-  typedef TileCopy<kARows, kACols, kThreads, A_K_CONTIG ? M : K, A_K_CONTIG ? K : M, LDA, A_K_CONTIG> CopyA;
-  typedef TileCopy<kBRows, kBCols, kThreads, B_K_CONTIG ? N : K, B_K_CONTIG ? K : N, LDB, B_K_CONTIG> CopyB;
+  typedef TileCopy<kARows, kACols, kThreads, A_K_CONTIG ? M : K, A_K_CONTIG ? K : M, LDA, A_K_CONTIG, GRAN_A> CopyA;
+  typedef TileCopy<kBRows, kBCols, kThreads, B_K_CONTIG ? N : K, B_K_CONTIG ? K : N, LDB, B_K_CONTIG, GRAN_B> CopyB;
 
   // acc = A[m0 : m0 + BM, k] B[k, n0 : n0 + BN] summed over the K tiles kt0 .. kt0 + ktiles - 1 (all
   // of K by default; a part of it when the K loop is split over a cluster, see reduce_cluster),
