@@ -272,6 +272,11 @@ MODELS = [
 ]
 
 BUNDLED_NOTE = "Tessel only: no PyTorch equivalent is defined here (bundled JSON model, f32)"
+# What the serial loop takes per warmed case (Tessel's cached run, check and timing; PyTorch's eager,
+# torch.compile and SDPA timings): 136 s for 6 cases on an H200 machine, 2026-11-29e call 4. The warm
+# phase leaves this much of --time-budget per case to the serial loop (at most half the budget): with
+# budgets of 300 s it had taken 286 s and the loop timed nothing (2026-11-29e call 3).
+SERIAL_S_PER_CASE = 23
 
 
 def case_id(model, case):
@@ -1546,7 +1551,12 @@ def main():
             case_id(m, c) for m in MODELS if m["family"] != "timm" or have_timm for c in selected_cases(m)]
         if args.warm_check:
             warm_ids += [rid for rid, _ in bundled_models(args)]
-        timeout = min(args.warm_timeout, args.time_budget - (time.time() - T_START))
+        cases = len(warm_ids)
+        reserve = min(0.5 * args.time_budget, SERIAL_S_PER_CASE * cases)
+        timeout = min(args.warm_timeout, args.time_budget - (time.time() - T_START) - reserve)
+        if timeout < args.warm_timeout:
+            log("warm phase limited to %.0f s: %.0f s of the %.0f s budget left to the serial loop's %d cases"
+                % (max(timeout, 0), reserve, args.time_budget, cases))
         if warm_ids and timeout > 0:
             args.warm_token = "%d-%d" % (os.getpid(), int(time.time() * 1e6))
             t_warm = time.time()
@@ -1649,6 +1659,14 @@ def main():
             save()
 
     save(final=True)
+    # A run that selected PyTorch cases and timed none of them did not measure anything: say so in
+    # the exit status (the device script's summary then reads FAIL, not PASS).
+    timed = [r for r in doc["rows"] if r.get("tessel_ms") and (r.get("compile_ms") or r.get("eager_ms"))]
+    wanted = [r for r in doc["rows"] if r.get("family") != "bundled"] + \
+        [n for n in doc["not_run"] if not str(n.get("id", "")).startswith("bundled/")]
+    if wanted and not timed and not args.no_torch_timing and not torch_problem:
+        log("no case was timed on both sides (%d selected): exit status 1" % len(wanted))
+        return 1
     return 0
 
 
