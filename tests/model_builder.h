@@ -60,6 +60,18 @@ class ModelBuilder {
     m_.ops.push_back(d);
     return d.outputs[0];
   }
+  /// An op with `outputs` outputs (a Split), their names returned.
+  std::vector<std::string> ops(const std::string& type, std::vector<std::string> inputs, int outputs,
+                               std::map<std::string, AttrValue> attrs = {}) {
+    OpDef d;
+    d.name = cat("op", m_.ops.size());
+    d.op_type = type;
+    d.inputs = std::move(inputs);
+    for (int i = 0; i < outputs; ++i) d.outputs.push_back(cat("t", m_.ops.size(), "_", i));
+    d.attrs = std::move(attrs);
+    m_.ops.push_back(d);
+    return d.outputs;
+  }
   OpGraph graph(const std::string& output) { return graph(std::vector<std::string>{output}); }
   /// The model with these outputs, not lowered.
   ModelDef model(std::vector<std::string> outputs) {
@@ -88,6 +100,27 @@ inline OpGraph sparse_gemm(DType dt, int64_t m, int64_t k, int64_t n, Sparsity s
   std::string y = trans_b ? b.op("Gemm", {x, w}, {{"transB", int64_t{1}}}) : b.op("MatMul", {x, w});
   if (epilogue) y = b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})});
   return b.graph(y);
+}
+
+/// Self-attention as timm's Attention exports (fused_attn, TorchScript): the packed projection
+/// reshaped to [B, S, 3, H, d] and permuted to [3, B, H, S, d], unbound by a Split into Q, K and V
+/// (each then squeezed), scaled dot-product attention, the heads merged for the output projection.
+inline ModelDef timm_attention(DType dt, int64_t B, int64_t S, int64_t H, int64_t d) {
+  ModelBuilder b(dt);
+  const int64_t E = H * d;
+  const std::string x = b.input("x", {B, S, E});
+  std::string t = b.op("Add", {b.op("MatMul", {x, b.weight("w_qkv", {E, 3 * E}, 1, -0.2, 0.2)}), b.weight("b_qkv", {3 * E}, 2, -0.1, 0.1)});
+  t = b.op("Reshape", {t, b.weight_i64("to_heads", {B, S, 3, H, d})});
+  t = b.op("Transpose", {t}, {{"perm", std::vector<int64_t>{2, 0, 3, 1, 4}}});
+  const std::vector<std::string> parts = b.ops("Split", {t, b.weight_i64("ones", {1, 1, 1})}, 3, {{"axis", int64_t{0}}});
+  std::vector<std::string> qkv;
+  for (const std::string& part : parts) qkv.push_back(b.op("Squeeze", {part, b.weight_i64(cat(part, "_axis"), {0})}));
+  const std::string kt = b.op("Transpose", {qkv[1]}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  const std::string scores = b.op("Mul", {b.op("MatMul", {qkv[0], kt}), b.weight("scale", {}, 3, 0.1, 0.2)});
+  const std::string o = b.op("MatMul", {b.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), qkv[2]});
+  std::string m = b.op("Transpose", {o}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  m = b.op("Reshape", {m, b.weight_i64("merge", {B, S, E})});
+  return b.model({b.op("Add", {b.op("MatMul", {m, b.weight("w_out", {E, E}, 4, -0.2, 0.2)}), x})});
 }
 
 }  // namespace tessel::testing

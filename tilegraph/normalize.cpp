@@ -202,6 +202,7 @@ class Normalizer {
     };
     ViewReport r;
     simplify_views(out_, ctx, r);
+    report_.splits_as_picks = r.splits_as_picks;
     report_.scalars_moved = r.scalars_moved;
     report_.view_chains = r.chains;
     report_.view_ops_removed = r.ops_removed;
@@ -1195,6 +1196,7 @@ std::string NormalizeReport::summary() const {
     out += cat(view_chains, " view chains in canonical form (", view_ops_removed, " view ops fewer), ", matmuls_trans_b,
                " MatMuls reading a transposed B, ", scalars_moved, " ops moved before a Transpose");
   }
+  if (splits_as_picks) out += cat(out.empty() ? "" : "; ", splits_as_picks, " unbinding Splits as one Gather per piece");
   if (batch_norms_folded) out += cat(out.empty() ? "" : "; ", "folded ", batch_norms_folded, " BatchNormalization into convolutions");
   if (convs_channels_last || ops_channels_last || batch_norms_scaled) {
     out += cat(out.empty() ? "" : "; ", convs_channels_last, " convolutions and ", ops_channels_last + batch_norms_scaled,

@@ -162,6 +162,7 @@ class ViewSimplifier {
   ViewSimplifier(ModelDef& model, const ViewContext& ctx, ViewReport& report) : m_(model), ctx_(ctx), report_(report) {}
 
   void run() {
+    splits_as_picks();
     move_scalar_ops();
     collapse_chains();
     matmul_trans_b();
@@ -261,6 +262,48 @@ class ViewSimplifier {
       m_.ops = std::move(kept);
     }
     index();
+  }
+
+  // ---- 0. Unbinding Splits ------------------------------------------------------------------------
+
+  /// A Split of a tensor into pieces of one index each along an axis (PyTorch's unbind: timm's
+  /// `q, k, v = qkv.unbind(0)`) is one Gather per piece of a one-element index list (which keeps
+  /// the axis, of extent 1): a view each, so that the chains after them compose (rewrite b).
+  void splits_as_picks() {
+    index();
+    std::vector<OpDef> out;
+    for (OpDef& op : m_.ops) {
+      const auto x = op.op_type == "Split" && op.domain.empty() && !op.inputs.empty() ? type_of(op.inputs[0]) : std::nullopt;
+      int64_t axis = x ? attr_int(op, "axis", 0) : 0;
+      if (x && axis < 0) axis += x->rank();
+      bool unbind = x && axis >= 0 && axis < x->rank() && static_cast<int64_t>(op.outputs.size()) == x->shape[axis] &&
+                    x->shape[axis] > 1;
+      if (unbind) {
+        std::vector<int64_t> sizes = attr_ints(op, "split");
+        if (op.inputs.size() > 1 && !op.inputs[1].empty()) {
+          const auto v = ints_of(op.inputs[1]);
+          unbind = v.has_value();
+          if (v) sizes = *v;
+        }
+        for (int64_t n : sizes) unbind &= n == 1;
+        for (const std::string& o : op.outputs) unbind &= !o.empty();
+      }
+      if (!unbind) {
+        out.push_back(std::move(op));
+        continue;
+      }
+      for (size_t i = 0; i < op.outputs.size(); ++i) {
+        OpDef g;
+        g.name = ctx_.fresh_op(op.name + "_pick");
+        g.op_type = "Gather";
+        g.inputs = {op.inputs[0], ctx_.add_ints(op.name + "_index", {static_cast<int64_t>(i)}, {1})};
+        g.outputs = {op.outputs[i]};
+        g.attrs["axis"] = axis;
+        out.push_back(std::move(g));
+      }
+      ++report_.splits_as_picks;
+    }
+    m_.ops = std::move(out);
   }
 
   // ---- a. Scalar elementwise ops before transposes ---------------------------------------------

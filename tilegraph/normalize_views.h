@@ -1,6 +1,8 @@
 // The normalize stage's clean-ups of the data movement ONNX exporters leave around attention
 // (normalize.h, rewrites 0a-0c; normalize.cpp runs them first). Internal to tilegraph.
 //
+//   0. A Split into pieces of one index each along an axis (PyTorch's unbind) becomes one Gather
+//      of a one-element index list per piece: views, which b composes with what follows.
 //   a. Transposes move towards their consumers, past what commutes with them: an elementwise op
 //      whose other inputs broadcast over trailing dimensions the permutation keeps in place
 //      (Mul(Transpose(k), c) becomes Transpose(Mul(k, c)); a bias add), and a MatMul by a matrix
@@ -30,6 +32,7 @@
 namespace tessel {
 
 struct ViewReport {
+  int splits_as_picks = 0;   // 0: Splits into one index each, now one Gather per piece
   int scalars_moved = 0;     // a: ops moved before a Transpose
   int chains = 0;            // b: view chains rewritten
   int ops_removed = 0;       // b: view ops fewer after it

@@ -24,6 +24,7 @@
 #include "policy/check_schedule.h"
 #include "policy/schedule_json.h"
 #include "tilegraph/attention_pattern.h"
+#include "tilegraph/normalize.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -442,6 +443,25 @@ TEST_CASE("cuda flash: kernels of every case compile with NVRTC for sm_90a, with
     for (const HwSpec* spec : {&gpu_spec(), &no_wgmma})
       CHECK(nvrtc_compile_all(c.graph, schedule_with(c.graph, *spec, "welder"), *spec) >= 1);
   }
+}
+
+TEST_CASE("cuda flash run: timm's unbound Q, K and V, views of the packed projection after the normalize stage") {
+  // The Split that unbinds them is a Gather per piece (normalize_views.h, rewrite 0): the streamed
+  // attention kernel reads each from the projection's output at its offset.
+  const ModelDef m = timm_attention(DType::f16, 2, 197, 6, 64);
+  NormalizeReport report;
+  const OpGraph g = lower_model(normalize_model(m, lower_model(m), NormalizeOptions{}, &report));
+  REQUIRE(report.splits_as_picks == 1);
+  const Schedule s = with_families(g, gpu_spec(), "welder");
+  int flash = 0;
+  for (const ScheduleGroup& group : s.groups) flash += group.group.kernel.family == "flash";
+  CHECK(flash == 1);
+  CHECK(nvrtc_compile_all(g, s, gpu_spec()) >= 1);
+  if (!gpu_available()) {
+    MESSAGE("[SKIP] no CUDA device: the kernels were compiled above");
+    return;
+  }
+  check_schedule_on_gpu(g, gpu_spec(), s);
 }
 
 TEST_CASE("cuda flash run: both flash kernels match the interpreter") {

@@ -575,6 +575,23 @@ TEST_CASE("normalize: exported attention's views become one strided view each, K
   CHECK(none.view_chains + none.matmuls_trans_b + none.scalars_moved == 0);
 }
 
+TEST_CASE("normalize: an unbinding Split is a Gather per piece: timm's Q, K and V become views of the projection") {
+  const ModelDef m = timm_attention(DType::f32, 2, 5, 3, 8);
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+  CHECK(report.splits_as_picks == 1);
+  CHECK(count_ops(n, "Split") == 0);
+  CHECK(report.view_chains == 3);  // Q, K and V: each a view of the projection
+  CHECK(report.summary().find("1 unbinding Splits as one Gather per piece") != std::string::npos);
+  check_same_outputs(m, n, 22);
+  // For the GPU (f16): the projection, one streamed attention kernel reading Q, K and V from it,
+  // the heads' merge (a copy) and the output projection; no copy of Q, K or V.
+  const std::map<std::string, int> families = h100_families(timm_attention(DType::f16, 8, 197, 6, 64));
+  CHECK(families.at("flash") == 1);
+  CHECK(tensor_core_groups(families) == 2);
+  CHECK(families.count("vector") ? families.at("vector") <= 1 : true);
+}
+
 TEST_CASE("normalize: views that need a copy, slices and weights are left as they are") {
   ModelBuilder b(DType::f32);
   const std::string x = b.input("x", {4, 6, 8});
