@@ -79,6 +79,9 @@ double family_efficiency(const HwSpec& spec, const ScheduledGroup& group, CostBr
   return it->second;
 }
 
+// Issue slots per element of an operand whose rows start at odd elements (a_align or b_align 1):
+// device/mma.cuh's TileCopy loads each 16-bit element and packs it into a 32-bit word.
+constexpr double kOddRowIssuesPerElement = 2;
 // Registers a tensor-core kernel's thread holds besides its f32 accumulators: operand fragments,
 // addresses and loop state (an estimate of the code device/mma.cuh and wgmma.cuh compile to).
 constexpr int64_t kContractionBaseRegisters = 40;
@@ -522,7 +525,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     const int64_t align = param(key, 0);
     if (align <= 0 || simt_issue <= 0) continue;
     const double elements = static_cast<double>(rows) * static_cast<double>((k_part + bk - 1) / bk * bk);
-    const double issues = align == 1 ? 2 * elements : elements / static_cast<double>(align);
+    const double issues = align == 1 ? kOddRowIssuesPerElement * elements : elements / static_cast<double>(align);
     compute_s += per_unit_blocks * density * issues / simt_issue;
     out.notes.push_back(cat(key[0] == 'a' ? "A" : "B", " is read ", align, " elements at a time (rows not 16-byte aligned)"));
   }

@@ -116,6 +116,15 @@ class Normalizer {
     out_.weights.push_back(std::move(w));
     return out_.weights.back().name;
   }
+  /// The values of an integer weight (nullopt: not a weight, or not integers).
+  std::optional<std::vector<int64_t>> weight_ints(const std::string& name) const {
+    const WeightDef* w = weight(name);
+    if (!w || !is_integer(w->type.dtype)) return std::nullopt;
+    const HostTensor h = values_of(*w);
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < h.size(); ++i) out.push_back(static_cast<int64_t>(h[i]));
+    return out;
+  }
   /// The type of tensor `name` in the model as imported or added by a rewrite (nullopt: folded
   /// away or unknown).
   std::optional<TensorType> type_of(const std::string& name) const {
@@ -188,14 +197,7 @@ class Normalizer {
     ctx.fresh_tensor = [this](const std::string& b) { return fresh(b, names_); };
     ctx.fresh_op = [this](const std::string& b) { return fresh(b, op_names_); };
     ctx.added_types = &added_types_;
-    ctx.ints_of = [this](const std::string& n) -> std::optional<std::vector<int64_t>> {
-      const WeightDef* w = weight(n);
-      if (!w || !is_integer(w->type.dtype)) return std::nullopt;
-      const HostTensor h = values_of(*w);
-      std::vector<int64_t> out;
-      for (int64_t i = 0; i < h.size(); ++i) out.push_back(static_cast<int64_t>(h[i]));
-      return out;
-    };
+    ctx.ints_of = [this](const std::string& n) { return weight_ints(n); };
     ctx.add_ints = [this](const std::string& base, const std::vector<int64_t>& values, std::vector<int64_t> shape) {
       std::vector<double> v(values.begin(), values.end());
       return add_weight(base, HostTensor(TensorType{DType::i64, std::move(shape)}, std::move(v)));
@@ -1049,10 +1051,9 @@ class Normalizer {
       std::vector<int64_t> axes;
       bool known = x.has_value();
       if (known && op.inputs.size() > 1 && !op.inputs[1].empty()) {
-        const WeightDef* w = weight(op.inputs[1]);
-        known = w != nullptr;
-        if (w)
-          for (double v : values_of(*w).values()) axes.push_back(static_cast<int64_t>(v));
+        const auto v = weight_ints(op.inputs[1]);
+        known = v.has_value();
+        if (v) axes = *v;
       } else if (known) {
         axes = attr_ints(op, "axes");
       }
@@ -1060,8 +1061,11 @@ class Normalizer {
       if (known) {
         for (int64_t d : x->shape) wide += d > 1;
         std::set<int64_t> all;
-        for (int64_t a : axes) all.insert(a < 0 ? a + x->rank() : a);
-        known = axes.empty() ? attr_int(op, "noop_with_empty_axes", 0) == 0 : static_cast<int64_t>(all.size()) == x->rank();
+        for (int64_t a : axes) {
+          known &= a >= -x->rank() && a < x->rank();  // (lowering reports the bad axis)
+          all.insert(a < 0 ? a + x->rank() : a);
+        }
+        known = known && (axes.empty() ? attr_int(op, "noop_with_empty_axes", 0) == 0 : static_cast<int64_t>(all.size()) == x->rank());
       }
       // Exact whichever order the parts combine in: a maximum or minimum, an integer sum, a sum
       // or mean of f32 or f64 (rows of f16 or bf16 sums would be rounded to 16 bits once more).
