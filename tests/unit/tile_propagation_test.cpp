@@ -310,7 +310,7 @@ TEST_CASE("output reinterpretation: aligned boxes stay exact, others get an encl
   CHECK(strided.find(0)->inputs[0] == box({{0, 2}, {0, 7}}));
 }
 
-TEST_CASE("gather: the gathered dimension is read in full; traffic counts the rows its indices name") {
+TEST_CASE("gather: the gathered dimension is read in full, and traffic counts the rows its indices name") {
   // out[i, e] = table[ids[i], e]
   NodeSpec s;
   s.name = "embed";
