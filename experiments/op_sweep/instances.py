@@ -1094,6 +1094,179 @@ FAMILIES = [bert, gpt2, llama7b, llama70b, gemma7b, vit_b16, vit_l16, resnet50, 
             efficientnet_b0, convnext_t, sd_unet, whisper, dlrm]
 
 
+# ================================================================================================
+# The CPU catalog (issue 30): the same constructors and model configurations, at the batch sizes and
+# token counts a CPU serves (batch 1-8, decode, short prefill), in f32, each instance sized so that a
+# 2-core machine runs it in about 0.2-100 ms.
+
+
+def cpu_protos():
+    p = []
+    # GEMM: transformer layers at the token counts of CPU inference, decode GEMVs, odd and skinny.
+    p += transformer_gemms("bert", 768, 3072, [128, 512], what="BERT-base")
+    p.append(gemm_epi("bert", "pooler.m32", 32, 768, 768, "BERT pooler (tanh omitted)"))
+    p.append(bmm("bert", "scores.b1s128", [1, 12], 128, 64, 128, "BERT scores Q K^T", trans_b=True))
+    p.append(bmm("bert", "pv.b4s128", [4, 12], 128, 128, 64, "BERT P V"))
+    p += transformer_gemms("gpt2", 768, 3072, [256], act="gelu_tanh", what="GPT-2")
+    p += [gemm_epi("gpt2", "lm_head.m%d" % m_, m_, 768, 50257, "GPT-2 LM head (vocab 50257)", bias=False)
+          for m_ in (1, 8)]
+    p += transformer_gemms("gpt2", 1600, 6400, [64], act="gelu_tanh", what="GPT-2 XL")
+    for m_ in (1, 4, 32):
+        p.append(gemm_epi("llama7b", "qkv.m%d" % m_, m_, 4096, 3 * 4096, "LLaMA-7B fused QKV", bias=False))
+        p.append(gemm_epi("llama7b", "o.m%d" % m_, m_, 4096, 4096, "LLaMA-7B attention output", bias=False))
+        p.append(gemm_glu("llama7b", "gate_up_swiglu.m%d" % m_, m_, 4096, 11008, "LLaMA-7B MLP gate/up"))
+        p.append(gemm_epi("llama7b", "down.m%d" % m_, m_, 11008, 4096, "LLaMA-7B MLP down", bias=False))
+    p.append(gemm_epi("llama7b", "lm_head.m1", 1, 4096, 32000, "LLaMA-7B vocabulary projection", bias=False))
+    p.append(gemm_epi("llama70b", "o.m1", 1, 8192, 8192, "LLaMA-70B attention output", bias=False))
+    p.append(gemm_epi("llama70b", "qkv.m1", 1, 8192, 10240, "LLaMA-70B fused QKV (GQA 8)", bias=False))
+    p.append(gemm_epi("gemma7b", "qkv.m1", 1, 3072, 3 * 16 * 256, "Gemma-7B fused QKV", bias=False))
+    p.append(gemm_epi("gemma7b", "o.m16", 16, 4096, 3072, "Gemma-7B attention output", bias=False))
+    p += transformer_gemms("vit_b16", 768, 3072, [197], what="ViT-B/16")
+    p.append(gemm_epi("vit_b16", "head.m16", 16, 768, 1000, "ViT-B/16 classifier head"))
+    p.append(gemm_epi("resnet50", "fc.m8", 8, 2048, 1000, "ResNet-50 fc"))
+    p.append(gemm_epi("mobilenetv2", "classifier.m8", 8, 1280, 1000, "MobileNetV2 classifier"))
+    for part, k, n, m_ in (("bot", 13, 512, 4096), ("bot", 512, 256, 512), ("top", 479, 1024, 512),
+                           ("top", 1024, 1024, 512)):
+        p.append(gemm_epi("dlrm", "%s_%d_%d.m%d" % (part, k, n, m_), m_, k, n, "DLRM %s MLP" % part, act="relu"))
+    p.append(gemm_epi("dlrm", "top_out_256_1.m16384", 16384, 256, 1, "DLRM top output (sigmoid)", act="sigmoid"))
+    p.append(bmm("dlrm", "interaction.m512", [512], 27, 128, 27, "DLRM dot interaction", trans_b=True))
+    p.append(gemm_plain("dlrm", "odd_1023.m127", 127, 1023, 1023, "odd-width MLP, skinny odd M"))
+    p.append(gemm_epi("dlrm", "kaggle_top_367_512.m256", 256, 367, 512, "DLRM Kaggle top MLP", act="relu"))
+    for c, hw in ((96, 56), (384, 14)):
+        p.append(gemm_epi("convnext_t", "pw1_c%d.b1" % c, hw * hw, c, 4 * c, "ConvNeXt-T MLP pwconv1", act="gelu",
+                          lead=[1, hw, hw]))
+        p.append(gemm_epi("convnext_t", "pw2_c%d.b1" % c, hw * hw, 4 * c, c, "ConvNeXt-T MLP pwconv2", lead=[1, hw, hw]))
+    p.append(gemm_epi("whisper", "ffn_up.m375", 375, 1280, 5120, "Whisper-large FFN up (a quarter of 1500 frames)",
+                      act="gelu"))
+    p.append(gemm_epi("sd_unet", "cross_kv_c320.m77", 77, 768, 640, "SD UNet cross-attn K,V of text", bias=False))
+    p.append(gemm_glu("sd_unet", "geglu_c320.m256", 256, 320, 1280, "SD UNet GEGLU FF", kind="geglu"))
+
+    # Convolution: ResNet-50 at batch 1 (NCHW and NHWC), mobile depthwise / pointwise, grouped, dilated.
+    for c_in, c_out, hw, k, s, what in [(3, 64, 224, 7, 2, "stem"), (64, 64, 56, 1, 1, "conv2 1x1 reduce"),
+                                        (64, 64, 56, 3, 1, "conv2 3x3"), (64, 256, 56, 1, 1, "conv2 1x1 expand"),
+                                        (256, 512, 56, 1, 2, "conv3 projection 1x1/2"),
+                                        (128, 128, 56, 3, 2, "conv3 3x3/2 (v1.5)"), (256, 256, 14, 3, 1, "conv4 3x3"),
+                                        (1024, 256, 14, 1, 1, "conv4 1x1 reduce"), (512, 512, 7, 3, 1, "conv5 3x3"),
+                                        (512, 2048, 7, 1, 1, "conv5 1x1 expand")]:
+        name = "%s_%dx%d%s_c%d_%d.b1" % (what.split()[0], k, k, "s2" if s > 1 else "", c_in, c_out)
+        p += conv_both("resnet50", name, 1, c_in, c_out, hw, k, "ResNet-50 " + what, stride=s,
+                       act=None if "expand" in what or "projection" in what else "relu")
+    p += conv_both("resnet50", "conv2_3x3.b4", 4, 64, 64, 56, 3, "ResNet-50 conv2 3x3, batch 4")
+    f = "mobilenetv2"
+    p += conv_both(f, "stem.b4", 4, 3, 32, 224, 3, "MobileNetV2 stem 3x3/2", stride=2, act="relu6")
+    p += conv_both(f, "dw3x3_c32.b4", 4, 32, 32, 112, 3, "MobileNetV2 depthwise", groups=32, act="relu6")
+    p += conv_both(f, "dw3x3s2_c144.b4", 4, 144, 144, 56, 3, "MobileNetV2 depthwise/2", stride=2, groups=144,
+                   act="relu6")
+    p += conv_both(f, "dw3x3_c576.b16", 16, 576, 576, 14, 3, "MobileNetV2 depthwise", groups=576, act="relu6")
+    p += conv_both(f, "pw_expand_24_144.b4", 4, 24, 144, 56, 1, "MobileNetV2 pointwise expand", act="relu6")
+    p += conv_both(f, "pw_project_960_160.b4", 4, 960, 160, 7, 1, "MobileNetV2 pointwise project", act=None)
+    f = "efficientnet_b0"
+    p += conv_both(f, "dw5x5s2_c144.b4", 4, 144, 144, 56, 5, "EfficientNet-B0 k5 depthwise/2", stride=2, groups=144,
+                   act="silu")
+    p += conv_both(f, "dw5x5_c480.b16", 16, 480, 480, 14, 5, "EfficientNet-B0 k5 depthwise", groups=480, act="silu")
+    p += conv_both(f, "pw_40_240.b4", 4, 40, 240, 28, 1, "EfficientNet-B0 pointwise expand", act="silu")
+    p += conv_both("resnext50", "conv2_3x3_g32.b1", 1, 128, 128, 56, 3, "ResNeXt-50 grouped 3x3", groups=32)
+    p += conv_both("resnext50", "conv3_3x3_g32_s2.b1", 1, 256, 256, 56, 3, "ResNeXt-50 grouped 3x3/2", stride=2,
+                   groups=32)
+    p += conv_both("deeplabv3", "conv4_3x3_d2.b1", 1, 256, 256, 32, 3, "DeepLabv3 dilated 3x3 (256 px input)", dil=2)
+    p += conv_both("convnext_t", "dw7x7_c96.b1", 1, 96, 96, 56, 7, "ConvNeXt-T depthwise 7x7", groups=96, norm="bias",
+                   act=None)
+    p += conv_both("convnext_t", "stem4x4s4.b1", 1, 3, 96, 224, 4, "ConvNeXt-T patchify stem", stride=4, pad=0,
+                   norm="bias", act=None)
+    p += conv_both("sd_unet", "conv_in.b1", 1, 4, 320, 64, 3, "SD UNet conv_in (4 latent channels)", norm="bias",
+                   act=None)
+    p += conv_both("sd_unet", "res_conv_c640_16.b1", 1, 640, 640, 16, 3, "SD UNet ResBlock 3x3", norm="bias", act=None)
+    p += conv_both("vit_b16", "patch_embed.b1", 1, 3, 768, 224, 16, "ViT-B/16 patch embedding", stride=16, pad=0,
+                   norm="bias", act=None)
+    p.append(conv1d("whisper", "conv1.b1", 1, 80, 1280, 3000, 3, 1, "Whisper conv1 (mel 80 -> 1280)"))
+
+    # Row operations of many widths.
+    p.append(row_layernorm("bert", "ln.b8s128", [8, 128, 768], "BERT-base LayerNorm", eps=1e-12))
+    p.append(row_layernorm("gpt2", "xl_ln.s512", [512, 1600], "GPT-2 XL LayerNorm"))
+    p.append(row_layernorm("vit_b16", "ln.b8", [8, 197, 768], "ViT-B/16 LayerNorm", eps=1e-6))
+    p.append(row_layernorm("convnext_t", "ln_c96.b4", [4, 56, 56, 96], "ConvNeXt-T channel LayerNorm (NHWC)", eps=1e-6))
+    p.append(row_layernorm("whisper", "ln.b1", [1, 1500, 1280], "Whisper LayerNorm"))
+    p.append(row_softmax("bert", "scores_softmax.b4s512", 4 * 12 * 512, 512, "BERT attention probs (512)"))
+    p.append(row_softmax("bert", "scores_softmax.b8s128", 8 * 12 * 128, 128, "BERT attention probs"))
+    p.append(row_softmax("vit_b16", "attn_softmax.b8", 8 * 12 * 197, 197, "ViT-B/16 attention probs (197)"))
+    p.append(row_softmax("sd_unet", "cross_softmax_kv77.b4", 4 * 8 * 1024, 77, "SD cross-attn probs (77)"))
+    p.append(row_softmax("gpt2", "vocab_softmax.m32", 32, 50257, "GPT-2 decode vocab softmax"))
+    p.append(row_softmax("gpt2", "vocab_logsoftmax.m64", 64, 50257, "GPT-2 LM loss log-softmax", log=True))
+    p.append(row_softmax("llama7b", "vocab_softmax.m64", 64, 32000, "LLaMA-7B decode vocab softmax"))
+    p.append(row_softmax("gemma7b", "vocab_softmax.m4", 4, 256000, "Gemma-7B vocab softmax (256000)"))
+    p.append(row_softmax("bert", "mlm_softmax.m32", 32, 30522, "BERT MLM vocab softmax"))
+    p.append(row_rmsnorm("llama7b", "rmsnorm.m512", 512, 4096, "LLaMA-7B RMSNorm"))
+    p.append(row_rmsnorm("llama70b", "rmsnorm.m256", 256, 8192, "LLaMA-70B RMSNorm"))
+    p.append(row_rmsnorm("gemma7b", "rmsnorm.m256", 256, 3072, "Gemma-7B RMSNorm", eps=1e-6))
+    p.append(row_reduce("llama7b", "vocab_max.m64", [64, 32000], "ReduceMax", "LLaMA-7B greedy decode max"))
+    p.append(row_reduce("resnet50", "reduce_hw49.b32", [32, 2048, 49], "ReduceMean", "ResNet-50 mean over 7x7=49"))
+    p.append(row_reduce("resnet50", "reduce_w7.b32", [32, 2048, 7, 7], "ReduceMean", "ResNet-50 mean over W of 7x7"))
+    p.append(row_reduce("dlrm", "bag_sum.m64", [64, 26, 37, 128], "ReduceSum", "DLRM embedding-bag sum", keepdims=0,
+                        axis=-2))
+    p.append(row_groupnorm("sd_unet", "groupnorm_silu_c320.b1", 1, 320, 64, 32, "SD UNet ResBlock GroupNorm"))
+    p.append(row_groupnorm("sd_unet", "groupnorm_silu_c1280.b4", 4, 1280, 16, 32, "SD UNet ResBlock GroupNorm"))
+
+    # Attention: encoder, causal prefill, decode against a KV cache, GQA, cross-attention.
+    p.append(attention("bert", "attn.b1s128", 1, 12, 128, 128, 64, "BERT-base self-attention"))
+    p.append(attention("bert", "attn.b4s128", 4, 12, 128, 128, 64, "BERT-base self-attention"))
+    p.append(attention("gpt2", "attn.b1s512", 1, 12, 512, 512, 64, "GPT-2 causal self-attention", causal=True))
+    p.append(attention("gpt2", "decode.b4kv1024", 4, 12, 1, 1024, 64, "GPT-2 decode attention"))
+    p.append(attention("llama7b", "prefill.s256", 1, 32, 256, 256, 128, "LLaMA-7B causal prefill", causal=True))
+    p.append(attention("llama7b", "decode.b1kv4096", 1, 32, 1, 4096, 128, "LLaMA-7B decode attention"))
+    p.append(attention("llama7b", "chunk.q16kv1024", 1, 32, 16, 1024, 128, "LLaMA-7B 16-token chunk", causal=True))
+    p.append(attention("llama70b", "decode.b1kv4096", 1, 64, 1, 4096, 128, "LLaMA-70B decode (GQA 8)", hkv=8))
+    p.append(attention("gemma7b", "decode.b1kv2048", 1, 16, 1, 2048, 256, "Gemma-7B decode, head dim 256"))
+    p.append(attention("vit_b16", "attn.b1", 1, 12, 197, 197, 64, "ViT-B/16 self-attention"))
+    p.append(attention("sd_unet", "cross_s1024_kv77_d80.b1", 1, 8, 1024, 77, 80, "SD 1.5 cross-attention"))
+    p.append(attention("whisper", "dec_cross.b1", 1, 20, 1, 1500, 64, "Whisper decoder cross-attention (1 token)"))
+
+    # Elementwise chains.
+    p.append(elt_gelu("bert", "gelu.b1s512", [512, 3072], "BERT FFN GELU"))
+    p.append(elt_gelu("gpt2", "gelu_tanh.s256", [256, 3072], "GPT-2 MLP gelu_new", approximate="tanh"))
+    p.append(elt_gelu("whisper", "gelu.b1", [1, 1500, 5120], "Whisper MLP GELU"))
+    p.append(elt_swiglu("llama7b", "swiglu.m128", 128, 11008, "LLaMA-7B SwiGLU"))
+    p.append(elt_bias_residual("bert", "bias_residual.b16s128", [16, 128, 768], "BERT output bias + residual"))
+    p.append(elt_bias_residual("sd_unet", "bias_residual_c320.b1", [1, 4096, 320], "SD UNet attn bias + residual"))
+    p.append(elt_residual("llama7b", "residual.m512", [512, 4096], "LLaMA-7B residual add"))
+    p.append(elt_residual("resnet50", "residual_relu.b4", [4, 1024, 14, 14], "ResNet-50 bottleneck residual",
+                          relu=True))
+    p.append(elt_layerscale_residual("convnext_t", "layerscale.b4", [4, 56, 56, 96], "ConvNeXt-T layer scale + residual"))
+    p.append(elt_gate("efficientnet_b0", "se_excite_c240.b4", [4, 240, 28, 28], [4, 240, 1, 1],
+                      "EfficientNet-B0 SE excite"))
+    p.append(elt_relu6("mobilenetv2", "relu6.b1", [1, 144, 112, 112], "MobileNetV2 ReLU6"))
+    p.append(elt_rope("llama7b", "rope.t256", 256, 32, 128, "LLaMA-7B"))
+
+    # Pooling.
+    for layout in ("NCHW", "NHWC"):
+        sfx = "" if layout == "NCHW" else ".nhwc"
+        p.append(pool("resnet50", "maxpool.b4" + sfx, "MaxPool", [4, 64, 112, 112], "ResNet-50 stem max pool",
+                      layout=layout))
+        p.append(pool("resnet50", "gap.b32" + sfx, "GlobalAveragePool", [32, 2048, 7, 7], "ResNet-50 final pool",
+                      layout=layout))
+        p.append(pool("efficientnet_b0", "gap_c144.b4" + sfx, "GlobalAveragePool", [4, 144, 56, 56],
+                      "EfficientNet-B0 SE squeeze", layout=layout))
+    p.append(pool("resnet50", "avgpool_d.b4", "AveragePool", [4, 256, 56, 56], "ResNet-50-D shortcut avg pool 2x2/2",
+                  k=2, s=2, p=0))
+    p.append(pool("deeplabv3", "aspp_gap.b1", "GlobalAveragePool", [1, 2048, 32, 32], "DeepLabv3 ASPP image pool"))
+    p.append(pool("convnext_t", "gap.b64", "GlobalAveragePool", [64, 768, 7, 7], "ConvNeXt-T final pool"))
+    p.append(squeeze_excite("efficientnet_b0", "se_c144.b4", 4, 144, 56, 6, "EfficientNet-B0 SE"))
+    p.append(squeeze_excite("efficientnet_b0", "se_c480.b16", 16, 480, 14, 20, "EfficientNet-B0 SE"))
+    return p
+
+
+def cpu_instances():
+    """The CPU catalog, in f32."""
+    res = [Instance(p, "f32") for p in cpu_protos()]
+    ids = [i.id for i in res]
+    assert len(ids) == len(set(ids)), [x for x in ids if ids.count(x) > 1]
+    return res
+
+
+def catalog(name):
+    """The instances of a catalog: "gpu" (instances()) or "cpu" (cpu_instances())."""
+    return {"gpu": instances, "cpu": cpu_instances}[name]()
+
+
 def _protos():
     out = []
     for fam in FAMILIES:
@@ -1122,8 +1295,10 @@ def main():
     p.add_argument("--summary", action="store_true", help="counts per class, family and dtype")
     p.add_argument("--out", help="write DIR/<id>.json Tessel models")
     p.add_argument("--only", nargs="+", help="only these instance ids")
+    p.add_argument("--catalog", choices=("gpu", "cpu"), default="gpu",
+                   help="the GPU sweep (f16/bf16) or the CPU sweep's f32 instances (default gpu)")
     a = p.parse_args()
-    insts = instances()
+    insts = catalog(a.catalog)
     if a.only:
         wanted = set(a.only)
         insts = [i for i in insts if i.id in wanted]

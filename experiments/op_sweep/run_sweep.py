@@ -588,10 +588,13 @@ def render(args):
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    plots(args.out, rows, classes, meta)
+    plots(args.out, rows, classes, "%s, %s, L2 %s" % (meta["gpu"], meta["date"], meta["l2"]), meta["gpu"],
+          "best baseline time (eager, torch.compile, vendor)")
 
 
-def plots(out, rows, classes, meta):
+def plots(out, rows, classes, title, machine, baseline):
+    """cdf.png (Tessel time / `baseline` per class, from each row's speedup_vs_best) and
+    predicted.png (predicted vs measured ms, log-log); shared with run_cpu_sweep.py."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -608,9 +611,9 @@ def plots(out, rows, classes, meta):
     ax.axvline(1.0, color="gray", lw=0.8)
     ax.axvline(1.1, color="gray", lw=0.8, ls="--")
     ax.set_xscale("log")
-    ax.set_xlabel("Tessel time / best baseline time (eager, torch.compile, vendor)")
+    ax.set_xlabel("Tessel time / " + baseline)
     ax.set_ylabel("fraction of instances")
-    ax.set_title("Op sweep CDF, %s, %s, L2 %s" % (meta["gpu"], meta["date"], meta["l2"]))
+    ax.set_title("Op sweep CDF, " + title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "cdf.png"), dpi=110)
@@ -627,7 +630,7 @@ def plots(out, rows, classes, meta):
     ax.set_yscale("log")
     ax.set_xlabel("measured ms")
     ax.set_ylabel("predicted ms")
-    ax.set_title("Cost model: predicted vs measured (%s)" % meta["gpu"])
+    ax.set_title("Cost model: predicted vs measured (%s)" % machine)
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "predicted.png"), dpi=110)

@@ -210,6 +210,7 @@ class CpuBackend : public Backend {
       cg.kernel = reinterpret_cast<cpu::KernelFn>(jit->lookup(cpu::kernel_name(cg.plan.group), options.reject_dir));
     stats.compile_s = seconds_since(start);
     stats.kernels = static_cast<int>(groups.size());
+    for (const ScheduleGroup& g : schedule.groups) stats.kernel_templates.push_back(g.group.kernel.family);
     int threads = options.threads;
     if (threads <= 0) {
       const int64_t host = std::max(1u, std::thread::hardware_concurrency());
