@@ -139,6 +139,7 @@ Compilation compile(const CompileRequest& request) {
     if (options.channels_last) options.channel_alignment_bytes = out.backend->conv_channel_alignment_bytes();
     if (out.backend) options.contraction_alignment_bytes = out.backend->contraction_alignment_bytes();
     if (out.backend) options.split_full_reductions = out.backend->splits_full_reductions();
+    if (out.backend) options.conv_weights_hwio = out.backend->conv_weights_hwio();
     if (request.normalize) options = *request.normalize;
     const ModelDef normalized = normalize_model(*model, out.reference, options, &out.normalized);
     out.graph = out.normalized.changed() ? lower_model(normalized, request.lower) : out.reference;

@@ -54,7 +54,7 @@ struct CompileStats {
   double compile_s = 0;       // NVRTC or LLVM, including cache lookups (wall time; kernels compile in parallel)
   int cache_hits = 0;         // kernels loaded from the cache instead of compiled
   /// Per kernel, the code template its group was emitted with (CUDA: "generic", "vector", "row",
-  /// "mma", "wgmma", "flash", ...); empty where a backend does not name them.
+  /// "mma", "wgmma", "flash", ...; CPU: the recorded family, "microkernel" or "loops").
   std::vector<std::string> kernel_templates;
 };
 
@@ -178,6 +178,11 @@ class Backend {
   /// one of the rows' values (tilegraph/normalize.h, rewrite 2b): where a kernel reduces one
   /// output in one block, and rows in parallel.
   virtual bool splits_full_reductions() const { return false; }
+  /// Whether every convolution that runs in NHWC should read constant weights as HWIO
+  /// [kH, kW, C/g, M] (output channels innermost) rather than OHWI: where its kernels vectorize
+  /// along the output channels (tilegraph/normalize.h, rewrite 4). Grouped ones get HWIO anyway
+  /// where the backend pads channels.
+  virtual bool conv_weights_hwio() const { return false; }
   /// The kernel families this backend emits (policy/kernel_families.h), for the policy to choose
   /// among and record in the schedule; nullptr when it has none to choose among. emit() and
   /// compile() emit each group's recorded family; a group that records none gets this backend's

@@ -86,6 +86,7 @@ class Normalizer {
     }
     if (options_.split_full_reductions) split_full_reductions();
     if (options_.channel_alignment_bytes > 0) pad_nhwc_convs();
+    if (options_.conv_weights_hwio) hwio_conv_weights();
     if (!options_.contraction_alignment_bytes.empty()) align_contractions();
     return std::move(out_);
   }
@@ -1034,6 +1035,28 @@ class Normalizer {
     ops_.clear();
   }
 
+  // ---- 4. HWIO weights for backends that vectorize along output channels ------------------------
+
+  /// Every NHWC convolution still reading constant, dense OHWI weights [M, kH, kW, C/g] reads
+  /// them re-laid out once as HWIO [kH, kW, C/g, M]: the output channels, the axis a CPU kernel
+  /// vectorizes an NHWC output along, are then contiguous in the weights too (read lane by lane
+  /// from OHWI). Runs after the padding, which pads OHWI weights. Weights that are graph inputs or
+  /// carry a sparsity attribute keep their layout.
+  void hwio_conv_weights() {
+    refresh_weights();
+    for (OpDef& op : out_.ops) {
+      if (op.op_type != "Conv" || !op.domain.empty() || attr_string(op, "layout", "NCHW") != "NHWC" ||
+          op.inputs.size() < 2 || !rank4(op.inputs[1]) || attr_string(op, "weight_layout", "OHWI") != "OHWI")
+        continue;
+      const WeightDef* wd = weight(op.inputs[1]);
+      if (!wd || wd->sparsity) continue;
+      const std::string hwio = add_weight(op.inputs[1] + "_hwio", transpose(values_of(*wd), {1, 2, 3, 0}));
+      op.inputs[1] = hwio;
+      op.attrs["weight_layout"] = std::string("HWIO");
+      ++(attr_int(op, "group", 1) > 1 ? report_.grouped_hwio : report_.dense_hwio);
+    }
+  }
+
   // ---- 2b. Reductions to one value, split ---------------------------------------------------------
 
   /// A ReduceSum / Max / Min / Mean of a whole tensor with several axes of extent > 1 to one value
@@ -1220,6 +1243,7 @@ std::string NormalizeReport::summary() const {
   if (convs_channels_padded && !convs_channels_last)
     out += cat(out.empty() ? "" : "; ", convs_channels_padded, " NHWC convolutions with input channels zero-padded");
   if (grouped_hwio) out += cat(out.empty() ? "" : "; ", grouped_hwio, " NHWC grouped convolutions with HWIO weights");
+  if (dense_hwio) out += cat(out.empty() ? "" : "; ", dense_hwio, " NHWC convolutions with HWIO weights");
   if (gelus) out += cat(out.empty() ? "" : "; ", gelus, " erf GELUs written out as five ops now one Gelu op");
   if (contractions_aligned) {
     out += cat(out.empty() ? "" : "; ", contractions_aligned, " contractions by a weight re-laid out for aligned rows");

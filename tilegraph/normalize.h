@@ -88,6 +88,9 @@ struct NormalizeOptions {
   /// Rewrite 2b (when the backend asks: Backend::splits_full_reductions): a reduction of a whole
   /// tensor to one value becomes one of its rows, then one of the rows' values.
   bool split_full_reductions = false;
+  /// Rewrite 4 (when the backend asks: Backend::conv_weights_hwio): every NHWC convolution's
+  /// constant, dense weights re-laid out once as HWIO [kH, kW, C/g, M], dense ones too.
+  bool conv_weights_hwio = false;
 };
 
 /// What normalize_model changed.
@@ -107,6 +110,7 @@ struct NormalizeReport {
   int convs_channels_last = 0;  // NCHW convolutions run in NHWC
   int convs_channels_padded = 0;  // input channels zero-padded to the alignment (converted or NHWC already)
   int grouped_hwio = 0;         // NHWC grouped (depthwise too) convolutions' constant weights re-laid out as HWIO
+  int dense_hwio = 0;           // NHWC ungrouped convolutions' constant weights re-laid out as HWIO (rewrite 4)
   int ops_channels_last = 0;    // other ops run in NHWC
   int transposes = 0;           // inserted where a tensor crosses between the layouts
   int transposes_as_reshapes = 0;  // of those, Reshapes: the permutation moves only axes of extent 1
@@ -116,7 +120,7 @@ struct NormalizeReport {
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
     return splits_as_picks + scalars_moved + view_chains + matmuls_trans_b + gelus + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
-               transposes_absorbed + convs_channels_padded + grouped_hwio + contractions_aligned + convs_1d + convs_pointwise_matmul + reductions_split > 0;
+               transposes_absorbed + convs_channels_padded + grouped_hwio + dense_hwio + contractions_aligned + convs_1d + convs_pointwise_matmul + reductions_split > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops
   /// in NHWC, 3 transposes".

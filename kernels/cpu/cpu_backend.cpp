@@ -75,6 +75,9 @@ class CpuBackend : public Backend {
   std::optional<std::string> unavailable() const override { return std::nullopt; }
   std::vector<std::string> emit_formats() const override { return {"llvm", "obj"}; }
   std::unique_ptr<KernelFamilies> kernel_families() const override { return std::make_unique<cpu::CpuKernelFamilies>(); }
+  // The micro-kernel and the loop nests vectorize an NHWC convolution along its output channels:
+  // HWIO weights are vector loads there, OHWI ones lane by lane.
+  bool conv_weights_hwio() const override { return true; }
 
   std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec, const std::string& format,
                                 const std::string& dir) const override {

@@ -481,6 +481,44 @@ TEST_CASE("normalize: grouped and depthwise convolutions get HWIO weights, NCHW 
   }
 }
 
+TEST_CASE("normalize: a CPU compile reads every NHWC convolution's constant weights as HWIO (rewrite 4)") {
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {1, 7, 9, 16});
+  auto conv = [&](const std::string& in, const std::string& w, int64_t groups, int64_t k) {
+    return b.op("Conv", {in, w},
+                {{"kernel_shape", std::vector<int64_t>{k, k}}, {"pads", std::vector<int64_t>(4, k / 2)}, {"group", groups},
+                 {"layout", std::string("NHWC")}});
+  };
+  const std::string dense = conv(x, b.weight("w3", {24, 3, 3, 16}, 1, -0.3, 0.3), 1, 3);
+  const std::string pw = conv(dense, b.weight("w1", {16, 1, 1, 24}, 2, -0.3, 0.3), 1, 1);
+  const std::string dw = conv(pw, b.weight("wd", {16, 5, 5, 1}, 3, -0.3, 0.3), 16, 5);
+  // A weight that is a graph input keeps its layout.
+  const std::string fed = conv(dw, b.input("wi", {16, 3, 3, 16}), 1, 3);
+  const ModelDef m = b.model({fed});
+  NormalizeOptions options{true, false, 0, true, {}};
+  options.conv_weights_hwio = true;
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), options, &report);
+  CHECK(report.dense_hwio == 2);
+  CHECK(report.grouped_hwio == 1);
+  CHECK(report.summary().find("2 NHWC convolutions with HWIO weights") != std::string::npos);
+  int hwio = 0;
+  for (const OpDef& op : n.ops)
+    if (op.op_type == "Conv" && op.attrs.count("weight_layout"))
+      hwio += std::get<std::string>(op.attrs.at("weight_layout")) == "HWIO";
+  CHECK(hwio == 3);
+  check_same_outputs(m, n, 37);
+  // compile() asks the CPU backend, which wants them; the CUDA backend does not.
+  CompileRequest r;
+  r.model = &m;
+  r.backend.clear();
+  r.spec = shipped_spec("x86-64-avx2-generic");
+  r.last = Stage::normalize;
+  CHECK(compile(r).normalized.dense_hwio == 2);
+  r.spec = shipped_spec("nvidia-h100-sxm");
+  CHECK(compile(r).normalized.dense_hwio == 0);
+}
+
 TEST_CASE("normalize: 1-D convolutions (Whisper's front end) run as 2-D ones, channels-last, on tensor cores") {
   ModelBuilder b(DType::f16);
   const std::string x = b.input("x", {2, 16, 50});
