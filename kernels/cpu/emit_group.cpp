@@ -526,7 +526,95 @@ NodeState KernelEmitter::prepare_node(int position, const std::vector<std::vecto
   return s;
 }
 
+namespace {
+/// Whether input `i` of `node` reads consecutive elements as `axis` moves (its last dimension
+/// walks `axis` with coefficient 1, no other dimension moves with it) or the same element.
+bool contiguous_or_invariant(const TeNode& node, int i, int axis) {
+  const Access& acc = node.inputs()[i];
+  if (!input_varies(node, i, axis)) return true;
+  if (acc.gather_dim >= 0 || acc.map.num_results() == 0) return false;
+  const int last = acc.map.num_results() - 1;
+  for (int d = 0; d < last; ++d) {
+    const AffineExpr& row = acc.map.result(d);
+    if (axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] != 0) return false;
+  }
+  const AffineExpr& row = acc.map.result(last);
+  return axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] == 1;
+}
+}  // namespace
+
+bool lane_reduction_fits(const TeNode& node) {
+  const int ns = node.num_spatial(), na = node.num_axes();
+  if (ns == 0 || na == ns || node.combiner() != Combiner::sum || !is_float(node.body().dtype()) ||
+      node.body().op() != ExprOp::mul)
+    return false;
+  int64_t terms = 1;
+  for (int a = ns; a < na; ++a) terms *= node.axes()[a].extent;
+  if (terms > kRunTerms) return false;
+  bool walks = false;
+  for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
+    if (!contiguous_or_invariant(node, i, ns - 1)) return false;
+    walks |= input_varies(node, i, ns - 1);
+  }
+  return walks;
+}
+
+void KernelEmitter::emit_lane_reduction(NodeState& s) {
+  const TeNode& node = *s.node;
+  const int ns = node.num_spatial(), na = node.num_axes();
+  const DType dtype = node.body().dtype();
+  const int lanes = vector_lanes(dtype);
+  const int64_t chunk = kLaneReductionVectors * lanes;
+  llvm::Type* type = compute_type(ctx_, dtype);
+  llvm::ArrayType* array = llvm::ArrayType::get(type, static_cast<uint64_t>(chunk));
+  llvm::AllocaInst* acc = entry_alloca(array);
+  auto slot = [&](Value* j) { return b_.CreateInBoundsGEP(array, acc, {i64(0), j}); };
+  std::vector<Value*> point(na, nullptr);
+  std::function<void(int)> outer = [&](int a) {
+    if (a < ns - 1) {
+      emit_for(s.box_begin[a], b_.CreateAdd(s.box_begin[a], s.box_extent[a]), 1, [&](Value* p) {
+        point[a] = p;
+        outer(a + 1);
+      });
+      return;
+    }
+    // The innermost axis in chunks: zero the chunk's sums, add every reduction point's products
+    // lane by lane (the vectorized loop), store the chunk.
+    Value* begin = s.box_begin[a];
+    Value* chunks = b_.CreateSDiv(b_.CreateAdd(s.box_extent[a], i64(chunk - 1)), i64(chunk));
+    emit_for(i64(0), chunks, 1, [&](Value* q) {
+      Value* from = b_.CreateAdd(begin, b_.CreateMul(q, i64(chunk)));
+      Value* len = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(chunk),
+                                            b_.CreateSub(b_.CreateAdd(begin, s.box_extent[a]), from));
+      emit_for(i64(0), len, lanes, [&](Value* j) { b_.CreateStore(llvm::ConstantFP::get(type, 0.0), slot(j)); });
+      std::function<void(int)> reduce = [&](int r) {
+        if (r < na) {
+          emit_for(i64(0), i64(node.axes()[r].extent), 1, [&](Value* p) {
+            point[r] = p;
+            reduce(r + 1);
+          });
+          return;
+        }
+        emit_for(i64(0), len, lanes, [&](Value* j) {
+          point[a] = b_.CreateAdd(from, j);
+          Cache cache;
+          Value* term = eval_expr(s, node.body(), point, cache);
+          b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(type, slot(j)), term), slot(j));
+        });
+      };
+      reduce(ns);
+      emit_for(i64(0), len, lanes, [&](Value* j) {
+        point[a] = b_.CreateAdd(from, j);
+        store_point(s, point, b_.CreateLoad(type, slot(j)));
+      });
+    });
+  };
+  outer(0);
+}
+
 void KernelEmitter::emit_generic(NodeState& s) {
+  if (prefetches_[s.position].empty() && !plan_.reuse_stored_by(s.position) && lane_reduction_fits(*s.node))
+    return emit_lane_reduction(s);
   const int ns = s.node->num_spatial();
   const int lanes = vector_lanes(s.node->body().dtype());
   std::vector<Value*> point(ns);

@@ -121,4 +121,13 @@ struct CpuGroupPlan {
 CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, const BufferPlan& buffers, int group,
                             int64_t alignment, int64_t reuse_budget_bytes, int64_t streaming_bytes);
 
+namespace cpu {
+/// Whether the emitter evaluates `node`, when it takes the generic nest, as a lane reduction
+/// (KernelEmitter::emit_lane_reduction): a float sum of products (the micro-kernel's error
+/// argument: at most kRunTerms terms, one run in the compute type) with spatial axes, whose every
+/// read walks the innermost spatial axis contiguously or not at all, one of them walking it -- an
+/// NHWC depthwise convolution with HWIO weights.
+bool lane_reduction_fits(const TeNode& node);
+}  // namespace cpu
+
 }  // namespace tessel

@@ -30,6 +30,9 @@ inline constexpr int64_t kPrefetchChunkVectors = 16;
 /// error is at most (kSumRunTerms - 1) * 2^-24 = 3.8e-6 in any order of the adds (Higham), under
 /// the f32 tolerance (relative L2 1e-5) with room for what the sum goes through.
 inline constexpr int64_t kSumRunTerms = 64;
+/// A lane reduction (emit_lane_reduction) sums this many vectors of outputs at a time, in an array
+/// the reduction loops keep in L1.
+inline constexpr int64_t kLaneReductionVectors = 4;
 
 /// Whether `node` is an f32 sum whose terms are >= 0 or NaN whatever its inputs (exp, a square,
 /// abs, sqrt, products, sums and quotients of such, ...): its reduction then runs in runs of
@@ -82,6 +85,11 @@ class KernelEmitter {
   NodeState prepare_node(int position, const std::vector<std::vector<llvm::Value*>>& begins,
                          const std::vector<std::vector<llvm::Value*>>& extents);
   void emit_generic(NodeState& s);
+  /// A sum of products whose every read walks the innermost spatial axis contiguously or not at
+  /// all (a depthwise convolution in NHWC: a tap's channels): the reduction loops outside, the
+  /// innermost spatial loop inside them and vectorized, accumulating a chunk of outputs in f32
+  /// (lane_reduction_fits).
+  void emit_lane_reduction(NodeState& s);
   /// Software prefetch of the next task's inputs: for each tensor that a node of the group reads
   /// from memory and a later node (taking the generic nest) reads again, from cache by then, the
   /// later node fetches the lines the first one will read in the next task of this call's range,

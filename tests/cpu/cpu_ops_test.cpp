@@ -132,6 +132,37 @@ TEST_CASE("cpu ops: convolutions") {
            {{"strides", std::vector<int64_t>{2, 2}}}, 1, {1});
 }
 
+TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights take the lane reduction") {
+  // emit_lane_reduction: the taps outside, the channels inside in chunks of 4 vectors (32 lanes on
+  // AVX2, 64 on AVX-512): channel counts below, at and past a vector and a chunk, strides,
+  // dilations, asymmetric pads, a bias, and a grouped convolution (its x does not move along the
+  // output channel within a group, its HWIO weights do).
+  struct Conv {
+    int64_t c, groups, k, stride, dilation;
+    std::vector<int64_t> pads;
+  };
+  for (const Conv& v : std::vector<Conv>{{1, 1, 3, 1, 1, {1, 1, 1, 1}},   {5, 5, 3, 2, 1, {1, 0, 1, 2}},
+                                         {16, 16, 5, 1, 2, {4, 4, 4, 4}}, {17, 17, 7, 1, 1, {3, 3, 3, 3}},
+                                         {70, 70, 3, 2, 1, {1, 1, 1, 1}}, {130, 130, 3, 1, 1, {0, 1, 2, 0}},
+                                         {24, 8, 3, 1, 1, {1, 1, 1, 1}}}) {
+    CAPTURE(v.c);
+    CAPTURE(v.groups);
+    CAPTURE(v.k);
+    const int64_t cg = v.c / v.groups;
+    const HostTensor x = random_f32({2, 9, 11, v.c}, 1);
+    const HostTensor w = random_f32({v.k, v.k, cg, v.c}, 2);  // HWIO
+    const HostTensor b = random_f32({v.c}, 3);
+    std::map<std::string, AttrValue> attrs{{"strides", std::vector<int64_t>{v.stride, v.stride}}, {"pads", v.pads},
+                                           {"dilations", std::vector<int64_t>{v.dilation, v.dilation}}, {"group", v.groups},
+                                           {"layout", std::string("NHWC")}, {"weight_layout", std::string("HWIO")}};
+    const OpGraph g = lower_model(single_op_model("Conv", {x, w, b}, attrs, 1, {1, 2}));
+    bool lane = false;
+    for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) lane |= cpu::lane_reduction_fits(g.node(n));
+    CHECK(lane);  // grouped too: the output channel within the group is the innermost axis, x does not move along it
+    check_op("Conv", {x, w, b}, attrs, 1, {1, 2});
+  }
+}
+
 TEST_CASE("cpu ops: padded convolutions: border vectors of B, widths around the vector width") {
   // The micro-kernel loads a vector of B that leaves the input (a padded border) as one masked
   // load of the lanes in range, the pad value in the others: every lane position of the first and
