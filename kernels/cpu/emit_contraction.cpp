@@ -64,6 +64,15 @@ std::optional<Contraction> match_contraction(const TeNode& node) {
   c.a = x_n ? y.index() : x.index();
   for (int ax = node.num_spatial() - 2; ax >= 0 && c.m_axis < 0; --ax)
     if (node.inputs()[c.a].map.uses_axis(ax) && !node.inputs()[c.b].map.uses_axis(ax)) c.m_axis = ax;
+  // One row of A against a B walked across its rows (an NT product: decode attention's Q K^T,
+  // K read along the keys): no row shares a vector of B, so no panel is packed and every vector
+  // would be gathered lane by lane, each element used once. The generic nest's dot products read
+  // B's rows as vectors instead (products_in_runs).
+  const Access& b = node.inputs()[c.b];
+  const int last = b.map.num_results() - 1;
+  bool b_contiguous = last >= 0 && b.map.result(last).coeffs[static_cast<size_t>(c.n_axis)] == 1;
+  for (int d = 0; d < last; ++d) b_contiguous &= b.map.result(d).coeffs[static_cast<size_t>(c.n_axis)] == 0;
+  if (!b_contiguous && (c.m_axis < 0 || node.axes()[c.m_axis].extent == 1)) return std::nullopt;
   return c;
 }
 

@@ -82,6 +82,16 @@ bool sums_in_runs(const TeNode& node) {
          node.body().dtype() == DType::f32 && nonnegative(node.body());
 }
 
+bool products_in_runs(const TeNode& node) {
+  const Expr& e = node.body();
+  return node.combiner() == Combiner::sum && node.num_reduction() > 0 && e.dtype() == DType::f32 &&
+         e.op() == ExprOp::mul && e.operands()[0].op() != ExprOp::constant && e.operands()[1].op() != ExprOp::constant;
+}
+
+int64_t run_terms(const TeNode& node) {
+  return sums_in_runs(node) ? kSumRunTerms : products_in_runs(node) ? kRunTerms : 0;
+}
+
 llvm::Function* emit_group_kernel(const OpGraph& graph, const CpuGroupPlan& plan, const CodegenParams& params,
                                   llvm::Module& module) {
   return KernelEmitter(graph, plan, params, module).emit();
@@ -332,7 +342,7 @@ void KernelEmitter::emit_prefetch_share(const NodeState& s, Value* index) {
 }
 
 int64_t KernelEmitter::innermost_chunk(const TeNode& node) const {
-  return sums_in_runs(node) ? kSumRunTerms : kPrefetchChunkVectors * vector_lanes(node.body().dtype());
+  return run_terms(node) > 0 ? run_terms(node) : kPrefetchChunkVectors * vector_lanes(node.body().dtype());
 }
 
 void KernelEmitter::emit_innermost(const NodeState& s, Value* begin, Value* end, int lanes_hint,
@@ -697,7 +707,10 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   // kSumRunTerms terms in f32 (one f32 add per term instead of a conversion and an f64 add), each
   // run then added to the f64 total; its error is bounded relative to the sum. Others, a mean
   // whose terms may cancel, add every term in f64.
-  llvm::AllocaInst* run = sums_in_runs(node) ? entry_alloca(compute_type(ctx_, dtype)) : nullptr;
+  // A sum of products of two varying factors (a dot product the micro-kernel does not take:
+  // products_in_runs) does the same in runs of kRunTerms, the micro-kernel's own runs and error
+  // argument.
+  llvm::AllocaInst* run = run_terms(node) > 0 ? entry_alloca(compute_type(ctx_, dtype)) : nullptr;
   if (saw_nan) b_.CreateStore(b_.getFalse(), saw_nan);
   // The body's width, not the accumulator's: an f32 body (an exp) runs 8 lanes wide and only the
   // final adds widen to two f64 vectors.

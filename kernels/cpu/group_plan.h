@@ -128,6 +128,10 @@ namespace cpu {
 /// read walks the innermost spatial axis contiguously or not at all, one of them walking it -- an
 /// NHWC depthwise convolution with HWIO weights.
 bool lane_reduction_fits(const TeNode& node);
+/// Whether `node` is an f32 sum of products of two factors, neither a constant (a dot product; a
+/// mean's `x * (1/n)` is not): its generic nest accumulates runs of kRunTerms f32 terms, as the
+/// micro-kernel does (kernel_emitter.h, run_terms).
+bool products_in_runs(const TeNode& node);
 }  // namespace cpu
 
 }  // namespace tessel

@@ -38,6 +38,9 @@ inline constexpr int64_t kLaneReductionVectors = 4;
 /// abs, sqrt, products, sums and quotients of such, ...): its reduction then runs in runs of
 /// kSumRunTerms f32 terms. A mean, whose terms may cancel, is not.
 bool sums_in_runs(const TeNode& node);
+/// The terms per f32 run of `node`'s reduction in the generic nest: kSumRunTerms, kRunTerms, or 0
+/// (every term in f64).
+int64_t run_terms(const TeNode& node);
 
 /// A tensor as the kernel addresses it: a whole tensor (input, weight, arena), or a fused
 /// producer's scratch array, addressed relative to the producer's box for the current task.
@@ -105,7 +108,7 @@ class KernelEmitter {
   void emit_innermost(const NodeState& s, llvm::Value* begin, llvm::Value* end, int lanes_hint,
                       const std::function<void(llvm::Value*)>& body, llvm::AllocaInst* run = nullptr,
                       llvm::AllocaInst* total = nullptr);
-  /// The chunk length of the node's innermost loop: kSumRunTerms for a sum in runs, else
+  /// The chunk length of the node's innermost loop: run_terms for a sum in runs, else
   /// kPrefetchChunkVectors vectors.
   int64_t innermost_chunk(const TeNode& node) const;
   /// for (i = begin; i < end; ++i) body(i). `vector_lanes` > 1 asks LLVM's loop vectorizer for

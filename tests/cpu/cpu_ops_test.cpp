@@ -8,6 +8,7 @@
 #include "../model_builder.h"
 #include "cpu_check.h"
 #include "kernels/cpu/group_plan.h"
+#include "kernels/cpu/kernel_families.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -108,6 +109,29 @@ TEST_CASE("cpu ops: matmul shapes") {
   check_op("Gemm", {random_f32({11, 19}, 1), random_f32({23, 19}, 2), random_f32({23}, 3)},
            {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}});
   check_op("MatMul", {random_uniform(DType::f64, {9, 21}, 1), random_uniform(DType::f64, {21, 13}, 2)});
+}
+
+TEST_CASE("cpu ops: one row against a transposed B is a dot product in runs, not the micro-kernel") {
+  // Decode attention's Q K^T: B (K) read across its rows. With one row of A the micro-kernel
+  // refuses it (every vector of B would be gathered lane by lane) and the generic nest sums the
+  // products in f32 runs of kRunTerms (products_in_runs); with two rows it keeps it. K of 300
+  // spans two runs.
+  for (const int64_t m : {1, 2}) {
+    for (const int64_t k : {7, 64, 300}) {
+      CAPTURE(m);
+      CAPTURE(k);
+      const std::vector<HostTensor> in = {random_f32({m, k}, 1), random_f32({37, k}, 2)};
+      const OpGraph g = lower_model(single_op_model("Gemm", in, {{"transB", int64_t{1}}}, 1, {}));
+      bool contraction = false, runs = false;
+      for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) {
+        contraction |= cpu::matches_contraction(g.node(n));
+        runs |= cpu::products_in_runs(g.node(n));
+      }
+      CHECK(contraction == (m > 1));
+      CHECK(runs);
+      check_compiled(g, in);
+    }
+  }
 }
 
 TEST_CASE("cpu ops: convolutions") {
