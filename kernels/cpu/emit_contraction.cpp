@@ -16,6 +16,9 @@
 // the tensor, e.g. convolution padding); otherwise they are assembled lane by lane through the
 // generic load, which applies pad values (a masked vector's lanes past the row repeat its last
 // column there, so they never address past it).
+#include <algorithm>
+#include <cstdlib>
+
 #include "kernels/cpu/emit_group.h"
 #include "kernels/cpu/emit_scalar.h"
 #include "kernels/cpu/kernel_families.h"
@@ -255,7 +258,23 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   // steps of the schedule (and one term per step for a 3x3 convolution, whose L1 steps are 1),
   // the flushes took 35% of the 1024^3 GEMM's time.
   std::vector<int64_t> steps = reduction_steps(s);
-  for (int r = na - 1, terms = 1; r >= ns; --r) {
+  // The order the reduction axes are walked in, outermost first: by B's element step along each,
+  // largest outermost, ties in the node's order. An NHWC convolution's axes are (c, kh, kw) while
+  // its HWIO weights are contiguous along c: walked as written, consecutive points of B were a
+  // whole [C, M] slice apart (256 KB for 256 x 256 channels), evicting each other.
+  std::vector<int> walk(static_cast<size_t>(na - ns));
+  for (int r = ns; r < na; ++r) walk[static_cast<size_t>(r - ns)] = r;
+  if (!b_view.scratch || b_view.domain_extents.empty()) {
+    const std::vector<int64_t>& strides = b_view.scratch ? b_view.scratch_strides : b_view.strides;
+    auto b_stride = [&](int r) {
+      int64_t step = 0;
+      for (int d = 0; d < b_access.map.num_results(); ++d) step += std::abs(b_access.map.result(d).coeffs[r] * strides[d]);
+      return step;
+    };
+    std::stable_sort(walk.begin(), walk.end(), [&](int x, int y) { return b_stride(x) > b_stride(y); });
+  }
+  for (int w = na - ns - 1, terms = 1; w >= 0; --w) {
+    const int r = walk[static_cast<size_t>(w)];
     int64_t& step = steps[r - ns];
     step = std::min(node.axes()[r].extent, std::max<int64_t>(step, std::max<int64_t>(1, kRunTerms / terms)));
     terms = static_cast<int>(std::min<int64_t>(kRunTerms, terms * step));
@@ -396,19 +415,20 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
       }
     };
     // Points of one run: every reduction axis within its step.
-    std::function<void(int)> within = [&](int r) {
-      if (r == na) return fma_point();
+    std::function<void(int)> within = [&](int w) {
+      if (w == na - ns) return fma_point();
+      const int r = walk[static_cast<size_t>(w)];
       const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
       Value* begin = step >= extent ? i64(0) : step_begin[r];
       Value* end = step >= extent ? i64(extent) : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(begin, i64(step)), i64(extent));
       auto at = [&](Value* k) {
         point[r] = k;
-        within(r + 1);
+        within(w + 1);
       };
       if (skip) for_nonzero_k(begin, end, n0, nr * vw, at);
       else emit_for(begin, end, 1, at);
     };
-    within(ns);
+    within(0);
     for (int i = 0; i < mr; ++i)
       for (int j = 0; j < nr; ++j) {
         Value* ptr = total_ptr(b_.CreateAdd(row, i64(i)), nr, j);
@@ -457,17 +477,18 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
       });
       emit_for(i64(0), b_.CreateZExt(b_.CreateLoad(b_.getInt1Ty(), any), b_.getInt64Ty()), 1, [&](Value*) { run_rows(); });
     };
-    std::function<void(int)> over_steps = [&](int r) {
-      if (r == na) return skip ? run_if_nonzero(step_begin[ns] ? step_begin[ns] : i64(0), std::min(steps[0], node.axes()[ns].extent))
-                               : run_rows();
+    std::function<void(int)> over_steps = [&](int w) {
+      if (w == na - ns) return skip ? run_if_nonzero(step_begin[ns] ? step_begin[ns] : i64(0), std::min(steps[0], node.axes()[ns].extent))
+                                    : run_rows();
+      const int r = walk[static_cast<size_t>(w)];
       const int64_t extent = node.axes()[r].extent, step = steps[r - ns];
-      if (step >= extent) return over_steps(r + 1);
+      if (step >= extent) return over_steps(w + 1);
       emit_for(i64(0), i64((extent + step - 1) / step), 1, [&](Value* q) {
         step_begin[r] = b_.CreateMul(q, i64(step));
-        over_steps(r + 1);
+        over_steps(w + 1);
       });
     };
-    over_steps(ns);
+    over_steps(0);
     packed_nr = 0;
     // The totals to the output.
     Value* n0 = point[c.n_axis];

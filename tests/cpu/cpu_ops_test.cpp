@@ -111,6 +111,30 @@ TEST_CASE("cpu ops: matmul shapes") {
   check_op("MatMul", {random_uniform(DType::f64, {9, 21}, 1), random_uniform(DType::f64, {21, 13}, 2)});
 }
 
+TEST_CASE("cpu ops: dense NHWC convolutions with HWIO and OHWI weights on the micro-kernel") {
+  // The micro-kernel walks the reduction axes by B's step, largest outermost: (kh, kw, c) for
+  // HWIO weights, whose node axes are (c, kh, kw). Runs of 256 points cut c (c = 300), odd
+  // channel counts, padding, strides and dilation.
+  struct Conv {
+    int64_t c, m, k, stride, dilation;
+  };
+  for (const Conv& v : std::vector<Conv>{{3, 8, 3, 1, 1}, {17, 33, 3, 2, 1}, {300, 20, 3, 1, 2}, {40, 16, 1, 1, 1}, {9, 70, 5, 2, 1}}) {
+    for (const std::string layout : {"HWIO", "OHWI"}) {
+      CAPTURE(v.c);
+      CAPTURE(v.m);
+      CAPTURE(layout);
+      const HostTensor x = random_f32({1, 8, 10, v.c}, 1);
+      const HostTensor w = layout == "HWIO" ? random_f32({v.k, v.k, v.c, v.m}, 2) : random_f32({v.m, v.k, v.k, v.c}, 2);
+      const int64_t p = v.dilation * (v.k - 1) / 2;
+      check_op("Conv", {x, w},
+               {{"strides", std::vector<int64_t>{v.stride, v.stride}}, {"pads", std::vector<int64_t>{p, p, p, p}},
+                {"dilations", std::vector<int64_t>{v.dilation, v.dilation}}, {"layout", std::string("NHWC")},
+                {"weight_layout", layout}},
+               1, {1});
+    }
+  }
+}
+
 TEST_CASE("cpu ops: one row against a transposed B is a dot product in runs, not the micro-kernel") {
   // Decode attention's Q K^T: B (K) read across its rows. With one row of A the micro-kernel
   // refuses it (every vector of B would be gathered lane by lane) and the generic nest sums the
