@@ -553,10 +553,10 @@ bool contiguous_or_invariant(const TeNode& node, int i, int axis) {
 }
 }  // namespace
 
-bool lane_reduction_fits(const TeNode& node) {
+bool lane_reduction_fits(const TeNode& node, int lanes) {
   const int ns = node.num_spatial(), na = node.num_axes();
   if (ns == 0 || na == ns || node.combiner() != Combiner::sum || !is_float(node.body().dtype()) ||
-      node.body().op() != ExprOp::mul)
+      node.body().op() != ExprOp::mul || node.axes()[ns - 1].extent < lanes)
     return false;
   int64_t terms = 1;
   for (int a = ns; a < na; ++a) terms *= node.axes()[a].extent;
@@ -623,7 +623,8 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
 }
 
 void KernelEmitter::emit_generic(NodeState& s) {
-  if (prefetches_[s.position].empty() && !plan_.reuse_stored_by(s.position) && lane_reduction_fits(*s.node))
+  if (prefetches_[s.position].empty() && !plan_.reuse_stored_by(s.position) &&
+      lane_reduction_fits(*s.node, vector_lanes(s.node->body().dtype())))
     return emit_lane_reduction(s);
   const int ns = s.node->num_spatial();
   const int lanes = vector_lanes(s.node->body().dtype());

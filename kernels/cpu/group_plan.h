@@ -126,8 +126,9 @@ namespace cpu {
 /// (KernelEmitter::emit_lane_reduction): a float sum of products (the micro-kernel's error
 /// argument: at most kRunTerms terms, one run in the compute type) with spatial axes, whose every
 /// read walks the innermost spatial axis contiguously or not at all, one of them walking it -- an
-/// NHWC depthwise convolution with HWIO weights.
-bool lane_reduction_fits(const TeNode& node);
+/// NHWC depthwise convolution with HWIO weights -- and whose innermost axis holds at least a
+/// vector of `lanes` (a GEMM's single output column, DLRM's N = 1, keeps its dot products).
+bool lane_reduction_fits(const TeNode& node, int lanes);
 /// Whether `node` is an f32 sum of products of two factors, neither a constant (a dot product; a
 /// mean's `x * (1/n)` is not): its generic nest accumulates runs of kRunTerms f32 terms, as the
 /// micro-kernel does (kernel_emitter.h, run_terms).

@@ -205,8 +205,11 @@ TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights ta
                                            {"layout", std::string("NHWC")}, {"weight_layout", std::string("HWIO")}};
     const OpGraph g = lower_model(single_op_model("Conv", {x, w, b}, attrs, 1, {1, 2}));
     bool lane = false;
-    for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) lane |= cpu::lane_reduction_fits(g.node(n));
+    for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) lane |= cpu::lane_reduction_fits(g.node(n), 1);
     CHECK(lane);  // grouped too: the output channel within the group is the innermost axis, x does not move along it
+    bool wide = false;  // narrower than a vector: the generic nest's dot products
+    for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) wide |= cpu::lane_reduction_fits(g.node(n), 8);
+    CHECK(wide == (cg == 1 ? v.c >= 8 : v.c / v.groups >= 8));  // a grouped one's innermost axis: the group's channels
     check_op("Conv", {x, w, b}, attrs, 1, {1, 2});
   }
 }
