@@ -379,6 +379,42 @@ TEST_CASE("a tensor-core contraction with too few tiles splits its reduction ove
   CHECK(noted);
 }
 
+TEST_CASE("CPU: a loop nest's row starts add to the latency, by hand: long rows start fewer") {
+  const HwSpec cpu = load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx2-generic.json");
+  REQUIRE(cpu.compute.clock_ghz > 0);
+  const OpGraph add = add_graph();  // 1024 x 1024 elementwise: one loop per row of a task's box
+  auto tiles = [](int64_t rows, int64_t cols) {
+    TileConfig c;
+    c.levels = {LevelTile{"l2", {rows, cols}, {}}};
+    return c;
+  };
+  double previous = std::numeric_limits<double>::infinity();
+  for (int64_t cols : {16, 64, 256, 1024}) {
+    CAPTURE(cols);
+    const int64_t rows = 16384 / cols;  // the same 16384 elements per task
+    const CostBreakdown c = AnalyticCostModel().estimate(add, single(tiles(rows, cols)), cpu);
+    const double tasks = (1024.0 / static_cast<double>(rows)) * (1024.0 / static_cast<double>(cols));
+    const double active = std::min(1.0, tasks / static_cast<double>(cpu.compute.units));
+    const double starts = 1024.0 * 1024.0 / static_cast<double>(cols);
+    CHECK(c.term("rows") == doctest::Approx(starts * 30 / (cpu.compute.clock_ghz * 1e9 * static_cast<double>(cpu.compute.units) * active)));
+    double worst = c.term("compute");
+    for (const LevelCost& l : c.memory) worst = std::max(worst, l.seconds);
+    CHECK(c.latency_s == doctest::Approx(c.term("launch") + worst + c.term("rows")));
+    CHECK(c.latency_s < previous);
+    previous = c.latency_s;
+  }
+  // A contraction priced as the micro-kernel's (no family, or `microkernel`) starts none; as
+  // loops it does.
+  TileConfig mm;
+  mm.levels = {LevelTile{"l2", {64, 64}, {16}}};
+  CHECK(AnalyticCostModel().estimate(matmul_graph(DType::f32), single(mm), cpu).term("rows") == 0);
+  ScheduledGroup loops = single(mm);
+  loops.kernel.family = "loops";
+  CHECK(AnalyticCostModel().estimate(matmul_graph(DType::f32), loops, cpu).term("rows") > 0);
+  // GPUs: none.
+  CHECK(AnalyticCostModel().estimate(add, single(add_tiles()), toy_gpu()).term("rows") == 0);
+}
+
 TEST_CASE("CPU: a contraction's panels add to the latency, by hand, taller task tiles move fewer") {
   const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/";
   const HwSpec cpu = load_hw_spec(dir + "x86-64-avx2-generic.json");
