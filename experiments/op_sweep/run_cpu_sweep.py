@@ -28,7 +28,6 @@ Progress goes to stderr when it is a terminal.
 """
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -43,7 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import instances as catalog  # noqa: E402
-from run_sweep import fmt, geomean, plots, read_report, run_tessel, spearman  # noqa: E402
+from run_sweep import fmt, geomean, merge_runs, plots, read_report, run_tessel, spearman  # noqa: E402
+import run_sweep  # noqa: E402  (write)
 
 TTY = sys.stderr.isatty()
 
@@ -277,28 +277,11 @@ COLUMNS = ["id", "class", "family", "dtype", "tessel_correct", "check_mode", "te
 
 
 def write(out, meta_, rows):
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "sweep.json"), "w") as f:
-        json.dump(dict(meta_, instances=rows), f, indent=1)
-    with open(os.path.join(out, "sweep.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(dict(r, families=" ".join(r.get("families") or [])))
+    run_sweep.write(out, meta_, rows, COLUMNS)
 
 
 def render(args):
-    latest, meta_ = {}, None
-    for path in args.render:
-        with open(path) as f:
-            run = json.load(f)
-        meta_ = meta_ or {k: v for k, v in run.items() if k != "instances"}
-        for r in run["instances"]:
-            latest.pop(r["id"], None)
-            latest[r["id"]] = r
-    order = {inst.id: n for n, inst in enumerate(catalog.cpu_instances())}
-    rows = sorted(latest.values(), key=lambda r: order.get(r["id"], len(order)))
-    meta_["merged_from"] = args.render
+    meta_, rows = merge_runs(args.render, catalog.cpu_instances())
     write(args.out, meta_, rows)
     classes = sorted({r["class"] for r in rows})
     torch_v = (meta_.get("torch") or {}).get("version", "none")

@@ -490,11 +490,13 @@ COLUMNS = ["id", "class", "family", "dtype", "tessel_correct", "check_mode", "te
            "compile_method", "flops", "min_bytes", "description"]
 
 
-def write(out, meta, rows):
+def write(out, meta, rows, columns=COLUMNS):
+    """sweep.json (everything) and sweep.csv (`columns`); shared with run_cpu_sweep.py."""
+    os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "sweep.json"), "w") as f:
         json.dump(dict(meta, instances=rows), f, indent=1)
     with open(os.path.join(out, "sweep.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
+        w = csv.DictWriter(f, columns, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow(dict(r, families=" ".join(r.get("families") or [])))
@@ -528,19 +530,25 @@ def spearman(xs, ys):
     return cov / (vx * vy) if vx and vy else None
 
 
-def render(args):
-    """Merges runs (a later run's row replaces an earlier one's), writes the tables and plots."""
+def merge_runs(paths, instances):
+    """The runs' metadata (the first run's) and rows, a later run's row replacing an earlier one's,
+    in the order of `instances`; shared with run_cpu_sweep.py."""
     latest, meta = {}, None
-    for path in args.render:
+    for path in paths:
         with open(path) as f:
             run = json.load(f)
         meta = meta or {k: v for k, v in run.items() if k != "instances"}
         for r in run["instances"]:
             latest.pop(r["id"], None)
             latest[r["id"]] = r
-    order = {inst.id: n for n, inst in enumerate(catalog.instances())}
-    rows = sorted(latest.values(), key=lambda r: order.get(r["id"], len(order)))
-    meta["merged_from"] = args.render
+    order = {inst.id: n for n, inst in enumerate(instances)}
+    meta["merged_from"] = paths
+    return meta, sorted(latest.values(), key=lambda r: order.get(r["id"], len(order)))
+
+
+def render(args):
+    """Merges runs (a later run's row replaces an earlier one's), writes the tables and plots."""
+    meta, rows = merge_runs(args.render, catalog.instances())
     write(args.out, meta, rows)
     classes = sorted({r["class"] for r in rows})
     lines = ["# Op sweep: %s, %s, L2 %s" % (meta["gpu"], meta["date"], meta["l2"]), "",
