@@ -1008,13 +1008,14 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       if (ns == 0 || (group.kernel.family != "loops" && is_contraction(node))) continue;  // the micro-kernel's, priced above
       double points = 1;
       for (int a = 0; a < ns; ++a) points *= static_cast<double>(node.axes()[a].extent);
+      if (points <= 0) continue;
       const LevelTile& lt = config(n).levels.front();
       const int64_t inner = node.num_reduction() > 0 ? 1 : std::min(node.axes()[ns - 1].extent, std::max<int64_t>(1, lt.spatial[ns - 1]));
       row_starts += points / static_cast<double>(inner);
     }
   }
   double row_s = 0;
-  if (row_starts > 0)
+  if (row_starts > 0 && units > 0 && active > 0)
     row_s = row_starts * kRowStartCycles / (spec.compute.clock_ghz * 1e9 * static_cast<double>(units) * active);
 
   // Step 4: latency. Levels in the spec's order, registers outward.

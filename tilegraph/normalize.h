@@ -89,7 +89,8 @@ struct NormalizeOptions {
   /// tensor to one value becomes one of its rows, then one of the rows' values.
   bool split_full_reductions = false;
   /// Rewrite 4 (when the backend asks: Backend::conv_weights_hwio): every NHWC convolution's
-  /// constant, dense weights re-laid out once as HWIO [kH, kW, C/g, M], dense ones too.
+  /// constant weights without a sparsity attribute re-laid out once as HWIO [kH, kW, C/g, M],
+  /// ungrouped convolutions' too.
   bool conv_weights_hwio = false;
 };
 

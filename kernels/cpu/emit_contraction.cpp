@@ -75,7 +75,8 @@ std::optional<Contraction> match_contraction(const TeNode& node) {
   const int last = b.map.num_results() - 1;
   bool b_contiguous = last >= 0 && b.map.result(last).coeffs[static_cast<size_t>(c.n_axis)] == 1;
   for (int d = 0; d < last; ++d) b_contiguous &= b.map.result(d).coeffs[static_cast<size_t>(c.n_axis)] == 0;
-  if (!b_contiguous && (c.m_axis < 0 || node.axes()[c.m_axis].extent == 1)) return std::nullopt;
+  // (f32 only: products_in_runs, the generic nest's fast dot product, sums f32 bodies.)
+  if (!b_contiguous && dtype == DType::f32 && (c.m_axis < 0 || node.axes()[c.m_axis].extent == 1)) return std::nullopt;
   return c;
 }
 
@@ -320,7 +321,8 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   // NR vectors); read in place, its rows sit one leading dimension apart -- 4 KB for a 1024-wide
   // f32 matrix, so they share cache sets and evict each other. Where several row blocks will read
   // it and the panel fits `pack_bytes`, it is copied once per column block, converted to the
-  // compute type, into a contiguous per-task buffer in the reduction order the blocks walk.
+  // compute type, into a contiguous per-task buffer, row-major over the reduction axes in the
+  // node's order (panel_row; the walk may take them in another order, `walk`).
   int64_t r_total = 1;
   for (int r = ns; r < na; ++r) r_total *= node.axes()[r].extent;
   const int64_t panel_bytes = r_total * blocking.nr * vw * static_cast<int64_t>(compute_bytes(dtype));

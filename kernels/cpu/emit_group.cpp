@@ -555,8 +555,12 @@ bool contiguous_or_invariant(const TeNode& node, int i, int axis) {
 
 bool lane_reduction_fits(const TeNode& node, int lanes) {
   const int ns = node.num_spatial(), na = node.num_axes();
-  if (ns == 0 || na == ns || node.combiner() != Combiner::sum || !is_float(node.body().dtype()) ||
-      node.body().op() != ExprOp::mul || node.axes()[ns - 1].extent < lanes)
+  // A product of two varying factors (not a mean's x * (1/n), whose terms must each reach the f64
+  // total: reduce_point), summed from zero.
+  const Expr& e = node.body();
+  if (ns == 0 || na == ns || node.combiner() != Combiner::sum || node.init() != 0 || !is_float(e.dtype()) ||
+      e.op() != ExprOp::mul || e.operands()[0].op() == ExprOp::constant || e.operands()[1].op() == ExprOp::constant ||
+      node.axes()[ns - 1].extent < lanes)
     return false;
   int64_t terms = 1;
   for (int a = ns; a < na; ++a) terms *= node.axes()[a].extent;

@@ -192,7 +192,7 @@ TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights ta
   for (const Conv& v : std::vector<Conv>{{1, 1, 3, 1, 1, {1, 1, 1, 1}},   {5, 5, 3, 2, 1, {1, 0, 1, 2}},
                                          {16, 16, 5, 1, 2, {4, 4, 4, 4}}, {17, 17, 7, 1, 1, {3, 3, 3, 3}},
                                          {70, 70, 3, 2, 1, {1, 1, 1, 1}}, {130, 130, 3, 1, 1, {0, 1, 2, 0}},
-                                         {24, 8, 3, 1, 1, {1, 1, 1, 1}}}) {
+                                         {24, 8, 3, 1, 1, {1, 1, 1, 1}},  {64, 4, 3, 1, 1, {1, 1, 1, 1}}}) {
     CAPTURE(v.c);
     CAPTURE(v.groups);
     CAPTURE(v.k);
@@ -212,6 +212,10 @@ TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights ta
     CHECK(wide == (cg == 1 ? v.c >= 8 : v.c / v.groups >= 8));  // a grouped one's innermost axis: the group's channels
     check_op("Conv", {x, w, b}, attrs, 1, {1, 2});
   }
+  // A mean over a middle axis reads the innermost axis contiguously too, but its terms are x * (1/n)
+  // and must each reach the f64 total (reduce_point): not a lane reduction.
+  const OpGraph mean = lower_model(single_op_model("ReduceMean", {random_f32({2, 17, 40}, 4)}, {{"axes", std::vector<int64_t>{1}}}, 1, {}));
+  for (NodeId n = 0; n < static_cast<NodeId>(mean.num_nodes()); ++n) CHECK_FALSE(cpu::lane_reduction_fits(mean.node(n), 1));
 }
 
 TEST_CASE("cpu ops: padded convolutions: border vectors of B, widths around the vector width") {
