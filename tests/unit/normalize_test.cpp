@@ -63,15 +63,20 @@ void check_same_outputs(const ModelDef& original, const ModelDef& normalized, ui
 }
 
 
-/// `model` compiled for the H100 spec up to the schedule: how many groups take each kernel family.
-std::map<std::string, int> h100_families(const ModelDef& model) {
+/// `model` through compile() for shipped spec `spec` (its backend) up to stage `last`.
+Compilation compiled_for(const ModelDef& model, const std::string& spec, Stage last) {
   CompileRequest r;
   r.model = &model;
   r.backend.clear();
-  r.spec = shipped_spec("nvidia-h100-sxm");
-  r.last = Stage::schedule;
+  r.spec = shipped_spec(spec);
+  r.last = last;
+  return compile(r);
+}
+
+/// `model` compiled for the H100 spec up to the schedule: how many groups take each kernel family.
+std::map<std::string, int> h100_families(const ModelDef& model) {
   std::map<std::string, int> n;
-  for (const ScheduleGroup& g : compile(r).schedule.groups) ++n[g.group.kernel.family];
+  for (const ScheduleGroup& g : compiled_for(model, "nvidia-h100-sxm", Stage::schedule).schedule.groups) ++n[g.group.kernel.family];
   return n;
 }
 int tensor_core_groups(std::map<std::string, int> families) { return families["mma"] + families["wgmma"]; }
@@ -433,12 +438,7 @@ TEST_CASE("normalize: an RGB stem convolution gets its input channels zero-padde
   CHECK(pads == 1);
   check_same_outputs(m, n, 17);
   // Through compile() for the H100 spec, the padded convolution takes the tensor-core family.
-  CompileRequest r;
-  r.model = &m;
-  r.backend.clear();
-  r.spec = shipped_spec("nvidia-h100-sxm");
-  r.last = Stage::schedule;
-  const Compilation c = compile(r);
+  const Compilation c = compiled_for(m, "nvidia-h100-sxm", Stage::schedule);
   CHECK(c.normalized.convs_channels_padded == 1);
   bool tensor_cores = false;
   for (const ScheduleGroup& g : c.schedule.groups) tensor_cores |= g.group.kernel.family == "mma" || g.group.kernel.family == "wgmma";
@@ -509,14 +509,8 @@ TEST_CASE("normalize: a CPU compile reads every NHWC convolution's constant weig
   CHECK(hwio == 3);
   check_same_outputs(m, n, 37);
   // compile() asks the CPU backend, which wants them; the CUDA backend does not.
-  CompileRequest r;
-  r.model = &m;
-  r.backend.clear();
-  r.spec = shipped_spec("x86-64-avx2-generic");
-  r.last = Stage::normalize;
-  CHECK(compile(r).normalized.dense_hwio == 2);
-  r.spec = shipped_spec("nvidia-h100-sxm");
-  CHECK(compile(r).normalized.dense_hwio == 0);
+  CHECK(compiled_for(m, "x86-64-avx2-generic", Stage::normalize).normalized.dense_hwio == 2);
+  CHECK(compiled_for(m, "nvidia-h100-sxm", Stage::normalize).normalized.dense_hwio == 0);
 }
 
 TEST_CASE("normalize: 1-D convolutions (Whisper's front end) run as 2-D ones, channels-last, on tensor cores") {
@@ -733,12 +727,7 @@ TEST_CASE("normalize: contractions by a weight whose rows are not 16-byte aligne
   std::map<std::string, int> families = h100_families(m);
   CHECK(families["generic"] == 0);
   CHECK(tensor_core_groups(families) >= 4);
-  CompileRequest r;
-  r.model = &m;
-  r.backend.clear();
-  r.spec = shipped_spec("x86-64-avx2-generic");
-  r.last = Stage::normalize;
-  CHECK(compile(r).normalized.contractions_aligned == 0);
+  CHECK(compiled_for(m, "x86-64-avx2-generic", Stage::normalize).normalized.contractions_aligned == 0);
   // f32 operands (no tensor-core family) and aligned ones are left as they are.
   ModelBuilder f(DType::f32);
   const ModelDef m32 = f.model({f.op("MatMul", {f.input("x", {4, 19}), f.weight("w", {19, 37}, 1)})});
