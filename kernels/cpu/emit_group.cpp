@@ -430,6 +430,12 @@ TensorView KernelEmitter::view_of(TensorId t, const std::vector<std::vector<Valu
     if (domain != v.shape) v.domain_extents = domain;
     v.box_begin = begins[k];
     v.scratch_strides = row_major_strides(buf.scratch_extents);
+    if (!v.domain_extents.empty()) {
+      const std::vector<int64_t> ds = row_major_strides(domain);
+      v.linear_box = true;
+      for (size_t a = 0; a < domain.size(); ++a)
+        if (buf.scratch_extents[a] != 1 && v.scratch_strides[a] != ds[a]) v.linear_box = false;
+    }
   } else {
     v.base = tensor_ptrs_.at(t);
   }
@@ -447,6 +453,10 @@ Value* KernelEmitter::element_offset(const TensorView& v, const std::vector<Valu
     Value* linear = i64(0);
     for (size_t d = 0; d < index.size(); ++d) linear = b_.CreateAdd(linear, b_.CreateMul(index[d], i64(v.strides[d])));
     const std::vector<int64_t> ds = row_major_strides(v.domain_extents);
+    if (v.linear_box) {  // sum_a (p_a - begin_a) ds_a = linear - sum_a begin_a ds_a (TensorView::linear_box)
+      for (size_t a = 0; a < ds.size(); ++a) linear = b_.CreateSub(linear, b_.CreateMul(v.box_begin[a], i64(ds[a])));
+      return linear;
+    }
     point.clear();
     for (size_t a = 0; a < v.domain_extents.size(); ++a)
       point.push_back(b_.CreateURem(b_.CreateUDiv(linear, i64(ds[a])), i64(v.domain_extents[a])));

@@ -55,6 +55,11 @@ struct TensorView {
   /// Scratch only: the producer's spatial extents when they differ from `shape` (a reshaping
   /// output: a tensor index goes through the row-major linear index), else empty.
   std::vector<int64_t> domain_extents;
+  /// Scratch with domain_extents only: the scratch array holds its box in the row-major order of
+  /// the producer's domain (every axis of the box has extent 1 or the domain's row-major stride in
+  /// the scratch array), so an element's offset is its linear index minus the box begin's: affine
+  /// in the tensor index, with no division by the domain's extents.
+  bool linear_box = false;
   std::vector<llvm::Value*> box_begin;   // scratch: the producer's box begin per spatial axis
   std::vector<int64_t> scratch_strides;  // scratch: row-major strides of the scratch extents
 };
