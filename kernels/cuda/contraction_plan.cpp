@@ -44,10 +44,14 @@ constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f
 constexpr int kMinWarps = 4, kMaxWarps = 8;
 constexpr int kRasterGroup = 8;        // block rows per rasterization group (Triton's GROUP_M)
 
-// Software choices of the wgmma path: two consumer warpgroups (a 128-row block tile); n 256 when
-// the 128 x 256 tiles fill the SMs at least once, else 128; up to kWgMaxStages stages
+// Software choices of the wgmma path: two consumer warpgroups (a 128-row block tile); n 256, 192 or
+// 128, whichever takes the least time in waves of tiles over the SMs; up to kWgMaxStages stages
 // (contraction_plan.h has the instruction facts and the setmaxnreg split).
 constexpr int kWgBlockNWide = 256, kWgBlockN = 128;  // the two wgmma n the spec must list
+// A third width, where the spec lists m64n192k16: 1024 x 3072 (BERT's FFN at batch 8) is 128 tiles
+// of 192, one wave on 132 SMs, where 192 tiles of 128 take two (2 x 128 columns of time per SM
+// against 192) and 96 of 256 one of 256.
+constexpr int kWgBlockNMid = 192;
 constexpr int kWgMaxStages = 6;
 constexpr int kWgMinSplitTiles = 4;  // K tiles per part at least, when the wgmma kernel splits K
 // Parts of a wgmma K split at most: 8 parts ran 1.1-2x slower than 4 on every GEMM measured
@@ -538,6 +542,29 @@ std::string plan_conv_box(const ContractionPlan& p, int64_t rows, std::vector<in
   return "";
 }
 
+/// The wgmma block widths the spec allows for `dt`, widest first: 256 and 128 (use_warpgroups
+/// requires both), and 192 where the spec lists m64n192k16.
+std::vector<int> wgmma_block_widths(const HwSpec& spec, DType dt) {
+  std::vector<int> out{kWgBlockNWide};
+  if (wgmma_listed(spec, dt, kWgBlockNMid)) out.push_back(kWgBlockNMid);
+  out.push_back(kWgBlockN);
+  return out;
+}
+
+/// Whether 192-wide wgmma tiles are worth offering for `p`: where the spec lists m64n192k16 and
+/// their tiles take strictly less time in waves over the SMs than 128- and 256-wide ones (a wave
+/// counting as its tiles' width). Measured on an H200 (experiments/results/h200/2026-11-29f, 76
+/// contractions A/B): where 192 takes fewer waves it ran 1.07-1.57x faster (BERT's FFN at 1024
+/// tokens 1.31x); where the waves tie, or K is split over a cluster, it ran 0.59-1.20x (GPT-2 XL's
+/// QKV at 2048 tokens 0.91x, LLaMA-70B's MLP down 0.90x, a K split 4 ways 0.59x), which the cost
+/// model does not rank reliably; so those are not offered (nor split: the caller's rule).
+bool wgmma_mid_width_pays(const ContractionPlan& p, const HwSpec& spec) {
+  if (!wgmma_listed(spec, p.dtype, kWgBlockNMid)) return false;
+  const int64_t rows = p.batch * p.tiles_m;
+  auto waves = [&](int64_t bn) { return ceil_div(rows * ceil_div(p.n, bn), spec.compute.units) * bn; };
+  return waves(kWgBlockNMid) < std::min(waves(kWgBlockN), waves(kWgBlockNWide));
+}
+
 /// Moves plan `p` (planned for mma.sync) to the wgmma kernel when the target and the problem
 /// allow it (contraction_plan.h's file comment); returns why not, or "" when it did.
 std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_raster) {
@@ -576,37 +603,48 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
   }
   int threads = 0;
   if (std::string no = warpgroup_block(spec, threads); !no.empty()) return no;
-  // The block width whose tiles take the least time in waves over the SMs, a wave of 256-wide
-  // tiles counting twice one of 128 (ties: 256, fewer loads of A per product). 1576 x 3072 (ViT-B
-  // at batch 8): 156 tiles of 256 are 2 waves on 132 SMs (cost 512), 312 of 128 are 3 (384).
+  // The block width whose tiles take the least time in waves over the SMs, a wave of tiles counting
+  // as their width (ties: the wider of 256 and 128, fewer loads of A per product); 192 only where
+  // it takes strictly less and K is not split (wgmma_mid_width_pays). 1576 x 3072 (ViT-B at batch
+  // 8): 156 tiles of 256 are 2 waves on 132 SMs (cost 512), 208 of 192 are 2 (384), 312 of 128 are
+  // 3 (384).
   auto waves = [&](int64_t bn) { return ceil_div(p.batch * tiles_m * ceil_div(p.n, bn), spec.compute.units) * bn; };
-  const int bn = waves(kWgBlockNWide) <= waves(kWgBlockN) ? kWgBlockNWide : kWgBlockN;
-  auto smem = [&](int stages) { return wgmma_smem_bytes(bm, bn, stages); };
-  int stages = kWgMaxStages;
-  while (stages >= 2 && smem(stages) > spec.limits.smem_per_block_bytes) --stages;
-  if (stages < 2) return "two pipeline stages do not fit in shared memory";
-  p.warpgroup = true;
-  p.warpgroups = kWgConsumers + 1;
-  p.block_m = static_cast<int>(bm);
-  p.block_n = bn;
-  p.block_k = kWgRowElems;
-  p.stages = stages;
-  p.tile_from_schedule = false;
-  p.tiles_m = tiles_m;
-  p.tiles_n = ceil_div(p.n, bn);
-  if (p.implicit) {
-    p.conv_box = true;
-    p.box_tiles = box;
-    p.k_chunks = ceil_div(p.k_extents.back(), kWgRowElems);
-    p.taps = p.k / p.k_extents.back();
+  const int wide_or_narrow = waves(kWgBlockN) < waves(kWgBlockNWide) ? kWgBlockN : kWgBlockNWide;
+  const bool mid = wgmma_listed(spec, p.dtype, kWgBlockNMid) && waves(kWgBlockNMid) < waves(wide_or_narrow);  // (wgmma_mid_width_pays)
+  auto plan_with = [&](int bn) -> std::string {
+    auto smem = [&](int stages) { return wgmma_smem_bytes(bm, bn, stages); };
+    int stages = kWgMaxStages;
+    while (stages >= 2 && smem(stages) > spec.limits.smem_per_block_bytes) --stages;
+    if (stages < 2) return "two pipeline stages do not fit in shared memory";
+    p.warpgroup = true;
+    p.warpgroups = kWgConsumers + 1;
+    p.block_m = static_cast<int>(bm);
+    p.block_n = bn;
+    p.block_k = kWgRowElems;
+    p.stages = stages;
+    p.tile_from_schedule = false;
+    p.tiles_m = tiles_m;
+    p.tiles_n = ceil_div(p.n, bn);
+    if (p.implicit) {
+      p.conv_box = true;
+      p.box_tiles = box;
+      p.k_chunks = ceil_div(p.k_extents.back(), kWgRowElems);
+      p.taps = p.k / p.k_extents.back();
+    }
+    p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, schedule_raster > 1 ? schedule_raster : kRasterGroup));
+    p.smem_bytes = smem(stages);
+    p.persistent = p.tiles() > spec.compute.units ? spec.compute.units : 0;
+    // Fewer tiles than SMs and a long K: K split over a cluster, as the mma path does (the partial
+    // sums park in the stages' memory, device/wgmma.cuh's run).
+    p.split_k = std::min(reduction_split(p.tiles(), p.k_tiles(), kWgMinSplitTiles, spec), kWgMaxSplit);
+    return "";
+  };
+  const ContractionPlan before = p;
+  if (mid) {
+    if (std::string why = plan_with(kWgBlockNMid); why.empty() && p.split_k == 1) return "";
+    p = before;
   }
-  p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, schedule_raster > 1 ? schedule_raster : kRasterGroup));
-  p.smem_bytes = smem(stages);
-  p.persistent = p.tiles() > spec.compute.units ? spec.compute.units : 0;
-  // Fewer tiles than SMs and a long K: K split over a cluster, as the mma path does (the partial
-  // sums park in the stages' memory, device/wgmma.cuh's run).
-  p.split_k = std::min(reduction_split(p.tiles(), p.k_tiles(), kWgMinSplitTiles, spec), kWgMaxSplit);
-  return "";
+  return plan_with(wide_or_narrow);
 }
 
 int64_t stage_bytes(const ContractionPlan& p) {
@@ -716,9 +754,11 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
   const int64_t split = std::max<int64_t>(param("split_k"), 1), raster = std::max<int64_t>(param("raster_group"), 1);
   if (k.family == "wgmma") {
     if (!p.warpgroup) return cat("family wgmma recorded, but ", p.warpgroup_reason);
-    if (bm != kWgConsumers * kWgInstM || (bn != kWgBlockN && bn != kWgBlockNWide) || bk != kWgRowElems)
-      return cat("a wgmma block is ", kWgConsumers * kWgInstM, " x ", kWgBlockN, " or ", kWgBlockNWide, " x ", kWgRowElems,
-                 "; recorded ", bm, " x ", bn, " x ", bk);
+    const std::vector<int> widths = wgmma_block_widths(spec, p.dtype);
+    if (bm != kWgConsumers * kWgInstM || std::find(widths.begin(), widths.end(), bn) == widths.end() || bk != kWgRowElems)
+      return cat("a wgmma block is ", kWgConsumers * kWgInstM, " x ", kWgBlockN, widths.size() > 2 ? cat(", ", kWgBlockNMid) : std::string(),
+                 " or ", kWgBlockNWide, " x ", kWgRowElems, " (the widths the spec lists wgmma shapes for); recorded ", bm, " x ", bn,
+                 " x ", bk);
     if (split > 1 && (!is_pow2(split) || split > std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit) ||
                       p.k_tiles() < split))
       return cat("a wgmma K split in ", split, " parts: a power of two up to ", std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit),
@@ -769,10 +809,11 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
       // such tiles than the pairs of SMs.
       const int64_t pairs = spec.compute.units / 2;
       if (cluster != 2 || spec.limits.max_cluster_blocks < 2 || persistent != 1 || p.pingpong || split > 1 || p.tiles_m < 2 || p.batch > 1 ||
-          p.conv_box ||
+          p.conv_box || (!p.b.k_contiguous && bn / kWgRowElems % 2 != 0) ||
           ceil_div(p.tiles_m, 2) * p.tiles_n <= pairs)
         return cat("B shared by a cluster (cluster_m ", cluster, "): 2 blocks of the persistent grid, not ping-pong, split, batched or "
-                   "a convolution, more tiles of 2 x ", bm, " rows than the ", pairs, " pairs of SMs; recorded persistent ", persistent, ", ",
+                   "a convolution, whole 64-column boxes of a B stored K x N per block, more tiles of 2 x ", bm, " rows than the ", pairs,
+                   " pairs of SMs; recorded block_n ", bn, ", persistent ", persistent, ", ",
                    p.tiles_m, " x ", p.tiles_n, " tiles");
       p.cluster_m = 2;
       p.persistent = 2 * pairs;
@@ -864,15 +905,18 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
   };
   const int64_t raster = p.raster_group;
   if (p.warpgroup)
-    for (int64_t bn : {int64_t{kWgBlockNWide}, int64_t{kWgBlockN}})
+    for (int64_t bn : wgmma_block_widths(spec, p.dtype))
       for (int64_t stages = kWgMaxStages; stages >= 3; --stages)
         for (int64_t persistent : {1, 0})
           for (int64_t pingpong : {0, 1})
             for (int64_t split : {1, 2, 4})
               for (int64_t cluster : {1, 2})
-                // (A K split only where its blocks fit the SMs in one wave: tiles that leave SMs idle.)
-                if ((split == 1 ||
-                     (persistent == 0 && pingpong == 0 && p.batch * p.tiles_m * ceil_div(p.n, bn) * split <= spec.compute.units)) &&
+                // (A K split only where its blocks fit the SMs in one wave: tiles that leave SMs idle.
+                // 192-wide tiles only where wgmma_mid_width_pays.)
+                if ((bn != kWgBlockNMid || (split == 1 && wgmma_mid_width_pays(p, spec))) &&
+                    (split == 1 ||
+                     (
+                     (persistent == 0 && pingpong == 0 && p.batch * p.tiles_m * ceil_div(p.n, bn) * split <= spec.compute.units))) &&
                     (cluster == 1 || (persistent == 1 && pingpong == 0 && split == 1)))
                   add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
                                 {"split_k", split}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent},

@@ -404,6 +404,9 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
     Schedule ps = schedule_with(pg, gpu_spec(), "roller");
     const cuda::GeneratedKernel pk = emit_kernel(pg, ps, 0, gpu_spec());
     REQUIRE(pk.path == "wgmma");
+    // 128-wide tiles: 32 x 9 in three waves of 128 columns on 132 SMs; 192 wide takes as long (32 x 6
+    // in two waves of 192), so it is not taken (wgmma_mid_width_pays), nor 256 (two waves of 256).
+    CHECK(pk.contraction->block_n == 128);
     CHECK(pk.contraction->tiles() == 32 * 9);
     CHECK(pk.contraction->persistent == gpu_spec().compute.units);
     CHECK(pk.plan.blocks == gpu_spec().compute.units);
@@ -826,6 +829,93 @@ TEST_CASE("cuda mma run: the wgmma kernel's K split over a cluster matches the i
     CHECK(why->find("one cluster per tile") != std::string::npos);
     check_forced_on_gpu(f.c.graph, s);
   }
+}
+
+TEST_CASE("cuda mma run: 192-wide wgmma tiles (m64n192k16) in every form match the interpreter") {
+  // The third wgmma width (contraction_plan.cpp, kWgBlockNMid): each consumer's 64 x 192
+  // accumulators, B in three 64-column boxes (stored K x N) or one 192-row box (N x K), the
+  // epilogue through a whole slab and half of one. Recorded (a tuner may record any legal width;
+  // the variants offer 192 only where it pays): the persistent grid with an N tail (1096 = 5 x 192
+  // + 136), one block per tile with a bias and GELU, bf16 B stored N x K shared by a cluster
+  // (96-row boxes), K split in 2 and 4 (12 and 6 column groups per rank), a batched product, rows
+  // of C that do not start 16 bytes aligned (N = 1001: the epilogue's one-column reads), and a
+  // box-tiled convolution to 384 channels.
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  struct Forced {
+    MmaCase c;
+    std::function<bool(const KernelChoice&)> pick;  // the variant whose form is kept, at width 192
+  };
+  auto any = [](const KernelChoice&) { return true; };
+  const std::vector<Forced> cases = {
+      {{"matmul 4096x136x1096 persistent", matmul(DType::f16, 4096, 136, 1096)},
+       [](const KernelChoice& k) { return param_or(k, "persistent", 0) == 1 && param_or(k, "cluster_m", 1) == 1 && param_or(k, "pingpong", 0) == 0; }},
+      {{"bias gelu 1100x200x2104 one block a tile", bias_gelu(DType::f16, 1100, 200, 2104)},
+       [](const KernelChoice& k) { return param_or(k, "persistent", 0) == 0 && k.params.at("split_k") == 1; }},
+      {{"bf16 gemm transB 2100x64x4000 cluster", gemm(DType::bf16, 2100, 64, 4000, false, true)},
+       [](const KernelChoice& k) { return param_or(k, "cluster_m", 1) == 2; }},
+      {{"bf16 gemm transB 300x1000x520 split 2", gemm(DType::bf16, 300, 1000, 520, false, true)},
+       [](const KernelChoice& k) { return k.params.at("split_k") == 2; }},
+      {{"bias gelu 129x2048x384 split 4", bias_gelu(DType::f16, 129, 2048, 384)},
+       [](const KernelChoice& k) { return k.params.at("split_k") == 4; }},
+      {{"batched 2x8 384x64x384", batched(DType::f16, {2, 8, 384, 64}, {2, 8, 64, 384})}, any},
+      {{"gemm transB 1000x128x1001 unaligned rows", gemm(DType::f16, 1000, 128, 1001, false, true)}, any},
+      {{"conv 3x3 NHWC 64 -> 384", conv_nhwc(DType::f16, {8, 14, 14, 64}, 384, 3, 1, 1, 1)}, any}};
+  for (const Forced& f : cases) {
+    INFO(f.c.name);
+    int gi = -1;
+    Schedule s = with_wgmma_variant(f.c.graph, [&](const KernelChoice& k) { return param_or(k, "pingpong", 0) == 0 && f.pick(k); }, gi);
+    KernelChoice& kc = s.groups[gi].group.kernel;
+    kc.params["block_n"] = 192;
+    kc.params["stages"] = std::min<int64_t>(kc.params.at("stages"), 4);
+    REQUIRE_FALSE(families.check(f.c.graph, s.groups[gi].group, spec));
+    const cuda::GeneratedKernel k = emit_kernel(f.c.graph, s, gi, spec);
+    REQUIRE(k.path == "wgmma");
+    CHECK(k.contraction->block_n == 192);
+    CHECK(k.source.find("tsl::wg::WarpgroupGemm<192, ") != std::string::npos);
+    CHECK(k.contraction->smem_bytes <= spec.limits.smem_per_block_bytes);
+    CHECK(nvrtc_compile_all(f.c.graph, s, spec) >= 1);
+    check_forced_on_gpu(f.c.graph, s);
+  }
+  // Five stages of 128 + 192 rows and the two slabs exceed the shared memory a block may take.
+  {
+    int gi = -1;
+    Schedule s = with_wgmma_variant(matmul(DType::f16, 4096, 136, 1096), [](const KernelChoice& k) { return param_or(k, "pingpong", 0) == 0; }, gi);
+    s.groups[gi].group.kernel.params["block_n"] = 192;
+    s.groups[gi].group.kernel.params["stages"] = 5;
+    const std::optional<std::string> why = families.check(matmul(DType::f16, 4096, 136, 1096), s.groups[gi].group, spec);
+    REQUIRE(why.has_value());
+    CHECK(why->find("5 wgmma stages") != std::string::npos);
+  }
+  // B stored K x N is three 64-column boxes a tile: two blocks of a cluster cannot copy half each.
+  {
+    int gi = -1;
+    Schedule s = with_wgmma_variant(matmul(DType::f16, 4096, 136, 1096), [](const KernelChoice& k) { return param_or(k, "cluster_m", 1) == 2; }, gi);
+    s.groups[gi].group.kernel.params["block_n"] = 192;
+    s.groups[gi].group.kernel.params["stages"] = 4;
+    const std::optional<std::string> why = families.check(matmul(DType::f16, 4096, 136, 1096), s.groups[gi].group, spec);
+    REQUIRE(why.has_value());
+    CHECK(why->find("whole 64-column boxes") != std::string::npos);
+  }
+  // Where it pays, the planner takes it: BERT's FFN at 1024 tokens is 128 tiles of 192, one wave on
+  // 132 SMs (192 of 128 take two). Not offered where the waves tie (4096 x 1096: 384 columns of time
+  // either way), nor split, nor without the spec's m64n192k16.
+  const OpGraph ffn = bias_gelu(DType::f16, 1024, 768, 3072);
+  CHECK(emit_kernel(ffn, schedule_with(ffn, spec, "roller"), 0, spec).contraction->block_n == 192);
+  for (const OpGraph& g : {matmul(DType::f16, 4096, 136, 1096), bias_gelu(DType::f16, 129, 2048, 384)}) {
+    const Schedule s = schedule_with(g, spec, "welder");
+    for (const ScheduleGroup& sg : s.groups) {
+      if (sg.group.kernel.family != "wgmma") continue;
+      for (const KernelChoice& k : families.variants(g, sg.group, spec))
+        CHECK_FALSE((k.family == "wgmma" && k.params.at("block_n") == 192));
+    }
+  }
+  HwSpec two = spec;
+  for (DType t : {DType::f16, DType::bf16}) {
+    auto& shapes = two.compute.tensor_core_shapes[t];
+    shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const MmaShape& m) { return m.m == 64 && m.n == 192; }), shapes.end());
+  }
+  CHECK(emit_kernel(ffn, schedule_with(ffn, two, "roller"), 0, two).contraction->block_n != 192);
 }
 
 TEST_CASE("cuda mma run: tensor-core kernels match the interpreter (odd shapes, transposes, batches, bf16, epilogues, attention)") {

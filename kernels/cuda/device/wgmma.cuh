@@ -4,7 +4,7 @@
 //
 //   C[m, n] = sum_k A[m, k] * B[k, n]   (f16 or bf16 operands, f32 accumulators)
 //
-// A block of three warpgroups computes one BM x BN tile of C (BM = 128): warpgroup 0 is the
+// A block of three warpgroups computes one BM x BN tile of C (BM = 128, BN = 128, 192 or 256): warpgroup 0 is the
 // producer, whose first thread copies the K tiles of A and B into a STAGES-deep ring of
 // shared-memory stages with the tensor copy engine (TMA: cp.async.bulk.tensor, one tensor map per
 // operand, made on the host); warpgroups 1 and 2 are the consumers, each multiplying its 64 rows
@@ -141,7 +141,7 @@ __device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned s
          (1ull << 62);
 }
 
-// ---- wgmma.mma_async m64nNk16, both operands from shared memory (N = 256 or 128) ----------------
+// ---- wgmma.mma_async m64nNk16, both operands from shared memory (N = 256, 192 or 128) -----------
 // d += A B for a 64 x 16 slice of A and a 16 x N slice of B; TRANS_B: B is stored with n
 // contiguous (transposed for wgmma). Accumulator i of a thread (warp w of the warpgroup, lane l)
 // holds row 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
@@ -184,6 +184,27 @@ __device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned s
   "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), \
   "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
   "+f"(d[63])
+#define TSL_WG_D96 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, " \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+  "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, " \
+  "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, " \
+  "%92, %93, %94, %95}"
+#define TSL_WG_OUT96 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), \
+  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), \
+  "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), \
+  "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), \
+  "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), \
+  "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), \
+  "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), \
+  "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), \
+  "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), \
+  "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), \
+  "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), \
+  "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
 #define TSL_WG_MMA(SHAPE, TYPE, D, OPERANDS, OUT)                                                     \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " D \
                OPERANDS ";\n}\n"                                                                   \
@@ -193,6 +214,10 @@ __device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned s
 template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n256(float (&d)[128], u64 da, u64 db) {
   if (BF16) TSL_WG_MMA("m64n256k16", "bf16", TSL_WG_D128, ", %128, %129, p, 1, 1, 0, %130", TSL_WG_OUT128);
   else TSL_WG_MMA("m64n256k16", "f16", TSL_WG_D128, ", %128, %129, p, 1, 1, 0, %130", TSL_WG_OUT128);
+}
+template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n192(float (&d)[96], u64 da, u64 db) {
+  if (BF16) TSL_WG_MMA("m64n192k16", "bf16", TSL_WG_D96, ", %96, %97, p, 1, 1, 0, %98", TSL_WG_OUT96);
+  else TSL_WG_MMA("m64n192k16", "f16", TSL_WG_D96, ", %96, %97, p, 1, 1, 0, %98", TSL_WG_OUT96);
 }
 template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n128(float (&d)[64], u64 da, u64 db) {
   if (BF16) TSL_WG_MMA("m64n128k16", "bf16", TSL_WG_D64, ", %64, %65, p, 1, 1, 0, %66", TSL_WG_OUT64);
@@ -249,6 +274,8 @@ __device__ __forceinline__ void wgmma_n64_acc(float (&d)[32], u64 da, u64 db, in
 #undef TSL_WG_OUT32
 #undef TSL_WG_MMA
 #undef TSL_WG_D128
+#undef TSL_WG_D96
+#undef TSL_WG_OUT96
 #undef TSL_WG_D64
 #undef TSL_WG_OUT128
 #undef TSL_WG_OUT64
@@ -316,6 +343,7 @@ __device__ __forceinline__ void load_stage(unsigned base, unsigned bars, const T
   constexpr int kABytes = BM * kRowBytes, kStageBytes = kABytes + BN * kRowBytes;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "B is shared by at most two blocks");
   static_assert(CLUSTER == 1 || (NBA == 0 && NBB == 0), "a cluster shares B of an unbatched product");
+  static_assert(CLUSTER == 1 || B_K_CONTIG || (BN / kRowElems) % CLUSTER == 0, "the cluster's blocks copy whole boxes of B");
   int a0, a1, ab[3], b0, b1, bb[3];
   COORDS::template place<B_K_CONTIG>(kt, at, a0, a1, ab, b0, b1, bb);
   const int s = i % STAGES;
@@ -391,20 +419,21 @@ __device__ __forceinline__ int slab_offset(int r, int c) {
 }
 
 // One consumer warpgroup's slab: the accumulators acc[4 (J0 + j) + 2 h + e] of column groups J0 ..
-// J0 + 15 (row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e of the slab, for lane l of warp w)
+// J0 + COLS / 8 - 1 (COLS 128, or the last 64 of a 192-wide tile; row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e of the slab, for lane l of warp w)
 // written to `buf` rounded to the 16-bit type, then read back and passed to epilogue(r, c, v): with
 // CHUNK = 8 each thread takes 8 consecutive columns of a row at a time (float v[8]); with
 // CHUNK = 1 one column at a time, consecutive threads on consecutive columns (an output whose rows
 // do not start 16-byte aligned). r and c are relative to the slab. `bar` is the warpgroup's named
 // barrier: the slab is written when the warpgroup's reads of the previous one are done.
-template <bool BF16, int CHUNK, int J0, int NACC, class F>
+template <bool BF16, int CHUNK, int J0, int COLS = kEpiCols, int NACC, class F>
 __device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc)[NACC], int bar, F&& epilogue) {
   static_assert(CHUNK == 1 || CHUNK == kEpiChunk, "a slab is read by chunks of 16 bytes or by elements");
-  static_assert(4 * (J0 + kEpiCols / 8) <= NACC, "the slab's column groups are accumulators of the thread");
+  static_assert(COLS == kEpiCols || COLS == kEpiCols / 2, "a slab holds 128 columns, or the 64 of a 192-wide tile's last");
+  static_assert(4 * (J0 + COLS / 8) <= NACC, "the slab's column groups are accumulators of the thread");
   const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / 32, lane = t % 32;
   named_sync(bar, kWarpgroup);
 #pragma unroll
-  for (int j = 0; j < kEpiCols / 8; ++j)
+  for (int j = 0; j < COLS / 8; ++j)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 16 * w + lane / 4 + 8 * h, c = 8 * j + 2 * (lane % 4);
@@ -415,7 +444,7 @@ __device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc
   named_sync(bar, kWarpgroup);
   auto value = [](unsigned short x) { return BF16 ? bf16_to_f32(x) : f16_to_f32(x); };
   if constexpr (CHUNK == kEpiChunk) {
-    constexpr int kPerRow = kEpiCols / kEpiChunk;
+    constexpr int kPerRow = COLS / kEpiChunk;
 #pragma unroll
     for (int i = 0; i < kInstM * kPerRow / kWarpgroup; ++i) {
       const int q = t + kWarpgroup * i, r = q / kPerRow, c = (q % kPerRow) * kEpiChunk;
@@ -428,8 +457,8 @@ __device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc
     }
   } else {
 #pragma unroll 4
-    for (int i = 0; i < kInstM * kEpiCols / kWarpgroup; ++i) {
-      const int q = t + kWarpgroup * i, r = q / kEpiCols, c = q % kEpiCols;
+    for (int i = 0; i < kInstM * COLS / kWarpgroup; ++i) {
+      const int q = t + kWarpgroup * i, r = q / COLS, c = q % COLS;
       const float v[1] = {value(*reinterpret_cast<const unsigned short*>(buf + slab_offset(r, c)))};
       epilogue(r, c, v);
     }
@@ -504,7 +533,7 @@ struct WarpgroupGemm {
   // epilogue slab, then the barriers.
   static constexpr int kEpiBytes = kConsumers * kEpiSlabBytes;
   static constexpr int kSmemBytes = STAGES * kStageBytes + kEpiBytes + kAtomBytes + 2 * STAGES * 8;
-  static_assert(BN == 128 || BN == 256, "wgmma tiles are 64 x 128 or 64 x 256 per consumer");
+  static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma tiles are 64 x 128, 64 x 192 or 64 x 256 per consumer");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
   // A split K (SPLIT blocks of a cluster per tile, run's comment) parks each rank's partial sums in
   // its stages' memory.
@@ -570,6 +599,7 @@ struct WarpgroupGemm {
           const u64 db = B_K_CONTIG ? smem_desc(b + kk * kInstK * 2, 16, kAtomBytes)
                                     : smem_desc(b + kk * kInstK * kRowBytes, BK * kRowBytes, kAtomBytes);
           if constexpr (BN == 256) wgmma_n256<BF16, !B_K_CONTIG>(acc, da, db);
+          else if constexpr (BN == 192) wgmma_n192<BF16, !B_K_CONTIG>(acc, da, db);
           else wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
         }
         wgmma_commit();
@@ -612,6 +642,9 @@ struct WarpgroupGemm {
     store_slab<BF16, CHUNK, 0>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, n, v); });
     if constexpr (BN == 2 * kEpiCols)
       store_slab<BF16, CHUNK, kEpiCols / 8>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, kEpiCols + n, v); });
+    if constexpr (BN == kEpiCols + kEpiCols / 2)  // a 192-wide tile's last 64 columns: half a slab
+      store_slab<BF16, CHUNK, kEpiCols / 8, kEpiCols / 2>(
+          slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, kEpiCols + n, v); });
   }
 
   // Split K, in the consumer threads, as a reduce-scatter: every rank writes its accumulators to
@@ -715,6 +748,7 @@ struct WarpgroupGemm {
             const u64 db = B_K_CONTIG ? smem_desc(b + kk * kInstK * 2, 16, kAtomBytes)
                                       : smem_desc(b + kk * kInstK * kRowBytes, BK * kRowBytes, kAtomBytes);
             if constexpr (BN == 256) wgmma_n256<BF16, !B_K_CONTIG>(acc, da, db);
+            else if constexpr (BN == 192) wgmma_n192<BF16, !B_K_CONTIG>(acc, da, db);
             else wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
           }
           wgmma_commit();
