@@ -180,6 +180,14 @@ class KernelEmitter {
   std::vector<std::vector<Prefetch>> prefetches_;  // per node position, for the current task
   llvm::Value* prefetch_chunks_ = nullptr;     // the current node's chunks of its innermost loop
   llvm::AllocaInst* prefetch_counter_ = nullptr;  // the chunks it has begun
+  /// Set while a reduction's innermost loop is emitted: emit_for marks loops with a vector hint
+  /// `llvm.loop.unroll.disable` too, so that LLVM vectorizes a short constant-trip sum (a 32-wide
+  /// row of a global average pool) instead of unrolling it fully into one serial chain of adds,
+  /// which its SLP vectorizer does not turn back into vector adds.
+  bool reduction_loop_ = false;
+  /// The longest reduction row kept rolled (reduction_loop_): LLVM unrolls constant-trip loops up
+  /// to about this many terms whole, longer ones it vectorizes as they are.
+  static constexpr int64_t kMaxRolledReductionTerms = 64;
 };
 
 /// Whether the micro-kernel (emit_contraction.cpp) takes this node's pattern.
