@@ -82,12 +82,6 @@ double family_efficiency(const HwSpec& spec, const ScheduledGroup& group, CostBr
 // Issue slots per element of an operand whose rows start at odd elements (a_align or b_align 1):
 // device/mma.cuh's TileCopy loads each 16-bit element and packs it into a 32-bit word.
 constexpr double kOddRowIssuesPerElement = 2;
-// Cycles a CPU loop nest spends starting its innermost loop once more (kernels/cpu/README.md,
-// "Generic nodes"): the previous loop's mispredicted exit, the next row's address set-up, the
-// hardware prefetcher picking up a new stream. Fitted on 2026-11-29 on this project's 2-core VM
-// (MobileNetV2's ReLU6 on a [1, 144, 112, 112] map: 0.99 ms in 16 x 16 x 16 tiles, 112,896 rows of
-// one vector; 0.42 ms in full rows, 16,128 of them: 0.57 ms for 96,768 starts on two threads).
-constexpr double kRowStartCycles = 30;
 // Registers a tensor-core kernel's thread holds besides its f32 accumulators: operand fragments,
 // addresses and loop state (an estimate of the code device/mma.cuh and wgmma.cuh compile to).
 constexpr int64_t kContractionBaseRegisters = 40;
@@ -998,10 +992,11 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // CPU loop nests: a node evaluated by loops (every node but the contractions of a group that
   // does not record the `loops` family) starts its innermost loop once per row of its task box -- once per point of the
   // box's other spatial axes, and once per output point of a reduction, whose reduction loop is
-  // innermost -- and each start costs kRowStartCycles that the streaming does not hide. A cube of
+  // innermost -- and each start costs the spec's compute.row_start_cycles that the streaming does
+  // not hide (a spec without it: not charged, and explain says so). A cube of
   // 16 x 16 x 16 elements starts 256 loops of one vector; rows of 112 elements start 16 times fewer.
   double row_starts = 0;
-  if (!is_gpu(spec) && spec.compute.clock_ghz > 0) {
+  if (!is_gpu(spec) && spec.compute.clock_ghz > 0 && spec.compute.row_start_cycles > 0) {
     for (NodeId n : group.nodes) {
       const TeNode& node = graph.node(n);
       const int ns = node.num_spatial();
@@ -1016,7 +1011,9 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   }
   double row_s = 0;
   if (row_starts > 0 && units > 0 && active > 0)
-    row_s = row_starts * kRowStartCycles / (spec.compute.clock_ghz * 1e9 * static_cast<double>(units) * active);
+    row_s = row_starts * spec.compute.row_start_cycles / (spec.compute.clock_ghz * 1e9 * static_cast<double>(units) * active);
+  if (!is_gpu(spec) && spec.compute.row_start_cycles <= 0)
+    out.notes.push_back(cat("spec '", spec.name, "' gives no compute.row_start_cycles: loop row starts not priced"));
 
   // Step 4: latency. Levels in the spec's order, registers outward.
   out.bound = "compute";

@@ -277,13 +277,14 @@ MemoryLevel SpecReader::level_at(const json& j, const std::string& ptr) const {
 
 ComputeSpec SpecReader::compute_at(const json& j, const std::string& ptr) const {
   check_keys(j, ptr, {"units", "simd_width", "clock_ghz", "simt_peak_tflops"},
-             {"launch_overhead_us", "tensor_peak_tflops", "tensor_core_shapes", "family_efficiency", "source"});
+             {"launch_overhead_us", "row_start_cycles", "tensor_peak_tflops", "tensor_core_shapes", "family_efficiency", "source"});
   ComputeSpec c;
   c.units = int_at(j["units"], child(ptr, "units"), 1);
   c.simd_width = int_at(j["simd_width"], child(ptr, "simd_width"), 1);
   c.clock_ghz = number_at(j["clock_ghz"], child(ptr, "clock_ghz"), true);
   if (j.contains("launch_overhead_us"))
     c.launch_overhead_us = number_at(j["launch_overhead_us"], child(ptr, "launch_overhead_us"), false);
+  if (j.contains("row_start_cycles")) c.row_start_cycles = number_at(j["row_start_cycles"], child(ptr, "row_start_cycles"), false);
   c.simt_peak_tflops = peaks_at(j["simt_peak_tflops"], child(ptr, "simt_peak_tflops"));
   if (j.contains("tensor_peak_tflops"))
     c.tensor_peak_tflops = peaks_at(j["tensor_peak_tflops"], child(ptr, "tensor_peak_tflops"));
@@ -558,6 +559,7 @@ ordered_json spec_json(const HwSpec& s) {
   c["simd_width"] = s.compute.simd_width;
   c["clock_ghz"] = s.compute.clock_ghz;
   c["launch_overhead_us"] = s.compute.launch_overhead_us;
+  if (s.compute.row_start_cycles > 0) c["row_start_cycles"] = s.compute.row_start_cycles;
   c["simt_peak_tflops"] = peaks_json(s.compute.simt_peak_tflops);
   c["tensor_peak_tflops"] = peaks_json(s.compute.tensor_peak_tflops);
   ordered_json shapes = ordered_json::object();
@@ -766,6 +768,7 @@ std::string format_hw_spec_table(const HwSpec& s) {
      << s.compute.simd_width << (s.kind == "gpu" ? " threads/warp" : " fp32 lanes") << " at "
      << fixed(s.compute.clock_ghz, 2) << " GHz";
   if (s.compute.launch_overhead_us > 0) os << ", launch overhead " << fixed(s.compute.launch_overhead_us, 1) << " us";
+  if (s.compute.row_start_cycles > 0) os << ", row start " << fixed(s.compute.row_start_cycles, 0) << " cycles";
   if (!s.compute.family_efficiency.empty()) {
     os << "\n  measured fraction of the roofline per kernel family:";
     for (const auto& [family, e] : s.compute.family_efficiency) os << " " << family << " " << fixed(e, 2);

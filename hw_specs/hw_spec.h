@@ -73,6 +73,10 @@ struct ComputeSpec {
   /// Fixed cost of starting one kernel (GPU launch, or a CPU parallel region's fork/join); 0 if
   /// not known.
   double launch_overhead_us = 0;
+  /// CPU: cycles a loop nest spends starting its innermost loop once more (the previous loop's
+  /// exit, the next row's addresses, a new prefetch stream), which the cost model charges per row
+  /// of a loop nest (docs/cost-model.md, "Row starts"); 0 if not known (then not charged).
+  double row_start_cycles = 0;
   std::map<DType, double> simt_peak_tflops;    // CUDA cores / SIMD units, whole chip
   std::map<DType, double> tensor_peak_tflops;  // dense matrix units, keyed by input dtype
   std::map<DType, std::vector<MmaShape>> tensor_core_shapes;  // keyed by input dtype

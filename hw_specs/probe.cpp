@@ -404,6 +404,94 @@ double measure_dispatch_seconds(int threads, bool quick) {
   return seconds[seconds.size() / 2];
 }
 
+// The row-start benchmark: ReLU over a [kRowMapC, kRowMapH, kRowMapW] f32 map (MobileNetV2's
+// 144 x 112 x 112 activation, where the cost model's row-start term was first fitted: 7 MiB, past
+// the private caches) walked in two orders that touch the same elements: cubes of kRowCube^3
+// (rows of kRowCube elements, C H W / kRowCube starts of the innermost loop) and whole rows (C H
+// starts). The loops are the shape of the CPU backend's generic nest: one loop per axis, the
+// innermost over contiguous elements one vector an iteration (intrinsics, so that the compiler's
+// own vectorizer and optimization level do not decide it), the tail masked (AVX-512) or scalar.
+constexpr int64_t kRowMapC = 144, kRowMapH = 112, kRowMapW = 112, kRowCube = 16;
+
+template <class Row>
+void relu_rows(const float* in, float* out, int64_t c0, int64_t c1, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+               int64_t width, Row&& row) {
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t h = h0; h < h1; ++h) {
+      const int64_t at = (c * kRowMapH + h) * width;
+      row(in + at + w0, out + at + w0, w1 - w0);
+    }
+}
+__attribute__((target("avx512f"))) void relu_row_avx512(const float* in, float* out, int64_t n) {
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t i = 0;
+  const __mmask16 all = 0xFFFF;  // (the maskz form: GCC 12 warns about _mm512_max_ps's undefined source)
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, _mm512_maskz_max_ps(all, _mm512_loadu_ps(in + i), zero));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_maskz_max_ps(m, _mm512_mask_loadu_ps(zero, m, in + i), zero));
+  }
+}
+__attribute__((target("avx2"))) void relu_row_avx2(const float* in, float* out, int64_t n) {
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_max_ps(_mm256_loadu_ps(in + i), zero));
+  for (; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+void relu_row_plain(const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+/// Cycles a loop nest spends per start of its innermost loop (the spec's compute.row_start_cycles;
+/// docs/cost-model.md, "Row starts"): the benchmark above on `threads` threads (one per core), the
+/// work split into kRowMapC / kRowCube blocks of channels; the wall time is the busiest thread's,
+/// which runs ceil(blocks / threads) of them, so cycles = (best time in cubes - best time in rows)
+/// x clock / (the extra starts of that many blocks). 0 when the difference is not positive (a
+/// noisy machine: not measured).
+double measure_row_start_cycles(Isa isa, int threads, double clock_ghz, bool quick) {
+  const size_t n = static_cast<size_t>(kRowMapC * kRowMapH * kRowMapW);
+  Buffer<float> in = allocate<float>(n), out = allocate<float>(n);
+  for (size_t i = 0; i < n; ++i) in[i] = (i % 7) < 3 ? -1.0f : 1.0f;
+  volatile int64_t width_source = kRowMapW;  // a run-time row length: the compiler cannot fuse rows
+  const int64_t width = width_source;
+  auto row = [&](const float* a, float* b, int64_t len) {
+    if (isa == Isa::avx512) relu_row_avx512(a, b, len);
+    else if (isa == Isa::avx2) relu_row_avx2(a, b, len);
+    else relu_row_plain(a, b, len);
+  };
+  const int64_t cubes_c = kRowMapC / kRowCube;  // the work is split by channel blocks of kRowCube
+  auto chunk = [&](int t, int64_t& b0, int64_t& b1) {
+    b0 = cubes_c * t / threads;
+    b1 = cubes_c * (t + 1) / threads;
+  };
+  auto in_cubes = [&](int t) {
+    int64_t b0, b1;
+    chunk(t, b0, b1);
+    for (int64_t cb = b0; cb < b1; ++cb)
+      for (int64_t h0 = 0; h0 < kRowMapH; h0 += kRowCube)
+        for (int64_t w0 = 0; w0 < width; w0 += kRowCube)
+          relu_rows(in.get(), out.get(), cb * kRowCube, (cb + 1) * kRowCube, h0, std::min(h0 + kRowCube, kRowMapH), w0,
+                    std::min(w0 + kRowCube, width), width, row);
+  };
+  auto in_rows = [&](int t) {
+    int64_t b0, b1;
+    chunk(t, b0, b1);
+    relu_rows(in.get(), out.get(), b0 * kRowCube, b1 * kRowCube, 0, kRowMapH, 0, width, width, row);
+  };
+  const int repeats = quick ? 5 : 15;
+  double cubes = 1e30, rows = 1e30;
+  for (int r = 0; r < repeats; ++r) {  // interleaved, the best of each
+    cubes = std::min(cubes, timed_parallel(threads, in_cubes));
+    rows = std::min(rows, timed_parallel(threads, in_rows));
+  }
+  g_sink = g_sink + out[n / 3];
+  // Extra starts per block of channels in cubes; the busiest thread runs ceil(blocks / threads).
+  const double extra_per_block = static_cast<double>(kRowCube * kRowMapH * ((width + kRowCube - 1) / kRowCube - 1));
+  const double busiest = static_cast<double>((cubes_c + threads - 1) / threads);
+  const double cycles = (cubes - rows) * clock_ghz * 1e9 / (busiest * extra_per_block);
+  return cycles > 0 ? cycles : 0;
+}
+
 /// Aggregate read bandwidth (bytes/s) when each thread repeatedly reads its own `ws_bytes`.
 double measure_read_bandwidth(Isa isa, int threads, int64_t ws_bytes, bool quick) {
   const size_t floats = std::max<size_t>(128, static_cast<size_t>(ws_bytes) / 4 / 128 * 128);
@@ -541,6 +629,8 @@ HwSpec probe_host_cpu(const ProbeOptions& options) {
     c.clock_ghz = rounded(flops / (topo.cores * lanes * 2.0 * 2.0) / 1e9);
   progress("measuring the cost of a parallel region");
   c.launch_overhead_us = rounded(measure_dispatch_seconds(topo.threads, options.quick) * 1e6);
+  progress("measuring the cost of a loop's row start");
+  c.row_start_cycles = std::round(measure_row_start_cycles(isa, static_cast<int>(topo.cores), c.clock_ghz, options.quick));
   c.simt_peak_tflops[DType::f32] = rounded(flops / 1e12);
   c.simt_peak_tflops[DType::f64] = rounded(flops / 2 / 1e12);
   c.source = cat(measured, ": f32 = ", kFmaChains, " independent ",
@@ -549,7 +639,10 @@ HwSpec probe_host_cpu(const ProbeOptions& options) {
                  "lanes); clock from ",
                  read_line("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") ? "cpufreq max"
                                                                                     : "/proc/cpuinfo cpu MHz",
-                 "; launch overhead = median time to wake every hardware thread for an empty parallel region and wait for it");
+                 "; launch overhead = median time to wake every hardware thread for an empty parallel region and wait for it",
+                 "; row start = (ReLU over a 144 x 112 x 112 map in 16^3 cubes - in whole rows, one thread per core, "
+                 "one vector an iteration) x clock / the busiest thread's extra innermost-loop starts, best of interleaved runs",
+                 c.row_start_cycles > 0 ? "" : " (not positive here: not measured, 0)");
 
   // 3. Levels: registers, the caches, DRAM.
   const int vector_bytes = lanes * 4;

@@ -235,6 +235,9 @@ void KernelEmitter::emit_for(Value* begin, Value* end, int vector_lanes, const s
                                            llvm::ConstantAsMetadata::get(b_.getInt32(vector_lanes))});
     auto tmp = llvm::MDNode::getTemporary(ctx_, std::nullopt);
     std::vector<llvm::Metadata*> ops{tmp.get(), width};
+    if (vector_lanes > 1 && spatial_row_)
+      ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                                             llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
     if (reduction_loop_ && vector_lanes > 1)
       ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
     llvm::MDNode* loop = llvm::MDNode::get(ctx_, ops);
@@ -658,8 +661,17 @@ void KernelEmitter::emit_generic(NodeState& s) {
       nest(a + 1);
     };
     Value* end = b_.CreateAdd(s.box_begin[a], s.box_extent[a]);
-    if (innermost && s.node->num_reduction() == 0) emit_innermost(s, s.box_begin[a], end, hint, loop);
-    else emit_for(s.box_begin[a], end, hint, loop);
+    if (innermost && s.node->num_reduction() == 0) {
+      spatial_row_ = true;
+      emit_innermost(s, s.box_begin[a], end, hint, [&](Value* p) {
+        spatial_row_ = false;  // (loops inside the body -- a producer's reduction -- are not the row's)
+        loop(p);
+        spatial_row_ = true;
+      });
+      spatial_row_ = false;
+    } else {
+      emit_for(s.box_begin[a], end, hint, loop);
+    }
   };
   // Prefetches (plan_prefetches) are spread over the chunks of the innermost loop, the last
   // reduction axis or else the last spatial one: every chunk of the box issues its share.

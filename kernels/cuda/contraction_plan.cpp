@@ -639,6 +639,8 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
     p.split_k = std::min(reduction_split(p.tiles(), p.k_tiles(), kWgMinSplitTiles, spec), kWgMaxSplit);
     return "";
   };
+  // (A split comes with fewer tiles than half the SMs, where 192's waves do not win over 128's;
+  // the check keeps the rule should the planner's split rule change.)
   const ContractionPlan before = p;
   if (mid) {
     if (std::string why = plan_with(kWgBlockNMid); why.empty() && p.split_k == 1) return "";
@@ -766,6 +768,12 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
     const int64_t smem = wgmma_smem_bytes(bm, bn, stages);
     if (stages < 2 || stages > kWgMaxStages || smem > spec.limits.smem_per_block_bytes)
       return cat(stages, " wgmma stages (2..", kWgMaxStages, " that fit ", spec.limits.smem_per_block_bytes, " bytes)");
+    // A split parks each rank's f32 partial sums in its stages' memory (device/wgmma.cuh's
+    // kReduceBytes: every consumer thread's bn / 2 accumulators).
+    if (const int64_t partials = int64_t{kWgConsumers} * kWarpgroupWarps * spec.compute.simd_width * (bn / 2) * 4;
+        split > 1 && partials > stages * (bm + bn) * kWgRowBytes)
+      return cat("a wgmma K split parks ", partials, " bytes of partial sums in its stages' ", stages * (bm + bn) * kWgRowBytes,
+                 " bytes: more stages (recorded ", stages, ")");
     if (p.conv_box) {
       // A recorded box (box<a>: output points per tile along output axis a) replaces the derived one.
       std::vector<int64_t> box = p.box_tiles;

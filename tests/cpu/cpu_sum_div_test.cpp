@@ -221,3 +221,18 @@ TEST_CASE("cpu sums: a short contiguous row is kept rolled so that LLVM vectoriz
       check_op("ReduceSum", {random_uniform(t, {3, 5, w}, 12)}, {{"axes", std::vector<int64_t>{2}}});
     }
 }
+
+TEST_CASE("cpu rows: an elementwise row is one vector an iteration, a reduction keeps LLVM's interleaving") {
+  // llvm.loop.interleave.count 1 on an elementwise node's innermost loop (KernelEmitter::
+  // spatial_row_): LLVM's default of four vectors an iteration ran rows shorter than 64 f32
+  // elements in its scalar remainder loop. A reduction's loop keeps the default (its independent
+  // accumulators).
+  ModelBuilder b(DType::f32);
+  const OpGraph relu = b.graph(b.op("Relu", {b.input("x", {64, 112})}));
+  CHECK(count(emitted_ir(relu), "llvm.loop.interleave.count") == 1);
+  ModelBuilder r(DType::f32);
+  const OpGraph sum = r.graph(r.op("ReduceSum", {r.input("x", {64, 4096})}, {{"axes", std::vector<int64_t>{1}}}));
+  CHECK(count(emitted_ir(sum), "llvm.loop.interleave.count") == 0);
+  check_op("Relu", {random_uniform(DType::f32, {3, 17, 16}, 13)});
+  check_op("Relu", {random_uniform(DType::f16, {5, 112}, 14)});
+}

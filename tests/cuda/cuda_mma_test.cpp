@@ -887,6 +887,20 @@ TEST_CASE("cuda mma run: 192-wide wgmma tiles (m64n192k16) in every form match t
     REQUIRE(why.has_value());
     CHECK(why->find("5 wgmma stages") != std::string::npos);
   }
+  // A split parks 96 KB of partial sums in the stages: two stages (80 KB) are refused as a user's
+  // record, not left to the device code's static_assert.
+  {
+    int gi = -1;
+    const OpGraph g = bias_gelu(DType::f16, 129, 2048, 384);
+    Schedule s = with_wgmma_variant(g, [](const KernelChoice& k) { return k.params.at("split_k") == 2; }, gi);
+    s.groups[gi].group.kernel.params["block_n"] = 192;
+    s.groups[gi].group.kernel.params["stages"] = 2;
+    const std::optional<std::string> why = families.check(g, s.groups[gi].group, spec);
+    REQUIRE(why.has_value());
+    CHECK(why->find("bytes of partial sums") != std::string::npos);
+    s.groups[gi].group.kernel.params["stages"] = 3;
+    CHECK_FALSE(families.check(g, s.groups[gi].group, spec));
+  }
   // B stored K x N is three 64-column boxes a tile: two blocks of a cluster cannot copy half each.
   {
     int gi = -1;
@@ -899,7 +913,8 @@ TEST_CASE("cuda mma run: 192-wide wgmma tiles (m64n192k16) in every form match t
   }
   // Where it pays, the planner takes it: BERT's FFN at 1024 tokens is 128 tiles of 192, one wave on
   // 132 SMs (192 of 128 take two). Not offered where the waves tie (4096 x 1096: 384 columns of time
-  // either way), nor split, nor without the spec's m64n192k16.
+  // either way), nor where one wave of 128-wide tiles covers N (129 x 384, which the planner
+  // splits), nor without the spec's m64n192k16.
   const OpGraph ffn = bias_gelu(DType::f16, 1024, 768, 3072);
   CHECK(emit_kernel(ffn, schedule_with(ffn, spec, "roller"), 0, spec).contraction->block_n == 192);
   for (const OpGraph& g : {matmul(DType::f16, 4096, 136, 1096), bias_gelu(DType::f16, 129, 2048, 384)}) {

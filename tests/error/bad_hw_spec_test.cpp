@@ -106,6 +106,10 @@ TEST_CASE("bad hw spec: wrong types") {
   expect_user_error(edit("\"gpu_features\": [\"mma_sync\"]", "\"gpu_features\": \"mma_sync\""), "/target/gpu_features", "\"mma_sync\"");
   expect_user_error(edit("\"devices\": 2", "\"devices\": [2]"), "/interconnect/devices", "[2]");
   expect_user_error(edit("\"name\": \"toy-gpu\"", "\"name\": 7"), "/name", "7");
+  expect_user_error(edit("\"clock_ghz\": 1.5", "\"clock_ghz\": 1.5, \"row_start_cycles\": -3"), "/compute/row_start_cycles", "-3");
+  expect_user_error(edit("\"clock_ghz\": 1.5", "\"clock_ghz\": 1.5, \"row_start_cycles\": \"few\""), "/compute/row_start_cycles",
+                    "\"few\"");
+  CHECK(parse_hw_spec(edit("\"clock_ghz\": 1.5", "\"clock_ghz\": 1.5, \"row_start_cycles\": 12"), "ok.json").compute.row_start_cycles == 12);
 }
 
 TEST_CASE("bad hw spec: GPU features missing, unknown, repeated, or on a CPU") {

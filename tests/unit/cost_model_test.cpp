@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -382,6 +383,7 @@ TEST_CASE("a tensor-core contraction with too few tiles splits its reduction ove
 TEST_CASE("CPU: a loop nest's row starts add to the latency, by hand: long rows start fewer") {
   const HwSpec cpu = load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/x86-64-avx2-generic.json");
   REQUIRE(cpu.compute.clock_ghz > 0);
+  REQUIRE(cpu.compute.row_start_cycles > 0);  // the spec's fact (hw_specs/README.md)
   const OpGraph add = add_graph();  // 1024 x 1024 elementwise: one loop per row of a task's box
   auto tiles = [](int64_t rows, int64_t cols) {
     TileConfig c;
@@ -396,7 +398,8 @@ TEST_CASE("CPU: a loop nest's row starts add to the latency, by hand: long rows 
     const double tasks = (1024.0 / static_cast<double>(rows)) * (1024.0 / static_cast<double>(cols));
     const double active = std::min(1.0, tasks / static_cast<double>(cpu.compute.units));
     const double starts = 1024.0 * 1024.0 / static_cast<double>(cols);
-    CHECK(c.term("rows") == doctest::Approx(starts * 30 / (cpu.compute.clock_ghz * 1e9 * static_cast<double>(cpu.compute.units) * active)));
+    CHECK(c.term("rows") == doctest::Approx(starts * cpu.compute.row_start_cycles /
+                                            (cpu.compute.clock_ghz * 1e9 * static_cast<double>(cpu.compute.units) * active)));
     double worst = c.term("compute");
     for (const LevelCost& l : c.memory) worst = std::max(worst, l.seconds);
     CHECK(c.latency_s == doctest::Approx(c.term("launch") + worst + c.term("rows")));
@@ -413,6 +416,17 @@ TEST_CASE("CPU: a loop nest's row starts add to the latency, by hand: long rows 
   CHECK(AnalyticCostModel().estimate(matmul_graph(DType::f32), loops, cpu).term("rows") > 0);
   // GPUs: none.
   CHECK(AnalyticCostModel().estimate(add, single(add_tiles()), toy_gpu()).term("rows") == 0);
+  // A CPU spec without compute.row_start_cycles: not charged, and the estimate says so; twice the
+  // cycles, twice the term.
+  HwSpec unknown = cpu, twice = cpu;
+  unknown.compute.row_start_cycles = 0;
+  twice.compute.row_start_cycles = 2 * cpu.compute.row_start_cycles;
+  const CostBreakdown none = AnalyticCostModel().estimate(add, single(tiles(16, 1024)), unknown);
+  CHECK(none.term("rows") == 0);
+  CHECK(std::any_of(none.notes.begin(), none.notes.end(),
+                    [](const std::string& n) { return n.find("gives no compute.row_start_cycles") != std::string::npos; }));
+  CHECK(AnalyticCostModel().estimate(add, single(tiles(16, 1024)), twice).term("rows") ==
+        doctest::Approx(2 * AnalyticCostModel().estimate(add, single(tiles(16, 1024)), cpu).term("rows")));
 }
 
 TEST_CASE("CPU: a contraction's panels add to the latency, by hand, taller task tiles move fewer") {

@@ -42,6 +42,12 @@ TEST_CASE("probe_host_cpu (quick) returns a valid spec of this machine") {
   CHECK(spec.compute.units >= 1);
   CHECK(spec.compute.units <= spec.limits.hardware_threads);
   CHECK(spec.compute.clock_ghz > 0);
+  // The row-start benchmark's cycles: 0 only where a noisy machine gave no positive difference.
+  CHECK(spec.compute.row_start_cycles >= 0);
+  CHECK(spec.compute.row_start_cycles < 1000);
+  CHECK(spec.compute.source.find("row start = ") != std::string::npos);
+  CHECK(parse_hw_spec(write_hw_spec(spec), "probed.json").compute.row_start_cycles == spec.compute.row_start_cycles);
+  MESSAGE("row start: ", spec.compute.row_start_cycles, " cycles");
   CHECK(spec.peak_flops(DType::f32, false) > 0);
   CHECK(spec.memory_levels.front().name == "registers");
   CHECK(spec.memory_levels.back().name == "dram");
