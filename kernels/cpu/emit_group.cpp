@@ -235,16 +235,25 @@ void KernelEmitter::emit_for(Value* begin, Value* end, int vector_lanes, const s
                                            llvm::ConstantAsMetadata::get(b_.getInt32(vector_lanes))});
     auto tmp = llvm::MDNode::getTemporary(ctx_, std::nullopt);
     std::vector<llvm::Metadata*> ops{tmp.get(), width};
-    if (vector_lanes > 1 && spatial_row_)
+    if (vector_lanes > 1 && row_mark_ == RowMark::one_vector)
       ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
                                              llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
-    if (reduction_loop_ && vector_lanes > 1)
+    if (vector_lanes > 1 && row_mark_ == RowMark::rolled)
       ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
     llvm::MDNode* loop = llvm::MDNode::get(ctx_, ops);
     loop->replaceOperandWith(0, loop);
     latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
   }
   b_.SetInsertPoint(exit);
+}
+
+std::function<void(Value*)> KernelEmitter::unmarked(std::function<void(Value*)> body) {
+  return [this, body = std::move(body)](Value* i) {
+    const RowMark mark = row_mark_;
+    row_mark_ = RowMark::none;
+    body(i);
+    row_mark_ = mark;
+  };
 }
 
 void KernelEmitter::plan_prefetches(Value* task) {
@@ -662,13 +671,9 @@ void KernelEmitter::emit_generic(NodeState& s) {
     };
     Value* end = b_.CreateAdd(s.box_begin[a], s.box_extent[a]);
     if (innermost && s.node->num_reduction() == 0) {
-      spatial_row_ = true;
-      emit_innermost(s, s.box_begin[a], end, hint, [&](Value* p) {
-        spatial_row_ = false;  // (loops inside the body -- a producer's reduction -- are not the row's)
-        loop(p);
-        spatial_row_ = true;
-      });
-      spatial_row_ = false;
+      row_mark_ = RowMark::one_vector;
+      emit_innermost(s, s.box_begin[a], end, hint, unmarked(loop));
+      row_mark_ = RowMark::none;
     } else {
       emit_for(s.box_begin[a], end, hint, loop);
     }
@@ -787,22 +792,17 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       nest(a + 1);
     };
     if (a == na - 1) {
-      // Kept rolled (reduction_loop_) only where LLVM would otherwise unroll it whole -- a short
+      // Kept rolled (RowMark::rolled) only where LLVM would otherwise unroll it whole -- a short
       // row, kMaxRolledReductionTerms terms at most -- and it holds two vectors at least: a 3-tap
       // window left rolled runs as a scalar loop (max pooling 8-16x slower, measured);
       const int64_t extent = node.axes()[a].extent;
-      reduction_loop_ = hint > 1 && extent >= 2 * hint && extent <= kMaxRolledReductionTerms;
+      bool rolled = hint > 1 && extent >= 2 * hint && extent <= kMaxRolledReductionTerms;
       // and only where every read walks the row contiguously or not at all (a gathered or strided
       // row vectorized at the hinted width is slower than unrolled: an embedding bag's sum 0.45x).
-      for (int i = 0; i < static_cast<int>(node.inputs().size()) && reduction_loop_; ++i)
-        reduction_loop_ = contiguous_or_invariant(node, i, a);
-      emit_innermost(s, i64(0), i64(node.axes()[a].extent), hint, [&](Value* r) {
-        const bool rolled = reduction_loop_;
-        reduction_loop_ = false;  // (loops inside the body are not the reduction's)
-        loop(r);
-        reduction_loop_ = rolled;
-      }, run, run ? acc : nullptr);
-      reduction_loop_ = false;
+      for (int i = 0; i < static_cast<int>(node.inputs().size()) && rolled; ++i) rolled = contiguous_or_invariant(node, i, a);
+      row_mark_ = rolled ? RowMark::rolled : RowMark::none;
+      emit_innermost(s, i64(0), i64(extent), hint, unmarked(loop), run, run ? acc : nullptr);
+      row_mark_ = RowMark::none;
     }
     else emit_for(i64(0), i64(node.axes()[a].extent), hint, loop);
   };

@@ -180,17 +180,21 @@ class KernelEmitter {
   std::vector<std::vector<Prefetch>> prefetches_;  // per node position, for the current task
   llvm::Value* prefetch_chunks_ = nullptr;     // the current node's chunks of its innermost loop
   llvm::AllocaInst* prefetch_counter_ = nullptr;  // the chunks it has begun
-  /// Set while a reduction's innermost loop is emitted: emit_for marks loops with a vector hint
-  /// `llvm.loop.unroll.disable` too, so that LLVM vectorizes a short constant-trip sum (a 32-wide
-  /// row of a global average pool) instead of unrolling it fully into one serial chain of adds,
-  /// which its SLP vectorizer does not turn back into vector adds.
-  bool reduction_loop_ = false;
-  /// Set while an elementwise node's innermost (spatial) loop is emitted: emit_for marks its vector
-  /// loop `llvm.loop.interleave.count` 1, one vector an iteration. LLVM's default for AVX-512 f32,
-  /// four vectors an iteration, ran a row of 16 elements (a 16^3 tile's) in its scalar remainder
-  /// loop, and 48 of a row of 112: MobileNetV2's ReLU6 in 16^3 tiles 0.78-0.95 -> 0.34-0.39 ms.
-  bool spatial_row_ = false;
-  /// The longest reduction row kept rolled (reduction_loop_): LLVM unrolls constant-trip loops up
+  /// What emit_for adds to the metadata of a loop with a vector hint, while a row is emitted:
+  /// - one_vector (an elementwise node's innermost loop): `llvm.loop.interleave.count` 1, one
+  ///   vector an iteration. LLVM's default for AVX-512 f32, four vectors an iteration, ran a row
+  ///   of 16 elements (a 16^3 tile's) in its scalar remainder loop, and 48 of a row of 112:
+  ///   MobileNetV2's ReLU6 in 16^3 tiles 0.78-0.95 -> 0.34-0.39 ms.
+  /// - rolled (a short contiguous reduction row): `llvm.loop.unroll.disable` too, so that LLVM
+  ///   vectorizes a constant-trip sum (a 32-wide row of a global average pool) instead of
+  ///   unrolling it whole into one serial chain of adds, which its SLP vectorizer does not turn
+  ///   back into vector adds.
+  /// Loops inside the row's body are not the row's (unmarked()).
+  enum class RowMark : uint8_t { none, one_vector, rolled };
+  RowMark row_mark_ = RowMark::none;
+  /// `body` run with row_mark_ none, the mark restored after it.
+  std::function<void(llvm::Value*)> unmarked(std::function<void(llvm::Value*)> body);
+  /// The longest reduction row kept rolled (RowMark::rolled): LLVM unrolls constant-trip loops up
   /// to about this many terms whole, longer ones it vectorizes as they are.
   static constexpr int64_t kMaxRolledReductionTerms = 64;
 };

@@ -224,7 +224,7 @@ TEST_CASE("cpu sums: a short contiguous row is kept rolled so that LLVM vectoriz
 
 TEST_CASE("cpu rows: an elementwise row is one vector an iteration, a reduction keeps LLVM's interleaving") {
   // llvm.loop.interleave.count 1 on an elementwise node's innermost loop (KernelEmitter::
-  // spatial_row_): LLVM's default of four vectors an iteration ran rows shorter than 64 f32
+  // RowMark::one_vector): LLVM's default of four vectors an iteration ran rows shorter than 64 f32
   // elements in its scalar remainder loop. A reduction's loop keeps the default (its independent
   // accumulators).
   ModelBuilder b(DType::f32);
