@@ -29,9 +29,11 @@ namespace tessel {
 
 namespace {
 
+// Milliseconds to 1 us above 1 ms, to 10 ns below (a kernel of a few microseconds; never in
+// exponent form, which the experiments' parsers do not read).
 std::string format_ms(double seconds) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
+  std::snprintf(buf, sizeof buf, seconds >= 1e-3 ? "%.3f ms" : "%.5f ms", seconds * 1e3);
   return buf;
 }
 

@@ -109,6 +109,13 @@ constexpr double kWgPingpongEpilogueFactor = 3;
 // difference was not profiled).
 constexpr double kWgWideTileEfficiency = 0.9;
 constexpr int64_t kWgWideTileBlockN = 256;  // the wide form's block_n (kernels/cuda/contraction_plan.cpp)
+// A 64-row wgmma block has one consumer warpgroup (kernels/cuda/contraction_plan.h). Alone on an
+// SM its main loop runs at this fraction of the rate of the two-consumer block's (one warpgroup
+// waiting on its own wgmmas and barriers, where two overlap), and its epilogue, issued by half
+// the warps, takes as long as a 128-row tile's.
+constexpr double kWgLoneConsumerEfficiency = 0.75;
+constexpr int64_t kWgTwoConsumerBlockM = 128;  // the two-consumer block's block_m
+constexpr int64_t kWgPairedMaxBlockN = 128;    // a one-consumer block wider than this runs one per SM
 // A wgmma K split: each block's two cluster barriers and the reduce-scatter of the partial sums
 // through distributed shared memory, (S - 1) / S of a tile's f32 sums read per block at this
 // rate (fitted with the rest, on 9 GEMMs split 1, 2, 4 and 8 ways).
@@ -495,6 +502,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(threads, 1));
   if (smem > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / smem);
   if (regs > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs * threads));
+  // (A 64-row wgmma block wider than kWgPairedMaxBlockN is launched for one block per SM.)
+  if (group.kernel.family == "wgmma" && bm < kWgTwoConsumerBlockM && bn > kWgPairedMaxBlockN) per_sm = 1;
   out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
   out.occupancy = static_cast<double>(out.blocks_per_unit * threads) / static_cast<double>(lim.max_threads_per_sm);
   out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(out.blocks_per_unit * units));
@@ -644,7 +653,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     TESSEL_ASSERT(unit_issue > 0, "hardware spec '", spec.name, "' has no f32 peak");
     const double t_main = density * block_flops / unit_peak;
     // (A K split stores 1 / split of the tile per block: the ranks reduce-scatter the sums.)
-    const double t_epilogue = static_cast<double>(bm * bn) * kWgEpilogueIssuesPerOutput / unit_issue / static_cast<double>(split);
+    const double t_epilogue = static_cast<double>(std::max(bm, kWgTwoConsumerBlockM) * bn) * kWgEpilogueIssuesPerOutput / unit_issue /
+                              static_cast<double>(split);
     const bool pingpong = param("pingpong", 0) > 0, persistent = param("persistent", 0) > 0;
     const double t_turn = kWgPingpongEpilogueFactor * t_epilogue;
     exposed = pingpong ? t_turn + per_unit_blocks * std::max(0.0, t_turn - t_main) : per_unit_blocks * t_epilogue;
@@ -665,7 +675,14 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   double efficiency = family_efficiency(spec, group, out);
   if (group.kernel.family == "wgmma" && bn >= kWgWideTileBlockN) {
     efficiency *= kWgWideTileEfficiency;
-    out.notes.push_back(cat("128 x ", bn, " tiles: ", kWgWideTileEfficiency, " of the rate of 128-wide ones (measured)"));
+    out.notes.push_back(cat(bm, " x ", bn, " tiles: ", kWgWideTileEfficiency, " of the rate of 128-wide ones (measured)"));
+  }
+  // A one-consumer block alone on its SM (the busiest SM's blocks one after another, or too little
+  // shared memory for two at once).
+  if (group.kernel.family == "wgmma" && bm < kWgTwoConsumerBlockM && std::min<double>(out.blocks_per_unit, per_unit_blocks) < 2) {
+    efficiency *= kWgLoneConsumerEfficiency;
+    out.notes.push_back(cat(bm, "-row tiles: one consumer warpgroup alone on an SM, ", kWgLoneConsumerEfficiency,
+                            " of the two-consumer rate"));
   }
   out.latency_s = out.term("launch") + (worst + exposed) / efficiency;
   return out;

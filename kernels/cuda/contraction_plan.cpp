@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 
 #include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
@@ -44,7 +45,8 @@ constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f
 constexpr int kMinWarps = 4, kMaxWarps = 8;
 constexpr int kRasterGroup = 8;        // block rows per rasterization group (Triton's GROUP_M)
 
-// Software choices of the wgmma path: two consumer warpgroups (a 128-row block tile); n 256, 192 or
+// Software choices of the wgmma path: two consumer warpgroups (a 128-row block tile; 64-row blocks
+// of one, wgmma_lone_consumer_pays, below); n 256, 192 or
 // 128, whichever takes the least time in waves of tiles over the SMs; up to kWgMaxStages stages
 // (contraction_plan.h has the instruction facts and the setmaxnreg split).
 constexpr int kWgBlockNWide = 256, kWgBlockN = 128;  // the two wgmma n the spec must list
@@ -52,6 +54,23 @@ constexpr int kWgBlockNWide = 256, kWgBlockN = 128;  // the two wgmma n the spec
 // of 192, one wave on 132 SMs, where 192 tiles of 128 take two (2 x 128 columns of time per SM
 // against 192) and 96 of 256 one of 256.
 constexpr int kWgBlockNMid = 192;
+// A fourth, for 64-row blocks only (one consumer, wgmma_lone_consumer_pays), where the spec lists
+// m64n64k16: a GEMM of few tiles in the 64 x 64 tiles cuBLAS takes there.
+constexpr int kWgBlockNNarrow = 64;
+// 64-row blocks walk at most this many K tiles each (after a split). Measured on an H200
+// (experiments/results/h200/2026-11-29g, one wave of blocks each): with 8 to 18 K tiles a block
+// they ran 1.1-1.6x the 128-row plans they replaced (BERT's attention output at 512 tokens 1.45x,
+// batch-1 BERT's QKV and FFN 1.31-1.49x); with 22 and 32 (LLaMA's MLP down and a 2048 x 2048
+// projection at 128 tokens, against 128-row tiles split 4 ways) 0.72x and 0.94x: twice the operand
+// panels for the same blocks, which the cost model does not price high enough. One gain is lost so
+// (Stable Diffusion's 1280-channel 3x3 convolution at 8 x 8, 45 K tiles a block, 1.27x).
+constexpr int64_t kWgLoneMaxKTiles = 20;
+// A K split of 64-row blocks takes at most this share of the SMs. Its clusters of split_k blocks
+// must all be resident at once, and the spec has no fact of how many clusters fit the chip's GPCs:
+// on the H200, 64-row blocks split 4 ways ran 1.3-1.5x the 128-row plans at 64 and 96 blocks
+// (16 and 24 clusters) and 0.76x at 128 (32 clusters; a 2048 x 2048 projection at 128 tokens),
+// as if in two waves (experiments/results/h200/2026-11-29g).
+constexpr double kWgLoneSplitShare = 0.75;
 constexpr int kWgMaxStages = 6;
 constexpr int kWgMinSplitTiles = 4;  // K tiles per part at least, when the wgmma kernel splits K
 // Parts of a wgmma K split at most: 8 parts ran 1.1-2x slower than 4 on every GEMM measured
@@ -470,10 +489,12 @@ bool wgmma_listed(const HwSpec& spec, DType dt, int n) {
                      [&](const MmaShape& s) { return s.m == kWgInstM && s.n == n && s.k == kMmaShape.k; });
 }
 
-std::string warpgroup_block(const HwSpec& spec, int& threads) {
-  threads = (kWgConsumers + 1) * kWarpgroupWarps * spec.compute.simd_width;
+std::string warpgroup_block(const HwSpec& spec, int& threads, int consumers) {
+  TESSEL_ASSERT(consumers == 1 || consumers == kWgConsumers, "a wgmma block has 1 or ", kWgConsumers, " consumers, not ", consumers);
+  threads = (consumers + 1) * kWarpgroupWarps * spec.compute.simd_width;
   if (threads > spec.limits.max_threads_per_block) return "too many threads per block";
-  if (spec.limits.registers_per_sm < (kWgProducerRegs + kWgConsumers * kWgConsumerRegs) * threads / (kWgConsumers + 1))
+  // (A block of one consumer moves no registers.)
+  if (consumers > 1 && spec.limits.registers_per_sm < (kWgProducerRegs + consumers * kWgConsumerRegs) * threads / (consumers + 1))
     return "too few registers per SM for the warpgroups' setmaxnreg budget";
   return "";
 }
@@ -542,13 +563,22 @@ std::string plan_conv_box(const ContractionPlan& p, int64_t rows, std::vector<in
   return "";
 }
 
-/// The wgmma block widths the spec allows for `dt`, widest first: 256 and 128 (use_warpgroups
-/// requires both), and 192 where the spec lists m64n192k16.
-std::vector<int> wgmma_block_widths(const HwSpec& spec, DType dt) {
+/// The wgmma block widths the spec allows for `dt` in blocks of `block_m` rows, widest first: 256
+/// and 128 (use_warpgroups requires both), 192 where the spec lists m64n192k16, and for 64-row
+/// blocks 64 where it lists m64n64k16.
+std::vector<int> wgmma_block_widths(const HwSpec& spec, DType dt, int64_t block_m) {
   std::vector<int> out{kWgBlockNWide};
   if (wgmma_listed(spec, dt, kWgBlockNMid)) out.push_back(kWgBlockNMid);
   out.push_back(kWgBlockN);
+  if (block_m == kWgInstM && wgmma_listed(spec, dt, kWgBlockNNarrow)) out.push_back(kWgBlockNNarrow);
   return out;
+}
+
+/// Whether 64-row wgmma blocks (one consumer) are worth offering for `p`: where tiles of 128 x 128,
+/// the smallest of the two-consumer blocks, are fewer than the SMs, so that some SMs idle (BERT's
+/// attention output at 512 tokens: 24 tiles on 132 SMs; cuBLAS runs 96 of 64 x 64 there).
+bool wgmma_lone_consumer_pays(const ContractionPlan& p, const HwSpec& spec) {
+  return p.batch * ceil_div(p.m, int64_t{kWgConsumers} * kWgInstM) * ceil_div(p.n, kWgBlockN) < spec.compute.units;
 }
 
 /// Whether 192-wide wgmma tiles are worth offering for `p`: where the spec lists m64n192k16 and
@@ -756,11 +786,31 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
   const int64_t split = std::max<int64_t>(param("split_k"), 1), raster = std::max<int64_t>(param("raster_group"), 1);
   if (k.family == "wgmma") {
     if (!p.warpgroup) return cat("family wgmma recorded, but ", p.warpgroup_reason);
-    const std::vector<int> widths = wgmma_block_widths(spec, p.dtype);
-    if (bm != kWgConsumers * kWgInstM || std::find(widths.begin(), widths.end(), bn) == widths.end() || bk != kWgRowElems)
-      return cat("a wgmma block is ", kWgConsumers * kWgInstM, " x ", kWgBlockN, widths.size() > 2 ? cat(", ", kWgBlockNMid) : std::string(),
-                 " or ", kWgBlockNWide, " x ", kWgRowElems, " (the widths the spec lists wgmma shapes for); recorded ", bm, " x ", bn,
-                 " x ", bk);
+    const std::vector<int> widths = wgmma_block_widths(spec, p.dtype, bm);
+    if ((bm != kWgInstM && bm != kWgConsumers * kWgInstM) || std::find(widths.begin(), widths.end(), bn) == widths.end() ||
+        bk != kWgRowElems) {
+      std::string listed;
+      for (int w : widths) listed += cat(listed.empty() ? "" : ", ", w);
+      return cat("a wgmma block is ", kWgInstM, " or ", kWgConsumers * kWgInstM, " rows by ", listed,
+                 " (the widths the spec lists wgmma shapes for) by ", kWgRowElems, "; recorded ", bm, " x ", bn, " x ", bk);
+    }
+    if (bm != p.block_m) {
+      // Rows per block other than the derived plan's: one consumer warpgroup per 64 rows, the m
+      // tiles (a convolution's boxes) planned again.
+      const int consumers = static_cast<int>(bm / kWgInstM);
+      int threads = 0;
+      if (std::string no = warpgroup_block(spec, threads, consumers); !no.empty()) return cat("a ", bm, "-row wgmma block: ", no);
+      p.block_m = static_cast<int>(bm);
+      p.warpgroups = consumers + 1;
+      p.tiles_m = ceil_div(p.m, bm);
+      if (p.conv_box) {
+        std::vector<int64_t> box;
+        int64_t tiles_m = p.tiles_m;
+        if (std::string why = plan_conv_box(p, bm, box, tiles_m); !why.empty()) return cat("a ", bm, "-row wgmma block read in boxes: ", why);
+        p.box_tiles = box;
+        p.tiles_m = tiles_m;
+      }
+    }
     if (split > 1 && (!is_pow2(split) || split > std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit) ||
                       p.k_tiles() < split))
       return cat("a wgmma K split in ", split, " parts: a power of two up to ", std::min<int64_t>(spec.limits.max_cluster_blocks, kWgMaxSplit),
@@ -770,7 +820,7 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
       return cat(stages, " wgmma stages (2..", kWgMaxStages, " that fit ", spec.limits.smem_per_block_bytes, " bytes)");
     // A split parks each rank's f32 partial sums in its stages' memory (device/wgmma.cuh's
     // kReduceBytes: every consumer thread's bn / 2 accumulators).
-    if (const int64_t partials = int64_t{kWgConsumers} * kWarpgroupWarps * spec.compute.simd_width * (bn / 2) * 4;
+    if (const int64_t partials = bm / kWgInstM * kWarpgroupWarps * spec.compute.simd_width * (bn / 2) * 4;
         split > 1 && partials > stages * (bm + bn) * kWgRowBytes)
       return cat("a wgmma K split parks ", partials, " bytes of partial sums in its stages' ", stages * (bm + bn) * kWgRowBytes,
                  " bytes: more stages (recorded ", stages, ")");
@@ -808,9 +858,9 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
     p.split_k = static_cast<int>(split);
     p.persistent = persistent == 1 && p.tiles() > spec.compute.units ? spec.compute.units : 0;
     p.pingpong = pingpong == 1;
-    if (p.pingpong && (bn != kWgBlockN || p.persistent == 0))
-      return cat("a ping-pong wgmma kernel has ", kWgBlockN, "-wide tiles on a persistent grid (more tiles than the ",
-                 spec.compute.units, " SMs); recorded block_n ", bn, ", ", p.tiles(), " tiles, persistent ", persistent);
+    if (p.pingpong && (bn != kWgBlockN || bm != kWgConsumers * kWgInstM || p.persistent == 0))
+      return cat("a ping-pong wgmma kernel has ", kWgConsumers * kWgInstM, " x ", kWgBlockN, " tiles on a persistent grid (more tiles than the ",
+                 spec.compute.units, " SMs); recorded ", bm, " x ", bn, ", ", p.tiles(), " tiles, persistent ", persistent);
     p.cluster_m = 1;
     if (cluster > 1) {
       // Two blocks per cluster walk tiles of 2 block_m rows: the persistent grid in pairs, more
@@ -902,33 +952,51 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
 
 std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const HwSpec& spec) {
   std::vector<KernelChoice> out;
-  auto add = [&](const std::string& family, std::map<std::string, int64_t> params) {
+  // The variant `params` of `family` as apply_recorded plans it, where `keep` (if any) takes the plan.
+  auto add = [&](const std::string& family, std::map<std::string, int64_t> params,
+                 const std::function<bool(const ContractionPlan&)>& keep = nullptr) {
     ContractionPlan q = p;
     KernelChoice k{family, params, {}};
-    if (!apply_recorded(q, k, spec).empty()) return;
+    if (!apply_recorded(q, k, spec).empty() || (keep && !keep(q))) return;
     KernelChoice recorded{family, contraction_params(q), {}};
     for (const KernelChoice& o : out)
       if (o.family == recorded.family && o.params == recorded.params) return;
     out.push_back(std::move(recorded));
   };
   const int64_t raster = p.raster_group;
+  std::vector<int64_t> rows{int64_t{kWgConsumers} * kWgInstM};
+  if (p.warpgroup && wgmma_lone_consumer_pays(p, spec)) rows.push_back(kWgInstM);
   if (p.warpgroup)
-    for (int64_t bn : wgmma_block_widths(spec, p.dtype))
-      for (int64_t stages = kWgMaxStages; stages >= 3; --stages)
-        for (int64_t persistent : {1, 0})
-          for (int64_t pingpong : {0, 1})
-            for (int64_t split : {1, 2, 4})
-              for (int64_t cluster : {1, 2})
-                // (A K split only where its blocks fit the SMs in one wave: tiles that leave SMs idle.
-                // 192-wide tiles only where wgmma_mid_width_pays.)
-                if ((bn != kWgBlockNMid || (split == 1 && wgmma_mid_width_pays(p, spec))) &&
-                    (split == 1 ||
-                     (
-                     (persistent == 0 && pingpong == 0 && p.batch * p.tiles_m * ceil_div(p.n, bn) * split <= spec.compute.units))) &&
-                    (cluster == 1 || (persistent == 1 && pingpong == 0 && split == 1)))
-                  add("wgmma", {{"block_m", kWgConsumers * kWgInstM}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages},
-                                {"split_k", split}, {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent},
-                                {"pingpong", pingpong}, {"cluster_m", cluster}});
+    for (int64_t bm : rows)
+      for (int64_t bn : wgmma_block_widths(spec, p.dtype, bm))
+        for (int64_t stages = kWgMaxStages; stages >= 3; --stages)
+          for (int64_t persistent : {1, 0})
+            for (int64_t pingpong : {0, 1})
+              for (int64_t split : {1, 2, 4})
+                for (int64_t cluster : {1, 2}) {
+                  // 192-wide tiles only where wgmma_mid_width_pays; a cluster sharing B on the
+                  // persistent grid.
+                  if ((bn == kWgBlockNMid && (split > 1 || !wgmma_mid_width_pays(p, spec))) ||
+                      (cluster > 1 && (persistent == 0 || pingpong == 1 || split > 1)))
+                    continue;
+                  add("wgmma",
+                      {{"block_m", bm}, {"block_n", bn}, {"block_k", kWgRowElems}, {"stages", stages}, {"split_k", split},
+                       {"raster_group", raster}, {"implicit", p.implicit}, {"persistent", persistent}, {"pingpong", pingpong},
+                       {"cluster_m", cluster}},
+                      [&](const ContractionPlan& q) {
+                        // A K split only where its blocks fit the SMs in one wave (tiles that leave
+                        // SMs idle). 64-row blocks likewise, one block a tile, a short K loop each
+                        // (kWgLoneMaxKTiles): on an H200 their persistent grid (a lone consumer per
+                        // SM walking two tiles or more) ran 0.54-0.93x the 128-row blocks it
+                        // replaced (experiments/results/h200/2026-11-29g).
+                        const bool one_wave = q.persistent == 0 && q.tiles() * q.split_k <= spec.compute.units;
+                        const bool short_k = ceil_div(q.k_tiles(), int64_t{q.split_k}) <= kWgLoneMaxKTiles;
+                        const bool clusters_fit =
+                            q.split_k == 1 || static_cast<double>(q.tiles() * q.split_k) <= kWgLoneSplitShare * static_cast<double>(spec.compute.units);
+                        return (split == 1 || (one_wave && pingpong == 0)) &&
+                               (bm != kWgInstM || (one_wave && short_k && clusters_fit && q.cluster_m == 1));
+                      });
+                }
   for (int64_t bm : {256, 128, 64, 32, 16})
     for (int64_t bn : {256, 128, 64, 32, 16})
       for (int64_t bk : {int64_t{kBlockK}, int64_t{kMaxBlockK}})

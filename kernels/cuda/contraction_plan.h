@@ -70,7 +70,9 @@
 // On an sm_90a target whose spec lists wgmma's m64n256k16 and m64n128k16 for the dtype, a product
 // (or a box-tiled implicit GEMM) with A stored M x K, M and N at least 128 and 16-byte aligned rows runs on the
 // Hopper kernel instead (device/wgmma.cuh: TMA copies, wgmma, a producer warpgroup and two
-// consumers); the others keep mma.sync and the plan says why. A batched product (attention's
+// consumers); the others keep mma.sync and the plan says why. Where its 128-row tiles leave SMs
+// idle, the variants also offer 64-row blocks of one consumer (64 to 256 wide), which the cost
+// model weighs against the 128-row ones and a K split. A batched product (attention's
 // Q K^T and P V outside a fused attention) gives each operand's tensor map the batch axes it is
 // not broadcast over as outer dimensions (at most three), so the copy engine zero-fills each batch
 // point's edges; its tiles are the batch points' tiles in turn.
@@ -102,26 +104,30 @@ constexpr int kWgInstM = 64, kWgRowElems = 64, kWgRowBytes = 128, kWgAtomBytes =
 constexpr int kWgMbarrierBytes = 8;
 /// Software choices shared by the wgmma kernels: one producer warpgroup and two consumers; the
 /// producer gives registers to the consumers with setmaxnreg (device/wgmma.cuh's kProducerRegs
-/// and kConsumerRegs).
+/// and kConsumerRegs). The GEMM kernel's 64-row blocks have one consumer and move no registers;
+/// up to kWgPairedMaxBlockN wide (64 accumulators a thread) they are launched for two blocks per
+/// SM (128 registers a thread), wider for one.
 constexpr int kWgConsumers = 2;
 constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
+constexpr int kWgPairedMaxBlockN = 128;
 /// The GEMM kernel's epilogue slab per consumer: 64 rows of 128 16-bit values (device/wgmma.cuh's
 /// kEpiSlabBytes), after the stages.
 constexpr int kWgEpiSlabBytes = kWgInstM * 128 * 2;
 /// Shared memory of the wgmma GEMM kernel with `stages` stages of block_m + block_n rows
 /// (device/wgmma.cuh's kSmemBytes, which the emitted kernel asserts equal): the stages, each
-/// consumer's epilogue slab, two mbarriers per stage, slack to align the stages to a swizzle atom.
+/// consumer's epilogue slab (a consumer per 64 rows), two mbarriers per stage, slack to align the
+/// stages to a swizzle atom.
 constexpr int64_t wgmma_smem_bytes(int64_t block_m, int64_t block_n, int64_t stages) {
-  return stages * ((block_m + block_n) * kWgRowBytes + 2 * kWgMbarrierBytes) + kWgConsumers * kWgEpiSlabBytes + kWgAtomBytes;
+  return stages * ((block_m + block_n) * kWgRowBytes + 2 * kWgMbarrierBytes) + block_m / kWgInstM * kWgEpiSlabBytes + kWgAtomBytes;
 }
 /// A 16-byte copy of 16-bit elements (cp.async's chunk; a tensor map's stride unit).
 constexpr int kChunkElems = 8;
 
 /// Whether the spec lists wgmma's m64 n k16 shape for `dt`.
 bool wgmma_listed(const HwSpec& spec, DType dt, int n);
-/// Why the spec's limits do not allow a wgmma kernel's block (a producer and kWgConsumers
+/// Why the spec's limits do not allow a wgmma kernel's block (a producer and `consumers`
 /// consumer warpgroups, setmaxnreg's split), or "" with its threads in `threads`.
-std::string warpgroup_block(const HwSpec& spec, int& threads);
+std::string warpgroup_block(const HwSpec& spec, int& threads, int consumers = kWgConsumers);
 
 /// How one operand of the contraction is read: per batch point a 2-D row-major view of `tensor`,
 /// element (r, c) at tensor[batch offset + r * ld + c] (device/mma.cuh).

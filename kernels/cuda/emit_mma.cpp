@@ -149,7 +149,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   const std::string gemm_type =
       c.pingpong    ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", k_param,
                           map_dims, ">")
-      : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
+      : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_m, ", ", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                           ", ", k_param, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
                   : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
@@ -181,8 +181,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     list("sparse_ptr", c.sparse_ptr);
     list("sparse_tiles", c.sparse_tiles);
   }
-  // One block per SM is enough to hold the pipeline; the register budget is the compiler's.
-  emit_signature(name, 1);
+  // One block per SM is enough to hold the pipeline; the register budget is the compiler's. (A
+  // wgmma block of one consumer up to kWgPairedMaxBlockN wide is launched for two per SM.)
+  emit_signature(name, c.warpgroup && !c.pingpong && c.warpgroups == 2 && c.block_n <= kWgPairedMaxBlockN ? 2 : 1);
   os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
 

@@ -17,6 +17,7 @@
 #include "cost_model/analytic_model.h"
 #include "kernels/cuda/contraction_plan.h"
 #include "kernels/cuda/kernel_families.h"
+#include "policy/kernel_families.h"
 #include "tilegraph/lower.h"
 
 using namespace tessel;
@@ -391,7 +392,7 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK((a.rows == 256 && a.cols == 72 && a.ld == 72 && a.box_rows == 128 && a.box_cols == 64));
   // B stored K x N: boxes of 64 k rows x 64 n columns.
   CHECK((b.rows == 72 && b.cols == 264 && b.ld == 264 && b.box_rows == 64 && b.box_cols == 64));
-  CHECK(k.source.find("typedef tsl::wg::WarpgroupGemm<128, 6, false, false, 72> TslGemm;") != std::string::npos);
+  CHECK(k.source.find("typedef tsl::wg::WarpgroupGemm<128, 128, 6, false, false, 72> TslGemm;") != std::string::npos);
   CHECK(k.source.find("const __grid_constant__ tsl::wg::TensorMap tsl_map1") != std::string::npos);
   CHECK(k.source.find("wgmma m64n128k16 f16, TMA") != std::string::npos);
   CHECK(c.persistent == 0);  // 6 tiles: one block each
@@ -428,7 +429,7 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK(big.contraction->block_n == 256);
   CHECK(big.contraction->stages == 4);
   CHECK((big.plan.tensor_maps[1].rows == 4096 && big.plan.tensor_maps[1].cols == 64 && big.plan.tensor_maps[1].box_rows == 256));
-  CHECK(big.source.find("typedef tsl::wg::WarpgroupGemm<256, 4, true, true, 64> TslGemm;") != std::string::npos);
+  CHECK(big.source.find("typedef tsl::wg::WarpgroupGemm<128, 256, 4, true, true, 64> TslGemm;") != std::string::npos);
 
   // A projection of [8, 128, 64] activations by a [64, 256] weight: the batch folds into m.
   const cuda::GeneratedKernel proj = roller_kernel(batched(DType::f16, {8, 128, 64}, {64, 256}));
@@ -456,7 +457,7 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
     const cuda::TensorMapParam& bb = bk.plan.tensor_maps[1];
     CHECK((ba.batch_extents == std::vector<int64_t>{3} && ba.batch_strides == std::vector<int64_t>{256 * 72}));
     CHECK((bb.batch_extents == std::vector<int64_t>{2, 3} && bb.batch_strides == std::vector<int64_t>{3 * 72 * 264, 72 * 264}));
-    CHECK(bk.source.find("typedef tsl::wg::WarpgroupGemm<128, 6, false, false, 72, 1, 1, 1, 2> TslGemm;") != std::string::npos);
+    CHECK(bk.source.find("typedef tsl::wg::WarpgroupGemm<128, 128, 6, false, false, 72, 1, 1, 1, 2> TslGemm;") != std::string::npos);
     CHECK(bk.source.find("tsl_at.ba[0] = static_cast<int>(tsl_x1);") != std::string::npos);
     CHECK(bk.source.find("tsl_at.bb[1] = static_cast<int>(tsl_x1);") != std::string::npos);
   }
@@ -771,7 +772,7 @@ TEST_CASE("cuda mma run: the wgmma kernel with B shared by a cluster of two bloc
     CHECK(k.contraction->cluster_m == 2);
     CHECK(k.plan.cluster_blocks == 2);
     CHECK(k.plan.blocks % 2 == 0);
-    CHECK(k.source.find(cat("tsl::wg::WarpgroupGemm<", f.block_n, ", ")) != std::string::npos);
+    CHECK(k.source.find(cat("tsl::wg::WarpgroupGemm<128, ", f.block_n, ", ")) != std::string::npos);
     CHECK(k.source.find(", 1, 2> TslGemm;") != std::string::npos);
     if (k.contraction->b.k_contiguous) CHECK(k.plan.tensor_maps[1].box_rows == f.block_n / 2);
     CHECK(nvrtc_compile_all(f.c.graph, s, spec) >= 1);
@@ -819,7 +820,7 @@ TEST_CASE("cuda mma run: the wgmma kernel's K split over a cluster matches the i
     CHECK(k.contraction->split_k == f.split);
     CHECK(k.plan.cluster_blocks == f.split);
     CHECK(k.plan.blocks == k.contraction->tiles() * f.split);
-    CHECK(k.source.find(cat("tsl::wg::WarpgroupGemm<", f.block_n, ", ")) != std::string::npos);
+    CHECK(k.source.find(cat("tsl::wg::WarpgroupGemm<128, ", f.block_n, ", ")) != std::string::npos);
     CHECK(nvrtc_compile_all(f.c.graph, s, spec) >= 1);
     // A split runs one cluster per tile: recorded with the persistent grid, it is refused.
     ScheduledGroup g = s.groups[gi].group;
@@ -872,7 +873,7 @@ TEST_CASE("cuda mma run: 192-wide wgmma tiles (m64n192k16) in every form match t
     const cuda::GeneratedKernel k = emit_kernel(f.c.graph, s, gi, spec);
     REQUIRE(k.path == "wgmma");
     CHECK(k.contraction->block_n == 192);
-    CHECK(k.source.find("tsl::wg::WarpgroupGemm<192, ") != std::string::npos);
+    CHECK(k.source.find("tsl::wg::WarpgroupGemm<128, 192, ") != std::string::npos);
     CHECK(k.contraction->smem_bytes <= spec.limits.smem_per_block_bytes);
     CHECK(nvrtc_compile_all(f.c.graph, s, spec) >= 1);
     check_forced_on_gpu(f.c.graph, s);
@@ -923,6 +924,126 @@ TEST_CASE("cuda mma run: 192-wide wgmma tiles (m64n192k16) in every form match t
     shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const MmaShape& m) { return m.m == 64 && m.n == 192; }), shapes.end());
   }
   CHECK(emit_kernel(ffn, schedule_with(ffn, two, "roller"), 0, two).contraction->block_n != 192);
+}
+
+TEST_CASE("cuda mma run: 64-row wgmma blocks (one consumer warpgroup) in every form match the interpreter") {
+  // GEMMs whose 128 x 128 tiles are fewer than the SMs get 64-row blocks among their variants, one
+  // block a tile in one wave: 64 to 256 wide, K split in 2 and 4, batched, rows of C that do not
+  // start 16 bytes aligned, bf16 with B stored N x K or K x N, and a box-tiled convolution (boxes
+  // of 64 output points). Recorded by hand (the variants do not offer them: they ran slower), the
+  // persistent grid and a cluster sharing B.
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  struct Forced {
+    MmaCase c;
+    int64_t block_n;
+    std::function<bool(const KernelChoice&)> pick;  // among the 64-row variants
+    std::map<std::string, int64_t> edits;           // then recorded so
+  };
+  auto width = [](int64_t bn) { return [bn](const KernelChoice& k) { return k.params.at("block_n") == bn && k.params.at("split_k") == 1; }; };
+  const std::vector<Forced> cases = {
+      {{"matmul 512x768x768 64x64", matmul(DType::f16, 512, 768, 768)}, 64, width(64), {}},
+      {{"bias gelu 1100x264x1000 64x128 persistent", bias_gelu(DType::f16, 1100, 264, 1000)}, 128, width(256),
+       {{"block_n", 128}, {"persistent", 1}}},
+      {{"matmul 1100x200x1000 64x128 cluster", matmul(DType::f16, 1100, 200, 1000)}, 128, width(256),
+       {{"block_n", 128}, {"persistent", 1}, {"cluster_m", 2}}},
+      {{"bias gelu 200x520x1000 64x128 split 2", bias_gelu(DType::f16, 200, 520, 1000)}, 128,
+       [](const KernelChoice& k) { return k.params.at("block_n") == 128 && k.params.at("split_k") == 2; }, {}},
+      {{"bf16 gemm transB 300x520x1000 64x256 split 4", gemm(DType::bf16, 300, 520, 1000, false, true)}, 256,
+       [](const KernelChoice& k) { return k.params.at("block_n") == 256 && k.params.at("split_k") == 4; }, {}},
+      {{"bf16 gemm 130x1096x136 64x64 split 4", gemm(DType::bf16, 130, 1096, 136, false, false)}, 64,
+       [](const KernelChoice& k) { return k.params.at("block_n") == 64 && k.params.at("split_k") == 4; }, {}},
+      {{"bias gelu 200x520x1000 64x192 (not offered)", bias_gelu(DType::f16, 200, 520, 1000)}, 192, width(128), {{"block_n", 192}}},
+      {{"batched 2x4 200x64x384", batched(DType::f16, {2, 4, 200, 64}, {2, 4, 64, 384})}, 128, width(128), {}},
+      {{"gemm transB 300x128x1001 unaligned rows", gemm(DType::f16, 300, 128, 1001, false, true)}, 64, width(64), {}},
+      {{"conv 3x3 NHWC 64 -> 256", conv_nhwc(DType::f16, {2, 14, 14, 64}, 256, 3, 1, 1, 1)}, 128, width(128), {}}};
+  for (const Forced& f : cases) {
+    INFO(f.c.name);
+    int gi = -1;
+    Schedule s = with_wgmma_variant(f.c.graph, [&](const KernelChoice& k) { return k.params.at("block_m") == 64 && f.pick(k); }, gi);
+    for (const auto& [key, value] : f.edits) s.groups[gi].group.kernel.params[key] = value;
+    REQUIRE_FALSE(families.check(f.c.graph, s.groups[gi].group, spec));
+    CHECK(s.groups[gi].group.kernel.params.at("warpgroups") == 2);
+    const cuda::GeneratedKernel k = emit_kernel(f.c.graph, s, gi, spec);
+    REQUIRE(k.path == "wgmma");
+    CHECK(k.contraction->block_m == 64);
+    CHECK(k.contraction->block_n == f.block_n);
+    // The form asked for is the form planned.
+    const KernelChoice& kc = s.groups[gi].group.kernel;
+    CHECK((k.contraction->persistent > 0) == (param_or(kc, "persistent", 0) == 1));
+    CHECK(k.contraction->cluster_m == param_or(kc, "cluster_m", 1));
+    CHECK(k.contraction->split_k == kc.params.at("split_k"));
+    if (f.edits.count("persistent")) CHECK(k.contraction->persistent > 0);
+    if (f.edits.count("cluster_m")) CHECK(k.contraction->cluster_m == 2);
+    CHECK(k.plan.threads == 256);
+    CHECK(k.source.find(cat("tsl::wg::WarpgroupGemm<64, ", f.block_n, ", ")) != std::string::npos);
+    // (Up to 128 wide, two blocks per SM: 128 registers a thread hold the 64 accumulators.)
+    CHECK(k.source.find(cat("__launch_bounds__(256, ", f.block_n <= 128 ? 2 : 1, ")")) != std::string::npos);
+    CHECK(nvrtc_compile_all(f.c.graph, s, spec) >= 1);
+    check_forced_on_gpu(f.c.graph, s);
+  }
+  // Where the planner offers them, and where not: BERT's attention output at 512 tokens (24 tiles
+  // of 128 x 128 on 132 SMs) is priced cheapest in 64-row blocks; a GEMM of more 128 x 128 tiles
+  // than SMs is offered none.
+  const OpGraph attn_out = gemm(DType::f16, 512, 768, 768, false, false);
+  {
+    const AnalyticCostModel cost;
+    for (const auto& p : policies())
+      if (p->name() == "welder") {
+        const Schedule priced = schedule_with_families(*p, PolicyContext{attn_out, spec, cost}, &families);
+        CHECK(emit_kernel(attn_out, priced, 0, spec).contraction->block_m == 64);
+      }
+  }
+  {
+    const OpGraph big = matmul(DType::f16, 2048, 256, 2048);
+    const Schedule s = schedule_with(big, spec, "welder");
+    for (const KernelChoice& k : families.variants(big, s.groups[0].group, spec))
+      CHECK_FALSE((k.family == "wgmma" && k.params.at("block_m") == 64));
+  }
+  // The 64-row variants run one block a tile in one wave: GPT-2's attention output at 1024 tokens
+  // is offered 64 x 128 tiles (96 blocks) and 64 x 256 split in 2, not 64 x 64 (192 tiles).
+  {
+    const OpGraph g = gemm(DType::f16, 1024, 768, 768, false, false);
+    const Schedule s = schedule_with(g, spec, "welder");
+    int offered = 0;
+    for (const KernelChoice& k : families.variants(g, s.groups[0].group, spec)) {
+      if (k.family != "wgmma" || k.params.at("block_m") != 64) continue;
+      ++offered;
+      INFO(k.params.at("block_n"), " wide, split ", k.params.at("split_k"));
+      CHECK(param_or(k, "persistent", 0) == 0);
+      CHECK(16 * ((768 + k.params.at("block_n") - 1) / k.params.at("block_n")) * k.params.at("split_k") <= spec.compute.units);
+    }
+    CHECK(offered > 0);
+  }
+  // Recorded forms that cannot be emitted are refused with the reason.
+  int gi = -1;
+  Schedule s = with_wgmma_variant(attn_out, [](const KernelChoice& k) { return k.params.at("block_m") == 64; }, gi);
+  auto refused = [&](std::map<std::string, int64_t> edits, const std::string& why) {
+    ScheduledGroup g = s.groups[gi].group;
+    for (const auto& [key, value] : edits) g.kernel.params[key] = value;
+    const std::optional<std::string> reason = families.check(attn_out, g, spec);
+    INFO(why);
+    REQUIRE(reason.has_value());
+    CHECK(reason->find(why) != std::string::npos);
+  };
+  refused({{"block_m", 32}}, "a wgmma block is 64 or 128 rows");
+  refused({{"block_m", 128}, {"block_n", 64}, {"warpgroups", 3}}, "a wgmma block is 64 or 128 rows by 256, 192, 128 (");
+  // Ping-pong is a 128-row kernel: refused at 64 rows where the grid would be persistent (144
+  // tiles of 64 x 128 on 132 SMs; 72 of 128 x 128).
+  {
+    const OpGraph many = bias_gelu(DType::f16, 1100, 264, 1000);
+    int gm = -1;
+    Schedule sm = with_wgmma_variant(many, [](const KernelChoice& k) { return k.params.at("block_m") == 64; }, gm);
+    ScheduledGroup g = sm.groups[gm].group;
+    g.kernel.params["block_n"] = 128;
+    g.kernel.params["persistent"] = 1;
+    ScheduledGroup pp = g;
+    pp.kernel.params["pingpong"] = 1;
+    CHECK_FALSE(families.check(many, g, spec));  // (the persistent 64-row form itself is emitted)
+    const std::optional<std::string> reason = families.check(many, pp, spec);
+    REQUIRE(reason.has_value());
+    CHECK(reason->find("a ping-pong wgmma kernel has 128 x 128 tiles") != std::string::npos);
+  }
 }
 
 TEST_CASE("cuda mma run: tensor-core kernels match the interpreter (odd shapes, transposes, batches, bf16, epilogues, attention)") {

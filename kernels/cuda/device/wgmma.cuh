@@ -4,16 +4,18 @@
 //
 //   C[m, n] = sum_k A[m, k] * B[k, n]   (f16 or bf16 operands, f32 accumulators)
 //
-// A block of three warpgroups computes one BM x BN tile of C (BM = 128, BN = 128, 192 or 256): warpgroup 0 is the
-// producer, whose first thread copies the K tiles of A and B into a STAGES-deep ring of
-// shared-memory stages with the tensor copy engine (TMA: cp.async.bulk.tensor, one tensor map per
-// operand, made on the host); warpgroups 1 and 2 are the consumers, each multiplying its 64 rows
-// of A by the whole B tile with wgmma.mma_async m64nBNk16, accumulators in registers (BN / 2
-// floats per thread). Two mbarriers per stage hand it over: `full` completes when the copies of
-// the stage have landed (the producer arms it with the stage's byte count), `empty` when both
-// consumers have finished reading it. A consumer keeps one group of wgmmas in flight: it waits
-// for the previous tile's group, releases that tile's stage, and goes on. The producer gives
-// registers up and the consumers take them (setmaxnreg), so 128 accumulators fit.
+// A block of three warpgroups computes one BM x BN tile of C (BM = 128; BN = 128, 192 or 256):
+// warpgroup 0 is the producer, whose first thread copies the K tiles of A and B into a
+// STAGES-deep ring of shared-memory stages with the tensor copy engine (TMA: cp.async.bulk.tensor,
+// one tensor map per operand, made on the host); warpgroups 1 and 2 are the consumers, each
+// multiplying its 64 rows of A by the whole B tile with wgmma.mma_async m64nBNk16, accumulators in
+// registers (BN / 2 floats per thread). A block of 64-row tiles (BM = 64; BN 64 to 256) has one
+// consumer and two warpgroups: the GEMMs of few tiles, which 128-row tiles leave SMs idle on.
+// Two mbarriers per stage hand it over: `full` completes when the copies of the stage have landed
+// (the producer arms it with the stage's byte count), `empty` when the consumers have finished
+// reading it. A consumer keeps one group of wgmmas in flight: it waits for the previous tile's
+// group, releases that tile's stage, and goes on. In a 128-row block the producer gives registers
+// up and the consumers take them (setmaxnreg), so 128 accumulators fit.
 //
 // Shared-memory layout (what TMA writes with 128-byte swizzling and wgmma reads through matrix
 // descriptors with the same swizzle): a tile is stored as rows of 64 16-bit elements (128 bytes),
@@ -48,6 +50,9 @@ constexpr int kAtomBytes = 1024;  // 8 rows: the period of the 128-byte swizzle
 // Registers per thread after setmaxnreg: the producer gives up what the consumers' accumulators
 // take (40 x 128 + 2 x 232 x 128 = 64512 of a 64K register file; the planner checks the spec).
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// A block with one consumer (256 threads) moves no registers: 64 x 128 tiles and narrower are
+// compiled for up to two blocks per SM (128 registers a thread; two share an SM where their shared
+// memory allows), wider ones for one (ptxas gives the consumer's 128 accumulators what they need).
 
 // The host's CUtensorMap (128 opaque bytes, 64-byte aligned), passed by value as a
 // __grid_constant__ kernel parameter.
@@ -141,7 +146,7 @@ __device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned s
          (1ull << 62);
 }
 
-// ---- wgmma.mma_async m64nNk16, both operands from shared memory (N = 256, 192 or 128) -----------
+// ---- wgmma.mma_async m64nNk16, both operands from shared memory (N = 256, 192, 128; 64 below) ----
 // d += A B for a 64 x 16 slice of A and a 16 x N slice of B; TRANS_B: B is stored with n
 // contiguous (transposed for wgmma). Accumulator i of a thread (warp w of the warpgroup, lane l)
 // holds row 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
@@ -236,6 +241,10 @@ template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n128(fl
   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), \
   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), \
   "+f"(d[31])
+template <bool BF16, bool TRANS_B> __device__ __forceinline__ void wgmma_n64(float (&d)[32], u64 da, u64 db) {
+  if (BF16) TSL_WG_MMA("m64n64k16", "bf16", TSL_WG_D32, ", %32, %33, p, 1, 1, 0, %34", TSL_WG_OUT32);
+  else TSL_WG_MMA("m64n64k16", "f16", TSL_WG_D32, ", %32, %33, p, 1, 1, 0, %34", TSL_WG_OUT32);
+}
 #define TSL_WG_MMA_RS(SHAPE, TYPE, D, OPERANDS, OUT)                                                  \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " D \
                OPERANDS ";\n}\n"                                                                   \
@@ -419,7 +428,7 @@ __device__ __forceinline__ int slab_offset(int r, int c) {
 }
 
 // One consumer warpgroup's slab: the accumulators acc[4 (J0 + j) + 2 h + e] of column groups J0 ..
-// J0 + COLS / 8 - 1 (COLS 128, or the last 64 of a 192-wide tile; row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e of the slab, for lane l of warp w)
+// J0 + COLS / 8 - 1 (COLS 128, or 64: the last of a 192-wide tile, a 64-wide tile; row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e of the slab, for lane l of warp w)
 // written to `buf` rounded to the 16-bit type, then read back and passed to epilogue(r, c, v): with
 // CHUNK = 8 each thread takes 8 consecutive columns of a row at a time (float v[8]); with
 // CHUNK = 1 one column at a time, consecutive threads on consecutive columns (an output whose rows
@@ -428,7 +437,7 @@ __device__ __forceinline__ int slab_offset(int r, int c) {
 template <bool BF16, int CHUNK, int J0, int COLS = kEpiCols, int NACC, class F>
 __device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc)[NACC], int bar, F&& epilogue) {
   static_assert(CHUNK == 1 || CHUNK == kEpiChunk, "a slab is read by chunks of 16 bytes or by elements");
-  static_assert(COLS == kEpiCols || COLS == kEpiCols / 2, "a slab holds 128 columns, or the 64 of a 192-wide tile's last");
+  static_assert(COLS == kEpiCols || COLS == kEpiCols / 2, "a slab holds 128 columns, or 64: a 192-wide tile's last, a 64-wide tile");
   static_assert(4 * (J0 + COLS / 8) <= NACC, "the slab's column groups are accumulators of the thread");
   const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / 32, lane = t % 32;
   named_sync(bar, kWarpgroup);
@@ -520,12 +529,13 @@ __device__ __forceinline__ void store_row(T* dst, const T (&v)[N]) {
 // BM rows x 64 columns and B with boxes of BN rows x 64 (B_K_CONTIG) or 64 rows x 64 columns; a
 // batched product's maps have NBA and NBB outer dimensions (its batch axes each operand is not
 // broadcast over), boxes of one matrix, so every edge of M, N and K reads zeros per batch point.
-template <int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K, int SPLIT = 1, int CLUSTER = 1, int NBA = 0, int NBB = 0,
+// BM = 128: two consumer warpgroups of 64 rows each; BM = 64: one (file comment).
+template <int BM_, int BN, int STAGES, bool B_K_CONTIG, bool BF16, int K, int SPLIT = 1, int CLUSTER = 1, int NBA = 0, int NBB = 0,
           class COORDS = PlainCoords>
 struct WarpgroupGemm {
-  static constexpr int kConsumers = 2;
+  static constexpr int BM = BM_, BK = kRowElems;
+  static constexpr int kConsumers = BM / kInstM;
   static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
-  static constexpr int BM = kConsumers * kInstM, BK = kRowElems;
   static constexpr int kAccs = BN / 2;  // 64 x BN f32 accumulators over a warpgroup's 128 threads
   static constexpr int kABytes = BM * kRowBytes, kBBytes = BN * kRowBytes, kStageBytes = kABytes + kBBytes;
   static constexpr int kKTiles = (K + BK - 1) / BK;
@@ -533,7 +543,8 @@ struct WarpgroupGemm {
   // epilogue slab, then the barriers.
   static constexpr int kEpiBytes = kConsumers * kEpiSlabBytes;
   static constexpr int kSmemBytes = STAGES * kStageBytes + kEpiBytes + kAtomBytes + 2 * STAGES * 8;
-  static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma tiles are 64 x 128, 64 x 192 or 64 x 256 per consumer");
+  static_assert(BM == kInstM || BM == 2 * kInstM, "a block has one or two consumer warpgroups of 64 rows");
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma tiles are 64 x 64, 128, 192 or 256 per consumer");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
   // A split K (SPLIT blocks of a cluster per tile, run's comment) parks each rank's partial sums in
   // its stages' memory.
@@ -568,7 +579,7 @@ struct WarpgroupGemm {
     if (SPLIT > 1) ktiles = (rank + 1) * kKTiles / SPLIT - kt0;
     init_stage_barriers<STAGES>(bars, kConsumers);
     if (wg == 0) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+      if constexpr (kConsumers > 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0) {
         for (int i = 0; i < ktiles; ++i)
           load_stage<BM, BN, STAGES, B_K_CONTIG, 1, NBA, NBB, COORDS>(base, bars, map_a, map_b, i, tiles ? __ldg(tiles + i) : kt0 + i, at);
@@ -579,7 +590,7 @@ struct WarpgroupGemm {
         mma::cluster_sync();
       }
     } else {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
+      if constexpr (kConsumers > 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
 #pragma unroll
       for (int i = 0; i < kAccs; ++i) acc[i] = 0.0f;
       const int c = wg - 1;
@@ -600,7 +611,8 @@ struct WarpgroupGemm {
                                     : smem_desc(b + kk * kInstK * kRowBytes, BK * kRowBytes, kAtomBytes);
           if constexpr (BN == 256) wgmma_n256<BF16, !B_K_CONTIG>(acc, da, db);
           else if constexpr (BN == 192) wgmma_n192<BF16, !B_K_CONTIG>(acc, da, db);
-          else wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
+          else if constexpr (BN == 128) wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
+          else wgmma_n64<BF16, !B_K_CONTIG>(acc, da, db);
         }
         wgmma_commit();
         fence_registers(acc);
@@ -634,12 +646,15 @@ struct WarpgroupGemm {
   }
 
   // The consumer warpgroup c's part of the tile (its 64 rows) through its epilogue slab, 128
-  // columns at a time (store_slab): epilogue(m, n, v) with v float[CHUNK], m and n relative to the
-  // tile.
+  // columns at a time (store_slab; a 64-wide tile half a slab): epilogue(m, n, v) with v
+  // float[CHUNK], m and n relative to the tile.
   template <int CHUNK, class F>
   __device__ __forceinline__ void store_tile(unsigned char* smem, unsigned base, int c, F&& epilogue) {
     unsigned char* slab = smem + (base - mma::smem_address(smem)) + STAGES * kStageBytes + c * kEpiSlabBytes;
-    store_slab<BF16, CHUNK, 0>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, n, v); });
+    if constexpr (BN == kEpiCols / 2)
+      store_slab<BF16, CHUNK, 0, kEpiCols / 2>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, n, v); });
+    else
+      store_slab<BF16, CHUNK, 0>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, n, v); });
     if constexpr (BN == 2 * kEpiCols)
       store_slab<BF16, CHUNK, kEpiCols / 8>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, kEpiCols + n, v); });
     if constexpr (BN == kEpiCols + kEpiCols / 2)  // a 192-wide tile's last 64 columns: half a slab
@@ -648,16 +663,16 @@ struct WarpgroupGemm {
   }
 
   // Split K, in the consumer threads, as a reduce-scatter: every rank writes its accumulators to
-  // its stages' memory (thread t's float4 j at [(j x 256 + t) x 16] bytes, once both consumers'
-  // multiplies are done with the stages), the cluster synchronizes, rank r adds the other ranks'
+  // its stages' memory (consumer thread t's float4 j at [(j x kConsumerThreads + t) x 16] bytes,
+  // once every consumer's multiplies are done with the stages), the cluster synchronizes, rank r adds the other ranks'
   // sums of its share of the column groups -- float4 j for j / (BN / 8 / SPLIT) == r, in rank
   // order, so the sums do not depend on timing -- and the cluster synchronizes again so that no
   // block exits while another reads its memory. Each rank then stores its share (run).
   __device__ __forceinline__ void reduce_cluster(unsigned char* smem, unsigned base, int rank) {
     static_assert((BN / 8) % SPLIT == 0, "the column groups divide among the ranks");
     constexpr int kConsumerThreads = kConsumers * kWarpgroup, kShare = BN / 8 / SPLIT;
-    const int t = static_cast<int>(threadIdx.x) - kWarpgroup;  // 0 .. 255 over both consumers
-    named_sync(1, kConsumerThreads);  // the other consumer's last wgmmas no longer read the stages
+    const int t = static_cast<int>(threadIdx.x) - kWarpgroup;  // 0 .. kConsumerThreads - 1 over the consumers
+    named_sync(1, kConsumerThreads);  // (with two) the other consumer's last wgmmas no longer read the stages
     float4* mine = reinterpret_cast<float4*>(smem + (base - mma::smem_address(smem)));
 #pragma unroll
     for (int j = 0; j < kAccs / 4; ++j)
@@ -709,7 +724,7 @@ struct WarpgroupGemm {
     init_stage_barriers<STAGES>(bars, kConsumers * CLUSTER);
     if (CLUSTER > 1) mma::cluster_sync();
     if (wg == 0) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+      if constexpr (kConsumers > 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0)
         produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, CLUSTER, NBA, NBB, COORDS>(base, bars, map_a, map_b, tiles, origin, rank);
       if (CLUSTER > 1) {
@@ -717,7 +732,7 @@ struct WarpgroupGemm {
         mma::cluster_sync();
       }
     } else {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
+      if constexpr (kConsumers > 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
       const int c = wg - 1;
       const bool signals = threadIdx.x % kWarpgroup == 0;
       // Releases stage s for its next round: in every block that shares it.
@@ -749,7 +764,8 @@ struct WarpgroupGemm {
                                       : smem_desc(b + kk * kInstK * kRowBytes, BK * kRowBytes, kAtomBytes);
             if constexpr (BN == 256) wgmma_n256<BF16, !B_K_CONTIG>(acc, da, db);
             else if constexpr (BN == 192) wgmma_n192<BF16, !B_K_CONTIG>(acc, da, db);
-            else wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
+            else if constexpr (BN == 128) wgmma_n128<BF16, !B_K_CONTIG>(acc, da, db);
+            else wgmma_n64<BF16, !B_K_CONTIG>(acc, da, db);
           }
           wgmma_commit();
           fence_registers(acc);
