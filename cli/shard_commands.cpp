@@ -28,8 +28,8 @@ namespace tessel {
 namespace {
 
 const char* kShardHelp =
-    "usage: tessel shard MODEL --hw SPEC --mesh M [--shard \"T=L ...\"] [--exhaustive N] [--no-schedule]\n"
-    "                    [--shape NAME=D0xD1...] [--no-normalize]\n"
+    "usage: tessel shard MODEL --hw SPEC --mesh M [--shard \"T=L ...\"] [--exhaustive N] [--z3-bound MS]\n"
+    "                    [--no-schedule] [--shape NAME=D0xD1...] [--no-normalize]\n"
     "  Chooses how MODEL is spread over a device mesh and prints the plan: each node's split, every\n"
     "  collective with its bytes, interconnect level and predicted time, and the predicted step time\n"
     "  (docs/distributed.md).\n"
@@ -40,8 +40,18 @@ const char* kShardHelp =
     "  --exhaustive  enumerate every plan when there are at most N (default 20000): the optimum\n"
     "  --descent     passes of coordinate descent after the forward pass (default 8; 0: none)\n"
     "  --memory-per-device BYTES  the weights each device may hold (activations not counted)\n"
+    "  --z3-bound MS after the search, z3 bounds it within MS milliseconds: no plan is priced below\n"
+    "                the bound it proves; its own plan is kept when priced lower than the search's\n"
     "  --no-schedule skip scheduling device 0's segments (the 'scheduled:' line: the step predicted\n"
     "                from the kernels the pipeline would emit rather than the search's roofline)\n";
+
+std::string format_fixed(double v, int decimals) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(decimals);
+  os << v;
+  return os.str();
+}
 
 Mesh mesh_option(const Args& args) {
   auto text = args.option("mesh");
@@ -59,6 +69,7 @@ ShardSearchOptions search_options(const Args& args, const Mesh& mesh) {
   o.exhaustive_limit = args.int_option("exhaustive", o.exhaustive_limit, 0, int64_t{1} << 40);
   o.max_descent_passes = static_cast<int>(args.int_option("descent", o.max_descent_passes, 0, 1000));
   o.memory_per_device_bytes = args.int_option("memory-per-device", 0, 0, int64_t{1} << 50);
+  o.z3_bound_ms = args.int_option("z3-bound", 0, 0, int64_t{1} << 31);
   return o;
 }
 
@@ -96,7 +107,7 @@ double scheduled_compute_s(const OpGraph& g, const ShardPlan& plan, CompileReque
 }  // namespace
 
 int cmd_shard(const std::vector<std::string>& argv) {
-  Args args("shard", argv, {"no-normalize", "no-schedule", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "memory-per-device", "shape"});
+  Args args("shard", argv, {"no-normalize", "no-schedule", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "memory-per-device", "shape", "z3-bound"});
   if (args.flag("help")) { std::cout << kShardHelp; return 0; }
   const Mesh mesh = mesh_option(args);
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, "");
@@ -113,6 +124,18 @@ int cmd_shard(const std::vector<std::string>& argv) {
   std::cout << "searched " << s.plans_priced << " plans in " << s.seconds << " s ("
             << (s.exact ? "every plan: the optimum under the model" : "forward pass and coordinate descent")
             << "; forward pass alone " << s.greedy_s * 1e3 << " ms)\n";
+  if (s.bound) {
+    const ShardBound& b = *s.bound;
+    if (!b.why_not.empty()) {
+      std::cout << "z3 bound: none (" << b.why_not << ", " << b.seconds << " s)\n";
+    } else {
+      std::cout << "z3 bound: no plan under " << b.lower_s * 1e3 << " ms (" << (b.optimal ? "proved" : "the bound when time ran out")
+                << ", " << b.choices << " choices, " << b.seconds << " s); the search's plan "
+                << s.heuristic_s * 1e3 << " ms is " << (b.lower_s > 0 ? cat(format_fixed((s.heuristic_s / b.lower_s - 1) * 100, 2), "% above it") : std::string("above it"));
+      if (b.has_plan) std::cout << "; z3's plan priced " << b.plan_s * 1e3 << " ms" << (b.plan_s < s.heuristic_s * (1 - 1e-9) ? " (kept)" : "");
+      std::cout << "\n";
+    }
+  }
   return 0;
 }
 

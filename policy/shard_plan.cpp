@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include <z3++.h>
+
 #include "tilegraph/error.h"
 
 namespace tessel {
@@ -138,6 +140,150 @@ std::vector<NodeSharding> choices(const TeNode& node, const Mesh& mesh) {
     split[m] = -1;
   };
   rec(0);
+  return out;
+}
+
+/// Seconds in whole picoseconds, rounded down (so that sums of them stay below the price).
+int64_t floor_ps(double seconds) { return static_cast<int64_t>(std::floor(seconds * 1e12)); }
+
+/// The time a conversion from `from` to `to` of tensor `t` takes as the pricer runs it from a
+/// tensor holding `from` alone, or nullopt when none runs (PlanPricer::evaluate's need()).
+std::optional<double> conversion_s(const OpGraph& g, TensorId t, const TensorLayout& from, const TensorLayout& to, const Mesh& mesh,
+                                   const HwSpec& spec) {
+  const TensorInfo& info = g.tensor(t);
+  const std::optional<Conversion> conv = cheapest_conversion({from}, to);
+  if (!conv) return std::nullopt;
+  double seconds = 0;
+  TensorLayout cur = from;
+  for (const LayoutStep& step : conv->steps) {
+    const TensorLayout next = after_step(cur, step);
+    if (check_layout(info.type.shape, next, mesh)) return std::nullopt;
+    seconds += collective_cost(spec, mesh, step, info.type, cur).seconds;
+    cur = next;
+  }
+  return seconds;
+}
+
+/// z3's bound on the search (shard_plan.h): one Boolean per node and candidate (exactly one per
+/// node), the relaxed price as an integer of picoseconds, the memory cap as a constraint.
+/// `io`: the plan's fixed input and output layouts.
+ShardBound z3_bound(const OpGraph& g, const Mesh& mesh, const HwSpec& spec, PlanPricer& pricer,
+                    const std::vector<std::vector<NodeSharding>>& cand, const ShardPlan& io, int64_t memory_cap, int64_t ms) {
+  const auto start = std::chrono::steady_clock::now();
+  ShardBound out;
+  z3::context c;
+  z3::optimize opt(c);
+  z3::params prm(c);
+  prm.set("timeout", static_cast<unsigned>(std::min<int64_t>(ms, std::numeric_limits<unsigned>::max())));
+  opt.set(prm);
+  std::vector<std::vector<z3::expr>> x(g.num_nodes());
+  z3::expr_vector terms(c);
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    z3::expr_vector one(c);
+    for (size_t i = 0; i < cand[n].size(); ++i) {
+      x[n].push_back(c.bool_const(cat("n", n, "_", i).c_str()));
+      one.push_back(x[n].back());
+      terms.push_back(z3::ite(x[n].back(), c.int_val(floor_ps(pricer.time(n, cand[n][i]))), c.int_val(0)));
+    }
+    opt.add(z3::mk_or(one));
+    if (one.size() > 1) opt.add(z3::atmost(one, 1));
+    out.choices += static_cast<int64_t>(cand[n].size());
+  }
+  // Each tensor's layouts as made (a graph input's is fixed) and as read, with when.
+  struct When {
+    TensorLayout layout;
+    z3::expr cond;
+  };
+  std::vector<std::vector<When>> made(g.num_tensors()), read(g.num_tensors());
+  for (size_t i = 0; i < g.inputs().size(); ++i) made[g.inputs()[i]].push_back({io.inputs[i], c.bool_val(true)});
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    for (size_t i = 0; i < cand[n].size(); ++i) {
+      const ShardedNode& sn = pricer.sharded(n, cand[n][i]);
+      made[g.node_output(n)].push_back({sn.output, x[n][i]});
+      for (size_t k = 0; k < g.node_inputs(n).size(); ++k) read[g.node_inputs(n)[k]].push_back({sn.inputs[k], x[n][i]});
+    }
+  for (size_t i = 0; i < g.outputs().size(); ++i) read[g.outputs()[i]].push_back({io.outputs[i], c.bool_val(true)});
+  z3::expr_vector weight_bytes(c);
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    // The distinct layouts read, each with "some reader needs it".
+    std::vector<TensorLayout> layouts;
+    std::vector<z3::expr_vector> whens;
+    for (const When& r : read[t]) {
+      auto it = std::find(layouts.begin(), layouts.end(), r.layout);
+      if (it == layouts.end()) {
+        layouts.push_back(r.layout);
+        whens.emplace_back(c);
+        it = layouts.end() - 1;
+      }
+      whens[it - layouts.begin()].push_back(r.cond);
+    }
+    std::vector<z3::expr> needed;
+    for (const z3::expr_vector& w : whens) needed.push_back(z3::mk_or(w));
+    const TensorInfo& info = g.tensor(t);
+    if (info.kind == TensorKind::weight) {
+      for (size_t l = 0; l < layouts.size(); ++l)
+        weight_bytes.push_back(z3::ite(needed[l], c.int_val(static_cast<int64_t>(bytes_of({info.type.dtype, local_shape(info.type.shape, layouts[l], mesh)}))),
+                                       c.int_val(0)));
+      continue;
+    }
+    // From each layout it can be made in: the cheapest of the conversions its readers need (the
+    // pricer's first conversion of the tensor is one of them); conversions none runs are ruled out.
+    for (const When& m : made[t]) {
+      std::vector<std::pair<int64_t, size_t>> costs;
+      for (size_t l = 0; l < layouts.size(); ++l) {
+        if (layouts[l] == m.layout) continue;
+        if (const std::optional<double> s = conversion_s(g, t, m.layout, layouts[l], mesh, spec)) costs.push_back({floor_ps(*s), l});
+        else opt.add(!(m.cond && needed[l]));
+      }
+      std::sort(costs.begin(), costs.end());
+      z3::expr none_cheaper = m.cond;
+      for (const auto& [ps, l] : costs) {
+        terms.push_back(z3::ite(none_cheaper && needed[l], c.int_val(ps), c.int_val(0)));
+        none_cheaper = none_cheaper && !needed[l];
+      }
+    }
+  }
+  if (memory_cap > 0 && !weight_bytes.empty()) opt.add(z3::sum(weight_bytes) <= c.int_val(memory_cap));
+  const z3::expr price = terms.empty() ? c.int_val(0) : z3::sum(terms);
+  const z3::optimize::handle h = opt.minimize(price);
+  const z3::check_result r = opt.check();
+  auto seconds_of = [](const z3::expr& e, double& into) {
+    int64_t v = 0;
+    if (!e.is_numeral() || !e.is_numeral_i64(v)) return false;
+    into = static_cast<double>(v) * 1e-12;
+    return true;
+  };
+  if (r == z3::unsat) {
+    out.why_not = memory_cap > 0 ? "no plan keeps the weights within the memory cap" : "no plan runs the graph";
+  } else {
+    out.optimal = r == z3::sat;
+    if (!seconds_of(opt.lower(h), out.lower_s)) {
+      out.lower_s = 0;
+      if (!out.optimal) out.why_not = cat("z3 proved no bound within ", ms, " ms");
+    }
+    try {
+      const z3::model model = opt.get_model();
+      ShardPlan plan = io;
+      bool complete = true;
+      for (NodeId n = 0; n < g.num_nodes() && complete; ++n) {
+        complete = false;
+        for (size_t i = 0; i < cand[n].size(); ++i)
+          if (model.eval(x[n][i], true).is_true()) {
+            plan.nodes[n] = cand[n][i];
+            complete = true;
+            break;
+          }
+      }
+      if (complete) {
+        out.plan = std::move(plan);
+        out.plan_s = pricer.evaluate(out.plan, nullptr);
+        out.has_plan = std::isfinite(out.plan_s);
+      }
+    } catch (const z3::exception&) {
+      // (No model when time ran out before the first one.)
+    }
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 
@@ -327,6 +473,15 @@ ShardSearch search_shard_plan(const OpGraph& graph, const Mesh& mesh, const HwSp
     } else if (cur < best) {  // cannot happen: the enumeration saw this plan
       TESSEL_ASSERT(false, "coordinate descent beat the exhaustive search");
     }
+  }
+  result.heuristic_s = best;
+  if (options.z3_bound_ms > 0) {
+    ShardBound b = z3_bound(graph, mesh, spec, pricer, cand, result.plan, options.memory_per_device_bytes, options.z3_bound_ms);
+    if (b.has_plan && b.plan_s < best * (1 - 1e-9)) {
+      result.plan = b.plan;
+      best = b.plan_s;
+    }
+    result.bound = std::move(b);
   }
   if (!std::isfinite(best)) throw UserError("", "", "no shard plan can run this graph (every plan needs a layout no collective makes)");
   result.cost = price_plan(graph, result.plan, spec);

@@ -13,6 +13,14 @@
 // choice counts at most `exhaustive_limit`) every plan is enumerated, which gives the optimum to
 // measure the heuristic against (ShardSearch::exact).
 //
+// For larger graphs z3 bounds the heuristic (ShardSearchOptions::z3_bound_ms): it minimizes a
+// relaxation of the same price over every plan at once -- each node's roofline time exactly, and
+// per tensor the cheapest of the conversions its consumers need from its producer's layout (the
+// exact communication when each tensor is needed in one layout besides its own; where consumers
+// need several, the pricer converts from layouts held earlier and pays each, so the relaxation is
+// below it). Its optimum is a lower bound on every plan's price (ShardBound::lower_s); the plan
+// z3 finds is priced exactly and kept when it beats the heuristic's.
+//
 // A memory cap per device (weights only) makes plans over it lose to every plan within it.
 //
 // Constraints in the nnScaler style pin tensors to layouts: `x=S0` gives input x sharded along its
@@ -22,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +81,20 @@ struct ShardSearchOptions {
   /// > 0: the weights each device holds must fit in this many bytes (activations are not
   /// counted); plans over it are priced worse than any plan within it.
   int64_t memory_per_device_bytes = 0;
+  /// > 0: after the heuristic, z3 bounds it within this many milliseconds (see above).
+  int64_t z3_bound_ms = 0;
+};
+
+/// What z3 proved about the search's problem (ShardSearchOptions::z3_bound_ms).
+struct ShardBound {
+  double lower_s = 0;     // no plan is priced below this
+  bool optimal = false;   // z3 finished: lower_s is the relaxation's optimum, else its bound when time ran out
+  bool has_plan = false;  // z3 found a plan (the relaxation's best so far)
+  ShardPlan plan;
+  double plan_s = 0;      // that plan priced exactly (price_plan)
+  double seconds = 0;
+  int64_t choices = 0;    // the encoding's choice variables
+  std::string why_not;    // non-empty: no bound (z3 gave up, or no plan satisfies the memory cap)
 };
 
 struct ShardSearch {
@@ -80,7 +103,9 @@ struct ShardSearch {
   bool exact = false;          // every plan was enumerated: `plan` is the optimum under the model
   int64_t plans_priced = 0;
   double greedy_s = 0;         // the forward pass's plan, before descent
+  double heuristic_s = 0;      // the plan the forward pass and descent (or the enumeration) found
   double seconds = 0;          // search time
+  std::optional<ShardBound> bound;  // with z3_bound_ms; `plan` is z3's where it priced lower
 };
 
 /// The cheapest plan found for `graph` on `mesh` with `spec`'s device and interconnect. UserError

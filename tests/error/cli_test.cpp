@@ -427,6 +427,12 @@ TEST_CASE("cli: shard prints a plan with its collectives, run --mesh on thread r
   CHECK(r.status == 0);
   CHECK(r.output.find("collective ") != std::string::npos);
   CHECK(r.output.find("scheduled: predicted") != std::string::npos);
+  // z3's bound on the search (no enumeration): proved on one mesh axis, the search's plan at or above it.
+  r = tessel("shard " + small + " --hw " + kSpecs + "nvidia-dgx-h100.json --mesh 4 --exhaustive 0 --no-schedule --z3-bound 60000");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("z3 bound: no plan under ") != std::string::npos);
+  CHECK(r.output.find("(proved, ") != std::string::npos);
+  CHECK(r.output.find("% above it") != std::string::npos);
   r = tessel("run " + small + " --mesh 2 --interp --check --hw " + kSpecs + "x86-64-avx512-cluster-16.json" + pins);
   CHECK(r.status == 0);
   CHECK(r.output.find("matches the single-device interpreter") != std::string::npos);
