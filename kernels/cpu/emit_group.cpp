@@ -578,18 +578,26 @@ bool contiguous_or_invariant(const TeNode& node, int i, int axis) {
 }
 }  // namespace
 
+bool lane_reduction_in_f64(const TeNode& node) {
+  const Expr& e = node.body();
+  return !(e.op() == ExprOp::mul && e.operands()[0].op() != ExprOp::constant && e.operands()[1].op() != ExprOp::constant);
+}
+
 bool lane_reduction_fits(const TeNode& node, int lanes) {
   const int ns = node.num_spatial(), na = node.num_axes();
-  // A product of two varying factors (not a mean's x * (1/n), whose terms must each reach the f64
-  // total: reduce_point), summed from zero.
+  // A float sum from zero: of products of two varying factors in runs of at most kRunTerms terms
+  // in the compute type; of anything else (a mean's x * (1/n), whose terms must each reach the
+  // f64 total as in reduce_point) in f64, of more than kRunTerms terms: shorter ones ran as fast
+  // or faster in the generic nest (this project's VM, interleaved: a 37-term sum 0.90x, a 49-term
+  // channels-last pool 0.97x; a 3136-term one 1.96x, experiments/results/cpu/2026-11-29-op-sweep/
+  // ab/lane_f64.txt): the array's f64 sums are loaded and stored at every term.
   const Expr& e = node.body();
   if (ns == 0 || na == ns || node.combiner() != Combiner::sum || node.init() != 0 || !is_float(e.dtype()) ||
-      e.op() != ExprOp::mul || e.operands()[0].op() == ExprOp::constant || e.operands()[1].op() == ExprOp::constant ||
       node.axes()[ns - 1].extent < lanes)
     return false;
   int64_t terms = 1;
   for (int a = ns; a < na; ++a) terms *= node.axes()[a].extent;
-  if (terms > kRunTerms) return false;
+  if (lane_reduction_in_f64(node) ? terms <= kRunTerms : terms > kRunTerms) return false;
   bool walks = false;
   for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
     if (!contiguous_or_invariant(node, i, ns - 1)) return false;
@@ -604,7 +612,10 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
   const DType dtype = node.body().dtype();
   const int lanes = vector_lanes(dtype);
   const int64_t chunk = kLaneReductionVectors * lanes;
-  llvm::Type* type = compute_type(ctx_, dtype);
+  llvm::Type* value_type = compute_type(ctx_, dtype);
+  // (The sums in f64 where lane_reduction_in_f64: each term widened, the total rounded once.)
+  const bool wide = lane_reduction_in_f64(node) && dtype != DType::f64;
+  llvm::Type* type = wide ? compute_type(ctx_, DType::f64) : value_type;
   llvm::ArrayType* array = llvm::ArrayType::get(type, static_cast<uint64_t>(chunk));
   llvm::AllocaInst* acc = entry_alloca(array);
   auto slot = [&](Value* j) { return b_.CreateInBoundsGEP(array, acc, {i64(0), j}); };
@@ -638,13 +649,15 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
           point[a] = b_.CreateAdd(from, j);
           Cache cache;
           Value* term = eval_expr(s, node.body(), point, cache);
+          if (wide) term = b_.CreateFPExt(term, type);
           b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(type, slot(j)), term), slot(j));
         });
       };
       reduce(ns);
       emit_for(i64(0), len, lanes, [&](Value* j) {
         point[a] = b_.CreateAdd(from, j);
-        store_point(s, point, b_.CreateLoad(type, slot(j)));
+        Value* total = b_.CreateLoad(type, slot(j));
+        store_point(s, point, wide ? b_.CreateFPTrunc(total, value_type) : total);
       });
     });
   };

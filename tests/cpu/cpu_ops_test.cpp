@@ -212,10 +212,25 @@ TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights ta
     CHECK(wide == (cg == 1 ? v.c >= 8 : v.c / v.groups >= 8));  // a grouped one's innermost axis: the group's channels
     check_op("Conv", {x, w, b}, attrs, 1, {1, 2});
   }
-  // A mean over a middle axis reads the innermost axis contiguously too, but its terms are x * (1/n)
-  // and must each reach the f64 total (reduce_point): not a lane reduction.
-  const OpGraph mean = lower_model(single_op_model("ReduceMean", {random_f32({2, 17, 40}, 4)}, {{"axes", std::vector<int64_t>{1}}}, 1, {}));
-  for (NodeId n = 0; n < static_cast<NodeId>(mean.num_nodes()); ++n) CHECK_FALSE(cpu::lane_reduction_fits(mean.node(n), 1));
+  // A mean over a middle axis reads the innermost axis contiguously too; its terms are x * (1/n),
+  // which must each reach the f64 total (reduce_point): past kRunTerms terms a lane reduction
+  // summed in f64 (a channels-last global pool: 3136 terms), shorter ones the generic nest.
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{2, 17, 40}, {2, 3136, 24}, {1, 300, 5}, {1, 300, 16}, {3, 257, 9}}) {
+    CAPTURE(shape[1]);
+    HostTensor x = random_f32(shape, 4);
+    for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(x[i] + 100.0);
+    const std::map<std::string, AttrValue> axes{{"axes", std::vector<int64_t>{1}}};
+    const OpGraph mean = lower_model(single_op_model("ReduceMean", {x}, axes, 1, {}));
+    bool lane = false, f64 = false;
+    for (NodeId n = 0; n < static_cast<NodeId>(mean.num_nodes()); ++n) {
+      lane |= cpu::lane_reduction_fits(mean.node(n), 8);
+      f64 |= cpu::lane_reduction_fits(mean.node(n), 8) && cpu::lane_reduction_in_f64(mean.node(n));
+    }
+    CHECK(lane == (shape[2] >= 8 && shape[1] > 256));
+    CHECK(f64 == lane);
+    check_op("ReduceMean", {x}, axes, 1, {});
+  }
 }
 
 TEST_CASE("cpu ops: padded convolutions: border vectors of B, widths around the vector width") {
