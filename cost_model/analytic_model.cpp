@@ -116,6 +116,10 @@ constexpr int64_t kWgWideTileBlockN = 256;  // the wide form's block_n (kernels/
 constexpr double kWgLoneConsumerEfficiency = 0.75;
 constexpr int64_t kWgTwoConsumerBlockM = 128;  // the two-consumer block's block_m
 constexpr int64_t kWgPairedMaxBlockN = 128;    // a one-consumer block wider than this runs one per SM
+// The wgmma kernel's shared memory besides its stages (kernels/cuda/contraction_plan.h): an
+// epilogue slab of 64 rows of 128 16-bit values per consumer (one per 64 block rows), two 8-byte
+// mbarriers a stage, one 1024-byte swizzle atom of alignment slack.
+constexpr int64_t kWgInstM = 64, kWgEpiSlabBytes = 64 * 128 * 2, kWgMbarrierBytes = 8, kWgAtomBytes = 1024;
 // A wgmma K split: each block's two cluster barriers and the reduce-scatter of the partial sums
 // through distributed shared memory, (S - 1) / S of a tile's f32 sums read per block at this
 // rate (fitted with the rest, on 9 GEMMs split 1, 2, 4 and 8 ways).
@@ -496,7 +500,14 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   out.blocks = tiles * split;
   const int64_t units = spec.compute.units;
   const LimitSpec& lim = spec.limits;
-  const int64_t smem = stages * (bm + bn) * bk * in_bytes;
+  int64_t smem = stages * (bm + bn) * bk * in_bytes;
+  // The wgmma kernel's shared memory also holds an epilogue slab per consumer, two mbarriers a
+  // stage and a swizzle atom of alignment slack (kernels/cuda/contraction_plan.h,
+  // wgmma_smem_bytes), and the driver reserves the spec's per-SM less its per-block shared memory
+  // for each block: 64 x 64 blocks of 6 stages fit one an SM, not two.
+  if (group.kernel.family == "wgmma")
+    smem += bm / kWgInstM * kWgEpiSlabBytes + stages * 2 * kWgMbarrierBytes + kWgAtomBytes +
+            std::max<int64_t>(lim.smem_per_sm_bytes - lim.smem_per_block_bytes, 0);
   // Accumulators in f32 spread over the threads, plus operand fragments and addresses.
   const int64_t regs = std::min<int64_t>(lim.max_registers_per_thread, bm * bn / std::max<int64_t>(threads, 1) + kContractionBaseRegisters);
   int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(threads, 1));

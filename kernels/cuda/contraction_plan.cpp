@@ -581,6 +581,15 @@ bool wgmma_lone_consumer_pays(const ContractionPlan& p, const HwSpec& spec) {
   return p.batch * ceil_div(p.m, int64_t{kWgConsumers} * kWgInstM) * ceil_div(p.n, kWgBlockN) < spec.compute.units;
 }
 
+/// How many blocks of wgmma plan `p` an SM holds at once: two of one consumer up to
+/// kWgPairedMaxBlockN wide (launched for two per SM) where two fit its shared memory, each with the
+/// driver's reservation (the spec's per-SM less its per-block shared memory); else one.
+int64_t wgmma_blocks_per_sm(const ContractionPlan& p, const HwSpec& spec) {
+  if (!p.warpgroup || p.pingpong || p.block_m != kWgInstM || p.block_n > kWgPairedMaxBlockN) return 1;
+  const int64_t reserved = std::max<int64_t>(spec.limits.smem_per_sm_bytes - spec.limits.smem_per_block_bytes, 0);
+  return std::clamp<int64_t>(spec.limits.smem_per_sm_bytes / std::max<int64_t>(p.smem_bytes + reserved, 1), 1, 2);
+}
+
 /// Whether 192-wide wgmma tiles are worth offering for `p`: where the spec lists m64n192k16 and
 /// their tiles take strictly less time in waves over the SMs than 128- and 256-wide ones (a wave
 /// counting as its tiles' width). Measured on an H200 (experiments/results/h200/2026-11-29f, 76
@@ -989,7 +998,12 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
                         // (kWgLoneMaxKTiles): on an H200 their persistent grid (a lone consumer per
                         // SM walking two tiles or more) ran 0.54-0.93x the 128-row blocks it
                         // replaced (experiments/results/h200/2026-11-29g).
-                        const bool one_wave = q.persistent == 0 && q.tiles() * q.split_k <= spec.compute.units;
+                        // (One wave: as many blocks as the SMs hold at once; 64-row blocks up to
+                        // 128 wide two an SM, one block a tile: on an H200 BERT's Q projection at
+                        // 1024 tokens ran 192 blocks of 64 x 64 1.23x its 48 of 128 x 128,
+                        // experiments/results/h200/2026-11-29h.)
+                        const int64_t resident = q.split_k == 1 ? wgmma_blocks_per_sm(q, spec) : 1;
+                        const bool one_wave = q.persistent == 0 && q.tiles() * q.split_k <= resident * spec.compute.units;
                         const bool short_k = ceil_div(q.k_tiles(), int64_t{q.split_k}) <= kWgLoneMaxKTiles;
                         const bool clusters_fit =
                             q.split_k == 1 || static_cast<double>(q.tiles() * q.split_k) <= kWgLoneSplitShare * static_cast<double>(spec.compute.units);

@@ -1000,20 +1000,30 @@ TEST_CASE("cuda mma run: 64-row wgmma blocks (one consumer warpgroup) in every f
     for (const KernelChoice& k : families.variants(big, s.groups[0].group, spec))
       CHECK_FALSE((k.family == "wgmma" && k.params.at("block_m") == 64));
   }
-  // The 64-row variants run one block a tile in one wave: GPT-2's attention output at 1024 tokens
-  // is offered 64 x 128 tiles (96 blocks) and 64 x 256 split in 2, not 64 x 64 (192 tiles).
+  // The 64-row variants run one block a tile in one wave of the blocks the SMs hold at once: two
+  // of 64 x 64 or 64 x 128 an SM where two fit its shared memory with the driver's reservation,
+  // else one (a split: one). GPT-2's attention output at 1024 tokens is offered 192 blocks of
+  // 64 x 64 at up to 5 stages (two an SM), not at 6 (one an SM: two waves).
   {
     const OpGraph g = gemm(DType::f16, 1024, 768, 768, false, false);
     const Schedule s = schedule_with(g, spec, "welder");
-    int offered = 0;
+    const int64_t reserved = spec.limits.smem_per_sm_bytes - spec.limits.smem_per_block_bytes;
+    int offered = 0, narrow = 0;
     for (const KernelChoice& k : families.variants(g, s.groups[0].group, spec)) {
       if (k.family != "wgmma" || k.params.at("block_m") != 64) continue;
       ++offered;
-      INFO(k.params.at("block_n"), " wide, split ", k.params.at("split_k"));
+      const int64_t bn = k.params.at("block_n"), split = k.params.at("split_k"), stages = k.params.at("stages");
+      INFO(bn, " wide, split ", split, ", ", stages, " stages");
       CHECK(param_or(k, "persistent", 0) == 0);
-      CHECK(16 * ((768 + k.params.at("block_n") - 1) / k.params.at("block_n")) * k.params.at("split_k") <= spec.compute.units);
+      const bool two = split == 1 && bn <= 128 && 2 * (cuda::wgmma_smem_bytes(64, bn, stages) + reserved) <= spec.limits.smem_per_sm_bytes;
+      CHECK(16 * ((768 + bn - 1) / bn) * split <= (two ? 2 : 1) * spec.compute.units);
+      if (bn == 64 && split == 1) {
+        ++narrow;
+        CHECK(stages <= 5);
+      }
     }
     CHECK(offered > 0);
+    CHECK(narrow > 0);
   }
   // Recorded forms that cannot be emitted are refused with the reason.
   int gi = -1;
