@@ -105,18 +105,34 @@ inline OpGraph sparse_gemm(DType dt, int64_t m, int64_t k, int64_t n, Sparsity s
 /// Self-attention as timm's Attention exports (fused_attn, TorchScript): the packed projection
 /// reshaped to [B, S, 3, H, d] and permuted to [3, B, H, S, d], unbound by a Split into Q, K and V
 /// (each then squeezed), scaled dot-product attention, the heads merged for the output projection.
-inline ModelDef timm_attention(DType dt, int64_t B, int64_t S, int64_t H, int64_t d) {
+/// With `constant_ops` the Split's sizes and the Squeezes' axes are Constant ops ahead of them, as
+/// the TorchScript exporter writes them, rather than initializers. With `split_scale` Q and K^T are
+/// each multiplied by a scalar before Q K^T (the exporter's sqrt(scale) on both, as it writes
+/// scaled_dot_product_attention) instead of the scores by one.
+inline ModelDef timm_attention(DType dt, int64_t B, int64_t S, int64_t H, int64_t d, bool constant_ops = false,
+                               bool split_scale = false) {
   ModelBuilder b(dt);
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    if (!constant_ops) return b.weight_i64(name, v);
+    const int64_t n = static_cast<int64_t>(v.size());
+    return b.op("Constant", {}, {{"value", HostTensor(TensorType{DType::i64, {n}}, std::vector<double>(v.begin(), v.end()))}});
+  };
   const int64_t E = H * d;
   const std::string x = b.input("x", {B, S, E});
   std::string t = b.op("Add", {b.op("MatMul", {x, b.weight("w_qkv", {E, 3 * E}, 1, -0.2, 0.2)}), b.weight("b_qkv", {3 * E}, 2, -0.1, 0.1)});
   t = b.op("Reshape", {t, b.weight_i64("to_heads", {B, S, 3, H, d})});
   t = b.op("Transpose", {t}, {{"perm", std::vector<int64_t>{2, 0, 3, 1, 4}}});
-  const std::vector<std::string> parts = b.ops("Split", {t, b.weight_i64("ones", {1, 1, 1})}, 3, {{"axis", int64_t{0}}});
+  const std::vector<std::string> parts = b.ops("Split", {t, ints("ones", {1, 1, 1})}, 3, {{"axis", int64_t{0}}});
   std::vector<std::string> qkv;
-  for (const std::string& part : parts) qkv.push_back(b.op("Squeeze", {part, b.weight_i64(cat(part, "_axis"), {0})}));
+  for (const std::string& part : parts) qkv.push_back(b.op("Squeeze", {part, ints(cat(part, "_axis"), {0})}));
   const std::string kt = b.op("Transpose", {qkv[1]}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
-  const std::string scores = b.op("Mul", {b.op("MatMul", {qkv[0], kt}), b.weight("scale", {}, 3, 0.1, 0.2)});
+  std::string scores;
+  if (split_scale) {
+    const std::string root = b.weight("root_scale", {}, 3, 0.3, 0.4);
+    scores = b.op("MatMul", {b.op("Mul", {qkv[0], root}), b.op("Mul", {kt, root})});
+  } else {
+    scores = b.op("Mul", {b.op("MatMul", {qkv[0], kt}), b.weight("scale", {}, 3, 0.1, 0.2)});
+  }
   const std::string o = b.op("MatMul", {b.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), qkv[2]});
   std::string m = b.op("Transpose", {o}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   m = b.op("Reshape", {m, b.weight_i64("merge", {B, S, E})});

@@ -203,8 +203,22 @@ class Normalizer {
       std::vector<double> v(values.begin(), values.end());
       return add_weight(base, HostTensor(TensorType{DType::i64, std::move(shape)}, std::move(v)));
     };
+    ctx.scalar_of = [this](const std::string& n) -> std::optional<double> {
+      // A weight of the model, or a tensor lowering folded to a constant (a weight there).
+      if (const WeightDef* w = weight(n)) {
+        if (w->type.num_elements() != 1) return std::nullopt;
+        return values_of(*w)[0];
+      }
+      const auto t = lowered_.find_tensor(n);
+      if (!t || lowered_.producer(*t) >= 0 || lowered_.tensor(*t).type.num_elements() != 1) return std::nullopt;
+      const std::vector<TensorId>& ws = lowered_.weights();
+      if (std::find(ws.begin(), ws.end(), *t) == ws.end()) return std::nullopt;
+      return lowered_.weight_values(*t)[0];
+    };
+    ctx.add_weight = [this](const std::string& base, HostTensor values) { return add_weight(base, std::move(values)); };
     ViewReport r;
     simplify_views(out_, ctx, r);
+    report_.scales_moved = r.scales_moved;
     report_.splits_as_picks = r.splits_as_picks;
     report_.scalars_moved = r.scalars_moved;
     report_.view_chains = r.chains;
@@ -1224,6 +1238,7 @@ std::string NormalizeReport::summary() const {
                " MatMuls reading a transposed B, ", scalars_moved, " ops moved before a Transpose");
   }
   if (splits_as_picks) out += cat(out.empty() ? "" : "; ", splits_as_picks, " unbinding Splits as one Gather per piece");
+  if (scales_moved) out += cat(out.empty() ? "" : "; ", scales_moved, " scalar multiplications of picked views moved into their source");
   if (batch_norms_folded) out += cat(out.empty() ? "" : "; ", "folded ", batch_norms_folded, " BatchNormalization into convolutions");
   if (convs_channels_last || ops_channels_last || batch_norms_scaled) {
     out += cat(out.empty() ? "" : "; ", convs_channels_last, " convolutions and ", ops_channels_last + batch_norms_scaled,

@@ -98,6 +98,7 @@ struct NormalizeOptions {
 struct NormalizeReport {
   int splits_as_picks = 0;      // Splits into one index each (unbind), now one Gather per piece
   int scalars_moved = 0;        // elementwise ops and MatMuls moved before a Transpose
+  int scales_moved = 0;         // scalar multiplications of picked views moved into their source
   int view_chains = 0;          // chains of view ops rewritten in canonical form
   int view_ops_removed = 0;     // view ops fewer after that
   int matmuls_trans_b = 0;      // MatMuls reading a transposed B directly
@@ -120,7 +121,7 @@ struct NormalizeReport {
   int contractions_aligned = 0;  // MatMuls and Gemms whose weight was re-laid out for aligned rows
   int contraction_pads = 0;     // of those, activations whose K is zero-padded by a Pad
   bool changed() const {
-    return splits_as_picks + scalars_moved + view_chains + matmuls_trans_b + gelus + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
+    return splits_as_picks + scalars_moved + scales_moved + view_chains + matmuls_trans_b + gelus + batch_norms_folded + batch_norms_scaled + convs_channels_last + ops_channels_last + transposes +
                transposes_absorbed + convs_channels_padded + grouped_hwio + dense_hwio + contractions_aligned + convs_1d + convs_pointwise_matmul + reductions_split > 0;
   }
   /// One line: "folded 53 BatchNormalization into convolutions; 53 convolutions and 70 other ops

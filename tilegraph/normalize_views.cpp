@@ -3,6 +3,7 @@
 #include "tilegraph/normalize_views.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "tilegraph/error.h"
@@ -154,6 +155,21 @@ std::optional<Canonical> canonical(const View& v, const std::vector<int64_t>& so
   for (int y : order) c.perm.push_back(std::find(kept.begin(), kept.end(), y) - kept.begin());
   for (size_t i = 0; i < c.perm.size(); ++i) c.transpose |= c.perm[i] != static_cast<int64_t>(i);
   c.reshape_units = order.size() != v.shape.size();
+  if (c.transpose && c.reshape_units) {
+    // The view's dimensions of size 1 go into the split (in front), through the picks, and the
+    // Transpose puts them in place: no Reshape after it, so that the chain ends in the Transpose,
+    // which a streamed attention kernel folds into its reads and a MatMul reads as a transposed B
+    // (Q, K and V picked from a projection at batch 1).
+    const int units = static_cast<int>(v.shape.size() - order.size());
+    c.split.insert(c.split.begin(), units, 1);
+    for (auto& pick : c.picks) pick.first += units;
+    c.perm.clear();
+    int u = 0;
+    for (size_t y = 0; y < v.shape.size(); ++y)
+      c.perm.push_back(v.shape[y] == 1 ? u++ : units + (std::find(kept.begin(), kept.end(), static_cast<int>(y)) - kept.begin()));
+    c.reshape_split = true;
+    c.reshape_units = false;
+  }
   return c;
 }
 
@@ -164,6 +180,7 @@ class ViewSimplifier {
   void run() {
     splits_as_picks();
     move_scalar_ops();
+    scales_into_sources();
     collapse_chains();
     matmul_trans_b();
   }
@@ -200,7 +217,14 @@ class ViewSimplifier {
   }
   std::optional<TensorType> type_of(const std::string& t) const {
     if (auto it = ctx_.added_types->find(t); it != ctx_.added_types->end()) return it->second;
-    return ctx_.type_of(t);
+    if (auto type = ctx_.type_of(t)) return type;
+    // A Constant op's output, which lowering folds away (torchvision's ViT picks Q, K and V with
+    // Gathers of Constant indices): the type of its value.
+    const OpDef* p = producer(t);
+    if (!p || p->op_type != "Constant" || !p->domain.empty()) return std::nullopt;
+    auto it = p->attrs.find("value");
+    const HostTensor* h = it == p->attrs.end() ? nullptr : std::get_if<HostTensor>(&it->second);
+    return h ? std::optional<TensorType>(h->type()) : std::nullopt;
   }
   std::optional<std::vector<int64_t>> ints_of(const std::string& t) const {
     if (auto w = ctx_.ints_of(t)) return w;
@@ -271,8 +295,11 @@ class ViewSimplifier {
   /// the axis, of extent 1): a view each, so that the chains after them compose (rewrite b).
   void splits_as_picks() {
     index();
-    std::vector<OpDef> out;
-    for (OpDef& op : m_.ops) {
+    // Which Splits unbind, decided over the ops as they stand (ints_of reads the Constant ops that
+    // give a Split's sizes, so nothing is moved before every Split has been looked at).
+    std::vector<bool> unbinds(m_.ops.size(), false);
+    for (size_t i = 0; i < m_.ops.size(); ++i) {
+      const OpDef& op = m_.ops[i];
       const auto x = op.op_type == "Split" && op.domain.empty() && !op.inputs.empty() ? type_of(op.inputs[0]) : std::nullopt;
       int64_t axis = x ? attr_int(op, "axis", 0) : 0;
       if (x && axis < 0) axis += x->rank();
@@ -288,16 +315,23 @@ class ViewSimplifier {
         for (int64_t n : sizes) unbind &= n == 1;
         for (const std::string& o : op.outputs) unbind &= !o.empty();
       }
-      if (!unbind) {
+      unbinds[i] = unbind;
+    }
+    std::vector<OpDef> out;
+    for (size_t i = 0; i < m_.ops.size(); ++i) {
+      OpDef& op = m_.ops[i];
+      if (!unbinds[i]) {
         out.push_back(std::move(op));
         continue;
       }
-      for (size_t i = 0; i < op.outputs.size(); ++i) {
+      int64_t axis = attr_int(op, "axis", 0);
+      if (axis < 0) axis += type_of(op.inputs[0])->rank();
+      for (size_t o = 0; o < op.outputs.size(); ++o) {
         OpDef g;
         g.name = ctx_.fresh_op(op.name + "_pick");
         g.op_type = "Gather";
-        g.inputs = {op.inputs[0], ctx_.add_ints(op.name + "_index", {static_cast<int64_t>(i)}, {1})};
-        g.outputs = {op.outputs[i]};
+        g.inputs = {op.inputs[0], ctx_.add_ints(op.name + "_index", {static_cast<int64_t>(o)}, {1})};
+        g.outputs = {op.outputs[o]};
         g.attrs["axis"] = axis;
         out.push_back(std::move(g));
       }
@@ -365,6 +399,157 @@ class ViewSimplifier {
   bool producer_is_transpose(const std::string& t) const {
     const OpDef* p = producer(t);
     return p && p->op_type == "Transpose";
+  }
+
+  // ---- s. Scalar multiplications of views moved into their source ------------------------------
+
+  /// The columns (last-axis indices of a source of `n` columns) view `v` reads, nullopt when a
+  /// leaf steps across rows other than by whole rows.
+  static std::optional<std::set<int64_t>> columns_of(const View& v, int64_t n) {
+    std::vector<Leaf> inner;
+    for (const std::vector<Leaf>& d : v.dims)
+      for (Leaf l : d) {
+        if (l.stride % n == 0) continue;  // whole rows
+        if (l.stride < n && n % l.stride == 0 && l.extent * l.stride > n && l.extent * l.stride % n == 0)
+          l.extent = n / l.stride;  // a run over whole rows: its part inside one
+        if (l.stride > n || (l.extent - 1) * l.stride >= n) return std::nullopt;
+        inner.push_back(l);
+      }
+    std::set<int64_t> cols{v.offset % n};
+    for (const Leaf& l : inner) {
+      std::set<int64_t> next;
+      for (int64_t c : cols)
+        for (int64_t i = 0; i < l.extent; ++i) {
+          if (c + i * l.stride >= n) return std::nullopt;
+          next.insert(c + i * l.stride);
+        }
+      cols = std::move(next);
+    }
+    return cols;
+  }
+
+  void scales_into_sources() {
+    if (!ctx_.scalar_of || !ctx_.add_weight) return;
+    index();
+    std::set<std::string> sources;
+    for (const OpDef& op : m_.ops)
+      if (op.op_type == "Mul" && op.domain.empty() && op.inputs.size() == 2 && op.outputs.size() == 1)
+        for (const std::string& in : op.inputs) {
+          // The source of the view chain `in` ends, if any.
+          std::string t = in;
+          int steps = 0;
+          while (const OpDef* p = producer(t)) {
+            if (!is_view(*p)) break;
+            t = p->inputs[0];
+            ++steps;
+          }
+          if (steps > 0 && producer(t)) sources.insert(t);
+        }
+    for (const std::string& x : sources) scale_into(x);
+  }
+
+  /// Rewrite s for source `x` (normalize_views.h), when it applies.
+  void scale_into(const std::string& x) {
+    index();
+    const auto xt = type_of(x);
+    if (!xt || xt->rank() < 1 || model_outputs_.count(x) || !is_float(xt->dtype)) return;
+    const int64_t n = xt->shape.back();
+    if (n <= 0 || n > (int64_t{1} << 20)) return;
+    // Walk the views of x: each reader that is not a view reads a set of columns, scaled (a
+    // scalar Mul of a view) or not.
+    struct Read {
+      std::set<int64_t> cols;
+      int mul = -1;  // the Mul's op index, -1: read as it is
+      double scale = 1;
+      std::string view;  // the view the Mul reads
+    };
+    std::vector<Read> reads;
+    bool ok = true;
+    std::function<void(const std::string&, const View&)> walk = [&](const std::string& t, const View& v) {
+      if (!ok) return;
+      const bool viewed = t != x;
+      if (model_outputs_.count(t)) {
+        if (auto c = columns_of(v, n)) reads.push_back({*c, -1, 1.0, {}}); else ok = false;
+      }
+      auto it = readers_.find(t);
+      if (it == readers_.end()) return;
+      for (int r : it->second) {
+        const OpDef& op = m_.ops[r];
+        if (op.op_type == "Shape" && op.domain.empty()) continue;  // reads no value
+        if (is_view(op) && op.inputs[0] == t) {
+          if (auto w = apply(op, v)) walk(op.outputs[0], *w); else ok = false;
+          continue;
+        }
+        const auto c = columns_of(v, n);
+        if (!c) { ok = false; return; }
+        Read read{*c, -1, 1.0, {}};
+        if (viewed && op.op_type == "Mul" && op.domain.empty() && op.inputs.size() == 2 && op.outputs.size() == 1 &&
+            op.inputs[0] != op.inputs[1] && !model_outputs_.count(op.outputs[0])) {
+          const std::string& other = op.inputs[0] == t ? op.inputs[1] : op.inputs[0];
+          const auto ot = type_of(other), tt = type_of(t), yt = type_of(op.outputs[0]);
+          const auto value = ot && tt && yt && ot->num_elements() == 1 && ot->dtype == xt->dtype && yt->shape == tt->shape
+                                 ? ctx_.scalar_of(other)
+                                 : std::nullopt;
+          if (value && std::isfinite(*value)) {
+            read.mul = r;
+            read.scale = *value;
+            read.view = t;
+          }
+        }
+        reads.push_back(std::move(read));
+      }
+    };
+    walk(x, contiguous(xt->shape));
+    if (!ok) return;
+    std::vector<double> scale(n, 1.0);
+    std::vector<int> owner(n, -2);  // -2: not read; -1: read unscaled; else the reads index scaling it
+    bool any = false;
+    for (size_t i = 0; i < reads.size(); ++i) {
+      const Read& r = reads[i];
+      any |= r.mul >= 0;
+      for (int64_t c : r.cols) {
+        const int o = owner[c];
+        if (o == -2) {
+          owner[c] = r.mul >= 0 ? static_cast<int>(i) : -1;
+          scale[c] = r.scale;
+          continue;
+        }
+        // Another reader of the column: only the same scale (or both unscaled) will do.
+        const double other = o == -1 ? 1.0 : reads[o].scale;
+        if ((o == -1) != (r.mul < 0) || other != r.scale) return;
+      }
+    }
+    if (!any) return;
+    // x_scaled = x * scale (over the last axis), right after x's producer; every reader of x
+    // reads it; the scaled Muls go, their readers reading the views instead.
+    const std::string scaled = add_tensor(x + "_scaled", *xt);
+    const std::string weight = ctx_.add_weight(x + "_column_scale", HostTensor(TensorType{xt->dtype, {n}}, scale));
+    for (OpDef& op : m_.ops)
+      for (std::string& in : op.inputs)
+        if (in == x) in = scaled;
+    std::map<std::string, std::string> replaced;  // a scaled Mul's output -> its view
+    std::set<int> dropped;
+    for (const Read& r : reads)
+      if (r.mul >= 0 && dropped.insert(r.mul).second) {
+        replaced[m_.ops[r.mul].outputs[0]] = r.view;
+      }
+    OpDef m;
+    m.name = ctx_.fresh_op(x + "_column_scale");
+    m.op_type = "Mul";
+    m.inputs = {x, weight};
+    m.outputs = {scaled};
+    std::vector<OpDef> out;
+    const int at = producer_.at(x);
+    for (size_t i = 0; i < m_.ops.size(); ++i) {
+      if (dropped.count(static_cast<int>(i))) continue;
+      OpDef op = std::move(m_.ops[i]);
+      for (std::string& in : op.inputs)
+        if (auto it = replaced.find(in); it != replaced.end()) in = it->second;
+      out.push_back(std::move(op));
+      if (static_cast<int>(i) == at) out.push_back(m);
+    }
+    m_.ops = std::move(out);
+    report_.scales_moved += static_cast<int>(dropped.size());
   }
 
   // ---- b. View chains ---------------------------------------------------------------------------
@@ -454,7 +639,13 @@ class ViewSimplifier {
       for (auto it = chain.rbegin(); it != chain.rend() && v; ++it) v = apply(**it, *v);
       if (!v) continue;
       const std::optional<Canonical> c = canonical(*v, st->shape);
-      if (!c || c->num_ops() >= static_cast<int>(chain.size())) continue;
+      // Worth it with fewer ops, or as many when the chain shares a view with another (Q, K and V
+      // picked from one permuted projection at batch 1): then each reads the source directly and
+      // the shared view, which would be a copy, goes.
+      bool shared = false;
+      for (size_t i = 1; i < chain.size(); ++i)
+        if (auto it = readers_.find(chain[i]->outputs[0]); it != readers_.end()) shared |= it->second.size() > 1;
+      if (!c || c->num_ops() > static_cast<int>(chain.size()) || (c->num_ops() == static_cast<int>(chain.size()) && !shared)) continue;
       rewrites.push_back({static_cast<int>(e), source, *st, *rt, *c});
       report_.ops_removed += static_cast<int>(chain.size()) - c->num_ops();
     }

@@ -624,6 +624,105 @@ TEST_CASE("normalize: an unbinding Split is a Gather per piece: timm's Q, K and 
   CHECK(families.count("vector") ? families.at("vector") <= 1 : true);
 }
 
+TEST_CASE("normalize: Split sizes, Squeeze axes and Gather indices given by Constant ops, as TorchScript exports them") {
+  // timm's unbinding Split with its sizes in a Constant op (DeiT as exported): the Split is seen
+  // whole before any op moves (the Constant op read for its sizes comes before the Split).
+  const ModelDef m = timm_attention(DType::f32, 2, 5, 3, 8, true);
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+  CHECK(report.splits_as_picks == 1);
+  CHECK(count_ops(n, "Split") == 0);
+  CHECK(report.view_chains == 3);
+  check_same_outputs(m, n, 23);
+  // torchvision's MultiheadAttention picks Q, K and V with Gathers of Constant scalar indices
+  // (lowering folds the Constants away, so their type is the value's): each pick is a view, and
+  // the permuted projection they share is not copied.
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {5, 2, 3 * 8});
+  std::string t = b.op("Reshape", {b.op("Relu", {x}), b.weight_i64("split", {5, 2, 3, 8})});
+  t = b.op("Unsqueeze", {t, b.weight_i64("axis0", {0})});
+  t = b.op("Transpose", {t}, {{"perm", std::vector<int64_t>{3, 1, 2, 0, 4}}});
+  t = b.op("Squeeze", {t, b.weight_i64("axis3", {3})});
+  std::vector<std::string> outs;
+  for (int64_t i = 0; i < 3; ++i) {
+    const std::string idx = b.op("Constant", {}, {{"value", HostTensor(TensorType{DType::i64, {}}, std::vector<double>{static_cast<double>(i)})}});
+    outs.push_back(b.op("Sigmoid", {b.op("Gather", {t, idx}, {{"axis", int64_t{0}}})}));
+  }
+  const ModelDef g = b.model(outs);
+  NormalizeReport r2;
+  const ModelDef gn = normalize_model(g, lower_model(g), NormalizeOptions{}, &r2);
+  CHECK(r2.view_chains == 3);
+  check_same_outputs(g, gn, 24);
+  // No tensor of the permuted projection's shape is made: each Sigmoid reads its piece through a view.
+  const OpGraph lowered = lower_model(gn);
+  for (NodeId id = 0; id < lowered.num_nodes(); ++id) {
+    INFO(lowered.node(id).name());
+    CHECK(lowered.node(id).output().shape != std::vector<int64_t>{3, 5, 2, 8});
+  }
+}
+
+TEST_CASE("normalize: scalar multiplications of Q and K picked from the projection move into the projection, bit for bit") {
+  // The exporter's q * sqrt(scale) and k^T * sqrt(scale): the projection is multiplied by a column
+  // vector (the scalar over Q's and K's columns, 1 over V's), Q, K and V are plain views of it.
+  const ModelDef m = timm_attention(DType::f16, 2, 5, 3, 8, true, true);
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), NormalizeOptions{}, &report);
+  CHECK(report.splits_as_picks == 1);
+  CHECK(report.scales_moved == 2);
+  CHECK(report.summary().find("2 scalar multiplications of picked views moved into their source") != std::string::npos);
+  CHECK(count_ops(n, "Mul") == count_ops(m, "Mul") - 1);  // two Muls out, the column scale in
+  // The same bits: x * 1 is x, and each picked value is multiplied by the same f16 constant.
+  const OpGraph a = lower_model(m), b = lower_model(n);
+  std::vector<HostTensor> inputs;
+  for (TensorId t : a.inputs()) inputs.push_back(random_uniform(a.tensor(t).type.dtype, a.tensor(t).type.shape, 25));
+  const std::vector<HostTensor> want = interpret(a, inputs), got = interpret(b, inputs);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].size() == want[0].size());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < want[0].size(); ++i) differ += got[0][i] != want[0][i];
+  CHECK(differ == 0);
+  // For the GPU: the projection (scaling its columns in its epilogue), one streamed attention
+  // kernel reading Q, K and V from it, the heads' merge and the output projection.
+  const std::map<std::string, int> families = h100_families(timm_attention(DType::f16, 8, 197, 6, 64, true, true));
+  CHECK(families.at("flash") == 1);
+  CHECK(tensor_core_groups(families) == 2);
+  CHECK(families.count("vector") ? families.at("vector") <= 1 : true);
+  // At batch 1 too (the views then add a dimension of size 1, which goes into the split in front
+  // of the picks, so that each chain still ends in its Transpose): the same bits, the same kernels.
+  const ModelDef m1 = timm_attention(DType::f16, 1, 5, 3, 8, true, true);
+  const ModelDef n1 = normalize_model(m1, lower_model(m1), NormalizeOptions{}, nullptr);
+  const OpGraph a1 = lower_model(m1), b1 = lower_model(n1);
+  std::vector<HostTensor> in1;
+  for (TensorId t : a1.inputs()) in1.push_back(random_uniform(a1.tensor(t).type.dtype, a1.tensor(t).type.shape, 27));
+  const std::vector<HostTensor> want1 = interpret(a1, in1), got1 = interpret(b1, in1);
+  int64_t differ1 = 0;
+  for (int64_t i = 0; i < want1[0].size(); ++i) differ1 += got1[0][i] != want1[0][i];
+  CHECK(differ1 == 0);
+  const std::map<std::string, int> batch1 = h100_families(timm_attention(DType::f16, 1, 197, 6, 64, true, true));
+  CHECK(batch1.at("flash") == 1);
+  CHECK(tensor_core_groups(batch1) == 2);
+  CHECK(batch1.count("vector") ? batch1.at("vector") <= 1 : true);
+  // A reader of the scaled columns that is not the multiplication keeps it where it is.
+  ModelBuilder c(DType::f32);
+  const std::string x = c.input("x", {4, 6});
+  const std::string y = c.op("Relu", {x});
+  const std::string half = c.op("Gather", {c.op("Reshape", {y, c.weight_i64("s", {4, 2, 3})}), c.weight_i64("i0", {0})}, {{"axis", int64_t{1}}});
+  const std::string scaled = c.op("Mul", {half, c.weight("k", {}, 5)});
+  const ModelDef two = c.model({scaled, c.op("Exp", {half})});
+  NormalizeReport none;
+  normalize_model(two, lower_model(two), NormalizeOptions{}, &none);
+  CHECK(none.scales_moved == 0);
+  // Read by the multiplication alone, the same columns move.
+  ModelBuilder e(DType::f32);
+  const std::string ex = e.op("Relu", {e.input("x", {4, 6})});
+  const std::string eh = e.op("Gather", {e.op("Reshape", {ex, e.weight_i64("s", {4, 2, 3})}), e.weight_i64("i0", {0})}, {{"axis", int64_t{1}}});
+  const ModelDef one = e.model({e.op("Exp", {e.op("Mul", {eh, e.weight("k", {}, 5)})})});
+  NormalizeReport moved;
+  const ModelDef one_n = normalize_model(one, lower_model(one), NormalizeOptions{}, &moved);
+  CHECK(moved.scales_moved == 1);
+  check_same_outputs(one, one_n, 26);
+}
+
 TEST_CASE("normalize: views that need a copy, slices and weights are left as they are") {
   ModelBuilder b(DType::f32);
   const std::string x = b.input("x", {4, 6, 8});
