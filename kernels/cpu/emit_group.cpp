@@ -616,6 +616,33 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
   // (The sums in f64 where lane_reduction_in_f64: each term widened, the total rounded once.)
   const bool wide = lane_reduction_in_f64(node) && dtype != DType::f64;
   llvm::Type* type = wide ? compute_type(ctx_, DType::f64) : value_type;
+  int64_t terms = 1;
+  for (int r = ns; r < na; ++r) terms *= node.axes()[r].extent;
+  if (!wide && terms <= kUnrolledLaneTerms) {
+    // Few terms in the compute type: each output's terms written out in order inside the
+    // innermost spatial loop, which the vectorizer takes with the sum in registers (an NHWC
+    // depthwise convolution's taps; the array form loads and stores every sum at every term).
+    std::vector<Value*> at(na, nullptr);
+    std::function<void(int)> nest = [&](int a) {
+      emit_for(s.box_begin[a], b_.CreateAdd(s.box_begin[a], s.box_extent[a]), a == ns - 1 ? lanes : 1, [&](Value* p) {
+        at[a] = p;
+        if (a < ns - 1) return nest(a + 1);
+        Value* sum = llvm::ConstantFP::get(type, 0.0);
+        for (int64_t t = 0; t < terms; ++t) {
+          int64_t rest = t;
+          for (int r = na - 1; r >= ns; --r) {
+            at[r] = i64(rest % node.axes()[r].extent);
+            rest /= node.axes()[r].extent;
+          }
+          Cache cache;
+          sum = b_.CreateFAdd(sum, eval_expr(s, node.body(), at, cache));
+        }
+        store_point(s, at, sum);
+      });
+    };
+    nest(0);
+    return;
+  }
   llvm::ArrayType* array = llvm::ArrayType::get(type, static_cast<uint64_t>(chunk));
   llvm::AllocaInst* acc = entry_alloca(array);
   auto slot = [&](Value* j) { return b_.CreateInBoundsGEP(array, acc, {i64(0), j}); };

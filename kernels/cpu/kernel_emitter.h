@@ -33,6 +33,10 @@ inline constexpr int64_t kSumRunTerms = 64;
 /// A lane reduction (emit_lane_reduction) sums this many vectors of outputs at a time, in an array
 /// the reduction loops keep in L1.
 inline constexpr int64_t kLaneReductionVectors = 4;
+/// A lane reduction of at most this many terms in the compute type (a 3x3 to 7x7 depthwise
+/// convolution's taps) is instead written out term by term inside its innermost spatial loop, the
+/// sum an SSA value (registers, no array): the same adds in the same order.
+inline constexpr int64_t kUnrolledLaneTerms = 64;
 
 /// Whether `node` is an f32 sum whose terms are >= 0 or NaN whatever its inputs (exp, a square,
 /// abs, sqrt, products, sums and quotients of such, ...): its reduction then runs in runs of

@@ -181,7 +181,8 @@ TEST_CASE("cpu ops: convolutions") {
 }
 
 TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights take the lane reduction") {
-  // emit_lane_reduction: the taps outside, the channels inside in chunks of 4 vectors (32 lanes on
+  // emit_lane_reduction: up to kUnrolledLaneTerms taps written out inside the channels' loop (3x3
+  // to 7x7), more (9x9: 81) outside it with the channels in chunks of 4 vectors (32 lanes on
   // AVX2, 64 on AVX-512): channel counts below, at and past a vector and a chunk, strides,
   // dilations, asymmetric pads, a bias, and a grouped convolution (its x does not move along the
   // output channel within a group, its HWIO weights do).
@@ -192,7 +193,8 @@ TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights ta
   for (const Conv& v : std::vector<Conv>{{1, 1, 3, 1, 1, {1, 1, 1, 1}},   {5, 5, 3, 2, 1, {1, 0, 1, 2}},
                                          {16, 16, 5, 1, 2, {4, 4, 4, 4}}, {17, 17, 7, 1, 1, {3, 3, 3, 3}},
                                          {70, 70, 3, 2, 1, {1, 1, 1, 1}}, {130, 130, 3, 1, 1, {0, 1, 2, 0}},
-                                         {24, 8, 3, 1, 1, {1, 1, 1, 1}},  {64, 4, 3, 1, 1, {1, 1, 1, 1}}}) {
+                                         {24, 8, 3, 1, 1, {1, 1, 1, 1}},  {64, 4, 3, 1, 1, {1, 1, 1, 1}},
+                                         {40, 40, 9, 1, 1, {4, 4, 4, 4}}, {70, 70, 9, 2, 1, {3, 4, 4, 3}}}) {
     CAPTURE(v.c);
     CAPTURE(v.groups);
     CAPTURE(v.k);
