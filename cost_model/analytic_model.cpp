@@ -513,8 +513,9 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(threads, 1));
   if (smem > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / smem);
   if (regs > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs * threads));
-  // (A 64-row wgmma block wider than kWgPairedMaxBlockN is launched for one block per SM.)
-  if (group.kernel.family == "wgmma" && bm < kWgTwoConsumerBlockM && bn > kWgPairedMaxBlockN) per_sm = 1;
+  // (A 64-row wgmma block wider than kWgPairedMaxBlockN is launched for one block per SM, a
+  // narrower one for at most two: its launch bound gives each thread 128 registers.)
+  if (group.kernel.family == "wgmma" && bm < kWgTwoConsumerBlockM) per_sm = std::min<int64_t>(per_sm, bn > kWgPairedMaxBlockN ? 1 : 2);
   out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
   out.occupancy = static_cast<double>(out.blocks_per_unit * threads) / static_cast<double>(lim.max_threads_per_sm);
   out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(out.blocks_per_unit * units));

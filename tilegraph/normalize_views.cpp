@@ -298,6 +298,7 @@ class ViewSimplifier {
     // Which Splits unbind, decided over the ops as they stand (ints_of reads the Constant ops that
     // give a Split's sizes, so nothing is moved before every Split has been looked at).
     std::vector<bool> unbinds(m_.ops.size(), false);
+    std::vector<int64_t> axes(m_.ops.size(), 0);
     for (size_t i = 0; i < m_.ops.size(); ++i) {
       const OpDef& op = m_.ops[i];
       const auto x = op.op_type == "Split" && op.domain.empty() && !op.inputs.empty() ? type_of(op.inputs[0]) : std::nullopt;
@@ -316,6 +317,7 @@ class ViewSimplifier {
         for (const std::string& o : op.outputs) unbind &= !o.empty();
       }
       unbinds[i] = unbind;
+      axes[i] = axis;
     }
     std::vector<OpDef> out;
     for (size_t i = 0; i < m_.ops.size(); ++i) {
@@ -324,8 +326,7 @@ class ViewSimplifier {
         out.push_back(std::move(op));
         continue;
       }
-      int64_t axis = attr_int(op, "axis", 0);
-      if (axis < 0) axis += type_of(op.inputs[0])->rank();
+      const int64_t axis = axes[i];  // (decided above: type_of may read ops moved out by now)
       for (size_t o = 0; o < op.outputs.size(); ++o) {
         OpDef g;
         g.name = ctx_.fresh_op(op.name + "_pick");
@@ -409,7 +410,8 @@ class ViewSimplifier {
     std::vector<Leaf> inner;
     for (const std::vector<Leaf>& d : v.dims)
       for (Leaf l : d) {
-        if (l.stride % n == 0) continue;  // whole rows
+        if (l.stride < 0) return std::nullopt;
+        if (l.stride % n == 0) continue;  // whole rows (or a broadcast, stride 0)
         if (l.stride < n && n % l.stride == 0 && l.extent * l.stride > n && l.extent * l.stride % n == 0)
           l.extent = n / l.stride;  // a run over whole rows: its part inside one
         if (l.stride > n || (l.extent - 1) * l.stride >= n) return std::nullopt;
@@ -453,6 +455,15 @@ class ViewSimplifier {
     index();
     const auto xt = type_of(x);
     if (!xt || xt->rank() < 1 || model_outputs_.count(x) || !is_float(xt->dtype)) return;
+    // Only where the producer takes the column scale in its epilogue: a contraction, or the bias
+    // add after one (elsewhere a multiplication of the whole of x could be a kernel of its own
+    // where the picked piece's was smaller).
+    auto contraction = [&](const OpDef* p) { return p && (p->op_type == "MatMul" || p->op_type == "Gemm") && p->domain.empty(); };
+    const OpDef* px = producer(x);
+    bool epilogue = contraction(px);
+    if (px && px->op_type == "Add" && px->domain.empty())
+      for (const std::string& in : px->inputs) epilogue |= contraction(producer(in));
+    if (!epilogue) return;
     const int64_t n = xt->shape.back();
     if (n <= 0 || n > (int64_t{1} << 20)) return;
     // Walk the views of x: each reader that is not a view reads a set of columns, scaled (a
@@ -642,9 +653,19 @@ class ViewSimplifier {
       // Worth it with fewer ops, or as many when the chain shares a view with another (Q, K and V
       // picked from one permuted projection at batch 1): then each reads the source directly and
       // the shared view, which would be a copy, goes.
+      // (Shared: a view other than a Reshape -- the canonical form's split, which costs nothing
+      // shared -- read by two or more distinct ops, each a view, so that it goes once they are
+      // rewritten; an already canonical model is left as it is.)
       bool shared = false;
-      for (size_t i = 1; i < chain.size(); ++i)
-        if (auto it = readers_.find(chain[i]->outputs[0]); it != readers_.end()) shared |= it->second.size() > 1;
+      for (size_t i = 1; i < chain.size(); ++i) {
+        if (chain[i]->op_type == "Reshape") continue;
+        auto it = readers_.find(chain[i]->outputs[0]);
+        if (it == readers_.end() || model_outputs_.count(chain[i]->outputs[0])) continue;
+        const std::set<int> distinct(it->second.begin(), it->second.end());
+        bool views = distinct.size() > 1;
+        for (int r : distinct) views &= is_view(m_.ops[r]) && m_.ops[r].inputs[0] == chain[i]->outputs[0];
+        shared |= views;
+      }
       if (!c || c->num_ops() > static_cast<int>(chain.size()) || (c->num_ops() == static_cast<int>(chain.size()) && !shared)) continue;
       rewrites.push_back({static_cast<int>(e), source, *st, *rt, *c});
       report_.ops_removed += static_cast<int>(chain.size()) - c->num_ops();

@@ -12,7 +12,8 @@
 //      exporters' `q * sqrt(scale)` and `k * sqrt(scale)` of scaled dot-product attention, Q and
 //      K picked from the packed projection) moves into X: X becomes X times a constant vector over
 //      its last axis (the scalar at the columns each such view reads, 1 elsewhere), a step the
-//      producer's epilogue takes, and the pieces are plain views again. It applies when the
+//      producer's epilogue takes, and the pieces are plain views again. It applies when X is a
+//      contraction's output or the bias add after one (whose epilogue takes the scale), and the
 //      columns the scaled views read and those every other reader reads (Shape reads none) are
 //      disjoint; x * 1 is x and each picked value is multiplied by the same constant in the same
 //      dtype as before, so the values are the same bits.
@@ -24,8 +25,8 @@
 //      the dimensions of size 1 go into the split instead, so that the chain ends in the
 //      Transpose) -- each an affine read that fuses into its consumer (the merge-then-split
 //      pairs of `view(S, B * H, d)` then `view(B, H, S, d)` are what blocks that). A chain of as
-//      many ops is rewritten too where it shares a view with another chain (Q, K and V picked
-//      from one permuted projection at batch 1), which then goes.
+//      many ops is rewritten too where it shares a view other than a Reshape that only views
+//      read (Q, K and V picked from one permuted projection at batch 1), which then goes.
 //   c. MatMul(a, Transpose(y)) whose Transpose swaps the last two dimensions reads y directly
 //      (the MatMul's Tessel attribute transB = 1): K stays keys x d, 16-byte aligned rows, for
 //      the tensor-core and attention kernels.

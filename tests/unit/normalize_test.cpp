@@ -634,6 +634,20 @@ TEST_CASE("normalize: Split sizes, Squeeze axes and Gather indices given by Cons
   CHECK(count_ops(n, "Split") == 0);
   CHECK(report.view_chains == 3);
   check_same_outputs(m, n, 23);
+  // A negative axis on a tensor lowering folds away (an Identity's output): the axis is the one
+  // decided before any op moved.
+  {
+    ModelBuilder b(DType::f32);
+    const std::string id = b.op("Identity", {b.op("Relu", {b.input("x", {4, 3})})});
+    const std::vector<std::string> parts = b.ops("Split", {id, b.weight_i64("ones", {1, 1, 1})}, 3, {{"axis", int64_t{-1}}});
+    std::vector<std::string> outs;
+    for (const std::string& part : parts) outs.push_back(b.op("Exp", {part}));
+    const ModelDef sm = b.model(outs);
+    NormalizeReport sr;
+    const ModelDef sn = normalize_model(sm, lower_model(sm), NormalizeOptions{}, &sr);
+    CHECK(sr.splits_as_picks == 1);
+    check_same_outputs(sm, sn, 28);
+  }
   // torchvision's MultiheadAttention picks Q, K and V with Gathers of Constant scalar indices
   // (lowering folds the Constants away, so their type is the value's): each pick is a view, and
   // the permuted projection they share is not copied.
@@ -704,8 +718,8 @@ TEST_CASE("normalize: scalar multiplications of Q and K picked from the projecti
   CHECK(batch1.count("vector") ? batch1.at("vector") <= 1 : true);
   // A reader of the scaled columns that is not the multiplication keeps it where it is.
   ModelBuilder c(DType::f32);
-  const std::string x = c.input("x", {4, 6});
-  const std::string y = c.op("Relu", {x});
+  const std::string x = c.input("x", {4, 5});
+  const std::string y = c.op("MatMul", {x, c.weight("w", {5, 6}, 6)});
   const std::string half = c.op("Gather", {c.op("Reshape", {y, c.weight_i64("s", {4, 2, 3})}), c.weight_i64("i0", {0})}, {{"axis", int64_t{1}}});
   const std::string scaled = c.op("Mul", {half, c.weight("k", {}, 5)});
   const ModelDef two = c.model({scaled, c.op("Exp", {half})});
@@ -714,13 +728,22 @@ TEST_CASE("normalize: scalar multiplications of Q and K picked from the projecti
   CHECK(none.scales_moved == 0);
   // Read by the multiplication alone, the same columns move.
   ModelBuilder e(DType::f32);
-  const std::string ex = e.op("Relu", {e.input("x", {4, 6})});
+  const std::string ex = e.op("MatMul", {e.input("x", {4, 5}), e.weight("w", {5, 6}, 6)});
   const std::string eh = e.op("Gather", {e.op("Reshape", {ex, e.weight_i64("s", {4, 2, 3})}), e.weight_i64("i0", {0})}, {{"axis", int64_t{1}}});
   const ModelDef one = e.model({e.op("Exp", {e.op("Mul", {eh, e.weight("k", {}, 5)})})});
   NormalizeReport moved;
   const ModelDef one_n = normalize_model(one, lower_model(one), NormalizeOptions{}, &moved);
   CHECK(moved.scales_moved == 1);
   check_same_outputs(one, one_n, 26);
+  // Not where the producer takes no epilogue (a Relu): the whole tensor would be scaled by a
+  // kernel of its own.
+  ModelBuilder f(DType::f32);
+  const std::string fx = f.op("Relu", {f.input("x", {4, 6})});
+  const std::string fh = f.op("Gather", {f.op("Reshape", {fx, f.weight_i64("s", {4, 2, 3})}), f.weight_i64("i0", {0})}, {{"axis", int64_t{1}}});
+  const ModelDef relu = f.model({f.op("Exp", {f.op("Mul", {fh, f.weight("k", {}, 5)})})});
+  NormalizeReport kept;
+  normalize_model(relu, lower_model(relu), NormalizeOptions{}, &kept);
+  CHECK(kept.scales_moved == 0);
 }
 
 TEST_CASE("normalize: views that need a copy, slices and weights are left as they are") {
