@@ -622,22 +622,74 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
     // Few terms in the compute type: each output's terms written out in order inside the
     // innermost spatial loop, which the vectorizer takes with the sum in registers (an NHWC
     // depthwise convolution's taps; the array form loads and stores every sum at every term).
+    // Where the reads may leave their tensors (a padded convolution's borders) along axes other
+    // than the innermost, each row of the innermost axis whose every term reads inside runs a
+    // version without the checks: the taps' addresses are then one base and constant offsets,
+    // where the checks' clamped indices made a pointer per tap (kept in registers or spilled).
+    auto set_term = [&](std::vector<Value*>& at, int64_t t) {
+      for (int r = na - 1; r >= ns; --r) {
+        at[r] = i64(t % node.axes()[r].extent);
+        t /= node.axes()[r].extent;
+      }
+    };
+    bool checks = false, versioned = true;
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const Access& acc = node.inputs()[i];
+      for (int d = 0; d < acc.map.num_results(); ++d) {
+        if (!s.checked[i][d]) continue;
+        checks = true;
+        const AffineExpr& row = acc.map.result(d);
+        versioned &= d != acc.gather_dim && (ns - 1 >= static_cast<int>(row.coeffs.size()) || row.coeffs[ns - 1] == 0);
+      }
+    }
+    versioned &= checks;
     std::vector<Value*> at(na, nullptr);
-    std::function<void(int)> nest = [&](int a) {
-      emit_for(s.box_begin[a], b_.CreateAdd(s.box_begin[a], s.box_extent[a]), a == ns - 1 ? lanes : 1, [&](Value* p) {
-        at[a] = p;
-        if (a < ns - 1) return nest(a + 1);
+    auto innermost = [&]() {
+      emit_for(s.box_begin[ns - 1], b_.CreateAdd(s.box_begin[ns - 1], s.box_extent[ns - 1]), lanes, [&](Value* p) {
+        at[ns - 1] = p;
         Value* sum = llvm::ConstantFP::get(type, 0.0);
         for (int64_t t = 0; t < terms; ++t) {
-          int64_t rest = t;
-          for (int r = na - 1; r >= ns; --r) {
-            at[r] = i64(rest % node.axes()[r].extent);
-            rest /= node.axes()[r].extent;
-          }
+          set_term(at, t);
           Cache cache;
           sum = b_.CreateFAdd(sum, eval_expr(s, node.body(), at, cache));
         }
         store_point(s, at, sum);
+      });
+    };
+    std::function<void(int)> nest = [&](int a) {
+      if (a == ns - 1) {
+        if (!versioned) return innermost();
+        // Every term's checked indices inside, at the row's first point (they do not move along it).
+        std::vector<Value*> probe = at;
+        probe[ns - 1] = s.box_begin[ns - 1];
+        Value* inside = b_.getTrue();
+        for (int64_t t = 0; t < terms; ++t) {
+          set_term(probe, t);
+          for (size_t i = 0; i < node.inputs().size(); ++i) {
+            const Access& acc = node.inputs()[i];
+            for (int d = 0; d < acc.map.num_results(); ++d)
+              if (s.checked[i][d])
+                inside = b_.CreateAnd(inside, b_.CreateICmpULT(affine_value(acc.map.result(d), probe), i64(acc.type.shape[d])));
+          }
+        }
+        auto* fast = llvm::BasicBlock::Create(ctx_, "lane_inside", fn_);
+        auto* slow = llvm::BasicBlock::Create(ctx_, "lane_border", fn_);
+        auto* join = llvm::BasicBlock::Create(ctx_, "lane_join", fn_);
+        b_.CreateCondBr(inside, fast, slow);
+        b_.SetInsertPoint(fast);
+        unchecked_position_ = s.position;
+        innermost();
+        unchecked_position_ = -1;
+        b_.CreateBr(join);
+        b_.SetInsertPoint(slow);
+        innermost();
+        b_.CreateBr(join);
+        b_.SetInsertPoint(join);
+        return;
+      }
+      emit_for(s.box_begin[a], b_.CreateAdd(s.box_begin[a], s.box_extent[a]), 1, [&](Value* p) {
+        at[a] = p;
+        nest(a + 1);
       });
     };
     nest(0);
@@ -943,7 +995,7 @@ Value* KernelEmitter::load_input(NodeState& s, int input, const std::vector<Valu
   std::vector<Value*> index = input_index(s, input, point, cache);
   Value* inside = nullptr;
   for (size_t d = 0; d < index.size(); ++d) {
-    if (!s.checked[input][d]) continue;
+    if (!s.checked[input][d] || unchecked_position_ == s.position) continue;
     Value* in_d = b_.CreateICmpULT(index[d], i64(acc.type.shape[d]));  // 0 <= i < shape
     index[d] = b_.CreateSelect(in_d, index[d], i64(0));
     inside = inside ? b_.CreateAnd(inside, in_d) : in_d;

@@ -196,6 +196,9 @@ class KernelEmitter {
   /// Loops inside the row's body are not the row's (unmarked()).
   enum class RowMark : uint8_t { none, one_vector, rolled };
   RowMark row_mark_ = RowMark::none;
+  /// The node (its position) whose reads are known inside their tensors: load_input leaves out
+  /// their bounds checks (emit_lane_reduction's interior version); -1: none.
+  int unchecked_position_ = -1;
   /// `body` run with row_mark_ none, the mark restored after it.
   std::function<void(llvm::Value*)> unmarked(std::function<void(llvm::Value*)> body);
   /// The longest reduction row kept rolled (RowMark::rolled): LLVM unrolls constant-trip loops up
