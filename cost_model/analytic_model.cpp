@@ -116,6 +116,7 @@ constexpr int64_t kWgWideTileBlockN = 256;  // the wide form's block_n (kernels/
 constexpr double kWgLoneConsumerEfficiency = 0.75;
 constexpr int64_t kWgTwoConsumerBlockM = 128;  // the two-consumer block's block_m
 constexpr int64_t kWgPairedMaxBlockN = 128;    // a one-consumer block wider than this runs one per SM
+constexpr int64_t kWgPairedBlocks = 2;         // a narrower one at most this many (its launch bound)
 // The wgmma kernel's shared memory besides its stages (kernels/cuda/contraction_plan.h): an
 // epilogue slab of 64 rows of 128 16-bit values per consumer (one per 64 block rows), two 8-byte
 // mbarriers a stage, one 1024-byte swizzle atom of alignment slack.
@@ -515,7 +516,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   if (regs > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs * threads));
   // (A 64-row wgmma block wider than kWgPairedMaxBlockN is launched for one block per SM, a
   // narrower one for at most two: its launch bound gives each thread 128 registers.)
-  if (group.kernel.family == "wgmma" && bm < kWgTwoConsumerBlockM) per_sm = std::min<int64_t>(per_sm, bn > kWgPairedMaxBlockN ? 1 : 2);
+  if (group.kernel.family == "wgmma" && bm < kWgTwoConsumerBlockM) per_sm = std::min<int64_t>(per_sm, bn > kWgPairedMaxBlockN ? 1 : kWgPairedBlocks);
   out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
   out.occupancy = static_cast<double>(out.blocks_per_unit * threads) / static_cast<double>(lim.max_threads_per_sm);
   out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(out.blocks_per_unit * units));

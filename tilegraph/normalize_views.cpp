@@ -17,6 +17,8 @@ const std::set<std::string> kViewOps = {"Reshape", "Flatten", "Squeeze", "Unsque
 const std::set<std::string> kUnary = {"Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Sqrt", "Erf", "Gelu", "Reciprocal",
                                       "Softplus", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Clip"};
 const std::set<std::string> kScalarBinary = {"Add", "Sub", "Mul", "Div"};
+// Rewrite s walks a column set and a per-column table of the source's last axis: at most this wide.
+constexpr int64_t kMaxScaledColumns = int64_t{1} << 20;
 
 int64_t product(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<int64_t>());
@@ -465,7 +467,7 @@ class ViewSimplifier {
       for (const std::string& in : px->inputs) epilogue |= contraction(producer(in));
     if (!epilogue) return;
     const int64_t n = xt->shape.back();
-    if (n <= 0 || n > (int64_t{1} << 20)) return;
+    if (n <= 0 || n > kMaxScaledColumns) return;
     // Walk the views of x: each reader that is not a view reads a set of columns, scaled (a
     // scalar Mul of a view) or not.
     struct Read {

@@ -587,7 +587,7 @@ bool wgmma_lone_consumer_pays(const ContractionPlan& p, const HwSpec& spec) {
 int64_t wgmma_blocks_per_sm(const ContractionPlan& p, const HwSpec& spec) {
   if (!p.warpgroup || p.pingpong || p.block_m != kWgInstM || p.block_n > kWgPairedMaxBlockN) return 1;
   const int64_t reserved = std::max<int64_t>(spec.limits.smem_per_sm_bytes - spec.limits.smem_per_block_bytes, 0);
-  return std::clamp<int64_t>(spec.limits.smem_per_sm_bytes / std::max<int64_t>(p.smem_bytes + reserved, 1), 1, 2);
+  return std::clamp<int64_t>(spec.limits.smem_per_sm_bytes / std::max<int64_t>(p.smem_bytes + reserved, 1), 1, kWgPairedBlocks);
 }
 
 /// Whether 192-wide wgmma tiles are worth offering for `p`: where the spec lists m64n192k16 and

@@ -110,6 +110,7 @@ constexpr int kWgMbarrierBytes = 8;
 constexpr int kWgConsumers = 2;
 constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
 constexpr int kWgPairedMaxBlockN = 128;
+constexpr int kWgPairedBlocks = 2;  // the launch bound's blocks per SM of those
 /// The GEMM kernel's epilogue slab per consumer: 64 rows of 128 16-bit values (device/wgmma.cuh's
 /// kEpiSlabBytes), after the stages.
 constexpr int kWgEpiSlabBytes = kWgInstM * 128 * 2;

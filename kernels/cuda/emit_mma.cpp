@@ -183,7 +183,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   }
   // One block per SM is enough to hold the pipeline; the register budget is the compiler's. (A
   // wgmma block of one consumer up to kWgPairedMaxBlockN wide is launched for two per SM.)
-  emit_signature(name, c.warpgroup && !c.pingpong && c.warpgroups == 2 && c.block_n <= kWgPairedMaxBlockN ? 2 : 1);
+  emit_signature(name, c.warpgroup && !c.pingpong && c.warpgroups == 2 && c.block_n <= kWgPairedMaxBlockN ? kWgPairedBlocks : 1);
   os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
 
