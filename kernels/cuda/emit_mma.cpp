@@ -113,6 +113,66 @@ void Emitter::emit_conv_coords(const ContractionPlan& c) {
   os_ << "  }\n};\n";
 }
 
+// The wgmma epilogue's side inputs read along its runs: reads, by nodes evaluated at the very point
+// being stored, of 16-bit tensors in device memory whose offset grows by one along n and stays
+// inside the tensor over the node's domain. A node is evaluated at the stored point when it is the
+// sink, or when every node of the group that reads it is, reads it element for element (the
+// identity map, no reshape) and sums nothing. `point` names the stored point's coordinates; the
+// runs' offsets are written at their first point (tsl_xn0).
+std::vector<Emitter::RunRead> Emitter::run_reads(const ContractionPlan& c, int cpos, const std::vector<std::string>& point) const {
+  const int n = static_cast<int>(plan_.nodes.size()), s = n - 1, d = ns(s);
+  std::vector<RunRead> runs;
+  if (node(s).num_reduction() != 0) return runs;
+  std::vector<std::string> first = point;
+  first[c.n_axis] = "tsl_xn0";
+  std::vector<char> at_point(n, 0);
+  at_point[s] = 1;
+  auto element_for_element = [&](const Access& a, int rank) {
+    if (a.is_gather() || a.type.rank() != rank) return false;
+    for (int r = 0; r < rank; ++r) {
+      const AffineExpr& row = a.map.result(r);
+      if (row.offset != 0) return false;
+      for (size_t x = 0; x < row.coeffs.size(); ++x)
+        if (row.coeffs[x] != (static_cast<int>(x) == r ? 1 : 0)) return false;
+    }
+    return true;
+  };
+  for (int i = s - 1; i >= 0; --i) {
+    if (i == cpos || node(i).num_reduction() != 0 || plan_.nodes[i].reshaped || ns(i) != d) continue;
+    bool read = false, ok = true;
+    for (int j = i + 1; j < n; ++j)
+      for (size_t k = 0; k < node(j).inputs().size(); ++k)
+        if (g_.producer(g_.node_inputs(plan_.nodes[j].node)[k]) == plan_.nodes[i].node) {
+          read = true;
+          ok = ok && at_point[j] && node(j).num_reduction() == 0 && element_for_element(node(j).inputs()[k], d);
+        }
+    at_point[i] = read && ok;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!at_point[i] || i == cpos) continue;
+    const TeNode& nd = node(i);
+    for (int k = 0; k < static_cast<int>(nd.inputs().size()); ++k) {
+      const Access& a = nd.inputs()[k];
+      const TensorId t = g_.node_inputs(plan_.nodes[i].node)[k];
+      if (a.is_gather() || plan_.position(g_.producer(t)) >= 0 || hoisted_.count({i, k}) || dtype_bytes(a.type.dtype) != 2 ||
+          !is_float(a.type.dtype) || a.type.num_elements() == 0)
+        continue;
+      const std::vector<int64_t> strides = row_major_strides(a.type.shape);
+      int64_t along_n = 0;
+      bool inside = true;
+      std::string offset = "0LL";
+      for (int r = 0; r < a.type.rank(); ++r) {
+        const AffineExpr& row = a.map.result(r);
+        along_n += row.coeffs[c.n_axis] * strides[r];
+        inside = inside && row.min_over(nd.extents()) >= 0 && row.max_over(nd.extents()) < a.type.shape[r];
+        offset += cat(" + (", affine_text(row, first), ") * ", strides[r], "LL");
+      }
+      if (along_n == 1 && inside) runs.push_back({i, k, t, a.type.dtype, offset});
+    }
+  }
+  return runs;
+}
+
 std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& c) {
   const int n = static_cast<int>(plan_.nodes.size());
   const int s = n - 1;
@@ -301,18 +361,36 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   os_ << "    // " << cn.name() << ": " << print_expr(cn.body(), cn.axis_names()) << ", summed on the tensor cores\n";
   std::string cparams;  // (C's own domain: more axes than the sink's when merged_n)
   for (int a = 0; a < cn.num_spatial(); ++a) cparams += cat(a ? ", " : "", "long long x", a);
-  os_ << "    auto val" << cpos << " = [&](" << cparams << ") -> float { return " << round_to_dtype(cn.output().dtype, "tsl_acc")
-      << "; };\n";
+  // The wgmma kernel's slab rounds the accumulators to the operands' 16-bit type (store_slab; a
+  // split K passes its f32 sums instead): where C has that type its value is the slab's as it is.
+  const bool slab_rounded = c.warpgroup && c.split_k <= 1 && cn.output().dtype == c.dtype;
+  os_ << "    auto val" << cpos << " = [&](" << cparams << ") -> float { return "
+      << (slab_rounded ? std::string("tsl_acc") : round_to_dtype(cn.output().dtype, "tsl_acc")) << "; };\n";
+  std::vector<std::string> point(d);  // the stored point's coordinates, by the sink's axes
+  for (int a = 0; a < d; ++a) point[a] = a == c.m_axis && !c.flat_m() ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
+  // The wgmma kernel stores runs of 8 values along n: the side inputs read along them (a bias, a
+  // residual) are loaded for every run of the slab before its round trip (wgmma.cuh's prefetching).
+  const int chunk = c.n % 8 == 0 ? 8 : 1;
+  const std::vector<RunRead> runs =
+      c.warpgroup && c.split_k <= 1 && chunk == 8 && !c.merged_n ? run_reads(c, cpos, point) : std::vector<RunRead>();
+  if (!runs.empty()) {
+    os_ << "  struct TslRuns { uint4 r[" << runs.size() << "]; };  // the side inputs' runs at the run being stored\n";
+    os_ << "  TslRuns tsl_runs{};\n  int tsl_elem = 0;  // the element of the run being stored\n";
+    for (size_t q = 0; q < runs.size(); ++q)
+      hoisted_[{runs[q].node, runs[q].input}] =
+          cat("tsl::wg::run_value<", runs[q].dtype == DType::bf16 ? "true" : "false", ">(tsl_runs.r[", q, "], tsl_elem)");
+  }
+  // The sink's value is stored, which rounds it: its value function leaves the rounding to the store.
   for (int i = 0; i < n; ++i)
-    if (i != cpos && !is_operand(i)) emit_value_function(i);
+    if (i != cpos && !is_operand(i)) emit_value_function(i, i != s);
+  for (const RunRead& r : runs) hoisted_.erase({r.node, r.input});
   std::vector<int64_t> ext;
   for (int a = 0; a < d; ++a) ext.push_back(sink.axes()[a].extent);
   const std::vector<int64_t> strides = row_major_strides(ext);
   std::string off = "0LL", args;
   for (int a = 0; a < d; ++a) {
-    const std::string x = a == c.m_axis && !c.flat_m() ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
-    if (a != c.n_axis) off += cat(" + ", x, " * ", strides[a], "LL");
-    args += cat(a ? ", " : "", x);
+    if (a != c.n_axis) off += cat(" + ", point[a], " * ", strides[a], "LL");
+    args += cat(a ? ", " : "", point[a]);
   }
   // A flattened m (an implicit GEMM's, or batch axes folded into m) is its m axes row-major,
   // which is also the row-major order of the sink's domain (n last): the offset is m * n + n.
@@ -364,13 +442,23 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     // 8 at a time when every row starts 16-byte aligned, else one at a time (consecutive threads
     // on consecutive columns); a split K passes pairs. A run inside the output is stored with the
     // widest stores its address allows (tsl::wg::store_row).
-    const int chunk = c.n % 8 == 0 ? 8 : 1;
     const std::string st = storage_type(sdt);
+    if (!runs.empty()) {
+      // A run's side inputs: 8 consecutive elements from its first point on (run_reads).
+      os_ << "  auto tsl_prefetch = [&](int tsl_dm, int tsl_dn, TslRuns& tsl_p) {\n";
+      emit_point("tsl_xn0");
+      os_ << "    if (tsl_xn0 + 8 > " << c.n << "LL) return;\n";
+      for (size_t q = 0; q < runs.size(); ++q)
+        os_ << "    tsl_p.r[" << q << "] = tsl::wg::load_run(g_in" << input_param(runs[q].tensor) << " + (" << runs[q].offset << "));\n";
+      os_ << "  };\n";
+    }
+    const std::string callback = runs.empty() ? "[&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n"
+                                              : "tsl::wg::prefetching<TslRuns>(tsl_prefetch, [&](int tsl_dm, int tsl_dn, const auto& tsl_v, const TslRuns& tsl_p) {\n";
     if (c.persistent)
-      os_ << "  tsl_gemm.run_tiles<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, " << c.batch * tiles
-          << "LL, tsl_origin, [&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n";
+      os_ << "  tsl_gemm.run_tiles<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, " << c.batch * tiles << "LL, tsl_origin, " << callback;
     else
-      os_ << "  tsl_gemm.run<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, tsl_at, [&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n";
+      os_ << "  tsl_gemm.run<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, tsl_at, " << callback;
+    if (!runs.empty()) os_ << "    tsl_runs = tsl_p;\n";
     os_ << "    constexpr int tsl_count = static_cast<int>(sizeof(tsl_v) / sizeof(float));\n";
     emit_point("tsl_xn0");
     os_ << "    const long long tsl_off0 = " << off << " + tsl_xn0;\n";
@@ -379,6 +467,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "#pragma unroll\n      for (int tsl_e = 0; tsl_e < tsl_count; ++tsl_e) {\n";
     os_ << "        const long long tsl_xn = tsl_xn0 + tsl_e;\n";
     os_ << "        tsl_acc = tsl_v[tsl_e];\n";
+    if (!runs.empty()) os_ << "        tsl_elem = tsl_e;\n";
     os_ << "        tsl_s[tsl_e] = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n      }\n";
     os_ << "      if (reinterpret_cast<unsigned long long>(g_out0 + tsl_off0) % tsl::wg::store_row_alignment<" << st
         << ", tsl_count>() == 0) tsl::wg::store_row(g_out0 + tsl_off0, tsl_s);\n";
@@ -415,8 +504,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
           << to_storage(sdt, cat("val", s, "(", args1, ")")) << "; }\n";
     }
   }
-  if (c.warpgroup && c.sparse_operand >= 0) os_ << "  }, " << name << "_sparse_tiles + tsl_first_tile, tsl_ktiles);\n}\n";
-  else os_ << "  });\n}\n";
+  const std::string close = runs.empty() ? "  }" : "  })";
+  if (c.warpgroup && c.sparse_operand >= 0) os_ << close << ", " << name << "_sparse_tiles + tsl_first_tile, tsl_ktiles);\n}\n";
+  else os_ << close << ");\n}\n";
   return os_.str();
 }
 

@@ -371,8 +371,23 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
     case ExprOp::axis_index: return memo[e.get()] = x[e.index()];
     default: break;
   }
-  std::vector<std::string> ops;
-  for (const Expr& o : e.operands()) ops.push_back(emit_expr(o, inputs, x, memo, ind));
+  // 1 + erf(z) in an f16/bf16 expression (the erf GELU): the sum's rounding hides the absolute
+  // error of the fast erf (prelude.cuh's m_erf_h), so it takes that form.
+  // (Not memoized: an erf read elsewhere keeps the accurate form.)
+  std::vector<std::string> ops(e.operands().size());
+  if (e.op() == ExprOp::add && (dt == DType::f16 || dt == DType::bf16) && !wide_) {
+    for (int k = 0; k < 2; ++k) {
+      const Expr& z = e.operands()[k];
+      const Expr& one = e.operands()[1 - k];
+      if (z.op() != ExprOp::erf || one.op() != ExprOp::constant || one.value() != 1.0 || ctype(z.dtype()) != "float") continue;
+      const std::string arg = emit_expr(z.operands()[0], inputs, x, memo, ind);
+      ops[k] = fresh("t");
+      os_ << ind << "const float " << ops[k] << " = tsl::m_erf_h(" << arg << ");\n";
+      break;
+    }
+  }
+  for (size_t k = 0; k < ops.size(); ++k)
+    if (ops[k].empty()) ops[k] = emit_expr(e.operands()[k], inputs, x, memo, ind);
   const DType odt = e.operands()[0].dtype();
   const bool integral = is_integer(odt);
   const std::string ct = ctype(odt);
@@ -479,7 +494,7 @@ void Emitter::hoist_invariant_reads(int i) {
 
 // Step 4: the value of node i at a point of its spatial domain (val<i>), and for a reduction
 // the partial over the reduction points lane, lane + lanes, ... (part<i>).
-void Emitter::emit_value_function(int i) {
+void Emitter::emit_value_function(int i, bool rounded) {
   const TeNode& nd = node(i);
   const int na = nd.num_axes(), d = ns(i);
   const DType dt = nd.output().dtype;
@@ -502,7 +517,8 @@ void Emitter::emit_value_function(int i) {
   if (nd.num_reduction() == 0) {
     os_ << "    auto val" << i << " = [&](" << params << ") -> " << compute_type(dt) << " {\n";
     const std::string v = body("      ");
-    os_ << "      return " << round_to_dtype(dt, v) << ";\n    };\n";
+    const bool store_rounds = !rounded && (dt == DType::f16 || dt == DType::bf16);  // to_storage rounds as round_to_dtype
+    os_ << "      return " << (store_rounds ? v : round_to_dtype(dt, v)) << ";\n    };\n";
     return;
   }
   const std::string at = acc_type(dt);

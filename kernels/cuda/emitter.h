@@ -119,8 +119,19 @@ class Emitter {
     TESSEL_ASSERT(false, "tensor ", t, " is not a kernel output");
   }
 
+  /// A side input the wgmma epilogue reads along its runs (emit_mma.cpp's run_reads): input `input`
+  /// of node `node`, from tensor `tensor`, at `offset` (written at the run's first point).
+  struct RunRead {
+    int node = 0, input = 0;
+    TensorId tensor = -1;
+    DType dtype = DType::f16;
+    std::string offset;
+  };
+  std::vector<RunRead> run_reads(const ContractionPlan& c, int cpos, const std::vector<std::string>& point) const;
   void emit_boxes();
-  void emit_value_function(int i);
+  /// `rounded` false: a node of 16-bit float type returns its value before the rounding to its
+  /// dtype (the caller stores it, which rounds the same way once).
+  void emit_value_function(int i, bool rounded = true);
   std::string emit_load(int i, int k, const std::vector<std::string>& x, const std::string& indent,
                         const std::vector<std::string>& values);
   std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, const std::vector<std::string>& x,

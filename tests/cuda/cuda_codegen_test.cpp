@@ -4,6 +4,7 @@
 // computes.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +12,7 @@
 #include "../temp_dir.h"
 #include "cuda_check.h"
 #include "kernels/cuda/group_plan.h"
+#include "tilegraph/dtype.h"
 #include "tilegraph/tile_propagation.h"
 
 using namespace tessel;
@@ -158,4 +160,39 @@ TEST_CASE("cuda codegen: a whole tensor summed to one value is shared by a block
   const OpGraph many = rows.graph(rows.op("ReduceSum", {rows.input("x", {4096, 2048}), rows.weight_i64("axes", {1})}));
   const Schedule s = schedule_with(many, spec, "welder");
   CHECK(cuda::plan_group(many, s.groups[0].group, spec).threads < spec.limits.max_threads_per_block);
+}
+
+TEST_CASE("cuda codegen: 1 + erf(z) in an f16 or bf16 expression takes the fast erf, within the tolerance at every f16 value") {
+  // The erf GELU's 1 + erf(x / sqrt 2) in a 16-bit node takes prelude.cuh's m_erf_h (absolute
+  // error below 6e-7, hidden by the sum's rounding); a bare Erf and f32 expressions keep erff.
+  auto source = [](const OpGraph& g) {
+    const Schedule s = schedule_with(g, gpu_spec(), "welder");
+    std::string all;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) all += emit_kernel(g, s, i, gpu_spec()).source;
+    return all;
+  };
+  auto single = [](DType dt, const std::string& op) {
+    ModelBuilder b(dt);
+    return b.graph(b.op(op, {b.input("x", {7, 33})}));
+  };
+  for (DType dt : {DType::f16, DType::bf16}) {
+    const std::string gelu = source(single(dt, "Gelu"));
+    CHECK(gelu.find("= tsl::m_erf_h(") != std::string::npos);
+    CHECK(gelu.find("= tsl::m_erf(") == std::string::npos);
+    const std::string erf = source(single(dt, "Erf"));
+    CHECK(erf.find("= tsl::m_erf_h(") == std::string::npos);
+    CHECK(erf.find("tsl::m_erf(") != std::string::npos);
+  }
+  CHECK(source(single(DType::f32, "Gelu")).find("= tsl::m_erf_h(") == std::string::npos);
+  // Every finite f16 value in [-10, 10] through an f16 GELU, against the interpreter (fp64 erf).
+  std::vector<double> values;
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const double v = half_bits_to_float(static_cast<uint16_t>(bits));
+    if (std::isfinite(v) && std::abs(v) <= 10) values.push_back(v);
+  }
+  const int64_t count = static_cast<int64_t>(values.size());
+  ModelBuilder b(DType::f16);
+  const OpGraph g = b.graph(b.op("Gelu", {b.input("x", {count})}));
+  if (gpu_available()) check_on_gpu(g, "welder", {HostTensor(TensorType{DType::f16, {count}}, values)});
+  else CHECK(nvrtc_compile_all(g, schedule_with(g, gpu_spec(), "welder"), gpu_spec()) == 1);
 }

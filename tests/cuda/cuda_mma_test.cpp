@@ -973,6 +973,8 @@ TEST_CASE("cuda mma run: 64-row wgmma blocks (one consumer warpgroup) in every f
     CHECK((k.contraction->persistent > 0) == (param_or(kc, "persistent", 0) == 1));
     CHECK(k.contraction->cluster_m == param_or(kc, "cluster_m", 1));
     CHECK(k.contraction->split_k == kc.params.at("split_k"));
+    // A split K passes its sums pair by pair from the fragments: no side input is prefetched.
+    if (k.contraction->split_k > 1) CHECK(k.source.find("TslRuns") == std::string::npos);
     if (f.edits.count("persistent")) CHECK(k.contraction->persistent > 0);
     if (f.edits.count("cluster_m")) CHECK(k.contraction->cluster_m == 2);
     CHECK(k.plan.threads == 256);
@@ -1151,4 +1153,40 @@ TEST_CASE("cuda mma run: box-tiled convolutions on the wgmma kernel (plans, reco
   why = families.check(big, shared, spec);
   REQUIRE(why.has_value());
   CHECK(why->find("B shared by a cluster") != std::string::npos);
+}
+
+TEST_CASE("cuda mma run: the wgmma epilogue loads its runs' side inputs before the slab's round trip, and matches the interpreter") {
+  // x W + bias + residual over a [batch, seq, hidden] projection (m folded from batch and seq):
+  // welder's one kernel prefetches the bias and the residual along each run of 8 columns. A
+  // residual read transposed (its offset does not grow by one along n) or broadcast along n (the
+  // same element for the whole run) is read where it is used, as before.
+  struct Case {
+    std::string name;
+    OpGraph graph;
+    int runs;  // side inputs prefetched
+  };
+  auto projection = [](DType dt, const std::string& residual_form) {
+    ModelBuilder b(dt);
+    const std::string y = b.op("MatMul", {b.input("x", {2, 300, 256}), b.weight("w", {256, 384}, 3)});
+    const std::string biased = b.op("Add", {y, b.weight("bias", {384}, 4)});
+    std::string r;
+    if (residual_form == "rows") r = b.input("residual", {2, 300, 384});
+    if (residual_form == "transposed")
+      r = b.op("Transpose", {b.input("residual", {2, 384, 300})}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+    if (residual_form == "broadcast") r = b.input("residual", {2, 300, 1});
+    return b.graph(b.op("Add", {biased, r}));
+  };
+  const std::vector<Case> cases = {{"f16 bias and residual", projection(DType::f16, "rows"), 2},
+                                   {"bf16 bias and residual", projection(DType::bf16, "rows"), 2},
+                                   {"f16 bias, transposed residual", projection(DType::f16, "transposed"), 1},
+                                   {"f16 bias, residual broadcast along n", projection(DType::f16, "broadcast"), 1}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const cuda::GeneratedKernel k = last_kernel(c.graph, "welder");
+    REQUIRE(k.path == "wgmma");
+    CHECK(k.source.find(cat("struct TslRuns { uint4 r[", c.runs, "]; }")) != std::string::npos);
+    CHECK(k.source.find("tsl::wg::prefetching<TslRuns>(tsl_prefetch, ") != std::string::npos);
+    CHECK(nvrtc_compile_all(c.graph, schedule_with(c.graph, gpu_spec(), "welder"), gpu_spec()) >= 1);
+  }
+  check_cases_on_gpu(cases);
 }

@@ -427,19 +427,74 @@ __device__ __forceinline__ int slab_offset(int r, int c) {
   return r * kEpiRowBytes + (((c / kEpiChunk) ^ (r % 8)) * 16) + (c % kEpiChunk) * 2;
 }
 
+// An epilogue that reads side inputs along the rows it stores (a bias, a residual) can have them
+// loaded before the slab's round trip instead of after it, where each run's loads would wait in
+// turn: prefetching(prefetch, epilogue) pairs prefetch(r, c, Q&), which loads what the run at
+// (r, c) will read into a Q, with epilogue(r, c, v, q). store_slab issues every run's prefetch
+// first (8-column runs only; other forms call epilogue(r, c, v) and take no prefetching).
+struct NoPrefetch {};
+template <class Q, class P, class E> struct Prefetching {
+  P prefetch;
+  E epilogue;
+};
+template <class Q, class P, class E> __device__ __forceinline__ Prefetching<Q, P, E> prefetching(P&& p, E&& e) { return {p, e}; }
+template <class F> __device__ __forceinline__ NoPrefetch prefetch_run(F&, int, int) { return {}; }
+template <class Q, class P, class E> __device__ __forceinline__ Q prefetch_run(Prefetching<Q, P, E>& f, int r, int c) {
+  Q q{};
+  f.prefetch(r, c, q);
+  return q;
+}
+template <class F, int N> __device__ __forceinline__ void epilogue_run(F& f, int r, int c, const float (&v)[N], const NoPrefetch&) {
+  f(r, c, v);
+}
+template <class Q, class P, class E, int N>
+__device__ __forceinline__ void epilogue_run(Prefetching<Q, P, E>& f, int r, int c, const float (&v)[N], const Q& q) {
+  f.epilogue(r, c, v, q);
+}
+
+// The 16 bytes of 16-bit values at p (8 of them), for a prefetch: one load where p is 16-byte
+// aligned, else eight.
+__device__ __forceinline__ uint4 load_run(const unsigned short* p) {
+  if (reinterpret_cast<unsigned long long>(p) % 16 == 0) {
+    uint4 q;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(q.x), "=r"(q.y), "=r"(q.z), "=r"(q.w) : "l"(p));
+    return q;
+  }
+  unsigned w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = static_cast<unsigned>(p[2 * i]) | (static_cast<unsigned>(p[2 * i + 1]) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+// Value e of a run load_run loaded.
+template <bool BF16> __device__ __forceinline__ float run_value(const uint4& q, int e) {
+  const unsigned w = e / 2 == 0 ? q.x : e / 2 == 1 ? q.y : e / 2 == 2 ? q.z : q.w;
+  const unsigned short h = static_cast<unsigned short>(w >> (16 * (e % 2)));
+  return BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
 // One consumer warpgroup's slab: the accumulators acc[4 (J0 + j) + 2 h + e] of column groups J0 ..
 // J0 + COLS / 8 - 1 (COLS 128, or 64: the last of a 192-wide tile, a 64-wide tile; row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e of the slab, for lane l of warp w)
-// written to `buf` rounded to the 16-bit type, then read back and passed to epilogue(r, c, v): with
-// CHUNK = 8 each thread takes 8 consecutive columns of a row at a time (float v[8]); with
-// CHUNK = 1 one column at a time, consecutive threads on consecutive columns (an output whose rows
-// do not start 16-byte aligned). r and c are relative to the slab. `bar` is the warpgroup's named
-// barrier: the slab is written when the warpgroup's reads of the previous one are done.
+// written to `buf` rounded to the 16-bit type, then read back and passed to epilogue(r0 + r,
+// c0 + c, v) for slab row r and column c: with CHUNK = 8 each thread takes 8 consecutive columns
+// of a row at a time (float v[8]; an epilogue with prefetching has every run's side inputs loaded
+// first); with CHUNK = 1 one column at a time, consecutive threads on consecutive columns (an
+// output whose rows do not start 16-byte aligned). `bar` is the warpgroup's named barrier: the
+// slab is written when the warpgroup's reads of the previous one are done.
 template <bool BF16, int CHUNK, int J0, int COLS = kEpiCols, int NACC, class F>
-__device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc)[NACC], int bar, F&& epilogue) {
+__device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc)[NACC], int bar, int r0, int c0, F& epilogue) {
   static_assert(CHUNK == 1 || CHUNK == kEpiChunk, "a slab is read by chunks of 16 bytes or by elements");
   static_assert(COLS == kEpiCols || COLS == kEpiCols / 2, "a slab holds 128 columns, or 64: a 192-wide tile's last, a 64-wide tile");
   static_assert(4 * (J0 + COLS / 8) <= NACC, "the slab's column groups are accumulators of the thread");
   const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / 32, lane = t % 32;
+  constexpr int kPerRow = COLS / kEpiChunk, kRuns = kInstM * kPerRow / kWarpgroup;
+  decltype(prefetch_run(epilogue, 0, 0)) pre[CHUNK == kEpiChunk ? kRuns : 1];
+  if constexpr (CHUNK == kEpiChunk) {
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i) {
+      const int q = t + kWarpgroup * i;
+      pre[i] = prefetch_run(epilogue, r0 + q / kPerRow, c0 + (q % kPerRow) * kEpiChunk);
+    }
+  }
   named_sync(bar, kWarpgroup);
 #pragma unroll
   for (int j = 0; j < COLS / 8; ++j)
@@ -453,23 +508,22 @@ __device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc
   named_sync(bar, kWarpgroup);
   auto value = [](unsigned short x) { return BF16 ? bf16_to_f32(x) : f16_to_f32(x); };
   if constexpr (CHUNK == kEpiChunk) {
-    constexpr int kPerRow = COLS / kEpiChunk;
 #pragma unroll
-    for (int i = 0; i < kInstM * kPerRow / kWarpgroup; ++i) {
+    for (int i = 0; i < kRuns; ++i) {
       const int q = t + kWarpgroup * i, r = q / kPerRow, c = (q % kPerRow) * kEpiChunk;
       const uint4 raw = *reinterpret_cast<const uint4*>(buf + slab_offset(r, c));
       const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
       float v[kEpiChunk];
 #pragma unroll
       for (int e = 0; e < kEpiChunk; ++e) v[e] = value(static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2))));
-      epilogue(r, c, v);
+      epilogue_run(epilogue, r0 + r, c0 + c, v, pre[i]);
     }
   } else {
 #pragma unroll 4
     for (int i = 0; i < kInstM * COLS / kWarpgroup; ++i) {
       const int q = t + kWarpgroup * i, r = q / COLS, c = q % COLS;
       const float v[1] = {value(*reinterpret_cast<const unsigned short*>(buf + slab_offset(r, c)))};
-      epilogue(r, c, v);
+      epilogue(r0 + r, c0 + c, v);
     }
   }
 }
@@ -652,14 +706,12 @@ struct WarpgroupGemm {
   __device__ __forceinline__ void store_tile(unsigned char* smem, unsigned base, int c, F&& epilogue) {
     unsigned char* slab = smem + (base - mma::smem_address(smem)) + STAGES * kStageBytes + c * kEpiSlabBytes;
     if constexpr (BN == kEpiCols / 2)
-      store_slab<BF16, CHUNK, 0, kEpiCols / 2>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, n, v); });
+      store_slab<BF16, CHUNK, 0, kEpiCols / 2>(slab, acc, 3 + c, c * kInstM, 0, epilogue);
     else
-      store_slab<BF16, CHUNK, 0>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, n, v); });
-    if constexpr (BN == 2 * kEpiCols)
-      store_slab<BF16, CHUNK, kEpiCols / 8>(slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, kEpiCols + n, v); });
+      store_slab<BF16, CHUNK, 0>(slab, acc, 3 + c, c * kInstM, 0, epilogue);
+    if constexpr (BN == 2 * kEpiCols) store_slab<BF16, CHUNK, kEpiCols / 8>(slab, acc, 3 + c, c * kInstM, kEpiCols, epilogue);
     if constexpr (BN == kEpiCols + kEpiCols / 2)  // a 192-wide tile's last 64 columns: half a slab
-      store_slab<BF16, CHUNK, kEpiCols / 8, kEpiCols / 2>(
-          slab, acc, 3 + c, [&](int r, int n, const auto& v) { epilogue(c * kInstM + r, kEpiCols + n, v); });
+      store_slab<BF16, CHUNK, kEpiCols / 8, kEpiCols / 2>(slab, acc, 3 + c, c * kInstM, kEpiCols, epilogue);
   }
 
   // Split K, in the consumer threads, as a reduce-scatter: every rank writes its accumulators to
@@ -870,8 +922,8 @@ struct WarpgroupPingpong {
         fence_registers(acc1);
         if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
         // The tile's two 64-row halves through the consumer's slab (store_slab).
-        store_slab<BF16, CHUNK, 0>(slab, acc0, 3 + c, [&](int r, int n, const auto& v) { epilogue(r, n, v); });
-        store_slab<BF16, CHUNK, 0>(slab, acc1, 3 + c, [&](int r, int n, const auto& v) { epilogue(kInstM + r, n, v); });
+        store_slab<BF16, CHUNK, 0>(slab, acc0, 3 + c, 0, 0, epilogue);
+        store_slab<BF16, CHUNK, 0>(slab, acc1, 3 + c, kInstM, 0, epilogue);
       }
     }
   }
