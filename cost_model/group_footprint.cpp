@@ -46,16 +46,17 @@ std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const 
   std::sort(want.begin(), want.end());
   std::sort(have.begin(), have.end());
   if (want != have) return fail("the group's nodes are not exactly the attention pattern ending at its sink");
-  auto it = group.tiles.find(sink);
-  if (it == group.tiles.end() || it->second.levels.empty()) return fail("no tile config for the sink");
+  // (O's tile is the kernel's block, also where output copies follow it.)
+  auto it = group.tiles.find(p->out);
+  if (it == group.tiles.end() || it->second.levels.empty()) return fail("no tile config for the attention output");
   const TileConfig& cfg = it->second;
-  const TeNode& o = graph.node(sink);
+  const TeNode& o = graph.node(p->out);
   const TeNode& s = graph.node(p->scores);
   const int ns = o.num_spatial();
   const std::vector<int64_t>& tile = cfg.levels.front().spatial;
   StreamedAttention a;
   a.scores = p->scores;
-  a.out = sink;
+  a.out = p->out;
   a.rows = tile[ns - 2];
   a.chunk = group.stream_chunk;
   a.d = s.axes()[s.num_spatial()].extent;

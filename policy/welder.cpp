@@ -394,9 +394,10 @@ std::optional<TileConfig> Welder::derive_config(NodeId n, const std::vector<int6
   return std::nullopt;
 }
 
-// The streamed group of attention pattern `p` (step 2b): per node a tile of one chunk -- the sink
-// a block of kStreamRows query rows by the whole dv, the scores' nodes kStreamRows x kStreamChunk,
-// the row max and sum kStreamRows x 1 over a chunk, the operand copies a chunk of their domain --
+// The streamed group of attention pattern `p` (step 2b): per node a tile of one chunk -- O a
+// block of kStreamRows query rows by the whole dv, the scores' nodes kStreamRows x kStreamChunk,
+// the row max and sum kStreamRows x 1 over a chunk, the operand copies and the output copies (O's
+// store, in the layout they give it) a chunk of their domain --
 // threads one warp per kStreamRowsPerWarp rows; scores, softmax values and probabilities in
 // registers, the copied operands in the next level out. Fewer queries than kStreamRows (decoding:
 // 1 to 16) take a block of their own count rounded up to whole warps, not 128 rows of which most
@@ -447,7 +448,9 @@ std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) 
       sg.tiles[n] = config(node, block_rows, dv, kStreamChunk);
     } else if (n == p.max || n == p.sum) {
       sg.tiles[n] = config(node, block_rows, 1, kStreamChunk);
-    } else if (std::find(p.operand_copies.begin(), p.operand_copies.end(), n) != p.operand_copies.end()) {
+    } else if (std::find(p.operand_copies.begin(), p.operand_copies.end(), n) != p.operand_copies.end() ||
+               std::find(p.output_copies.begin(), p.output_copies.end(), n) != p.output_copies.end()) {
+      // (An output copy is the kernel's store of O: a chunk of its domain likewise.)
       TileConfig c;
       LevelTile outer{block, std::vector<int64_t>(ns, 1), {}};
       for (int a = std::max(0, ns - 2); a < ns; ++a) outer.spatial[a] = std::min(node.axes()[a].extent, kStreamChunk);
@@ -457,9 +460,9 @@ std::optional<ScheduledGroup> Welder::streamed_group(const AttentionPattern& p) 
       const int64_t d = node.num_reduction() ? node.axes()[ns].extent : 1;
       sg.tiles[n] = config(node, block_rows, kStreamChunk, d);
     }
-    if (n == p.out) continue;
+    if (n == p.sink()) continue;
     const bool copy = std::find(p.operand_copies.begin(), p.operand_copies.end(), n) != p.operand_copies.end();
-    sg.edge_levels[g.node_output(n)] = copy ? block : regs;
+    sg.edge_levels[g.node_output(n)] = copy ? block : regs;  // (O and its output copies: the registers it is stored from)
   }
   return sg;
 }

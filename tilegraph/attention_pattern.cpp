@@ -79,6 +79,90 @@ bool is_shifted_exp(const Expr& e, int x, int m) {
          is_input(e.operands()[0].operands()[0], x) && is_input(e.operands()[0].operands()[1], m);
 }
 
+
+// A copy that moves its input's elements: body in0, one non-gather input of the same dtype read
+// through a permutation of its domain's axes (every tensor dimension one axis, coefficient 1,
+// offset 0, the extents equal); its output may be a reshape of its domain (row-major, the same
+// order). `axis[r]` is the domain axis that reads dimension r.
+bool moves_elements(const TeNode& node, std::vector<int>* axis) {
+  if (node.num_reduction() != 0 || node.inputs().size() != 1 || node.inputs()[0].is_gather() || !is_input(node.body(), 0) ||
+      node.output().dtype != node.inputs()[0].type.dtype)
+    return false;
+  const Access& a = node.inputs()[0];
+  const int ns = node.num_spatial();
+  if (a.map.num_results() != ns || a.type.rank() != ns) return false;
+  std::vector<int> of(ns, -1);
+  std::vector<char> used(ns, 0);
+  for (int r = 0; r < ns; ++r) {
+    const AffineExpr& row = a.map.result(r);
+    if (row.offset != 0) return false;
+    for (int x = 0; x < static_cast<int>(row.coeffs.size()); ++x) {
+      if (row.coeffs[x] == 0) continue;
+      if (row.coeffs[x] != 1 || of[r] >= 0 || x >= ns || used[x]) return false;
+      of[r] = x;
+      used[x] = 1;
+    }
+    if (of[r] < 0 || node.axes()[of[r]].extent != a.type.shape[r]) return false;
+  }
+  if (axis) *axis = of;
+  return true;
+}
+
+// Where O's axes land in the domain of the last of `copies` (each moving the one before): O's axis
+// a is axis land[a] there.
+std::vector<int> landing_axes(const OpGraph& g, NodeId o, const std::vector<NodeId>& copies) {
+  std::vector<int> land = iota_axes(g.node(o).num_spatial());
+  for (NodeId c : copies) {
+    std::vector<int> axis;
+    const bool moves = moves_elements(g.node(c), &axis);
+    TESSEL_ASSERT(moves, "an output copy moves elements");
+    for (int& l : land) l = axis[l];
+  }
+  return land;
+}
+
+// Row-major strides over the spatial domain of `node`.
+std::vector<int64_t> domain_strides(const TeNode& node) {
+  const int ns = node.num_spatial();
+  std::vector<int64_t> st(ns, 1);
+  for (int a = ns - 2; a >= 0; --a) st[a] = st[a + 1] * node.axes()[a + 1].extent;
+  return st;
+}
+
+}  // namespace
+
+std::vector<int64_t> attention_store_strides(const OpGraph& graph, const AttentionPattern& p) {
+  const TeNode& last = graph.node(p.sink());
+  const std::vector<int64_t> st = domain_strides(last);
+  const std::vector<int> land = landing_axes(graph, p.out, p.output_copies);
+  std::vector<int64_t> out(land.size());
+  for (size_t a = 0; a < land.size(); ++a) out[a] = st[land[a]];
+  return out;
+}
+
+namespace {
+
+// The copies after O that a kernel can store through (AttentionPattern::output_copies): each the
+// only reader of the node before, which is no graph output and has its domain as its output; the
+// longest such chain that keeps O's last axis innermost.
+std::vector<NodeId> output_copies_of(const OpGraph& g, NodeId o) {
+  std::vector<NodeId> chain;
+  for (NodeId cur = o;;) {
+    if (!output_is_domain(g.node(cur))) break;
+    const std::vector<NodeId> readers = g.consumers(g.node_output(cur));
+    if (readers.size() != 1 || !only_readers(g, cur, {readers[0]}) || !moves_elements(g.node(readers[0]), nullptr)) break;
+    chain.push_back(readers[0]);
+    cur = readers[0];
+  }
+  const int ns = g.node(o).num_spatial();
+  while (!chain.empty()) {
+    const std::vector<int> land = landing_axes(g, o, chain);
+    if (domain_strides(g.node(chain.back()))[land[ns - 1]] == 1) break;
+    chain.pop_back();
+  }
+  return chain;
+}
+
 }  // namespace
 
 std::vector<NodeId> AttentionPattern::nodes(const OpGraph& graph) const {
@@ -89,6 +173,7 @@ std::vector<NodeId> AttentionPattern::nodes(const OpGraph& graph) const {
   for (NodeId n : graph.topological_order())
     if (all.count(n)) out.push_back(n);
   out.push_back(this->out);
+  out.insert(out.end(), output_copies.begin(), output_copies.end());
   return out;
 }
 
@@ -97,6 +182,22 @@ std::optional<AttentionPattern> match_attention(const OpGraph& g, NodeId o, std:
     if (why) *why = std::move(reason);
     return std::nullopt;
   };
+  // An output copy: the pattern of the node it copies, if it ends here.
+  if (moves_elements(g.node(o), nullptr) && g.producer(g.node_inputs(o)[0]) >= 0) {
+    NodeId first = o;
+    while (moves_elements(g.node(first), nullptr) && g.producer(g.node_inputs(first)[0]) >= 0 &&
+           moves_elements(g.node(g.producer(g.node_inputs(first)[0])), nullptr))
+      first = g.producer(g.node_inputs(first)[0]);
+    const NodeId core = g.producer(g.node_inputs(first)[0]);
+    if (core < 0) return fail(cat("'", g.node(o).name(), "' copies a graph input"));
+    std::string reason;
+    std::optional<AttentionPattern> p = match_attention(g, core, &reason);
+    if (!p) return fail(cat("'", g.node(o).name(), "' copies a node that ends no attention pattern: ", reason));
+    if (p->sink() != o)
+      return fail(cat("'", g.node(o).name(), "' is not the last copy of the attention output '", g.node(p->out).name(),
+                      "' that a kernel can store through"));
+    return p;
+  }
   AttentionPattern p;
   p.out = o;
   const TeNode& on = g.node(o);
@@ -196,6 +297,7 @@ std::optional<AttentionPattern> match_attention(const OpGraph& g, NodeId o, std:
   copies(p.scores, 0);
   copies(p.scores, 1);
   copies(o, 1 - p.probs_slot);
+  p.output_copies = output_copies_of(g, o);
   return p;
 }
 

@@ -32,15 +32,27 @@ struct AttentionPattern {
   /// Plain copies (Transpose: body in0, same dtype, no reshape, one reader) in front of the reads
   /// of Q, K and V, nearest first per operand; a kernel folds them into its reads.
   std::vector<NodeId> operand_copies;
+  /// Copies after O that only move its elements, in order, each the only reader of the one before
+  /// (the heads' merge: a Transpose, then a Reshape): a kernel stores O where the last one puts it
+  /// (attention_store_strides), O's last axis staying innermost. Empty: O is stored as it is.
+  std::vector<NodeId> output_copies;
 
   NodeId logits() const { return score_epilogue.empty() ? scores : score_epilogue.back(); }
-  /// Every node of the pattern in a topological order, O last.
+  /// The node whose output the pattern writes: the last output copy, else O.
+  NodeId sink() const { return output_copies.empty() ? out : output_copies.back(); }
+  /// Every node of the pattern in a topological order, O then its output copies last.
   std::vector<NodeId> nodes(const OpGraph& graph) const;
 };
 
-/// The pattern ending at `out`, or nullopt with the first condition that failed in `why` (when
-/// given). Structural only: dtypes and extents are the kernel planner's business.
-std::optional<AttentionPattern> match_attention(const OpGraph& graph, NodeId out, std::string* why = nullptr);
+/// The pattern whose sink (AttentionPattern::sink) is `node` -- O, or the last of O's output
+/// copies --, or nullopt with the first condition that failed in `why` (when given). Matched at O,
+/// the pattern takes every output copy there is. Structural only: dtypes and extents are the
+/// kernel planner's business.
+std::optional<AttentionPattern> match_attention(const OpGraph& graph, NodeId node, std::string* why = nullptr);
+
+/// Per spatial axis of O, the element stride of its coordinate in the sink's output: row-major
+/// over O's domain without output copies, else where the copies move it.
+std::vector<int64_t> attention_store_strides(const OpGraph& graph, const AttentionPattern& p);
 
 /// The key chunks a streamed kernel must visit, per block of query rows: block b (query rows
 /// [b * rows, (b + 1) * rows)) visits chunks [first[b], end[b]) of `chunk` keys; the others hold

@@ -152,6 +152,7 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
     e.resize(ns);
     if (o.output().shape != e) return fail(cat("'", o.name(), "' reshapes its output"));
   }
+  p.store_strides = attention_store_strides(graph, p.pattern);
   for (int a = 0; a < ns - 2; ++a) {
     p.batch_axes.push_back(a);
     p.batch_extents.push_back(o.axes()[a].extent);

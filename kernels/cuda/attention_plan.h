@@ -76,6 +76,9 @@ struct AttentionPlan {
   // can reach 2^20 in magnitude (a mask of -1e30 or -3.4e38, or a mask given as an input), where
   // the fused form's rounding is not exact enough (device/flash.cuh's `probability`).
   bool exact_exponent = false;
+  // Per spatial axis of O, the stride of its coordinate in the group's output: O's own row-major
+  // layout, or where the pattern's output copies (the heads' merge) move it (attention_store_strides).
+  std::vector<int64_t> store_strides;
   static constexpr double kFastExponentLimit = 1 << 20;
   int64_t queries() const { return shape.queries * fold; }  // rows per batch point
   int64_t batch() const { return shape.batch / fold; }      // batch points

@@ -158,15 +158,34 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
     }
   }
   if (!plain) os_ << "  auto& tsl_score2p = tsl_score2;\n";
-  // O's domain is row-major (batch.., m, dv): the batch point's rows are contiguous.
-  os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << rows_all << "LL + tsl_m0) * " << sh.dv << "LL;\n";
+  // Where O's rows go: O's own domain is row-major (batch.., m, dv), the batch point's rows
+  // contiguous; through output copies (the heads' merge) each coordinate has the stride they
+  // give it, dv's still 1 (store_strides), and a row of a folded query group is (head, query).
+  std::vector<int64_t> own(ns, 1);
+  for (int i = ns - 2; i >= 0; --i) own[i] = own[i + 1] * o.axes()[i + 1].extent;
+  TESSEL_ASSERT(static_cast<int>(a.store_strides.size()) == ns && a.store_strides[ns - 1] == 1, "O's last axis is stored innermost");
+  std::string row_offset;  // of row tsl_r of the batch point
+  if (a.store_strides == own) {
+    os_ << "  unsigned short* const tsl_o = g_out0 + (tsl_batch_index * " << rows_all << "LL + tsl_m0) * " << sh.dv << "LL;\n";
+    row_offset = cat("static_cast<long long>(tsl_dm) * ", sh.dv, "LL");
+  } else {
+    std::vector<int64_t> batch_strides;
+    for (int b : a.batch_axes) batch_strides.push_back(a.store_strides[b]);
+    std::string strides;
+    for (int64_t st : a.store_strides) strides += cat(strides.empty() ? "" : ", ", st);
+    os_ << "  // O stored through its output copies: its axes' strides " << strides << "\n";
+    os_ << "  unsigned short* const tsl_o = g_out0 + (" << batch_offset(batch_strides) << ");\n";
+    const int64_t m_stride = a.store_strides[ns - 2];
+    row_offset = a.fold > 1 ? cat("(static_cast<long long>(tsl_m0 + tsl_dm) / ", sh.queries, "LL) * ", a.store_strides[a.fold_axis],
+                                  "LL + (static_cast<long long>(tsl_m0 + tsl_dm) % ", sh.queries, "LL) * ", m_stride, "LL")
+                            : cat("static_cast<long long>(tsl_m0 + tsl_dm) * ", m_stride, "LL");
+  }
   os_ << "  auto tsl_store = [&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";
   os_ << "    if (tsl_m0 + tsl_dm >= " << rows_all << ") return;\n";
   if (a.dv_tile > sh.dv) os_ << "    if (tsl_dn >= " << sh.dv << ") return;  // a column of the padded head tile\n";
   os_ << "    const unsigned tsl_s0 = " << to_storage(odt, round_to_dtype(odt, "tsl_v0")) << ";\n";
   os_ << "    const unsigned tsl_s1 = " << to_storage(odt, round_to_dtype(odt, "tsl_v1")) << ";\n";
-  os_ << "    *reinterpret_cast<unsigned*>(tsl_o + static_cast<long long>(tsl_dm) * " << sh.dv
-      << "LL + tsl_dn) = tsl_s0 | (tsl_s1 << 16);\n";
+  os_ << "    *reinterpret_cast<unsigned*>(tsl_o + " << row_offset << " + tsl_dn) = tsl_s0 | (tsl_s1 << 16);\n";
   os_ << "  };\n";
   os_ << "  TslAttn tsl_attn;\n";
   if (a.warpgroup) {

@@ -43,6 +43,8 @@ struct Attn {
   int64_t groups = 1;           // grouped-query: q [batch, heads, groups, sq, d] against k, v [batch, heads, 1, skv, d]
   bool causal = false;         // + Trilu(ConstantOfShape([sq, skv], -6e4 or -1e30), k = skv - sq + 1): query i sees keys
                                //   up to skv - sq + i (folded into a weight up to 2^20 elements, nodes above)
+  int merge = 0;               // O's heads merged (1: Transpose to [batch, sq, heads.., dv], Reshape to [batch, sq,
+                               //   heads.. x dv]); 2: O transposed with dv no longer last (not stored through)
 };
 
 OpGraph attention(const Attn& a) {
@@ -72,7 +74,14 @@ OpGraph attention(const Attn& a) {
     x = b.op("Add", {x, b.op("Trilu", {full, b.weight_i64("mask_k", {a.skv - a.sq + 1}, true)}, {{"upper", int64_t{1}}})});
   }
   const std::string probs = b.op("Softmax", {x}, {{"axis", int64_t{-1}}});
-  const std::string out = b.op("MatMul", {probs, v});
+  std::string out = b.op("MatMul", {probs, v});
+  if (a.merge == 1) {
+    const std::vector<int64_t> perm = a.groups > 1 ? std::vector<int64_t>{0, 3, 1, 2, 4} : std::vector<int64_t>{0, 2, 1, 3};
+    out = b.op("Transpose", {out}, {{"perm", perm}});
+    out = b.op("Reshape", {out, b.weight_i64("merged", {a.batch, a.sq, a.heads * a.groups * a.dv})});
+  }
+  if (a.merge == 2)
+    out = b.op("Transpose", {out}, {{"perm", a.groups > 1 ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2}}});
   if (a.probs_output) return b.graph(std::vector<std::string>{out, probs});
   return b.graph(out);
 }
@@ -105,6 +114,14 @@ std::vector<FlashCase> flash_cases() {
       Attn{.dt = DType::bf16, .batch = 2, .heads = 2, .sq = 1, .skv = 700, .d = 128, .dv = 128, .groups = 8});
   add("f16 grouped-query causal chunk: 1x2 key/value heads of 4, 5 queries after 300 keys",
       Attn{.sq = 5, .skv = 305, .groups = 4, .causal = true});
+  // O stored through the heads' merge (a Transpose and a Reshape after it, no kernel of their own):
+  // on both kernels, with a key split, and with query heads folded into a block's rows.
+  add("f16 heads merged after O 2x3 s197/197 d64", Attn{.batch = 2, .heads = 3, .sq = 197, .skv = 197, .merge = 1});
+  add("bf16 seq-major heads merged 1x3 s64/384 d64", Attn{.dt = DType::bf16, .heads = 3, .sq = 64, .skv = 384, .seq_major = true, .merge = 1});
+  add("f16 head 40 merged 1x2 s100/100", Attn{.sq = 100, .skv = 100, .d = 40, .dv = 40, .merge = 1});
+  add("f16 decode merged: 1 query, 2000 keys, 2x3 heads", Attn{.batch = 2, .heads = 3, .sq = 1, .skv = 2000, .merge = 1});
+  add("f16 grouped-query causal chunk merged: 1x2 key/value heads of 4, 5 queries after 300 keys",
+      Attn{.sq = 5, .skv = 305, .groups = 4, .causal = true, .merge = 1});
   // Heads above 128: the Hopper kernel's 64-key chunks and O in m64n128 / m64n64 pieces, the
   // mma.sync kernel's Q fragments from shared memory.
   add("bf16 head 256 (Gemma) 1x2 s200/333", Attn{.dt = DType::bf16, .sq = 200, .skv = 333, .d = 256, .dv = 256});
@@ -171,6 +188,35 @@ TEST_CASE("cuda flash: attention pattern: the unfused graph matches, with its st
   CHECK(p->nodes(g).back() == out);
   CHECK(p->nodes(g).size() == 4 + 1 + 2 + 3 + 1);
 
+  // The heads' merge after O: a Transpose and a Reshape the kernel stores through (O's batch, head,
+  // query and dv coordinates at strides s x h x dv, dv, h x dv and 1 of the merged tensor); the
+  // pattern matches at O and at the last copy, not at the first.
+  {
+    const Attn merged{.batch = 2, .heads = 3, .sq = 5, .skv = 7, .d = 16, .dv = 8, .merge = 1};
+    const OpGraph gm = attention(merged);
+    const NodeId last = gm.producer(gm.outputs()[0]);
+    const std::optional<AttentionPattern> at_last = match_attention(gm, last, &why);
+    REQUIRE_MESSAGE(at_last.has_value(), why);
+    REQUIRE(at_last->output_copies.size() == 2);
+    CHECK(at_last->sink() == last);
+    CHECK(at_last->nodes(gm).back() == last);
+    CHECK(attention_store_strides(gm, *at_last) == std::vector<int64_t>{5 * 3 * 8, 8, 3 * 8, 1});
+    const std::optional<AttentionPattern> at_o = match_attention(gm, at_last->out, &why);
+    REQUIRE(at_o.has_value());
+    CHECK(at_o->sink() == last);
+    CHECK_FALSE(match_attention(gm, at_last->output_copies[0], &why).has_value());
+    CHECK(why.find("not the last copy") != std::string::npos);
+    // A transpose that moves dv off the innermost axis is not stored through: O ends the pattern.
+    const OpGraph moved = attention(Attn{.merge = 2});
+    const NodeId transpose = moved.producer(moved.outputs()[0]);
+    const NodeId o = moved.producer(moved.node_inputs(transpose)[0]);
+    const std::optional<AttentionPattern> plain = match_attention(moved, o, &why);
+    REQUIRE(plain.has_value());
+    CHECK(plain->output_copies.empty());
+    CHECK(attention_store_strides(moved, *plain) == std::vector<int64_t>{2 * 129 * 64, 129 * 64, 64, 1});
+    CHECK_FALSE(match_attention(moved, transpose, &why).has_value());
+  }
+
   // P read outside the chain: no match, and the reason names it.
   const OpGraph leaked = attention(Attn{.probs_output = true});
   CHECK_FALSE(match_attention(leaked, leaked.producer(leaked.outputs()[0]), &why).has_value());
@@ -208,6 +254,11 @@ TEST_CASE("cuda flash: welder forms one legal streamed group, priced, saved and 
         CHECK(k.source.find("streamed attention (flash") != std::string::npos);
         // The scale is one element: loaded once, not per score.
         CHECK(k.source.find("scale, the same element at every point") != std::string::npos);
+        // The heads' merge is the kernel's store: one kernel for the whole graph.
+        if (c.name.find("merged") != std::string::npos) {
+          CHECK(k.source.find("O stored through its output copies") != std::string::npos);
+          CHECK(s.groups.size() == 1);
+        }
       }
   }
   // Roller never streams.
