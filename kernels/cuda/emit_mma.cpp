@@ -368,17 +368,21 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       << (slab_rounded ? std::string("tsl_acc") : round_to_dtype(cn.output().dtype, "tsl_acc")) << "; };\n";
   std::vector<std::string> point(d);  // the stored point's coordinates, by the sink's axes
   for (int a = 0; a < d; ++a) point[a] = a == c.m_axis && !c.flat_m() ? "tsl_xm" : a == c.n_axis ? "tsl_xn" : cat("tsl_x", a);
-  // The wgmma kernel stores runs of 8 values along n: the side inputs read along them (a bias, a
-  // residual) are loaded for every run of the slab before its round trip (wgmma.cuh's prefetching).
+  // The wgmma kernel stores runs of 8 values along n (a K split: pairs): the side inputs read along
+  // them (a bias, a residual) are loaded for every run of the slab before its round trip, for
+  // every pair before the split's exchange (wgmma.cuh's prefetching).
   const int chunk = c.n % 8 == 0 ? 8 : 1;
+  // (A K split stores pairs: 2 elements a prefetch.)
+  const bool pairs = c.split_k > 1;
   const std::vector<RunRead> runs =
-      c.warpgroup && c.split_k <= 1 && chunk == 8 && !c.merged_n ? run_reads(c, cpos, point) : std::vector<RunRead>();
+      c.warpgroup && chunk == 8 && !c.merged_n ? run_reads(c, cpos, point) : std::vector<RunRead>();
   if (!runs.empty()) {
-    os_ << "  struct TslRuns { uint4 r[" << runs.size() << "]; };  // the side inputs' runs at the run being stored\n";
+    os_ << "  struct TslRuns { " << (pairs ? "unsigned" : "uint4") << " r[" << runs.size()
+        << "]; };  // the side inputs' runs at the run being stored\n";
     os_ << "  TslRuns tsl_runs{};\n  int tsl_elem = 0;  // the element of the run being stored\n";
     for (size_t q = 0; q < runs.size(); ++q)
-      hoisted_[{runs[q].node, runs[q].input}] =
-          cat("tsl::wg::run_value<", runs[q].dtype == DType::bf16 ? "true" : "false", ">(tsl_runs.r[", q, "], tsl_elem)");
+      hoisted_[{runs[q].node, runs[q].input}] = cat("tsl::wg::", pairs ? "pair_value" : "run_value", "<",
+                                                     runs[q].dtype == DType::bf16 ? "true" : "false", ">(tsl_runs.r[", q, "], tsl_elem)");
   }
   // The sink's value is stored, which rounds it: its value function leaves the rounding to the store.
   for (int i = 0; i < n; ++i)
@@ -447,9 +451,10 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       // A run's side inputs: 8 consecutive elements from its first point on (run_reads).
       os_ << "  auto tsl_prefetch = [&](int tsl_dm, int tsl_dn, TslRuns& tsl_p) {\n";
       emit_point("tsl_xn0");
-      os_ << "    if (tsl_xn0 + 8 > " << c.n << "LL) return;\n";
+      os_ << "    if (tsl_xn0 + " << (pairs ? 2 : 8) << " > " << c.n << "LL) return;\n";
       for (size_t q = 0; q < runs.size(); ++q)
-        os_ << "    tsl_p.r[" << q << "] = tsl::wg::load_run(g_in" << input_param(runs[q].tensor) << " + (" << runs[q].offset << "));\n";
+        os_ << "    tsl_p.r[" << q << "] = tsl::wg::" << (pairs ? "load_pair" : "load_run") << "(g_in" << input_param(runs[q].tensor)
+            << " + (" << runs[q].offset << "));\n";
       os_ << "  };\n";
     }
     const std::string callback = runs.empty() ? "[&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n"

@@ -431,7 +431,8 @@ __device__ __forceinline__ int slab_offset(int r, int c) {
 // loaded before the slab's round trip instead of after it, where each run's loads would wait in
 // turn: prefetching(prefetch, epilogue) pairs prefetch(r, c, Q&), which loads what the run at
 // (r, c) will read into a Q, with epilogue(r, c, v, q). store_slab issues every run's prefetch
-// first (8-column runs only; other forms call epilogue(r, c, v) and take no prefetching).
+// first (8-column runs; one column at a time takes no prefetching), a K split every pair's before
+// its ranks exchange their sums.
 struct NoPrefetch {};
 template <class Q, class P, class E> struct Prefetching {
   P prefetch;
@@ -469,6 +470,20 @@ __device__ __forceinline__ uint4 load_run(const unsigned short* p) {
 template <bool BF16> __device__ __forceinline__ float run_value(const uint4& q, int e) {
   const unsigned w = e / 2 == 0 ? q.x : e / 2 == 1 ? q.y : e / 2 == 2 ? q.z : q.w;
   const unsigned short h = static_cast<unsigned short>(w >> (16 * (e % 2)));
+  return BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+// The pair of 16-bit values at p (a K split's pairs, n even): one load where p is 4-byte aligned,
+// else two; and value e of it.
+__device__ __forceinline__ unsigned load_pair(const unsigned short* p) {
+  if (reinterpret_cast<unsigned long long>(p) % 4 == 0) {
+    unsigned q;
+    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(q) : "l"(p));
+    return q;
+  }
+  return static_cast<unsigned>(p[0]) | (static_cast<unsigned>(p[1]) << 16);
+}
+template <bool BF16> __device__ __forceinline__ float pair_value(unsigned q, int e) {
+  const unsigned short h = static_cast<unsigned short>(q >> (16 * (e % 2)));
   return BF16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
@@ -680,17 +695,25 @@ struct WarpgroupGemm {
       wgmma_wait<0>();
       fence_registers(acc);
       if constexpr (SPLIT > 1) {
-        reduce_cluster(smem, base, rank);
         // This rank stores its share of the column groups (reduce_cluster), pair by pair from the
-        // fragments (a split runs where the tiles are few: its stores are not the bound).
+        // fragments (a split runs where the tiles are few: its stores are not the bound); an
+        // epilogue with prefetching has the pairs' side inputs loaded before the ranks' exchange.
+        constexpr int kShare = BN / 8 / SPLIT;
         const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / mma::kLanes, lane = t % mma::kLanes;
+        const int row = c * kInstM + w * (kInstM / 4) + lane / 4;
+        decltype(prefetch_run(epilogue, 0, 0)) pre[kShare][2];
+#pragma unroll
+        for (int i = 0; i < kShare; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) pre[i][h] = prefetch_run(epilogue, row + 8 * h, 8 * (rank * kShare + i) + 2 * (lane % 4));
+        reduce_cluster(smem, base, rank);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-          if (j / (BN / 8 / SPLIT) != rank) continue;
+          if (j / kShare != rank) continue;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
-            epilogue(c * kInstM + w * (kInstM / 4) + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4), v);
+            epilogue_run(epilogue, row + 8 * h, 8 * j + 2 * (lane % 4), v, pre[j % kShare][h]);
           }
         }
       } else {
