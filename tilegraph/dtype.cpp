@@ -21,13 +21,16 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::i8, "i8", 1},   {DType::u8, "u8", 1},   {DType::boolean, "bool", 1},
 };
 
-double wrap_integer(double v, int bits, bool is_signed_type) {
+// 2^63 as a double: the first double above the int64 range (INT64_MAX itself rounds up to it).
+constexpr double kTwoToThe63 = 9223372036854775808.0;
+
+double wrap_double(double v, int bits, bool is_signed_type) {
   if (std::isnan(v)) return 0;
   double t = std::trunc(v);
   if (bits == 64) {
-    // Cannot wrap exactly in a double; saturate instead.
-    const double lo = -9223372036854775808.0, hi = 9223372036854775807.0;
-    return t < lo ? lo : (t > hi ? hi : t);
+    // A double beyond the int64 range has no two's-complement value to wrap; a Cast saturates
+    // (llvm.fptosi.sat in the CPU backend).
+    return t < -kTwoToThe63 ? -kTwoToThe63 : (t >= kTwoToThe63 ? kTwoToThe63 : t);
   }
   const double range = std::ldexp(1.0, bits);
   double m = std::fmod(t, range);
@@ -61,14 +64,46 @@ double round_to(DType t, double v) {
     case DType::f32: return static_cast<double>(static_cast<float>(v));
     case DType::f16: return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
     case DType::bf16: return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
-    case DType::i64: return wrap_integer(v, 64, true);
-    case DType::i32: return wrap_integer(v, 32, true);
-    case DType::i8: return wrap_integer(v, 8, true);
-    case DType::u8: return wrap_integer(v, 8, false);
+    case DType::i64: return wrap_double(v, 64, true);
+    case DType::i32: return wrap_double(v, 32, true);
+    case DType::i8: return wrap_double(v, 8, true);
+    case DType::u8: return wrap_double(v, 8, false);
     case DType::boolean: return v != 0 ? 1.0 : 0.0;  // NaN != 0, so NaN is true
   }
   TESSEL_ASSERT(false, "unknown dtype");
 }
+
+int64_t saturating_int64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= kTwoToThe63) return INT64_MAX;
+  if (v <= -kTwoToThe63) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+int64_t wrap_integer(DType t, int64_t v) {
+  // Narrowing conversions of integers are modular since C++20.
+  switch (t) {
+    case DType::i64: return v;
+    case DType::i32: return static_cast<int32_t>(v);
+    case DType::i8: return static_cast<int8_t>(v);
+    case DType::u8: return static_cast<uint8_t>(v);
+    case DType::boolean: return v != 0 ? 1 : 0;
+    default: break;
+  }
+  TESSEL_ASSERT(false, "wrap_integer to ", dtype_name(t));
+}
+
+double integer_to_float(DType t, int64_t v) {
+  switch (t) {
+    case DType::f64: return static_cast<double>(v);
+    case DType::f32: return static_cast<double>(static_cast<float>(v));
+    case DType::f16: case DType::bf16: return round_to(t, static_cast<double>(static_cast<float>(v)));
+    default: break;
+  }
+  TESSEL_ASSERT(false, "integer_to_float to ", dtype_name(t));
+}
+
+int64_t float_to_integer(DType t, double v) { return saturating_int64(round_to(t, v)); }
 
 double dtype_lowest(DType t) {
   switch (t) {

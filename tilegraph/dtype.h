@@ -28,6 +28,18 @@ bool is_signed(DType t);
 /// Rounds (and wraps, for integers) `v` to a value representable in `t`.
 double round_to(DType t, double v);
 
+/// A double as an int64: truncated toward zero, saturated at the int64 range, NaN as 0 (a Cast of
+/// a float to i64).
+int64_t saturating_int64(double v);
+/// An exact integer wrapped to integer dtype `t` like two's complement (i32: the low 32 bits, sign
+/// extended; u8: the low 8 bits); bool gives 1 for non-zero. `t` must be an integer type or bool.
+int64_t wrap_integer(DType t, int64_t v);
+/// An exact integer converted to float dtype `t` and rounded once to it, as a compiled sitofp does
+/// (f16 and bf16 go through f32 first, as the backends do); the result as a double.
+double integer_to_float(DType t, int64_t v);
+/// A double converted to integer dtype `t` (round_to's rule) as an exact integer.
+int64_t float_to_integer(DType t, double v);
+
 /// Smallest and largest finite-or-infinite values (used as max/min reduction inits).
 double dtype_lowest(DType t);
 double dtype_highest(DType t);

@@ -1,6 +1,7 @@
 // Scalar expression factories, printing and scalar semantics.
 #include "tilegraph/expr.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -227,6 +228,59 @@ double apply_binary(ExprOp op, double a, double b, DType dtype) {
     default: break;
   }
   TESSEL_ASSERT(false, "apply_binary: ", expr_op_name(op));
+}
+
+int64_t apply_unary_integer(ExprOp op, int64_t a, DType dtype) {
+  // Unsigned arithmetic wraps modulo 2^64 without overflow; wrap_integer then narrows to the dtype.
+  const auto ua = static_cast<uint64_t>(a);
+  switch (op) {
+    case ExprOp::neg: return wrap_integer(dtype, static_cast<int64_t>(0 - ua));
+    case ExprOp::abs: return wrap_integer(dtype, static_cast<int64_t>(a < 0 ? 0 - ua : ua));
+    case ExprOp::sign: return (a > 0) - (a < 0);
+    case ExprOp::reciprocal: return a == 1 ? 1 : (a == -1 ? -1 : 0);
+    case ExprOp::floor: case ExprOp::ceil: case ExprOp::round: return a;
+    case ExprOp::logical_not: return a == 0 ? 1 : 0;
+    case ExprOp::isnan: case ExprOp::isinf: return 0;
+    default: break;
+  }
+  return float_to_integer(dtype, apply_unary(op, static_cast<double>(a), dtype));
+}
+
+int64_t apply_binary_integer(ExprOp op, int64_t a, int64_t b, DType dtype) {
+  const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  switch (op) {
+    case ExprOp::add: return wrap_integer(dtype, static_cast<int64_t>(ua + ub));
+    case ExprOp::sub: return wrap_integer(dtype, static_cast<int64_t>(ua - ub));
+    case ExprOp::mul: return wrap_integer(dtype, static_cast<int64_t>(ua * ub));
+    case ExprOp::div:
+      // x / -1 is negation, which wraps; C++'s INT64_MIN / -1 would overflow.
+      if (b == 0) return 0;
+      if (b == -1) return wrap_integer(dtype, static_cast<int64_t>(0 - ua));
+      return wrap_integer(dtype, a / b);
+    case ExprOp::mod: {  // the divisor's sign
+      if (b == 0 || b == -1) return 0;
+      int64_t r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+    case ExprOp::fmod:  // the dividend's sign
+      if (b == 0 || b == -1) return 0;
+      return a % b;
+    case ExprOp::pow: return float_to_integer(dtype, std::pow(static_cast<double>(a), static_cast<double>(b)));
+    case ExprOp::min: return std::min(a, b);
+    case ExprOp::max: return std::max(a, b);
+    case ExprOp::eq: return a == b;
+    case ExprOp::ne: return a != b;
+    case ExprOp::lt: return a < b;
+    case ExprOp::le: return a <= b;
+    case ExprOp::gt: return a > b;
+    case ExprOp::ge: return a >= b;
+    case ExprOp::logical_and: return (a != 0) && (b != 0);
+    case ExprOp::logical_or: return (a != 0) || (b != 0);
+    case ExprOp::logical_xor: return (a != 0) != (b != 0);
+    default: break;
+  }
+  TESSEL_ASSERT(false, "apply_binary_integer: ", expr_op_name(op));
 }
 
 }  // namespace tessel

@@ -90,4 +90,14 @@ std::string print_expr(const Expr& e, const std::vector<std::string>& axis_names
 double apply_unary(ExprOp op, double a, DType dtype);
 double apply_binary(ExprOp op, double a, double b, DType dtype);
 
+/// The same on exact integers of integer dtype `dtype` (values already wrapped to it), with the
+/// CPU backend's semantics (kernels/cpu/emit_scalar.cpp): add, sub, mul and neg wrap like two's
+/// complement at the dtype's width; div truncates toward zero; a division or remainder by 0 gives
+/// 0; x / -1 is -x wrapped (INT64_MIN / -1 = INT64_MIN) and x % -1 is 0; abs(INT64_MIN) is
+/// INT64_MIN; pow is computed in double and converted back like a Cast. A comparison gives 0 or 1
+/// (its bool result); ops without an integer form (exp, sqrt, ...) go through apply_unary in
+/// double and convert back like a Cast.
+int64_t apply_unary_integer(ExprOp op, int64_t a, DType dtype);
+int64_t apply_binary_integer(ExprOp op, int64_t a, int64_t b, DType dtype);
+
 }  // namespace tessel

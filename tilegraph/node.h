@@ -57,6 +57,18 @@ inline double combine_values(Combiner c, double acc, double v) {
   }
   return v;
 }
+/// The same on exact integers: sum and prod wrap modulo 2^64, which narrowed to an integer dtype
+/// afterwards (wrap_integer) is what wrapping at the dtype's width after every step gives.
+inline int64_t combine_integers(Combiner c, int64_t acc, int64_t v) {
+  switch (c) {
+    case Combiner::sum: return static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+    case Combiner::prod: return static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v));
+    case Combiner::max: return v > acc ? v : acc;
+    case Combiner::min: return v < acc ? v : acc;
+    case Combiner::none: return v;
+  }
+  return v;
+}
 
 /// How a node reads one input.
 struct Access {
