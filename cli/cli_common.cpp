@@ -235,11 +235,22 @@ std::string describe(const HostTensor& t) {
     sum += v;
     sq += v * v;
   }
-  std::string out = cat(t.type().print(), "  min ", lo, "  max ", hi, "  mean ",
-                        t.size() ? sum / static_cast<double>(t.size()) : 0.0, "  l2 ", std::sqrt(sq));
+  // Integers print exactly (an i64 beyond 2^53 has no exact double); mean and l2 stay doubles.
+  const bool integer = is_integer(t.dtype());
+  std::string range = cat("  min ", lo, "  max ", hi);
+  if (integer && t.size() > 0) {
+    const std::vector<int64_t> ints = t.as_ints();
+    const auto [least, most] = std::minmax_element(ints.begin(), ints.end());
+    range = cat("  min ", *least, "  max ", *most);
+  }
+  std::string out = cat(t.type().print(), range, "  mean ", t.size() ? sum / static_cast<double>(t.size()) : 0.0,
+                        "  l2 ", std::sqrt(sq));
   if (nans) out += cat("  NaN ", nans);
   out += "  [";
-  for (int64_t i = 0; i < std::min<int64_t>(t.size(), 4); ++i) out += cat(i ? ", " : "", t[i]);
+  for (int64_t i = 0; i < std::min<int64_t>(t.size(), 4); ++i) {
+    if (integer) out += cat(i ? ", " : "", t.as_int(i));
+    else out += cat(i ? ", " : "", t[i]);
+  }
   return out + (t.size() > 4 ? ", ...]" : "]");
 }
 

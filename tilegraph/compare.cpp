@@ -1,6 +1,7 @@
 // Tolerances by dtype and tensor comparison.
 #include "tilegraph/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -19,6 +20,32 @@ Tolerance tolerance_for(DType dtype) {
   }
 }
 
+namespace {
+
+// Integers and bools must be equal, compared as int64 (an i64 value beyond 2^53 has no exact
+// double, so a comparison of doubles would pass a neighbouring value).
+CompareResult compare_integers(const HostTensor& actual, const HostTensor& expected) {
+  CompareResult r;
+  for (int64_t i = 0; i < expected.size(); ++i) {
+    const int64_t a = actual.as_int(i), e = expected.as_int(i);
+    if (a == e) continue;
+    const double error = std::fabs(static_cast<double>(a) - static_cast<double>(e));
+    r.max_abs_error = std::max(r.max_abs_error, error);
+    if (e != 0) r.max_rel_error = std::max(r.max_rel_error, error / std::fabs(static_cast<double>(e)));
+    if (r.mismatches == 0) r.first_mismatch = i;
+    ++r.mismatches;
+  }
+  if (r.mismatches > 0) {
+    r.ok = false;
+    r.message = cat(r.mismatches, " of ", expected.size(), " elements differ (first at flat index ", r.first_mismatch,
+                    ": got ", actual.as_int(r.first_mismatch), ", expected ", expected.as_int(r.first_mismatch),
+                    "; ", dtype_name(expected.dtype()), " values must be equal)");
+  }
+  return r;
+}
+
+}  // namespace
+
 CompareResult compare_tensors(const HostTensor& actual, const HostTensor& expected) {
   CompareResult r;
   if (actual.type() != expected.type()) {
@@ -26,6 +53,7 @@ CompareResult compare_tensors(const HostTensor& actual, const HostTensor& expect
     r.message = cat("type ", actual.type().print(), " differs from expected ", expected.type().print());
     return r;
   }
+  if (!is_float(expected.dtype())) return compare_integers(actual, expected);
   const Tolerance tol = tolerance_for(expected.dtype());
   for (int64_t i = 0; i < expected.size(); ++i) {
     const double a = actual[i], e = expected[i];

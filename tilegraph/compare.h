@@ -11,7 +11,7 @@
 //   f32        1e-4     1e-5
 //   f16        1e-2     1e-3
 //   bf16       2e-2     1e-2
-//   integers, bool: exact
+//   integers, bool: exact (compared as int64)
 //
 // Infinities must match exactly. A NaN passes only where the reference is NaN.
 //

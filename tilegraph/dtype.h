@@ -1,9 +1,13 @@
 // Element types of tensors and scalar expressions, and how values are rounded to them.
 //
-// Throughout the IR and the reference interpreter a scalar value is carried as a double; storing a
-// value into a tensor of dtype T rounds it to T (`round_to`): float types round to nearest even,
-// integer types truncate toward zero and wrap like two's-complement, bool maps non-zero to 1.
-// int64 values are exact only up to 2^53 in this representation.
+// Float and bool values are carried as doubles; integer values are carried as int64_t wherever they
+// are computed or stored (host tensors of i64 hold int64_t, the interpreter's integer registers
+// are int64_t), so every integer dtype is exact over its whole range. Integer arithmetic wraps like
+// two's complement at the dtype's width (`wrap_integer`), as ONNX and the compiled kernels do.
+// Converting a double to a dtype (`round_to`, a Cast from a float type): float types round to
+// nearest even, i32/i8/u8 truncate toward zero and wrap, i64 truncates and saturates (NaN gives 0,
+// like llvm.fptosi.sat in the CPU backend), bool maps non-zero to 1. Integer constants of an Expr
+// and a node's init and pad values are still doubles: exact up to 2^53.
 #pragma once
 
 #include <cstdint>

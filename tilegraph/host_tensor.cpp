@@ -7,29 +7,87 @@
 
 namespace tessel {
 
-HostTensor::HostTensor(TensorType type)
-    : type_(std::move(type)), data_(static_cast<size_t>(type_.num_elements()), 0.0) {}
+HostTensor::HostTensor(TensorType type) : type_(std::move(type)) {
+  const auto n = static_cast<size_t>(type_.num_elements());
+  if (holds_int64()) ints_.assign(n, 0);
+  else data_.assign(n, 0.0);
+}
 
-HostTensor::HostTensor(TensorType type, std::vector<double> values)
-    : type_(std::move(type)), data_(std::move(values)) {
-  TESSEL_ASSERT(static_cast<int64_t>(data_.size()) == type_.num_elements(), "HostTensor of ",
-                type_.print(), " given ", data_.size(), " values");
+HostTensor::HostTensor(TensorType type, std::vector<double> values) : type_(std::move(type)) {
+  TESSEL_ASSERT(static_cast<int64_t>(values.size()) == type_.num_elements(), "HostTensor of ",
+                type_.print(), " given ", values.size(), " values");
+  if (holds_int64()) {
+    ints_.reserve(values.size());
+    for (double v : values) ints_.push_back(saturating_int64(v));
+    return;
+  }
+  data_ = std::move(values);
   if (type_.dtype != DType::f64)
     for (double& v : data_) v = round_to(type_.dtype, v);
 }
 
-int64_t HostTensor::as_int(int64_t i) const {
-  const double v = data_[i];
-  if (std::isnan(v)) return 0;
-  if (v >= 9223372036854775807.0) return INT64_MAX;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  return static_cast<int64_t>(v);
+HostTensor HostTensor::from_integers(TensorType type, std::vector<int64_t> values) {
+  TESSEL_ASSERT(static_cast<int64_t>(values.size()) == type.num_elements(), "HostTensor of ",
+                type.print(), " given ", values.size(), " values");
+  HostTensor out;
+  out.type_ = std::move(type);
+  if (out.holds_int64()) {
+    out.ints_ = std::move(values);
+    return out;
+  }
+  out.data_.reserve(values.size());
+  for (int64_t v : values)
+    out.data_.push_back(is_float(out.type_.dtype) ? integer_to_float(out.type_.dtype, v)
+                                                  : static_cast<double>(wrap_integer(out.type_.dtype, v)));
+  return out;
 }
 
+std::vector<double> HostTensor::values() const {
+  if (!holds_int64()) return data_;
+  return std::vector<double>(ints_.begin(), ints_.end());
+}
+
+const double* HostTensor::data() const {
+  TESSEL_ASSERT(!holds_int64(), "the doubles of an i64 tensor (", type_.print(), ") were asked for; read int64_data()");
+  return data_.data();
+}
+
+double* HostTensor::data() {
+  TESSEL_ASSERT(!holds_int64(), "the doubles of an i64 tensor (", type_.print(), ") were asked for; write int64_data()");
+  return data_.data();
+}
+
+const int64_t* HostTensor::int64_data() const {
+  TESSEL_ASSERT(holds_int64(), "the int64 values of a ", type_.print(), " tensor were asked for");
+  return ints_.data();
+}
+
+int64_t* HostTensor::int64_data() {
+  TESSEL_ASSERT(holds_int64(), "the int64 values of a ", type_.print(), " tensor were asked for");
+  return ints_.data();
+}
+
+int64_t HostTensor::as_int(int64_t i) const { return holds_int64() ? ints_[i] : saturating_int64(data_[i]); }
+
 std::vector<int64_t> HostTensor::as_ints() const {
+  if (holds_int64()) return ints_;
   std::vector<int64_t> out;
   out.reserve(data_.size());
-  for (int64_t i = 0; i < size(); ++i) out.push_back(as_int(i));
+  for (double v : data_) out.push_back(saturating_int64(v));
+  return out;
+}
+
+void HostTensor::set_from(int64_t i, const HostTensor& source, int64_t j) {
+  TESSEL_ASSERT(source.dtype() == dtype(), "copying a ", dtype_name(source.dtype()), " value into a ",
+                dtype_name(dtype()), " tensor");
+  if (holds_int64()) ints_[i] = source.ints_[j];
+  else data_[i] = source.data_[j];
+}
+
+HostTensor HostTensor::reshaped(std::vector<int64_t> shape) const {
+  HostTensor out = *this;
+  out.type_.shape = std::move(shape);
+  TESSEL_ASSERT(out.type_.num_elements() == size(), "reshaping ", type_.print(), " to ", out.type_.print());
   return out;
 }
 

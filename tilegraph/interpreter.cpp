@@ -2,7 +2,9 @@
 //
 // A node is evaluated in three steps:
 //   1. Its body is compiled into a register program (`Program`): one instruction per expression
-//      node, registers being arrays of kLanes doubles.
+//      node, registers being arrays of kLanes values -- doubles for float and bool values, int64_t
+//      for integer values, so integer arithmetic is exact and wraps like the dtype (expr.h's
+//      apply_binary_integer, the CPU backend's semantics); a Cast converts between the two.
 //   2. A lane axis is chosen: normally a spatial axis (each lane owns one output element and its
 //      own accumulator), or, when every spatial extent is tiny, a reduction axis (lanes are
 //      combined at the end). The remaining axes are walked as an odometer.
@@ -15,7 +17,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <thread>
+#include <type_traits>
 
 #include "tilegraph/error.h"
 #include "tilegraph/graph_inputs.h"
@@ -30,22 +34,48 @@ constexpr int kLanes = 64;
 // ---------------------------------------------------------------------------------------------
 // Step 1: the register program.
 
+// Integer values live in integer registers; float and bool values in float registers.
+bool integer_register(DType t) { return is_integer(t); }
+
 struct Instr {
   ExprOp op;
   DType dtype;        // result dtype
   DType operand_dtype;  // dtype of the first operand (for casts and integer semantics)
   int dst;
   int a = -1, b = -1, c = -1;
-  bool round;         // round the result to `dtype` (integers and bool)
+  bool round = false;    // float registers: round the result to `dtype` (casts and bool results)
+  bool integer = false;  // reads or writes an integer register: run_integer_instr
 };
 
 struct Program {
   int num_inputs = 0;
   int num_regs = 0;
   std::vector<Instr> code;
-  std::vector<std::pair<int, double>> constants;  // register, value
-  std::vector<std::pair<int, int>> axis_regs;     // register, axis
+  std::vector<std::pair<int, double>> constants;           // float register, value
+  std::vector<std::pair<int, int64_t>> integer_constants;  // integer register, value
+  std::vector<std::pair<int, int>> axis_regs;              // integer register, axis
   int result = -1;
+};
+
+// Register r's lanes: floats + r * kLanes or integers + r * kLanes, by the kind of its dtype (the
+// other array's lanes of r are unused).
+struct Registers {
+  double* floats = nullptr;
+  int64_t* integers = nullptr;
+  double* f(int r) const { return floats + static_cast<size_t>(r) * kLanes; }
+  int64_t* i(int r) const { return integers + static_cast<size_t>(r) * kLanes; }
+};
+
+// The storage of a Registers, constants filled in.
+struct RegisterFile {
+  std::vector<double> floats;
+  std::vector<int64_t> integers;
+  explicit RegisterFile(const Program& p)
+      : floats(static_cast<size_t>(p.num_regs) * kLanes), integers(static_cast<size_t>(p.num_regs) * kLanes) {
+    for (auto [reg, value] : p.constants) std::fill_n(view().f(reg), kLanes, value);
+    for (auto [reg, value] : p.integer_constants) std::fill_n(view().i(reg), kLanes, value);
+  }
+  Registers view() { return {floats.data(), integers.data()}; }
 };
 
 int compile_expr(const Expr& e, Program& p) {
@@ -54,7 +84,8 @@ int compile_expr(const Expr& e, Program& p) {
       return e.index();
     case ExprOp::constant: {
       const int r = p.num_regs++;
-      p.constants.emplace_back(r, e.value());
+      if (integer_register(e.dtype())) p.integer_constants.emplace_back(r, saturating_int64(e.value()));
+      else p.constants.emplace_back(r, e.value());
       return r;
     }
     case ExprOp::axis_index: {
@@ -72,9 +103,10 @@ int compile_expr(const Expr& e, Program& p) {
   if (e.operands().size() > 1) in.b = compile_expr(e.operands()[1], p);
   if (e.operands().size() > 2) in.c = compile_expr(e.operands()[2], p);
   in.dst = p.num_regs++;
-  // Float intermediates stay in double; integer and bool results wrap like the dtype; a cast
-  // always rounds to its target.
-  in.round = e.op() == ExprOp::cast || is_integer(e.dtype()) || e.dtype() == DType::boolean;
+  // Float intermediates stay in double; bool results are 0 or 1; a cast always rounds to its
+  // target. Integer values are exact and wrapped as they are computed.
+  in.round = e.op() == ExprOp::cast || e.dtype() == DType::boolean;
+  in.integer = integer_register(in.operand_dtype) || integer_register(in.dtype);
   p.code.push_back(in);
   return in.dst;
 }
@@ -87,19 +119,81 @@ Program compile_body(const TeNode& node) {
   return p;
 }
 
-void run_instr(const Instr& in, double* regs, int n) {
-  double* d = regs + static_cast<size_t>(in.dst) * kLanes;
-  const double* a = regs + static_cast<size_t>(in.a) * kLanes;
-  const double* b = in.b >= 0 ? regs + static_cast<size_t>(in.b) * kLanes : nullptr;
-  const bool integral = is_integer(in.operand_dtype);
+// An instruction with an integer operand or result: integer arithmetic, comparisons of integers,
+// casts to or from an integer type, a select between integers.
+void run_integer_instr(const Instr& in, const Registers& r, int n) {
+  if (in.op == ExprOp::select) {
+    const double* cond = r.f(in.a);
+    const int64_t* x = r.i(in.b);
+    const int64_t* y = r.i(in.c);
+    int64_t* d = r.i(in.dst);
+    for (int l = 0; l < n; ++l) d[l] = cond[l] != 0 ? x[l] : y[l];
+    return;
+  }
+  if (in.op == ExprOp::cast && !integer_register(in.operand_dtype)) {  // float or bool -> integer
+    const double* a = r.f(in.a);
+    int64_t* d = r.i(in.dst);
+    for (int l = 0; l < n; ++l) d[l] = float_to_integer(in.dtype, a[l]);
+    return;
+  }
+  const int64_t* a = r.i(in.a);
+  if (in.op == ExprOp::cast) {
+    if (integer_register(in.dtype)) {
+      int64_t* d = r.i(in.dst);
+      for (int l = 0; l < n; ++l) d[l] = wrap_integer(in.dtype, a[l]);
+    } else if (in.dtype == DType::boolean) {
+      double* d = r.f(in.dst);
+      for (int l = 0; l < n; ++l) d[l] = a[l] != 0 ? 1.0 : 0.0;
+    } else {
+      double* d = r.f(in.dst);
+      for (int l = 0; l < n; ++l) d[l] = integer_to_float(in.dtype, a[l]);
+    }
+    return;
+  }
+  if (!integer_register(in.dtype)) {  // a comparison, isnan or isinf of integers: a bool
+    double* d = r.f(in.dst);
+    if (is_unary(in.op)) {
+      for (int l = 0; l < n; ++l) d[l] = static_cast<double>(apply_unary_integer(in.op, a[l], in.operand_dtype));
+    } else {
+      const int64_t* b = r.i(in.b);
+      for (int l = 0; l < n; ++l) d[l] = static_cast<double>(apply_binary_integer(in.op, a[l], b[l], in.operand_dtype));
+    }
+    return;
+  }
+  int64_t* d = r.i(in.dst);
+  if (is_unary(in.op)) {
+    for (int l = 0; l < n; ++l) d[l] = apply_unary_integer(in.op, a[l], in.dtype);
+    return;
+  }
+  const int64_t* b = r.i(in.b);
+  if (in.dtype == DType::i64) {
+    // The common i64 index arithmetic without a call per lane: unsigned arithmetic wraps modulo
+    // 2^64, which is i64's two's-complement wrap.
+    const auto* ua = reinterpret_cast<const uint64_t*>(a);
+    const auto* ub = reinterpret_cast<const uint64_t*>(b);
+    switch (in.op) {
+      case ExprOp::add: for (int l = 0; l < n; ++l) d[l] = static_cast<int64_t>(ua[l] + ub[l]); return;
+      case ExprOp::sub: for (int l = 0; l < n; ++l) d[l] = static_cast<int64_t>(ua[l] - ub[l]); return;
+      case ExprOp::mul: for (int l = 0; l < n; ++l) d[l] = static_cast<int64_t>(ua[l] * ub[l]); return;
+      default: break;
+    }
+  }
+  for (int l = 0; l < n; ++l) d[l] = apply_binary_integer(in.op, a[l], b[l], in.dtype);
+}
+
+void run_instr(const Instr& in, const Registers& r, int n) {
+  if (in.integer) {
+    run_integer_instr(in, r, n);
+    return;
+  }
+  double* d = r.f(in.dst);
+  const double* a = r.f(in.a);
+  const double* b = in.b >= 0 ? r.f(in.b) : nullptr;
   switch (in.op) {
     case ExprOp::add: for (int l = 0; l < n; ++l) d[l] = a[l] + b[l]; break;
     case ExprOp::sub: for (int l = 0; l < n; ++l) d[l] = a[l] - b[l]; break;
     case ExprOp::mul: for (int l = 0; l < n; ++l) d[l] = a[l] * b[l]; break;
-    case ExprOp::div:
-      if (integral) for (int l = 0; l < n; ++l) d[l] = apply_binary(ExprOp::div, a[l], b[l], in.operand_dtype);
-      else for (int l = 0; l < n; ++l) d[l] = a[l] / b[l];
-      break;
+    case ExprOp::div: for (int l = 0; l < n; ++l) d[l] = a[l] / b[l]; break;
     case ExprOp::max:
       for (int l = 0; l < n; ++l) d[l] = (a[l] != a[l] || b[l] != b[l]) ? NAN : (a[l] > b[l] ? a[l] : b[l]);
       break;
@@ -117,7 +211,7 @@ void run_instr(const Instr& in, double* regs, int n) {
     case ExprOp::lt: for (int l = 0; l < n; ++l) d[l] = a[l] < b[l]; break;
     case ExprOp::eq: for (int l = 0; l < n; ++l) d[l] = a[l] == b[l]; break;
     case ExprOp::select: {
-      const double* c = regs + static_cast<size_t>(in.c) * kLanes;
+      const double* c = r.f(in.c);
       for (int l = 0; l < n; ++l) d[l] = a[l] != 0 ? b[l] : c[l];
       break;
     }
@@ -139,7 +233,10 @@ void run_instr(const Instr& in, double* regs, int n) {
 // Step 3 helpers: address arithmetic of one input access.
 
 struct AccessPlan {
-  const double* data = nullptr;
+  const double* data = nullptr;      // a float or bool tensor
+  bool integer = false;               // an integer tensor, read into integer registers
+  const int64_t* integers = nullptr;  // its values (i64's own, or `widened`)
+  std::shared_ptr<const std::vector<int64_t>> widened;  // the values of an i32, i8 or u8 tensor
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;           // row-major element strides of the tensor
   std::vector<std::vector<int64_t>> rows;  // affine coefficients per tensor dim
@@ -148,6 +245,7 @@ struct AccessPlan {
   int64_t linear_offset = 0;
   bool checked = false;  // some read can fall outside the tensor
   double pad = 0;
+  int64_t integer_pad = 0;
   int gather_dim = -1;
   int gather_reg = -1;
 };
@@ -161,10 +259,19 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
 AccessPlan plan_access(const Access& access, const HostTensor& tensor,
                        const std::vector<int64_t>& extents) {
   AccessPlan a;
-  a.data = tensor.data();
+  a.integer = integer_register(tensor.dtype());
+  if (tensor.holds_int64()) {
+    a.integers = tensor.int64_data();
+  } else if (integer_register(tensor.dtype())) {
+    a.widened = std::make_shared<const std::vector<int64_t>>(tensor.as_ints());
+    a.integers = a.widened->data();
+  } else {
+    a.data = tensor.data();
+  }
   a.shape = access.type.shape;
   a.strides = row_major_strides(a.shape);
   a.pad = access.pad_value;
+  a.integer_pad = saturating_int64(access.pad_value);
   a.gather_dim = access.gather_dim;
   a.gather_reg = access.gather_index_input;
   for (int r = 0; r < access.map.num_results(); ++r) {
@@ -183,9 +290,11 @@ AccessPlan plan_access(const Access& access, const HostTensor& tensor,
   return a;
 }
 
-// Loads `n` lanes into `dst`; the point of lane l is `point` with point[lane_axis] += l.
-void load_lanes(const AccessPlan& a, const int64_t* point, int lane_axis, int n, double* dst,
-                const double* regs, const std::string& node_name) {
+// Loads `n` lanes of `data` (the access's tensor, as T) into `dst`; the point of lane l is
+// `point` with point[lane_axis] += l.
+template <typename T>
+void load_lanes_of(const AccessPlan& a, const T* data, T pad, const int64_t* point, int lane_axis, int n, T* dst,
+                   const Registers& regs, const std::string& node_name) {
   const int rank = static_cast<int>(a.shape.size());
   int64_t base_index[16];
   int64_t step_index[16];
@@ -208,32 +317,40 @@ void load_lanes(const AccessPlan& a, const int64_t* point, int lane_axis, int n,
     }
   }
   if (inside_all && a.gather_dim < 0) {
-    const double* src = a.data + base;
+    const T* src = data + base;
     if (step == 1) std::copy(src, src + n, dst);
     else for (int l = 0; l < n; ++l) dst[l] = src[l * step];
     return;
   }
+  // The verifier makes a gather index an integer, so it sits in an integer register.
+  const int64_t* gather_index = a.gather_dim >= 0 ? regs.i(a.gather_reg) : nullptr;
   for (int l = 0; l < n; ++l) {
     int64_t off = 0;
     bool inside = true;
     for (int r = 0; r < rank; ++r) {
       int64_t idx;
       if (r == a.gather_dim) {
-        const double g = regs[static_cast<size_t>(a.gather_reg) * kLanes + l];
-        idx = static_cast<int64_t>(g);
+        const int64_t g = gather_index[l];
+        idx = g;
         if (idx < 0) idx += a.shape[r];
         if (idx < 0 || idx >= a.shape[r])
           throw UserError("", cat("node '", node_name, "'"),
-                          cat("gather index ", static_cast<int64_t>(g), " is out of range for a dimension of size ",
-                              a.shape[r]));
+                          cat("gather index ", g, " is out of range for a dimension of size ", a.shape[r]));
       } else {
         idx = base_index[r] + step_index[r] * l;
         if (idx < 0 || idx >= a.shape[r]) inside = false;
       }
       off += idx * a.strides[r];
     }
-    dst[l] = inside ? a.data[off] : a.pad;
+    dst[l] = inside ? data[off] : pad;
   }
+}
+
+// Loads `n` lanes of access `a` into register `reg`.
+void load_lanes(const AccessPlan& a, const int64_t* point, int lane_axis, int n, const Registers& regs, int reg,
+                const std::string& node_name) {
+  if (a.integer) load_lanes_of(a, a.integers, a.integer_pad, point, lane_axis, n, regs.i(reg), regs, node_name);
+  else load_lanes_of(a, a.data, a.pad, point, lane_axis, n, regs.f(reg), regs, node_name);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,7 +367,8 @@ struct NodeRun {
   std::vector<int> outer_axes;  // spatial axes other than the lane axis (row loop)
   std::vector<int> inner_axes;  // reduction axes other than the lane axis (accumulation loop)
   std::vector<int64_t> out_strides;  // per spatial axis
-  double* out = nullptr;
+  double* out = nullptr;          // the output's values unless it is i64
+  int64_t* integer_out = nullptr;  // an i64 output's values
   bool contraction = false;     // body is in0 * in1 (affine reads), combiner sum: see contract_row
 };
 
@@ -266,13 +384,11 @@ bool advance(std::vector<int64_t>& point, const std::vector<int>& axes,
   return false;
 }
 
-void evaluate_batch(const NodeRun& run, std::vector<int64_t>& point, int n, double* regs) {
-  for (int i : run.load_order)
-    load_lanes(run.accesses[i], point.data(), run.lane_axis, n, regs + static_cast<size_t>(i) * kLanes,
-               regs, run.node.name());
+void evaluate_batch(const NodeRun& run, std::vector<int64_t>& point, int n, const Registers& regs) {
+  for (int i : run.load_order) load_lanes(run.accesses[i], point.data(), run.lane_axis, n, regs, i, run.node.name());
   for (auto [reg, axis] : run.program.axis_regs) {
-    double* d = regs + static_cast<size_t>(reg) * kLanes;
-    for (int l = 0; l < n; ++l) d[l] = static_cast<double>(point[axis] + (axis == run.lane_axis ? l : 0));
+    int64_t* d = regs.i(reg);
+    for (int l = 0; l < n; ++l) d[l] = point[axis] + (axis == run.lane_axis ? l : 0);
   }
   for (const Instr& in : run.program.code) run_instr(in, regs, n);
 }
@@ -292,7 +408,7 @@ bool lanes_inside(const AccessPlan& a, const int64_t* point, int lane_axis, int 
 // acc[l] = sum over the reduction domain of in0 * in1, for the n lanes at `point` (lanes on a
 // spatial axis). The innermost reduction axis runs as a tight loop over linear offsets; a step
 // whose lanes might read outside a tensor (padding) goes through the generic per-lane path.
-void contract_row(const NodeRun& run, std::vector<int64_t>& point, int n, double* acc, double* regs) {
+void contract_row(const NodeRun& run, std::vector<int64_t>& point, int n, double* acc, const Registers& regs) {
   const AccessPlan& A = run.accesses[0];
   const AccessPlan& B = run.accesses[1];
   const int lane = run.lane_axis >= 0 ? run.lane_axis : 0;
@@ -309,7 +425,7 @@ void contract_row(const NodeRun& run, std::vector<int64_t>& point, int n, double
   const int64_t ka = A.linear[inner], kb = B.linear[inner];
   const bool checked = A.checked || B.checked;
   std::fill_n(acc, n, 0.0);
-  const double* result = regs + static_cast<size_t>(run.program.result) * kLanes;
+  const double* result = regs.f(run.program.result);
   do {
     point[inner] = 0;
     int64_t oa = A.linear_offset, ob = B.linear_offset;
@@ -339,18 +455,35 @@ void contract_row(const NodeRun& run, std::vector<int64_t>& point, int n, double
   } while (advance(point, outer, run.extents));
 }
 
+// Values of a body of dtype T (double: float and bool bodies; int64_t: integer bodies): where the
+// result lanes are, how they combine, and how the output stores them.
+const double* result_lanes(const Registers& regs, int reg, double) { return regs.f(reg); }
+const int64_t* result_lanes(const Registers& regs, int reg, int64_t) { return regs.i(reg); }
+double combine(Combiner c, double acc, double v) { return combine_values(c, acc, v); }
+int64_t combine(Combiner c, int64_t acc, int64_t v) { return combine_integers(c, acc, v); }
+double initial_value(double init, double) { return init; }
+int64_t initial_value(double init, int64_t) { return saturating_int64(init); }
+void store(const NodeRun& run, DType dtype, int64_t offset, double v) { run.out[offset] = round_to(dtype, v); }
+void store(const NodeRun& run, DType dtype, int64_t offset, int64_t v) {
+  if (run.integer_out) run.integer_out[offset] = v;
+  else run.out[offset] = static_cast<double>(wrap_integer(dtype, v));
+}
+
 // Computes the rows [row_begin, row_end) of the row loop; a row is one point of outer_axes
-// times one batch of the lane axis (when the lane axis is spatial).
+// times one batch of the lane axis (when the lane axis is spatial). T is the body's register
+// type (see result_lanes).
+template <typename T>
 void run_rows(const NodeRun& run, int64_t row_begin, int64_t row_end) {
   const Program& p = run.program;
-  std::vector<double> regs(static_cast<size_t>(p.num_regs) * kLanes);
-  for (auto [reg, value] : p.constants) std::fill_n(regs.data() + static_cast<size_t>(reg) * kLanes, kLanes, value);
-  const double* result = regs.data() + static_cast<size_t>(p.result) * kLanes;
+  RegisterFile file(p);
+  const Registers regs = file.view();
+  const T* result = result_lanes(regs, p.result, T{});
   const Combiner combiner = run.node.combiner();
   const DType out_dtype = run.node.output().dtype;
+  const T init = initial_value(run.node.init(), T{});
   const int64_t lane_extent = run.lane_axis >= 0 ? run.extents[run.lane_axis] : 1;
   const int64_t batches = run.lanes_reduce ? 1 : (lane_extent + kLanes - 1) / kLanes;
-  double acc[kLanes];
+  T acc[kLanes];
   std::vector<int64_t> point(run.extents.size(), 0);
 
   for (int64_t row = row_begin; row < row_end; ++row) {
@@ -370,55 +503,57 @@ void run_rows(const NodeRun& run, int64_t row_begin, int64_t row_end) {
       const int64_t first = batch * kLanes;
       const int n = static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first));
       if (run.lane_axis >= 0) point[run.lane_axis] = first;
-      evaluate_batch(run, point, n, regs.data());
+      evaluate_batch(run, point, n, regs);
       const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
       out_off += first * ostep;
-      for (int l = 0; l < n; ++l) run.out[out_off + l * ostep] = round_to(out_dtype, result[l]);
+      for (int l = 0; l < n; ++l) store(run, out_dtype, out_off + l * ostep, result[l]);
       continue;
     }
 
-    if (!run.lanes_reduce && run.contraction) {
-      const int64_t first = batch * kLanes;
-      const int n = run.lane_axis >= 0 ? static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first)) : 1;
-      if (run.lane_axis >= 0) point[run.lane_axis] = first;
-      contract_row(run, point, n, acc, regs.data());
-      const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
-      out_off += first * ostep;
-      for (int l = 0; l < n; ++l) run.out[out_off + l * ostep] = round_to(out_dtype, acc[l]);
-      continue;
+    if constexpr (std::is_same_v<T, double>) {  // contractions are float bodies
+      if (!run.lanes_reduce && run.contraction) {
+        const int64_t first = batch * kLanes;
+        const int n = run.lane_axis >= 0 ? static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first)) : 1;
+        if (run.lane_axis >= 0) point[run.lane_axis] = first;
+        contract_row(run, point, n, acc, regs);
+        const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
+        out_off += first * ostep;
+        for (int l = 0; l < n; ++l) store(run, out_dtype, out_off + l * ostep, acc[l]);
+        continue;
+      }
     }
 
     if (!run.lanes_reduce) {
       // Lanes own output elements; walk every reduction point.
       const int64_t first = batch * kLanes;
       const int n = run.lane_axis >= 0 ? static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first)) : 1;
-      std::fill_n(acc, n, run.node.init());
+      std::fill_n(acc, n, init);
       if (run.lane_axis >= 0) point[run.lane_axis] = first;
       do {
-        evaluate_batch(run, point, n, regs.data());
-        for (int l = 0; l < n; ++l) acc[l] = combine_values(combiner, acc[l], result[l]);
+        evaluate_batch(run, point, n, regs);
+        for (int l = 0; l < n; ++l) acc[l] = combine(combiner, acc[l], result[l]);
       } while (advance(point, run.inner_axes, run.extents));
       const int64_t ostep = run.lane_axis >= 0 ? run.out_strides[run.lane_axis] : 0;
       out_off += first * ostep;
-      for (int l = 0; l < n; ++l) run.out[out_off + l * ostep] = round_to(out_dtype, acc[l]);
+      for (int l = 0; l < n; ++l) store(run, out_dtype, out_off + l * ostep, acc[l]);
       continue;
     }
 
     // Lanes run along a reduction axis: one accumulator per lane, combined at the end.
     const int lanes = static_cast<int>(std::min<int64_t>(kLanes, lane_extent));
-    std::fill_n(acc, lanes, run.node.init());
+    std::fill_n(acc, lanes, init);
     do {
       for (int64_t first = 0; first < lane_extent; first += kLanes) {
         const int n = static_cast<int>(std::min<int64_t>(kLanes, lane_extent - first));
         point[run.lane_axis] = first;
-        evaluate_batch(run, point, n, regs.data());
-        for (int l = 0; l < n; ++l) acc[l] = combine_values(combiner, acc[l], result[l]);
+        evaluate_batch(run, point, n, regs);
+        for (int l = 0; l < n; ++l) acc[l] = combine(combiner, acc[l], result[l]);
       }
       point[run.lane_axis] = 0;
     } while (advance(point, run.inner_axes, run.extents));
-    double total = run.node.init();
-    for (int l = 0; l < lanes; ++l) total = combine_values(combiner, total, acc[l]);
-    run.out[out_off] = round_to(out_dtype, total);
+    T total = init;
+    for (int l = 0; l < lanes; ++l) total = combine(combiner, total, acc[l]);
+    store(run, out_dtype, out_off, total);
   }
 }
 
@@ -474,8 +609,12 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
   for (int a = 0; a < na; ++a)
     if (extent[a] == 0) return out;
   const Program program = compile_body(node);
-  std::vector<double> regs(static_cast<size_t>(program.num_regs) * kLanes);
-  for (auto [reg, value] : program.constants) regs[static_cast<size_t>(reg) * kLanes] = value;
+  RegisterFile file(program);
+  const Registers regs = file.view();
+  // The output's accumulators: integer bodies exact in int64, the others in double.
+  const bool integer_body = integer_register(out_type.dtype);
+  std::vector<double> float_acc(integer_body ? 0 : static_cast<size_t>(out.size()));
+  std::vector<int64_t> integer_acc(integer_body ? static_cast<size_t>(out.size()) : 0);
   std::vector<int64_t> out_strides(ns, 1);
   for (int a = ns - 2; a >= 0; --a) out_strides[a] = out_strides[a + 1] * out_extent[a + 1];
   std::vector<bool> touched(static_cast<size_t>(out.size()), false);
@@ -496,7 +635,7 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
       for (int r = 0; r < acc.type.rank(); ++r) {
         int64_t v = acc.map.result(r).apply(point.data());
         if (r == acc.gather_dim) {
-          v = static_cast<int64_t>(regs[static_cast<size_t>(acc.gather_index_input) * kLanes]);
+          v = regs.i(acc.gather_index_input)[0];  // an integer (the verifier's rule)
           if (v < 0) v += acc.type.shape[r];
           if (v < 0 || v >= acc.type.shape[r])
             throw UserError("", cat("node '", node.name(), "'"),
@@ -510,18 +649,23 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
         off = off * t.shape()[r] + w;
       }
       if (inside && observer) observer(i, index.data());
-      regs[static_cast<size_t>(i) * kLanes] = inside ? t[off] : acc.pad_value;
+      if (integer_register(acc.type.dtype)) regs.i(i)[0] = inside ? t.as_int(off) : saturating_int64(acc.pad_value);
+      else regs.f(i)[0] = inside ? t[off] : acc.pad_value;
     }
-    for (auto [reg, axis] : program.axis_regs) regs[static_cast<size_t>(reg) * kLanes] = static_cast<double>(point[axis]);
-    for (const Instr& in : program.code) run_instr(in, regs.data(), 1);
-    const double v = regs[static_cast<size_t>(program.result) * kLanes];
+    for (auto [reg, axis] : program.axis_regs) regs.i(reg)[0] = point[axis];
+    for (const Instr& in : program.code) run_instr(in, regs, 1);
     int64_t o = 0;
     for (int a = 0; a < ns; ++a) o += (point[a] - out_begin[a]) * out_strides[a];
-    if (!touched[o]) {
-      touched[o] = true;
-      out.data()[o] = node.num_reduction() > 0 ? combine_values(node.combiner(), node.init(), v) : v;
+    const bool first = !touched[o];
+    touched[o] = true;
+    if (integer_body) {
+      const int64_t v = regs.i(program.result)[0];
+      const int64_t before = first ? saturating_int64(node.init()) : integer_acc[o];
+      integer_acc[o] = first && node.num_reduction() == 0 ? v : combine_integers(node.combiner(), before, v);
     } else {
-      out.data()[o] = combine_values(node.combiner(), out.data()[o], v);
+      const double v = regs.f(program.result)[0];
+      const double before = first ? node.init() : float_acc[o];
+      float_acc[o] = first && node.num_reduction() == 0 ? v : combine_values(node.combiner(), before, v);
     }
     int a = na - 1;
     for (; a >= 0; --a) {
@@ -530,8 +674,12 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
     }
     if (a < 0) break;
   }
-  for (int64_t i = 0; i < out.size(); ++i)
-    if (touched[i]) out.data()[i] = round_to(out.dtype(), out.data()[i]);
+  for (int64_t i = 0; i < out.size(); ++i) {
+    if (!touched[i]) continue;
+    if (out.holds_int64()) out.int64_data()[i] = integer_acc[i];
+    else if (integer_body) out.data()[i] = static_cast<double>(wrap_integer(out.dtype(), integer_acc[i]));
+    else out.data()[i] = round_to(out.dtype(), float_acc[i]);
+  }
   return out;
 }
 
@@ -588,7 +736,8 @@ HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*
       s *= run.extents[ax];
     }
   }
-  run.out = out.data();
+  if (out.holds_int64()) run.integer_out = out.int64_data();
+  else run.out = out.data();
 
   int64_t rows = 1;
   for (int ax : run.outer_axes) rows *= run.extents[ax];
@@ -601,14 +750,15 @@ HostTensor evaluate_node(const TeNode& node, const std::vector<const HostTensor*
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (points < (1 << 16)) threads = 1;
   threads = static_cast<int>(std::min<int64_t>(threads, rows));
+  const auto rows_of = integer_register(out.dtype()) ? &run_rows<int64_t> : &run_rows<double>;
   if (threads <= 1) {
-    run_rows(run, 0, rows);
+    rows_of(run, 0, rows);
     return out;
   }
   // The rows in `threads` slices, taken from a counter by however many threads the system gives.
   std::atomic<int> next{0};
   run_on_threads(threads, [&](int) {
-    for (int t = next++; t < threads; t = next++) run_rows(run, rows * t / threads, rows * (t + 1) / threads);
+    for (int t = next++; t < threads; t = next++) rows_of(run, rows * t / threads, rows * (t + 1) / threads);
   });
   return out;
 }

@@ -1,10 +1,12 @@
-// The reference interpreter: runs any OpGraph on the CPU, accumulating in fp64. It is the oracle
-// for every correctness test of compiled code.
+// The reference interpreter: runs any OpGraph on the CPU, accumulating floats in fp64 and
+// integers exactly. It is the oracle for every correctness test of compiled code.
 //
 // Each node's body is compiled once into a small register program that is evaluated on batches of
 // points along the innermost loop axis, with affine address arithmetic precomputed per input, so
-// the inner loop does no heap work. Reduction results and node outputs are rounded to the node's
-// dtype when stored; the accumulator is a double.
+// the inner loop does no heap work. Float and bool values are doubles, rounded to the node's dtype
+// when stored; the accumulator is a double. Integer values are int64_t: arithmetic and reductions
+// wrap like two's complement at the dtype's width, integer division truncates, and a division by
+// 0 gives 0 (expr.h's apply_binary_integer: the CPU backend's semantics).
 #pragma once
 
 #include <functional>

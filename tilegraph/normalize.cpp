@@ -44,18 +44,18 @@ HostTensor transpose(const HostTensor& t, const std::vector<int64_t>& perm) {
   std::vector<int64_t> in_stride(rank, 1);
   for (int d = rank - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * in[d + 1];
   const std::vector<int64_t> out = permuted(in, perm);
-  std::vector<double> values(t.size());
+  HostTensor transposed(TensorType{t.dtype(), out});
   std::vector<int64_t> idx(rank, 0);
   for (int64_t i = 0; i < t.size(); ++i) {
     int64_t src = 0;
     for (int d = 0; d < rank; ++d) src += idx[d] * in_stride[perm[d]];
-    values[i] = t[src];
+    transposed.set_from(i, t, src);
     for (int d = rank - 1; d >= 0; --d) {
       if (++idx[d] < out[d]) break;
       idx[d] = 0;
     }
   }
-  return HostTensor(TensorType{t.dtype(), out}, std::move(values));
+  return transposed;
 }
 
 HostTensor values_of(const WeightDef& w) { return weight_source_values(w.source, w.type, w.sparsity); }
@@ -121,10 +121,7 @@ class Normalizer {
   std::optional<std::vector<int64_t>> weight_ints(const std::string& name) const {
     const WeightDef* w = weight(name);
     if (!w || !is_integer(w->type.dtype)) return std::nullopt;
-    const HostTensor h = values_of(*w);
-    std::vector<int64_t> out;
-    for (int64_t i = 0; i < h.size(); ++i) out.push_back(static_cast<int64_t>(h[i]));
-    return out;
+    return values_of(*w).as_ints();
   }
   /// The type of tensor `name` in the model as imported or added by a rewrite (nullopt: folded
   /// away or unknown).
@@ -200,8 +197,7 @@ class Normalizer {
     ctx.added_types = &added_types_;
     ctx.ints_of = [this](const std::string& n) { return weight_ints(n); };
     ctx.add_ints = [this](const std::string& base, const std::vector<int64_t>& values, std::vector<int64_t> shape) {
-      std::vector<double> v(values.begin(), values.end());
-      return add_weight(base, HostTensor(TensorType{DType::i64, std::move(shape)}, std::move(v)));
+      return add_weight(base, HostTensor::from_integers(TensorType{DType::i64, std::move(shape)}, values));
     };
     ctx.scalar_of = [this](const std::string& n) -> std::optional<double> {
       // A weight of the model, or a tensor lowering folded to a constant (a weight there).
@@ -404,8 +400,7 @@ class Normalizer {
   // ---- 2. Channels-last -------------------------------------------------------------------------
 
   std::string add_shape(const std::string& base, const std::vector<int64_t>& shape) {
-    std::vector<double> v(shape.begin(), shape.end());
-    return add_weight(base, HostTensor(TensorType{DType::i64, {static_cast<int64_t>(shape.size())}}, std::move(v)));
+    return add_weight(base, HostTensor::from_integers(TensorType{DType::i64, {static_cast<int64_t>(shape.size())}}, shape));
   }
   std::vector<int64_t> attr_ints(const OpDef& op, const std::string& name) const {
     auto it = op.attrs.find(name);
@@ -446,7 +441,7 @@ class Normalizer {
       in.outputs = {fresh(op.inputs[0] + "_h1", names_)};
       added_types_[in.outputs[0]] = x4;
       c.inputs[0] = in.outputs[0];
-      c.inputs[1] = add_weight(op.inputs[1] + "_h1", HostTensor(TensorType{wv.dtype(), {ws[0], ws[1], 1, ws[2]}}, wv.values()));
+      c.inputs[1] = add_weight(op.inputs[1] + "_h1", wv.reshaped({ws[0], ws[1], 1, ws[2]}));
       if (auto k = attr_ints(op, "kernel_shape"); !k.empty()) c.attrs["kernel_shape"] = one_more(k, 1);
       if (auto st = attr_ints(op, "strides"); !st.empty()) c.attrs["strides"] = one_more(st, 1);
       if (auto d = attr_ints(op, "dilations"); !d.empty()) c.attrs["dilations"] = one_more(d, 1);
@@ -603,7 +598,7 @@ class Normalizer {
     const std::string key = t + "#rank4";
     if (auto it = nhwc_.find(key); it != nhwc_.end()) return it->second;
     const std::string name =
-        add_weight(t + "_nhwc", transpose(HostTensor(TensorType{v.dtype(), padded}, v.values()), kToNhwc));
+        add_weight(t + "_nhwc", transpose(v.reshaped(padded), kToNhwc));
     nhwc_[key] = name;
     return name;
   }
@@ -725,7 +720,7 @@ class Normalizer {
     OpDef mm;
     mm.name = fresh(op.name + "_matmul", op_names_);
     mm.op_type = "MatMul";
-    mm.inputs = {add_weight(op.inputs[1] + "_mc", HostTensor(TensorType{wv.dtype(), {m, c}}, wv.values())), pixels};
+    mm.inputs = {add_weight(op.inputs[1] + "_mc", wv.reshaped({m, c})), pixels};
     mm.outputs = {fresh(op.outputs[0] + "_pixels", names_)};
     added_types_[mm.outputs[0]] = TensorType{y->dtype, {n, m, hw}};
     std::string result = mm.outputs[0];
@@ -734,7 +729,7 @@ class Normalizer {
       OpDef add;
       add.name = fresh(op.name + "_bias", op_names_);
       add.op_type = "Add";
-      add.inputs = {result, add_weight(op.inputs[2] + "_m1", HostTensor(TensorType{bv->dtype(), {m, 1}}, bv->values()))};
+      add.inputs = {result, add_weight(op.inputs[2] + "_m1", bv->reshaped({m, 1}))};
       add.outputs = {fresh(op.outputs[0] + "_biased", names_)};
       added_types_[add.outputs[0]] = TensorType{y->dtype, {n, m, hw}};
       result = add.outputs[0];
@@ -790,7 +785,7 @@ class Normalizer {
       }
       const HostTensor v = values_of(*weight(in));
       const std::string name = add_weight(in + (channels == 1 ? "_scalar" : "_c1"),
-                                          HostTensor(TensorType{v.dtype(), channels == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{channels, 1}}, v.values()));
+                                          v.reshaped(channels == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{channels, 1}));
       pixel_consts_[key] = name;
       in = name;
     }

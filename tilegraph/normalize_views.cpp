@@ -236,9 +236,7 @@ class ViewSimplifier {
     if (it == p->attrs.end()) return std::nullopt;
     const HostTensor* h = std::get_if<HostTensor>(&it->second);
     if (!h || !is_integer(h->dtype())) return std::nullopt;
-    std::vector<int64_t> out;
-    for (int64_t i = 0; i < h->size(); ++i) out.push_back(static_cast<int64_t>((*h)[i]));
-    return out;
+    return h->as_ints();
   }
   std::vector<int64_t> attr_ints(const OpDef& op, const std::string& name) const {
     auto it = op.attrs.find(name);

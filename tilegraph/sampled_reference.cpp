@@ -104,7 +104,7 @@ std::pair<HostTensor, std::vector<int64_t>> as_output_window(const TeNode& node,
     output_index(p, idx);
     int64_t off = 0;
     for (size_t d = 0; d < shape.size(); ++d) off = off * extent[d] + idx[d] - lo[d];
-    window.data()[off] = values[i];
+    window.set_from(off, values, i);
   });
   return {std::move(window), lo};
 }
@@ -147,14 +147,14 @@ double graph_flops(const OpGraph& graph) {
 }
 
 HostTensor gather_elements(const HostTensor& tensor, const std::vector<int64_t>& flat_index) {
-  std::vector<double> values;
-  values.reserve(flat_index.size());
-  for (int64_t i : flat_index) {
+  const int64_t n = static_cast<int64_t>(flat_index.size());
+  HostTensor out(TensorType{tensor.dtype(), {n}});
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = flat_index[k];
     TESSEL_ASSERT(i >= 0 && i < tensor.size(), "sample index ", i, " outside a tensor of ", tensor.size(), " elements");
-    values.push_back(tensor[i]);
+    out.set_from(k, tensor, i);
   }
-  const int64_t n = static_cast<int64_t>(values.size());
-  return HostTensor(TensorType{tensor.dtype(), {n}}, std::move(values));
+  return out;
 }
 
 SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTensor>& inputs,
@@ -260,20 +260,26 @@ SampledReference interpret_sample(const OpGraph& graph, const std::vector<HostTe
     const std::vector<int64_t> all = sink.extents();
     const std::vector<int64_t> shape(all.begin(), all.begin() + sink.num_spatial());
     SampledOutput& out = result.outputs[box.output];
-    std::vector<double> expected(out.expected.values());
+    const DType dtype = graph.tensor(graph.outputs()[box.output]).type.dtype;
+    // Integers are collected as integers (exact), the rest as doubles.
+    const bool integer = is_integer(dtype);
+    std::vector<double> expected = integer ? std::vector<double>{} : out.expected.values();
+    std::vector<int64_t> expected_integers = integer ? out.expected.as_ints() : std::vector<int64_t>{};
     std::vector<int64_t> point(box.extent.size(), 0);
     for (int64_t i = 0; i < values[b].size(); ++i) {
       int64_t flat = 0;
       for (size_t a = 0; a < shape.size(); ++a) flat = flat * shape[a] + box.begin[a] + point[a];
       out.flat_index.push_back(flat);
-      expected.push_back(values[b][i]);
+      if (integer) expected_integers.push_back(values[b].as_int(i));
+      else expected.push_back(values[b][i]);
       for (int a = static_cast<int>(point.size()) - 1; a >= 0; --a) {
         if (++point[a] < box.extent[a]) break;
         point[a] = 0;
       }
     }
-    const int64_t n = static_cast<int64_t>(expected.size());
-    out.expected = HostTensor(TensorType{graph.tensor(graph.outputs()[box.output]).type.dtype, {n}}, std::move(expected));
+    const int64_t n = static_cast<int64_t>(integer ? expected_integers.size() : expected.size());
+    out.expected = integer ? HostTensor::from_integers(TensorType{dtype, {n}}, std::move(expected_integers))
+                           : HostTensor(TensorType{dtype, {n}}, std::move(expected));
   }
   result.ok = true;
   return result;

@@ -283,9 +283,7 @@ HostTensor take_piece(const HostTensor& whole, const TensorLayout& layout, const
   const std::vector<int64_t> box = local_shape(whole.shape(), layout, mesh);
   const std::vector<int64_t> origin = local_origin(whole.shape(), layout, mesh, device);
   HostTensor piece(TensorType{whole.dtype(), box});
-  double* out = piece.data();
-  const double* in = whole.data();
-  for_box(whole.shape(), origin, box, [&](int64_t src, int64_t dst) { out[dst] = in[src]; });
+  for_box(whole.shape(), origin, box, [&](int64_t src, int64_t dst) { piece.set_from(dst, whole, src); });
   return piece;
 }
 
@@ -303,14 +301,16 @@ HostTensor assemble(const std::vector<HostTensor>& pieces, const std::vector<int
     Combiner op = Combiner::none;
     for (const AxisLayout& l : layout)
       if (l.kind == AxisLayout::Kind::partial) op = l.op;
-    const double* in = pieces[d].data();
-    double* out = whole.data();
+    const HostTensor& in = pieces[d];
     for_box(shape, local_origin(shape, layout, mesh, d), box, [&](int64_t dst, int64_t src) {
-      out[dst] = written[dst] ? combine_values(op, out[dst], in[src]) : in[src];
+      if (!written[dst]) whole.set_from(dst, in, src);
+      else if (whole.holds_int64()) whole.int64_data()[dst] = combine_integers(op, whole.int64_data()[dst], in.int64_data()[src]);
+      else whole.data()[dst] = combine_values(op, whole.data()[dst], in[src]);
       written[dst] = 1;
     });
   }
-  return HostTensor(whole.type(), whole.values());
+  // Partial sums of a narrower dtype are rounded to it once combined.
+  return whole.holds_int64() ? whole : HostTensor(whole.type(), whole.values());
 }
 
 }  // namespace tessel

@@ -126,8 +126,11 @@ struct ValueBoundsEval {
       for (int i = 0; i < r; ++i) flat += at[i] * stride[i];
       const double v = (*values)[flat];
       if (std::isnan(v)) return all();
-      out.lo = std::min(out.lo, v);
-      out.hi = std::max(out.hi, v);
+      // An i64 value beyond 2^53 rounds to a double on either side of it: the bounds take the
+      // doubles around it, so they still hold it.
+      const bool rounded = values->holds_int64() && saturating_int64(v) != values->as_int(flat);
+      out.lo = std::min(out.lo, rounded ? std::nextafter(v, -kInf) : v);
+      out.hi = std::max(out.hi, rounded ? std::nextafter(v, kInf) : v);
       int i = r - 1;
       for (; i >= 0; --i) {
         if (++at[i] <= box.hi[i]) break;

@@ -15,7 +15,6 @@
 #include "tilegraph/import/json_util.h"
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -31,6 +30,7 @@
 
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
+#include "tilegraph/import/tensor_files.h"
 
 namespace tessel {
 namespace {
@@ -59,66 +59,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
-}
-
-/// Rounds an integral double to int64 for writing; only called on values already of an integer
-/// dtype.
-int64_t to_int64(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
-  if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
-
-// Raw little-endian encoding of one value of a dtype (external weight files).
-uint64_t value_bits(DType t, double v) {
-  switch (t) {
-    case DType::f64:
-      return std::bit_cast<uint64_t>(v);
-    case DType::f32:
-      return std::bit_cast<uint32_t>(static_cast<float>(v));
-    case DType::f16:
-      return float_to_half_bits(static_cast<float>(v));
-    case DType::bf16:
-      return float_to_bf16_bits(static_cast<float>(v));
-    case DType::i64:
-      return static_cast<uint64_t>(to_int64(v));
-    case DType::i32:
-      return static_cast<uint32_t>(static_cast<int32_t>(to_int64(v)));
-    case DType::i8:
-      return static_cast<uint8_t>(static_cast<int8_t>(to_int64(v)));
-    case DType::u8:
-      return static_cast<uint8_t>(to_int64(v));
-    case DType::boolean:
-      return v != 0 ? 1 : 0;
-  }
-  TESSEL_ASSERT(false, "unhandled dtype");
-  return 0;
-}
-
-double value_from_bits(DType t, uint64_t bits) {
-  switch (t) {
-    case DType::f64:
-      return std::bit_cast<double>(bits);
-    case DType::f32:
-      return std::bit_cast<float>(static_cast<uint32_t>(bits));
-    case DType::f16:
-      return half_bits_to_float(static_cast<uint16_t>(bits));
-    case DType::bf16:
-      return bf16_bits_to_float(static_cast<uint16_t>(bits));
-    case DType::i64:
-      return static_cast<double>(static_cast<int64_t>(bits));
-    case DType::i32:
-      return static_cast<int32_t>(static_cast<uint32_t>(bits));
-    case DType::i8:
-      return static_cast<int8_t>(static_cast<uint8_t>(bits));
-    case DType::u8:
-      return static_cast<uint8_t>(bits);
-    case DType::boolean:
-      return bits != 0 ? 1 : 0;
-  }
-  TESSEL_ASSERT(false, "unhandled dtype");
-  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,8 +107,9 @@ class ModelReader {
   TensorType type_of(const json& j, const std::string& ptr, DimRule rule) const;
 
   // Tensors and attributes.
-  double element_at(const json& j, const std::string& ptr, DType dtype) const;
-  std::vector<double> data_at(const json& j, const std::string& ptr, const TensorType& type) const;
+  double element_at(const json& j, const std::string& ptr, DType dtype) const;  // float and bool
+  int64_t integer_at(const json& j, const std::string& ptr, DType dtype) const;  // integer dtypes
+  HostTensor data_at(const json& j, const std::string& ptr, const TensorType& type) const;
   HostTensor external_at(const json& j, const std::string& ptr, const TensorType& type) const;
   RandomInit init_at(const json& j, const std::string& ptr) const;
   Sparsity sparsity_at(const json& j, const std::string& ptr, const TensorType& type) const;
@@ -296,12 +237,14 @@ TensorType ModelReader::type_of(const json& j, const std::string& ptr, DimRule r
 
 double ModelReader::element_at(const json& j, const std::string& ptr, DType dtype) const {
   if (is_float(dtype)) return float_at(j, ptr);
-  if (dtype == DType::boolean) {
-    if (j.is_boolean()) return j.get<bool>() ? 1 : 0;
-    if (j.is_number_integer() && (j.get<int64_t>() == 0 || j.get<int64_t>() == 1))
-      return static_cast<double>(j.get<int64_t>());
-    expected(ptr, "true, false, 0 or 1", j);
-  }
+  TESSEL_ASSERT(dtype == DType::boolean, "element_at of ", dtype_name(dtype), " (integers: integer_at)");
+  if (j.is_boolean()) return j.get<bool>() ? 1 : 0;
+  if (j.is_number_integer() && (j.get<int64_t>() == 0 || j.get<int64_t>() == 1))
+    return static_cast<double>(j.get<int64_t>());
+  expected(ptr, "true, false, 0 or 1", j);
+}
+
+int64_t ModelReader::integer_at(const json& j, const std::string& ptr, DType dtype) const {
   const int64_t v = int_at(j, ptr);
   int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
   if (dtype == DType::i32)
@@ -309,20 +252,25 @@ double ModelReader::element_at(const json& j, const std::string& ptr, DType dtyp
   if (dtype == DType::i8) lo = -128, hi = 127;
   if (dtype == DType::u8) lo = 0, hi = 255;
   if (v < lo || v > hi) fail(ptr, cat("value ", v, " is out of range for ", dtype_name(dtype)));
-  return static_cast<double>(v);
+  return v;
 }
 
-std::vector<double> ModelReader::data_at(const json& j, const std::string& ptr,
-                                         const TensorType& type) const {
+HostTensor ModelReader::data_at(const json& j, const std::string& ptr, const TensorType& type) const {
   const int64_t n = type.num_elements();
   if (static_cast<int64_t>(array_at(j, ptr).size()) != n)
     fail(ptr, cat(j.size(), " values given for shape ", shape_text(type.shape), ", which has ", n,
                   " elements"));
+  if (is_integer(type.dtype)) {  // as integers: an i64 beyond 2^53 has no exact double
+    std::vector<int64_t> values;
+    values.reserve(j.size());
+    for (size_t i = 0; i < j.size(); ++i) values.push_back(integer_at(j[i], child(ptr, i), type.dtype));
+    return HostTensor::from_integers(type, std::move(values));
+  }
   std::vector<double> values;
   values.reserve(j.size());
   for (size_t i = 0; i < j.size(); ++i)
     values.push_back(element_at(j[i], child(ptr, i), type.dtype));
-  return values;
+  return HostTensor(type, std::move(values));
 }
 
 HostTensor ModelReader::external_at(const json& j, const std::string& ptr,
@@ -346,18 +294,11 @@ HostTensor ModelReader::external_at(const json& j, const std::string& ptr,
     fail(ptr, cat("weight file ", quoted(name), " has ", file_bytes,
                   " bytes; the weight needs bytes [", offset, ", ", offset + bytes, ")"));
 
-  std::vector<unsigned char> raw(static_cast<size_t>(bytes));
+  std::string raw(static_cast<size_t>(bytes), '\0');
   in.seekg(offset);
-  in.read(reinterpret_cast<char*>(raw.data()), bytes);
+  in.read(raw.data(), bytes);
   if (!in) fail(child(ptr, "file"), cat("cannot read ", bytes, " bytes from ", quoted(name)));
-  std::vector<double> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t bits = 0;
-    for (int b = 0; b < bytes_per_value; ++b)
-      bits |= uint64_t{raw[i * bytes_per_value + b]} << (8 * b);
-    values[i] = value_from_bits(type.dtype, bits);
-  }
-  return HostTensor(type, std::move(values));
+  return decode_little_endian(raw, type);
 }
 
 RandomInit ModelReader::init_at(const json& j, const std::string& ptr) const {
@@ -460,8 +401,7 @@ AttrValue ModelReader::typed_attr_at(const json& j, const std::string& ptr) cons
   if (kind == "tensor") {
     check_keys(value, vptr, {"dtype", "shape", "data"}, {});
     TensorType type = type_of(value, vptr, DimRule::constant);
-    std::vector<double> data = data_at(value["data"], child(vptr, "data"), type);
-    return HostTensor(std::move(type), std::move(data));
+    return data_at(value["data"], child(vptr, "data"), type);
   }
   fail(vptr, cat("unknown attribute type ", quoted(kind),
                  " (expected int, float, string, ints, floats, strings or tensor)"));
@@ -484,8 +424,7 @@ WeightDef ModelReader::weight_at(const json& j, const std::string& ptr) const {
   if (j.contains("init")) {
     w.source = init_at(j["init"], child(ptr, "init"));
   } else if (j.contains("data")) {
-    w.source =
-        std::make_shared<const HostTensor>(w.type, data_at(j["data"], child(ptr, "data"), w.type));
+    w.source = std::make_shared<const HostTensor>(data_at(j["data"], child(ptr, "data"), w.type));
   } else {
     w.source = std::make_shared<const HostTensor>(
         external_at(j["external"], child(ptr, "external"), w.type));
@@ -508,6 +447,8 @@ Sparsity ModelReader::sparsity_at(const json& j, const std::string& ptr, const T
     if (!(s.density > 0 && s.density <= 1)) fail(child(ptr, "density"), cat("density ", s.density, " is not in (0, 1]"));
   }
   if (std::string why = check_sparsity(s, type.shape); !why.empty()) fail(ptr, why);
+  if (!is_float(type.dtype))
+    fail(ptr, cat("block sparsity applies to float weights; this one is ", dtype_name(type.dtype)));
   return s;
 }
 
@@ -664,7 +605,6 @@ ordered_json float_json(double v) {
 /// that rounds back to the same float ("0.02" rather than "0.019999999552965164").
 ordered_json element_json(DType dtype, double v) {
   if (dtype == DType::boolean) return v != 0;
-  if (!is_float(dtype)) return to_int64(v);
   if (dtype == DType::f64 || !std::isfinite(v)) return float_json(v);
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
@@ -674,7 +614,10 @@ ordered_json element_json(DType dtype, double v) {
 
 ordered_json data_json(const HostTensor& t) {
   ordered_json data = ordered_json::array();
-  for (int64_t i = 0; i < t.size(); ++i) data.push_back(element_json(t.dtype(), t[i]));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (is_integer(t.dtype())) data.push_back(t.as_int(i));  // exact, as nlohmann writes an int64
+    else data.push_back(element_json(t.dtype(), t[i]));
+  }
   return data;
 }
 
@@ -718,11 +661,7 @@ struct Sidecar {
     bytes.resize(
         (bytes.size() + kExternalAlignBytes - 1) / kExternalAlignBytes * kExternalAlignBytes, '\0');
     const int64_t offset = static_cast<int64_t>(bytes.size());
-    const int n = dtype_bytes(t.dtype());
-    for (double v : t.values()) {
-      const uint64_t bits = value_bits(t.dtype(), v);
-      for (int b = 0; b < n; ++b) bytes.push_back(static_cast<char>((bits >> (8 * b)) & 0xff));
-    }
+    bytes += encode_little_endian(t);
     return offset;
   }
 };

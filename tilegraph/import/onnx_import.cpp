@@ -106,19 +106,21 @@ std::vector<int64_t> checked_dims(const onnx::TensorProto& proto, const std::str
 }
 
 /// Values stored as little-endian bytes (raw_data or external data), after a size check.
-std::vector<double> values_from_bytes(std::string_view bytes, DType dtype, int64_t count,
-                                      const std::string& file, const std::string& where,
-                                      const std::string& field) {
+HostTensor tensor_from_bytes(std::string_view bytes, TensorType type, const std::string& file,
+                             const std::string& where, const std::string& field) {
+  const DType dtype = type.dtype;
+  const int64_t count = type.num_elements();
   const auto element_bytes = static_cast<size_t>(dtype_bytes(dtype));
   if (bytes.size() % element_bytes != 0 || bytes.size() / element_bytes != uint64_t(count))
     throw UserError(file, where,
                     cat(field, " has ", bytes.size(), " bytes, expected ", count, " elements of ",
                         element_bytes, " bytes (", dtype_name(dtype), ")"));
-  return decode_little_endian(bytes, dtype, count);
+  return decode_little_endian(bytes, std::move(type));
 }
 
 /// Values stored in the typed repeated field that ONNX uses for `dtype`: float_data, double_data,
-/// int64_data, or int32_data (which also holds the bits of f16/bf16 and 8-bit and bool values).
+/// or int32_data (which also holds the bits of f16/bf16 and 8-bit and bool values). An i64
+/// tensor's int64_data is read by tensor_from_proto as integers.
 std::vector<double> values_from_typed_field(const onnx::TensorProto& proto, DType dtype) {
   std::vector<double> values;
   switch (dtype) {
@@ -129,8 +131,7 @@ std::vector<double> values_from_typed_field(const onnx::TensorProto& proto, DTyp
       values.assign(proto.double_data().begin(), proto.double_data().end());
       break;
     case DType::i64:
-      for (int64_t v : proto.int64_data()) values.push_back(static_cast<double>(v));
-      break;
+      break;  // exact only as integers: tensor_from_proto reads int64_data itself
     case DType::f16:
       for (int32_t v : proto.int32_data()) values.push_back(half_bits_to_float(uint16_t(v)));
       break;
@@ -205,18 +206,21 @@ HostTensor tensor_from_proto(const onnx::TensorProto& proto, const TensorSource&
   TensorType type{dtype, checked_dims(proto, file, where)};
   const int64_t count = type.num_elements();
 
-  std::vector<double> values;
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    values = values_from_bytes(read_external_data(proto, source, where, count * dtype_bytes(dtype)), dtype, count, file, where,
-                               "external data");
-  } else if (proto.has_raw_data()) {
-    values = values_from_bytes(proto.raw_data(), dtype, count, file, where, "raw_data");
-  } else {
-    values = values_from_typed_field(proto, dtype);
-    if (static_cast<int64_t>(values.size()) != count)
-      throw UserError(file, where, cat("has ", values.size(), " values for shape ",
-                                       print_dims(type.shape), " (", count, " elements)"));
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
+    return tensor_from_bytes(read_external_data(proto, source, where, count * dtype_bytes(dtype)), std::move(type), file,
+                             where, "external data");
+  if (proto.has_raw_data()) return tensor_from_bytes(proto.raw_data(), std::move(type), file, where, "raw_data");
+  const auto check_count = [&](size_t given) {
+    if (static_cast<int64_t>(given) != count)
+      throw UserError(file, where, cat("has ", given, " values for shape ", print_dims(type.shape), " (", count,
+                                       " elements)"));
+  };
+  if (dtype == DType::i64) {
+    check_count(static_cast<size_t>(proto.int64_data_size()));
+    return HostTensor::from_integers(std::move(type), std::vector<int64_t>(proto.int64_data().begin(), proto.int64_data().end()));
   }
+  std::vector<double> values = values_from_typed_field(proto, dtype);
+  check_count(values.size());
   return HostTensor(std::move(type), std::move(values));
 }
 

@@ -68,7 +68,7 @@ double value_from_bits(uint64_t bits, DType dtype) {
     case DType::f32: return std::bit_cast<float>(static_cast<uint32_t>(bits));
     case DType::f16: return half_bits_to_float(static_cast<uint16_t>(bits));
     case DType::bf16: return bf16_bits_to_float(static_cast<uint16_t>(bits));
-    case DType::i64: return static_cast<double>(static_cast<int64_t>(bits));
+    case DType::i64: break;  // exact only as an integer: decode_little_endian reads it apart
     case DType::i32: return static_cast<int32_t>(static_cast<uint32_t>(bits));
     case DType::i8: return static_cast<int8_t>(static_cast<uint8_t>(bits));
     case DType::u8: return static_cast<uint8_t>(bits);
@@ -78,7 +78,7 @@ double value_from_bits(uint64_t bits, DType dtype) {
 }
 
 /// The stored bits of element i. HostTensor values are already rounded to the dtype, so the
-/// integer casts below are exact.
+/// integer casts below are exact (as_int reads an i64 value exactly).
 uint64_t bits_of_element(const HostTensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::f64: return std::bit_cast<uint64_t>(t[i]);
@@ -328,9 +328,7 @@ HostTensor read_npy(const std::string& path) {
   if (data_bytes > expected_bytes)
     throw UserError(path, "", cat("trailing data: header says ", expected_bytes,
                                   " bytes, file has ", data_bytes));
-  std::vector<double> values =
-      decode_little_endian(std::string_view(bytes).substr(data_offset), dtype, count);
-  return HostTensor(TensorType{dtype, header.shape}, std::move(values));
+  return decode_little_endian(std::string_view(bytes).substr(data_offset), TensorType{dtype, header.shape});
 }
 
 /// The header dict, padded with spaces and a final '\n' so that the data starts aligned.
@@ -367,15 +365,23 @@ std::string encode_npy(const HostTensor& tensor) {
 
 }  // namespace
 
-std::vector<double> decode_little_endian(std::string_view bytes, DType dtype, int64_t count) {
+HostTensor decode_little_endian(std::string_view bytes, TensorType type) {
+  const DType dtype = type.dtype;
+  const int64_t count = type.num_elements();
   const int element_bytes = dtype_bytes(dtype);
   TESSEL_ASSERT(bytes.size() == static_cast<uint64_t>(count) * element_bytes, bytes.size(),
                 " bytes for ", count, " elements of ", dtype_name(dtype));
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (dtype == DType::i64) {
+    std::vector<int64_t> exact(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i)
+      exact[i] = static_cast<int64_t>(load_little_endian(p + i * element_bytes, element_bytes));
+    return HostTensor::from_integers(std::move(type), std::move(exact));
+  }
   std::vector<double> values(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)
     values[i] = value_from_bits(load_little_endian(p + i * element_bytes, element_bytes), dtype);
-  return values;
+  return HostTensor(std::move(type), std::move(values));
 }
 
 std::string encode_little_endian(const HostTensor& tensor) {

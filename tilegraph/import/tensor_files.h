@@ -33,10 +33,11 @@ HostTensor read_tensor_file(const std::string& path);
 /// extension is neither or the file cannot be written.
 void write_tensor_file(const std::string& path, const HostTensor& tensor);
 
-/// Decodes `count` little-endian values of `dtype` from `bytes`, which must hold exactly
-/// count * dtype_bytes(dtype) bytes (the caller checks the size and reports a mismatch). Each
-/// element takes dtype_bytes(dtype) bytes; a bool is one byte, non-zero meaning true.
-std::vector<double> decode_little_endian(std::string_view bytes, DType dtype, int64_t count);
+/// Decodes a tensor of `type` from little-endian `bytes`, which must hold exactly
+/// type.num_elements() * dtype_bytes(type.dtype) bytes (the caller checks the size and reports a
+/// mismatch). Each element takes dtype_bytes bytes; a bool is one byte, non-zero meaning true; i64
+/// values are copied exactly.
+HostTensor decode_little_endian(std::string_view bytes, TensorType type);
 
 /// Encodes the values of `tensor` little endian in its own dtype (the inverse of the above).
 std::string encode_little_endian(const HostTensor& tensor);

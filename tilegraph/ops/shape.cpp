@@ -305,6 +305,15 @@ void lower_slice(LowerContext& ctx) {
   ctx.set_output(0, slice_value(ctx, x, start, step, length, ""));
 }
 
+// A scalar that becomes a constant of a node's body, which holds a double: an i64 value beyond
+// 2^53 would round there, so it is refused rather than computed wrong.
+void require_exact_in_body(const LowerContext& ctx, const HostTensor& scalar, const char* what) {
+  if (!scalar.holds_int64()) return;
+  const int64_t v = scalar.as_int(0);
+  if (saturating_int64(static_cast<double>(v)) != v)
+    ctx.unsupported(cat(what, " ", v, " (an i64 constant beyond 2^53 in a node's body is not exact)"));
+}
+
 void lower_pad(LowerContext& ctx) {
   const Value& x = ctx.input(0);
   const int rank = x.rank();
@@ -317,6 +326,7 @@ void lower_pad(LowerContext& ctx) {
     if (!v.is_constant()) ctx.unsupported("a pad value computed at run time");
     if (v.type.num_elements() != 1) ctx.fail("constant_value must be a scalar");
     value = (*v.constant)[0];
+    require_exact_in_body(ctx, *v.constant, "constant_value");
   }
   std::vector<int> axes = identity_axes(rank);
   if (ctx.has_input(3)) {
@@ -390,7 +400,7 @@ void lower_gather(LowerContext& ctx) {
     // One index known at import (ONNX exports of x[0], qkv[1]): a copy at a fixed offset along
     // `axis`, an affine read that fuses and folds like a slice, not a data-dependent gather.
     const int64_t extent = data.shape()[axis];
-    int64_t index = static_cast<int64_t>((*indices.constant)[0]);
+    int64_t index = indices.constant->as_int(0);
     if (index < -extent || index >= extent) ctx.fail(cat("index ", index, " is out of range for axis ", axis, " of extent ", extent));
     if (index < 0) index += extent;
     std::vector<AffineExpr> rows;
@@ -522,6 +532,23 @@ void lower_cumsum(LowerContext& ctx) {
 void lower_range(LowerContext& ctx) {
   const Value& start = ctx.input(0);
   require_same_dtype(ctx, {start, ctx.input(1), ctx.input(2)});
+  if (is_integer(start.dtype())) {
+    // In integers: an i64 start or delta beyond 2^53 has no exact double. The count is
+    // ceil((limit - start) / delta), the values wrap like the dtype.
+    const int64_t s = ctx.constant_ints(0, "start").at(0), limit = ctx.constant_ints(1, "limit").at(0);
+    const int64_t delta = ctx.constant_ints(2, "delta").at(0);
+    if (delta == 0) ctx.fail("delta is 0");
+    const __int128 span = static_cast<__int128>(limit) - s;
+    const __int128 steps = span / delta + ((span % delta != 0 && (span < 0) == (delta < 0)) ? 1 : 0);
+    if (steps > kMaxTensorElements)
+      ctx.fail(cat("Range from ", s, " to ", limit, " by ", delta, " has more than ", kMaxTensorElementsText, " elements"));
+    const int64_t n = static_cast<int64_t>(std::max<__int128>(0, steps));
+    std::vector<int64_t> values;
+    for (int64_t i = 0; i < n; ++i)
+      values.push_back(static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(i) * static_cast<uint64_t>(delta)));
+    ctx.set_output(0, ctx.constant(HostTensor::from_integers(TensorType{start.dtype(), {n}}, std::move(values))));
+    return;
+  }
   const double s = ctx.constant_floats(0, "start").at(0);
   const double limit = ctx.constant_floats(1, "limit").at(0);
   const double delta = ctx.constant_floats(2, "delta").at(0);
@@ -632,14 +659,13 @@ void lower_constant(LowerContext& ctx) {
   } else if (ctx.has_attr("value_float")) {
     ctx.set_output(0, ctx.constant(scalar_tensor(ctx.attr_float("value_float", 0), DType::f32)));
   } else if (ctx.has_attr("value_int")) {
-    ctx.set_output(0, ctx.constant(scalar_tensor(static_cast<double>(ctx.attr_int("value_int", 0)), DType::i64)));
+    ctx.set_output(0, ctx.constant(HostTensor::from_integers(TensorType{DType::i64, {}}, std::vector<int64_t>{ctx.attr_int("value_int", 0)})));
   } else if (ctx.has_attr("value_floats")) {
     const auto v = ctx.attr_floats("value_floats");
     ctx.set_output(0, ctx.constant(HostTensor(TensorType{DType::f32, {static_cast<int64_t>(v.size())}}, v)));
   } else if (ctx.has_attr("value_ints")) {
     const auto v = ctx.attr_ints("value_ints");
-    ctx.set_output(0, ctx.constant(HostTensor(TensorType{DType::i64, {static_cast<int64_t>(v.size())}},
-                                              std::vector<double>(v.begin(), v.end()))));
+    ctx.set_output(0, ctx.constant(HostTensor::from_integers(TensorType{DType::i64, {static_cast<int64_t>(v.size())}}, v)));
   } else {
     ctx.unsupported("Constant without a value, value_float(s) or value_int(s) attribute");
   }
@@ -655,6 +681,7 @@ void lower_constant_of_shape(LowerContext& ctx) {
     if (t->size() != 1) ctx.fail(cat("attribute 'value' must hold one element, holds ", t->size()));
     value = (*t)[0];
     dtype = t->dtype();
+    require_exact_in_body(ctx, *t, "value");
   }
   NodeSpec spec;
   spec.axes = spatial_axes(shape);
