@@ -4,6 +4,7 @@
 // casts, f16 and bf16. Each graph is scheduled by welder and roller for the AVX2 and AVX-512
 // specs (cpu_check.h) and JIT-compiled for this host.
 #include <cmath>
+#include <limits>
 
 #include "../model_builder.h"
 #include "cpu_check.h"
@@ -81,6 +82,30 @@ TEST_CASE("cpu ops: integer and bool arithmetic, casts") {
   }
   check_op("Cast", {random_uniform(DType::i64, {13}, 3, -300, 300)}, {{"to", int64_t{3}}});
   check_op("Cast", {random_uniform(DType::boolean, {13}, 3, 0, 2)}, {{"to", int64_t{1}}});
+}
+
+TEST_CASE("cpu ops: i64 arithmetic and reductions past 2^53 wrap, as the interpreter's exact integers do") {
+  // (The interpreter once computed in doubles and saturated: 2^62 * 4 was INT64_MAX there, 0 here.)
+  constexpr int64_t kTwoTo53 = int64_t{1} << 53, kTwoTo62 = int64_t{1} << 62;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  const auto ints = [](std::vector<int64_t> shape, std::vector<int64_t> values) {
+    return HostTensor::from_integers(TensorType{DType::i64, std::move(shape)}, std::move(values));
+  };
+  const HostTensor a = ints({7}, {kMax, kMin, kTwoTo62, kTwoTo53 + 1, -7, kMin, 9});
+  const HostTensor b = ints({7}, {1, 1, 4, 2, 0, -1, -4});
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min"}) check_op(op, {a, b});
+  check_op("Mod", {a, b}, {{"fmod", int64_t{1}}});
+  check_op("Neg", {a});
+  check_op("Abs", {a});
+  // i32 products of 62 bits: the low 32 bits were lost in a double.
+  check_op("Mul", {tensor(DType::i32, {3}, {2147483647, -2147483648.0, 46341}), tensor(DType::i32, {3}, {2147483647, -1, 46343})});
+  const HostTensor x = ints({2, 4}, {kTwoTo62, kTwoTo62, kTwoTo62, kTwoTo62, kTwoTo53, 1, 2, -kTwoTo53});
+  for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"}) {
+    CAPTURE(op);
+    check_op(op, {x}, {{"axes", std::vector<int64_t>{1}}});
+  }
+  check_op("ArgMax", {ints({2, 3}, {kTwoTo53, kTwoTo53 + 1, kTwoTo53 - 1, 5, 3, 5})}, {{"axis", int64_t{1}}});
+  check_op("Cast", {ints({3}, {kTwoTo53 + 1, kMax, kMin})}, {{"to", int64_t{11}}});  // to f64: rounded once
 }
 
 TEST_CASE("cpu ops: f16 and bf16") {
