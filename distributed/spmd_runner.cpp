@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -51,9 +52,64 @@ SegmentCompiler interpreter_segments() {
   };
 }
 
+namespace {
+
+// The communicator carries doubles; an i64 value crosses it as its bit pattern in a double's 8
+// bytes (collectives that only move values leave the bytes alone), and is read back exactly.
+std::vector<double> int64_bits(const HostTensor& t) {
+  std::vector<double> bits(static_cast<size_t>(t.size()));
+  if (!bits.empty()) std::memcpy(bits.data(), t.int64_data(), bits.size() * sizeof(double));
+  return bits;
+}
+
+HostTensor from_int64_bits(TensorType type, const double* bits) {
+  std::vector<int64_t> values(static_cast<size_t>(type.num_elements()));
+  if (!values.empty()) std::memcpy(values.data(), bits, values.size() * sizeof(int64_t));
+  return HostTensor::from_integers(std::move(type), std::move(values));
+}
+
+// An i64 transfer: all-gathers and all-to-alls move the bit patterns; a reduction gathers every
+// member's bits and combines them here in int64 (wrapping sums: the double sum of the
+// communicator would round past 2^53).
+HostTensor run_int64_transfer(const LayoutStep& s, const HostTensor& source, const std::vector<int64_t>& group,
+                              Communicator& comm) {
+  const int64_t parts = static_cast<int64_t>(group.size());
+  std::vector<int64_t> shape = source.shape();
+  const std::vector<double> mine = int64_bits(source);
+  switch (s.collective) {
+    case Collective::all_gather:
+      shape.insert(shape.begin(), parts);
+      return from_int64_bits(TensorType{DType::i64, shape}, comm.all_gather(mine, group).data());
+    case Collective::all_to_all:
+      return from_int64_bits(TensorType{DType::i64, shape}, comm.all_to_all(mine, group).data());
+    case Collective::all_reduce:
+    case Collective::reduce_scatter: {
+      const std::vector<double> everyone = comm.all_gather(mine, group);
+      const HostTensor all = from_int64_bits(TensorType{DType::i64, {parts, static_cast<int64_t>(mine.size())}}, everyone.data());
+      // A reduce-scatter keeps this member's block (the first dimension split in group order).
+      int64_t first = 0, count = static_cast<int64_t>(mine.size());
+      if (s.collective == Collective::reduce_scatter) {
+        count /= parts;
+        first = count * (std::find(group.begin(), group.end(), comm.rank()) - group.begin());
+        shape.erase(shape.begin());
+      }
+      std::vector<int64_t> combined(all.int64_data() + first, all.int64_data() + first + count);
+      for (int64_t k = 1; k < parts; ++k)
+        for (int64_t i = 0; i < count; ++i)
+          combined[i] = combine_integers(s.op, combined[i], all.int64_data()[k * static_cast<int64_t>(mine.size()) + first + i]);
+      return HostTensor::from_integers(TensorType{DType::i64, shape}, std::move(combined));
+    }
+    case Collective::none: break;
+  }
+  TESSEL_ASSERT(false, "a transfer without a collective");
+}
+
+}  // namespace
+
 HostTensor run_transfer(const Transfer& t, const HostTensor& source, const Mesh& mesh, Communicator& comm) {
   const LayoutStep& s = t.step;
   const std::vector<int64_t> group = mesh.group(comm.rank(), s.mesh_axis);
+  if (source.holds_int64()) return run_int64_transfer(s, source, group, comm);
   const int64_t parts = static_cast<int64_t>(group.size());
   std::vector<int64_t> shape = source.shape();
   std::vector<double> values = source.values();
@@ -175,11 +231,13 @@ std::vector<HostTensor> run_sharded(const OpGraph& graph, const ShardPlan& plan,
       out.push_back(std::move(local[i]));
       continue;
     }
-    const std::vector<double> all = comm.all_gather(local[i].values(), everyone);
-    const size_t n = local[i].values().size();
+    const bool exact = local[i].holds_int64();
+    const std::vector<double> all = comm.all_gather(exact ? int64_bits(local[i]) : local[i].values(), everyone);
+    const auto n = static_cast<size_t>(local[i].size());
     std::vector<HostTensor> per_device;
     for (int64_t d = 0; d < plan.mesh.devices(); ++d)
-      per_device.emplace_back(local[i].type(), std::vector<double>(all.begin() + d * n, all.begin() + (d + 1) * n));
+      per_device.push_back(exact ? from_int64_bits(local[i].type(), all.data() + d * n)
+                                 : HostTensor(local[i].type(), std::vector<double>(all.begin() + d * n, all.begin() + (d + 1) * n)));
     out.push_back(assemble(per_device, graph.tensor(graph.outputs()[i]).type.shape, layout, plan.mesh));
   }
   return out;

@@ -47,7 +47,7 @@ class ModelBuilder {
   /// An i64 weight with these values (shapes, axes, indices): 1-D unless `scalar` (one value, rank 0).
   std::string weight_i64(const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
     const TensorType type{DType::i64, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())}};
-    m_.weights.push_back({name, type, std::make_shared<const HostTensor>(type, std::vector<double>(values.begin(), values.end()))});
+    m_.weights.push_back({name, type, std::make_shared<const HostTensor>(HostTensor::from_integers(type, values))});
     return name;
   }
   std::string op(const std::string& type, std::vector<std::string> inputs, std::map<std::string, AttrValue> attrs = {}) {
@@ -115,7 +115,7 @@ inline ModelDef timm_attention(DType dt, int64_t B, int64_t S, int64_t H, int64_
   auto ints = [&](const std::string& name, std::vector<int64_t> v) {
     if (!constant_ops) return b.weight_i64(name, v);
     const int64_t n = static_cast<int64_t>(v.size());
-    return b.op("Constant", {}, {{"value", HostTensor(TensorType{DType::i64, {n}}, std::vector<double>(v.begin(), v.end()))}});
+    return b.op("Constant", {}, {{"value", HostTensor::from_integers(TensorType{DType::i64, {n}}, v)}});
   };
   const int64_t E = H * d;
   const std::string x = b.input("x", {B, S, E});

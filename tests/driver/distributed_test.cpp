@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -32,8 +33,9 @@ std::vector<HostTensor> random_inputs(const OpGraph& g) {
 
 /// Runs `plan` on threads as ranks and checks every rank's outputs against the interpreter.
 /// Returns the transfers device 0 ran.
-std::vector<Transfer> check_plan_runs(const OpGraph& g, const ShardPlan& plan, SegmentCompiler compile = interpreter_segments()) {
-  const std::vector<HostTensor> inputs = random_inputs(g);
+std::vector<Transfer> check_plan_runs(const OpGraph& g, const ShardPlan& plan, SegmentCompiler compile = interpreter_segments(),
+                                      std::vector<HostTensor> inputs = {}) {
+  if (inputs.empty()) inputs = random_inputs(g);
   const std::vector<HostTensor> expected = interpret(g, inputs);
   const int64_t n = plan.mesh.devices();
   std::vector<std::unique_ptr<Communicator>> comms = thread_mesh(n);
@@ -164,6 +166,30 @@ TEST_CASE("distributed: every collective kind runs and matches the interpreter")
   plan.inputs = {{AxisLayout::sharded(0)}};
   plan.outputs = {{AxisLayout::sharded(0)}};
   CHECK(check_plan_runs(g, plan).empty());
+}
+
+TEST_CASE("distributed: i64 values past 2^53 cross every collective exactly") {
+  // The MLP in i64 on inputs near 2^55: its sums and the partial sums the collectives combine are
+  // exact only as integers (the communicator carries doubles; i64 crosses it as bit patterns and
+  // reductions combine in int64), and wrap alike in every order.
+  ModelBuilder b(DType::i64);
+  const std::string x = b.input("x", {16, 32});
+  const std::string h = b.op("MatMul", {x, b.weight("w1", {32, 64}, 1, -3, 3)});
+  const std::string y = b.op("MatMul", {b.op("Relu", {h}), b.weight("w2", {64, 32}, 2, -3, 3)});
+  const OpGraph g = b.graph(b.op("Add", {y, x}));
+  REQUIRE(g.num_nodes() == 4);
+  std::vector<int64_t> values(16 * 32);
+  for (size_t k = 0; k < values.size(); ++k) values[k] = (int64_t{1} << 55) + 2 * static_cast<int64_t>(k) + 1;  // odd: no doubles
+  const std::vector<HostTensor> inputs = {HostTensor::from_integers(TensorType{DType::i64, {16, 32}}, values)};
+  const Mesh mesh = parse_mesh("4", "t");
+  ShardPlan plan = replicated_plan(g, mesh);
+  std::set<Collective> ran;
+  for (const std::vector<NodeSharding>& nodes : std::vector<std::vector<NodeSharding>>{
+           {{{1}}, {{1}}, {{2}}, {{-1}}}, {{{1}}, {{1}}, {{2}}, {{0}}}, {{{0}}, {{1}}, {{1}}, {{0}}}, {{{0}}, {{0}}, {{0}}, {{0}}}}) {
+    plan.nodes = nodes;
+    for (const Transfer& t : check_plan_runs(g, plan, interpreter_segments(), inputs)) ran.insert(t.step.collective);
+  }
+  CHECK(ran == std::set<Collective>{Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::all_to_all});
 }
 
 TEST_CASE("distributed: a BERT layer, searched and pinned to head parallelism, on 2, 4 and 2x2 ranks") {
