@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "tilegraph/compare.h"
 #include "tilegraph/import/model_json.h"
 #include "tilegraph/import/tensor_files.h"
+#include "tilegraph/interpreter.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -151,6 +153,31 @@ TEST_CASE("i64 reductions are exact and wrap") {
   const HostTensor m = ints({1, 200}, many);
   CHECK(exact(run_op("ReduceSum", {m, axis}, {{"keepdims", int64_t{0}}}, 1, {1})[0]) ==
         std::vector<int64_t>{static_cast<int64_t>(200 * static_cast<uint64_t>(kTwoTo53 + 1))});
+}
+
+TEST_CASE("the interpreter's point-by-point path (windows, samples, read observers) is exact on i64 too") {
+  const HostTensor a = ints({2, 3}, {kMax, kTwoTo53 + 1, kTwoTo62, kMin, -1, kTwoTo53 + 3});
+  const HostTensor b = ints({2, 3}, {1, 2, kTwoTo62, -1, kMin, 2});
+  const std::map<std::string, std::vector<int64_t>> expected = {
+      {"Add", {kMin, kTwoTo53 + 3, kMin, kMax, kMax, kTwoTo53 + 5}},
+      {"Mul", {kMax, 2 * kTwoTo53 + 2, 0, kMin, kMin, 2 * kTwoTo53 + 6}},
+      {"Div", {kMax, kTwoTo53 / 2, 1, kMin, 0, kTwoTo53 / 2 + 1}}};
+  for (const auto& [op, values] : expected) {
+    CAPTURE(op);
+    const OpGraph g = lower_model(single_op_model(op, {a, b}, {}, 1, {}));
+    REQUIRE(g.num_nodes() == 1);
+    const TeNode& node = g.node(0);
+    InterpretOptions points;
+    points.domain_tile = DomainBox{std::vector<int64_t>(node.num_axes(), 0), node.extents()};
+    CHECK(exact(evaluate_node(node, {&a, &b}, points)) == values);
+    CHECK(exact(evaluate_node(node, {&a, &b})) == values);
+  }
+  const OpGraph sum = lower_model(single_op_model("ReduceSum", {a, ints({1}, {1})}, {{"keepdims", int64_t{0}}}, 1, {1}));
+  REQUIRE(sum.num_nodes() == 1);
+  InterpretOptions points;
+  points.read_observer = [](int, const int64_t*) {};
+  CHECK(exact(evaluate_node(sum.node(0), {&a}, points)) ==
+        std::vector<int64_t>{static_cast<int64_t>(static_cast<uint64_t>(kMax) + kTwoTo53 + 1 + kTwoTo62), kMin + kTwoTo53 + 2});
 }
 
 TEST_CASE("constant folding of an i64 Shape, Gather and Concat chain stays exact") {

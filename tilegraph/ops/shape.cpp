@@ -454,7 +454,7 @@ void lower_one_hot(LowerContext& ctx) {
   const Value& values = ctx.input(2);
   if (depth_v.size() != 1) ctx.fail("depth must be a scalar");
   if (values.type.num_elements() != 2) ctx.fail(cat("values must have 2 elements, got ", values.type.print()));
-  const int64_t depth = static_cast<int64_t>(depth_v[0]);
+  const int64_t depth = saturating_int64(depth_v[0]);  // (a NaN or huge float depth is no UB here)
   const int out_rank = indices.rank() + 1;
   const int axis = normalize_axis(ctx, ctx.attr_int("axis", -1), out_rank, "axis");
   std::vector<int64_t> out = indices.shape();
