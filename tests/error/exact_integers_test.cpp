@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "../temp_dir.h"
 #include "../test_util.h"
 #include "tilegraph/compare.h"
+#include "tilegraph/error.h"
 #include "tilegraph/import/model_json.h"
 #include "tilegraph/import/tensor_files.h"
 #include "tilegraph/interpreter.h"
@@ -162,7 +164,9 @@ TEST_CASE("the interpreter's point-by-point path (windows, samples, read observe
       {"Add", {kMin, kTwoTo53 + 3, kMin, kMax, kMax, kTwoTo53 + 5}},
       {"Mul", {kMax, 2 * kTwoTo53 + 2, 0, kMin, kMin, 2 * kTwoTo53 + 6}},
       {"Div", {kMax, kTwoTo53 / 2, 1, kMin, 0, kTwoTo53 / 2 + 1}}};
-  for (const auto& [op, values] : expected) {
+  for (const auto& entry : expected) {
+    const std::string& op = entry.first;
+    const std::vector<int64_t>& values = entry.second;
     CAPTURE(op);
     const OpGraph g = lower_model(single_op_model(op, {a, b}, {}, 1, {}));
     REQUIRE(g.num_nodes() == 1);
@@ -200,4 +204,32 @@ TEST_CASE("constant folding of an i64 Shape, Gather and Concat chain stays exact
   CHECK(g.num_nodes() == 0);  // folded
   const std::vector<HostTensor> out = interpret(g, {random_f32({2, 3}, 1)});
   CHECK(exact(out[0]) == std::vector<int64_t>{3, kTwoTo53 + 2});
+}
+
+TEST_CASE("Range and Constant give exact i64 values; an i64 body constant past 2^53 is refused, not rounded") {
+  const std::vector<HostTensor> range =
+      run_op("Range", {ints({}, {kTwoTo53 + 1}), ints({}, {kTwoTo53 + 6}), ints({}, {2})}, {}, 1, {0, 1, 2});
+  CHECK(exact(range[0]) == std::vector<int64_t>{kTwoTo53 + 1, kTwoTo53 + 3, kTwoTo53 + 5});
+  CHECK(exact(run_op("Range", {ints({}, {kMax - 1}), ints({}, {kMin}), ints({}, {-kTwoTo62})}, {}, 1, {0, 1, 2})[0]) ==
+        std::vector<int64_t>{kMax - 1, kMax - 1 - kTwoTo62, -2, -2 - kTwoTo62});
+  CHECK(exact(run_op("Constant", {}, {{"value_ints", std::vector<int64_t>{kTwoTo53 + 1, kMin}}})[0]) ==
+        std::vector<int64_t>{kTwoTo53 + 1, kMin});
+  CHECK(exact(run_op("Constant", {}, {{"value_int", kMax}})[0]) == std::vector<int64_t>{kMax});
+  // A node's body holds its constants as doubles: Pad's and ConstantOfShape's i64 value past 2^53
+  // is an UnsupportedError naming it.
+  const auto refused = [](const std::string& op, const std::vector<HostTensor>& inputs, std::map<std::string, AttrValue> attrs,
+                          const std::set<int>& constants) {
+    CAPTURE(op);
+    try {
+      (void)lower_model(single_op_model(op, inputs, std::move(attrs), 1, constants));
+      FAIL("no error: the value would have been rounded");
+    } catch (const UnsupportedError& e) {
+      CHECK(std::string(e.what()).find("9007199254740993 (an i64 constant beyond 2^53") != std::string::npos);
+    }
+  };
+  refused("Pad", {ints({2}, {1, 2}), ints({2}, {1, 1}), ints({}, {kTwoTo53 + 1})}, {}, {1, 2});
+  refused("ConstantOfShape", {ints({1}, {3})}, {{"value", ints({1}, {kTwoTo53 + 1})}}, {0});
+  // Up to 2^53 they are exact and accepted.
+  CHECK(exact(run_op("Pad", {ints({2}, {1, 2}), ints({2}, {1, 1}), ints({}, {-kTwoTo53})}, {}, 1, {1, 2})[0]) ==
+        std::vector<int64_t>{-kTwoTo53, 1, 2, -kTwoTo53});
 }
