@@ -40,7 +40,7 @@ std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const 
   if (group.nodes.empty()) return fail("empty group");
   const NodeId sink = group.nodes.back();
   std::string reason;
-  const std::optional<AttentionPattern> p = match_attention(graph, sink, &reason);
+  const std::optional<AttentionPattern> p = match_attention_to(graph, sink, &reason);
   if (!p) return fail(cat("not an attention pattern: ", reason));
   std::vector<NodeId> want = p->nodes(graph), have = group.nodes;
   std::sort(want.begin(), want.end());
@@ -70,10 +70,10 @@ std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const 
   a.queries = o.axes()[ns - 2].extent;
   a.keys = o.axes()[ns].extent;
   for (int i = 0; i < ns - 2; ++i) {
-    if (tile[i] != 1) return fail(cat("the sink's block tile spans ", tile[i], " points of batch axis ", i, " (1 is streamed)"));
+    if (tile[i] != 1) return fail(cat("the attention output's block tile spans ", tile[i], " points of batch axis ", i, " (1 is streamed)"));
     a.batch *= o.axes()[i].extent;
   }
-  if (tile[ns - 1] < a.dv) return fail(cat("the sink's block tile covers ", tile[ns - 1], " of the ", a.dv, " output columns"));
+  if (tile[ns - 1] < a.dv) return fail(cat("the attention output's block tile covers ", tile[ns - 1], " of the ", a.dv, " output columns"));
   if (a.chunk <= 0 || a.rows <= 0 || a.stages < 1) return fail("empty chunk, rows or stages");
   return a;
 }

@@ -34,9 +34,9 @@ struct GroupFootprint {
 GroupFootprint group_footprint(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec);
 
 /// The geometry of a streamed attention group, read from its schedule: a block owns `rows` query
-/// rows of one batch point (the sink's block tile along m) with `threads` threads (the sink's
-/// thread count) and streams the keys `chunk` at a time (stream_chunk) through `stages` shared-
-/// memory buffers (the sink's pipeline_stages) of K and V. Q's tile sits in shared memory once,
+/// rows of one batch point (the attention output O's block tile along m) with `threads` threads
+/// (O's thread count) and streams the keys `chunk` at a time (stream_chunk) through `stages` shared-
+/// memory buffers (O's pipeline_stages) of K and V. Q's tile sits in shared memory once,
 /// then in registers for heads up to kStreamedQFragmentsMaxHead (a longer head's fragments are
 /// read from shared memory at each step); the f32 accumulators of O (rows x dv) and of one chunk
 /// of scores (rows x chunk) and Q's fragments are spread over the threads' registers.
@@ -65,8 +65,9 @@ struct StreamedAttention {
 };
 
 /// The geometry of `group`, or the reason it is not a well-formed streamed attention group (the
-/// nodes are not exactly one attention pattern ending at the sink, or the sink's tile does not
-/// give a block of query rows with the whole of dv).
+/// nodes are not exactly one attention pattern ending at the sink -- O, or one of O's output
+/// copies, match_attention_to --, or O's tile does not give a block of query rows with the whole
+/// of dv).
 std::optional<StreamedAttention> streamed_attention(const OpGraph& graph, const ScheduledGroup& group, std::string* why = nullptr);
 
 struct AttentionPattern;

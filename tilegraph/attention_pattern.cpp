@@ -79,7 +79,6 @@ bool is_shifted_exp(const Expr& e, int x, int m) {
          is_input(e.operands()[0].operands()[0], x) && is_input(e.operands()[0].operands()[1], m);
 }
 
-
 // A copy that moves its input's elements: body in0, one non-gather input of the same dtype read
 // through a permutation of its domain's axes (every tensor dimension one axis, coefficient 1,
 // offset 0, the extents equal); its output may be a reshape of its domain (row-major, the same
@@ -129,19 +128,6 @@ std::vector<int64_t> domain_strides(const TeNode& node) {
   return st;
 }
 
-}  // namespace
-
-std::vector<int64_t> attention_store_strides(const OpGraph& graph, const AttentionPattern& p) {
-  const TeNode& last = graph.node(p.sink());
-  const std::vector<int64_t> st = domain_strides(last);
-  const std::vector<int> land = landing_axes(graph, p.out, p.output_copies);
-  std::vector<int64_t> out(land.size());
-  for (size_t a = 0; a < land.size(); ++a) out[a] = st[land[a]];
-  return out;
-}
-
-namespace {
-
 // The copies after O that a kernel can store through (AttentionPattern::output_copies): each the
 // only reader of the node before, which is no graph output and has its domain as its output; the
 // longest such chain that keeps O's last axis innermost.
@@ -164,6 +150,15 @@ std::vector<NodeId> output_copies_of(const OpGraph& g, NodeId o) {
 }
 
 }  // namespace
+
+std::vector<int64_t> attention_store_strides(const OpGraph& graph, const AttentionPattern& p) {
+  const TeNode& last = graph.node(p.sink());
+  const std::vector<int64_t> st = domain_strides(last);
+  const std::vector<int> land = landing_axes(graph, p.out, p.output_copies);
+  std::vector<int64_t> out(land.size());
+  for (size_t a = 0; a < land.size(); ++a) out[a] = st[land[a]];
+  return out;
+}
 
 std::vector<NodeId> AttentionPattern::nodes(const OpGraph& graph) const {
   std::set<NodeId> all(operand_copies.begin(), operand_copies.end());
@@ -193,9 +188,11 @@ std::optional<AttentionPattern> match_attention(const OpGraph& g, NodeId o, std:
     std::string reason;
     std::optional<AttentionPattern> p = match_attention(g, core, &reason);
     if (!p) return fail(cat("'", g.node(o).name(), "' copies a node that ends no attention pattern: ", reason));
-    if (p->sink() != o)
-      return fail(cat("'", g.node(o).name(), "' is not the last copy of the attention output '", g.node(p->out).name(),
+    const auto at = std::find(p->output_copies.begin(), p->output_copies.end(), o);
+    if (at == p->output_copies.end())
+      return fail(cat("'", g.node(o).name(), "' is not a copy of the attention output '", g.node(p->out).name(),
                       "' that a kernel can store through"));
+    p->output_copies.erase(at + 1, p->output_copies.end());
     return p;
   }
   AttentionPattern p;
@@ -430,6 +427,12 @@ std::optional<AttentionKeyRanges> attention_key_ranges(const OpGraph& graph, con
   if (!any) return std::nullopt;
   for (const Step& st : steps) r.plain_steps.push_back(st.node);
   return r;
+}
+
+std::optional<AttentionPattern> match_attention_to(const OpGraph& graph, NodeId sink, std::string* why) {
+  std::optional<AttentionPattern> p = match_attention(graph, sink, why);
+  if (p && sink == p->out) p->output_copies.clear();
+  return p;
 }
 
 }  // namespace tessel

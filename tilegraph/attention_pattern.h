@@ -44,11 +44,16 @@ struct AttentionPattern {
   std::vector<NodeId> nodes(const OpGraph& graph) const;
 };
 
-/// The pattern whose sink (AttentionPattern::sink) is `node` -- O, or the last of O's output
-/// copies --, or nullopt with the first condition that failed in `why` (when given). Matched at O,
-/// the pattern takes every output copy there is. Structural only: dtypes and extents are the
-/// kernel planner's business.
+/// The pattern ending at `node` -- O, or one of O's output copies --, or nullopt with the first
+/// condition that failed in `why` (when given). Matched at O, the pattern takes every output copy
+/// there is (the policy forms the longest group); matched at a copy, the copies up to it.
+/// Structural only: dtypes and extents are the kernel planner's business.
 std::optional<AttentionPattern> match_attention(const OpGraph& graph, NodeId node, std::string* why = nullptr);
+
+/// The pattern of a group whose sink is `sink`: match_attention's, with no output copies when
+/// `sink` is O (a schedule saved before output copies joined the pattern, or one that leaves them
+/// to kernels of their own), so that AttentionPattern::sink() is `sink`.
+std::optional<AttentionPattern> match_attention_to(const OpGraph& graph, NodeId sink, std::string* why = nullptr);
 
 /// Per spatial axis of O, the element stride of its coordinate in the sink's output: row-major
 /// over O's domain without output copies, else where the copies move it.

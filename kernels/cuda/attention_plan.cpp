@@ -134,7 +134,7 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
   if (!shape) return fail(why);
   AttentionPlan p;
   p.shape = *shape;
-  p.pattern = *match_attention(graph, shape->out);
+  p.pattern = *match_attention_to(graph, group.nodes.back());
   if (std::optional<std::string> no = streamed_attention_unsupported(graph, p.pattern, spec)) return fail(*no);
   const TeNode& o = graph.node(p.pattern.out);
   const TeNode& s = graph.node(p.pattern.scores);
@@ -220,9 +220,12 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
 GroupPlan attention_group_plan(const GroupPlan& generic, const AttentionPlan& a) {
   GroupPlan plan = inlined_launch_plan(generic, a.blocks(), a.threads);
   for (NodePlan& np : plan.nodes) np.writes_global = np.role == NodeRole::sink;
+  // (O's block: the sink's tile where O is the sink; output copies keep the generic plan's.)
   const int ns = static_cast<int>(plan.sink_tile.size());
-  plan.sink_tile[ns - 2] = a.rows;
-  plan.sink_tile[ns - 1] = a.shape.dv;
+  if (a.pattern.output_copies.empty()) {
+    plan.sink_tile[ns - 2] = a.rows;
+    plan.sink_tile[ns - 1] = a.shape.dv;
+  }
   plan.grid = a.batch_extents;
   plan.grid.push_back(a.tiles_m);
   plan.grid.push_back(a.splits);

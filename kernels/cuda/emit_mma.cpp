@@ -19,6 +19,15 @@
 
 namespace tessel::cuda::emitter {
 
+namespace {
+// A run of the wgmma epilogue: 8 consecutive 16-bit values, 16 bytes (device/wgmma.cuh's
+// kEpiChunk); a K split's pairs: 2.
+constexpr int kRunElems = 8, kPairElems = 2;
+// Side inputs loaded per run at most (each holds 32 registers a thread across a 128-wide slab's
+// round trip; a K split's pairs two a column group of the rank's share).
+constexpr int kMaxRunReads = 4;
+}  // namespace
+
 void Emitter::emit_gather_copy(const ContractionPlan& c) {
   std::vector<int> checked;
   for (int d = 0; d < static_cast<int>(c.a_gather.size()); ++d)
@@ -122,6 +131,7 @@ void Emitter::emit_conv_coords(const ContractionPlan& c) {
 std::vector<Emitter::RunRead> Emitter::run_reads(const ContractionPlan& c, int cpos, const std::vector<std::string>& point) const {
   const int n = static_cast<int>(plan_.nodes.size()), s = n - 1, d = ns(s);
   std::vector<RunRead> runs;
+  int distinct = 0;  // loads (RunRead::slot)
   if (node(s).num_reduction() != 0) return runs;
   std::vector<std::string> first = point;
   first[c.n_axis] = "tsl_xn0";
@@ -167,7 +177,12 @@ std::vector<Emitter::RunRead> Emitter::run_reads(const ContractionPlan& c, int c
         inside = inside && row.min_over(nd.extents()) >= 0 && row.max_over(nd.extents()) < a.type.shape[r];
         offset += cat(" + (", affine_text(row, first), ") * ", strides[r], "LL");
       }
-      if (along_n == 1 && inside) runs.push_back({i, k, t, a.type.dtype, offset});
+      if (along_n != 1 || !inside) continue;
+      // (Two reads of the same elements share one load; past kMaxRunReads, the rest are read
+      // where they are used.)
+      const auto same = std::find_if(runs.begin(), runs.end(), [&](const RunRead& r) { return r.tensor == t && r.offset == offset; });
+      if (same != runs.end()) runs.push_back({i, k, t, a.type.dtype, offset, same->slot});
+      else if (distinct < kMaxRunReads) runs.push_back({i, k, t, a.type.dtype, offset, distinct++});
     }
   }
   return runs;
@@ -371,18 +386,22 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   // The wgmma kernel stores runs of 8 values along n (a K split: pairs): the side inputs read along
   // them (a bias, a residual) are loaded for every run of the slab before its round trip, for
   // every pair before the split's exchange (wgmma.cuh's prefetching).
-  const int chunk = c.n % 8 == 0 ? 8 : 1;
-  // (A K split stores pairs: 2 elements a prefetch.)
+  const int chunk = c.n % kRunElems == 0 ? kRunElems : 1;
+  // (A K split stores pairs: kPairElems a prefetch.)
   const bool pairs = c.split_k > 1;
   const std::vector<RunRead> runs =
-      c.warpgroup && chunk == 8 && !c.merged_n ? run_reads(c, cpos, point) : std::vector<RunRead>();
+      c.warpgroup && chunk == kRunElems && !c.merged_n ? run_reads(c, cpos, point) : std::vector<RunRead>();
+  // Every run (pair) a prefetch loads lies inside the output: n is whole runs.
+  TESSEL_ASSERT(runs.empty() || c.n % kRunElems == 0, "prefetched runs of a partial row");
+  int loads = 0;
+  for (const RunRead& r : runs) loads = std::max(loads, r.slot + 1);
   if (!runs.empty()) {
-    os_ << "  struct TslRuns { " << (pairs ? "unsigned" : "uint4") << " r[" << runs.size()
+    os_ << "  struct TslRuns { " << (pairs ? "unsigned" : "uint4") << " r[" << loads
         << "]; };  // the side inputs' runs at the run being stored\n";
     os_ << "  TslRuns tsl_runs{};\n  int tsl_elem = 0;  // the element of the run being stored\n";
-    for (size_t q = 0; q < runs.size(); ++q)
-      hoisted_[{runs[q].node, runs[q].input}] = cat("tsl::wg::", pairs ? "pair_value" : "run_value", "<",
-                                                     runs[q].dtype == DType::bf16 ? "true" : "false", ">(tsl_runs.r[", q, "], tsl_elem)");
+    for (const RunRead& r : runs)
+      hoisted_[{r.node, r.input}] = cat("tsl::wg::", pairs ? "pair_value" : "run_value", "<", r.dtype == DType::bf16 ? "true" : "false",
+                                        ">(tsl_runs.r[", r.slot, "], tsl_elem)");
   }
   // The sink's value is stored, which rounds it: its value function leaves the rounding to the store.
   for (int i = 0; i < n; ++i)
@@ -451,10 +470,12 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       // A run's side inputs: 8 consecutive elements from its first point on (run_reads).
       os_ << "  auto tsl_prefetch = [&](int tsl_dm, int tsl_dn, TslRuns& tsl_p) {\n";
       emit_point("tsl_xn0");
-      os_ << "    if (tsl_xn0 + " << (pairs ? 2 : 8) << " > " << c.n << "LL) return;\n";
-      for (size_t q = 0; q < runs.size(); ++q)
-        os_ << "    tsl_p.r[" << q << "] = tsl::wg::" << (pairs ? "load_pair" : "load_run") << "(g_in" << input_param(runs[q].tensor)
-            << " + (" << runs[q].offset << "));\n";
+      os_ << "    if (tsl_xn0 + " << (pairs ? kPairElems : kRunElems) << " > " << c.n << "LL) return;\n";
+      std::vector<char> loaded(static_cast<size_t>(loads), 0);  // (a shared slot is loaded once)
+      for (const RunRead& r : runs)
+        if (!loaded[r.slot]++)
+          os_ << "    tsl_p.r[" << r.slot << "] = tsl::wg::" << (pairs ? "load_pair" : "load_run") << "(g_in" << input_param(r.tensor)
+              << " + (" << r.offset << "));\n";
       os_ << "  };\n";
     }
     const std::string callback = runs.empty() ? "[&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n"
@@ -482,6 +503,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "      const long long tsl_xn = tsl_xn0 + tsl_e;\n";
     os_ << "      if (tsl_xn >= " << c.n << "LL) break;\n";
     os_ << "      tsl_acc = tsl_v[tsl_e];\n";
+    if (!runs.empty()) os_ << "      tsl_elem = tsl_e;\n";
     os_ << "      g_out0[tsl_off0 + tsl_e] = " << to_storage(sdt, cat("val", s, "(", args, ")")) << ";\n    }\n";
   } else {
     os_ << "  tsl_gemm.for_each_pair([&](int tsl_dm, int tsl_dn, float tsl_v0, float tsl_v1) {\n";

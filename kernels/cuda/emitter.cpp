@@ -371,15 +371,18 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
     case ExprOp::axis_index: return memo[e.get()] = x[e.index()];
     default: break;
   }
-  // 1 + erf(z) in an f16/bf16 expression (the erf GELU): the sum's rounding hides the absolute
-  // error of the fast erf (prelude.cuh's m_erf_h), so it takes that form.
-  // (Not memoized: an erf read elsewhere keeps the accurate form.)
+  // 1 + erf(z) in an f16/bf16 expression (the erf GELU) takes the fast erf (prelude.cuh's m_erf_h),
+  // whose absolute error the expression's rounding to 11 or 8 bits hides but where 1 + erf cancels
+  // (z < -2). (Not memoized: an erf read elsewhere keeps the accurate form; one already emitted
+  // accurately is reused.)
   std::vector<std::string> ops(e.operands().size());
   if (e.op() == ExprOp::add && (dt == DType::f16 || dt == DType::bf16) && !wide_) {
     for (int k = 0; k < 2; ++k) {
       const Expr& z = e.operands()[k];
       const Expr& one = e.operands()[1 - k];
-      if (z.op() != ExprOp::erf || one.op() != ExprOp::constant || one.value() != 1.0 || ctype(z.dtype()) != "float") continue;
+      if (z.op() != ExprOp::erf || one.op() != ExprOp::constant || one.value() != 1.0 || ctype(z.dtype()) != "float" ||
+          memo.count(z.get()))
+        continue;
       const std::string arg = emit_expr(z.operands()[0], inputs, x, memo, ind);
       ops[k] = fresh("t");
       os_ << ind << "const float " << ops[k] << " = tsl::m_erf_h(" << arg << ");\n";

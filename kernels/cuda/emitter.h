@@ -126,6 +126,7 @@ class Emitter {
     TensorId tensor = -1;
     DType dtype = DType::f16;
     std::string offset;
+    int slot = 0;  // the load it reads (reads of the same elements share one)
   };
   std::vector<RunRead> run_reads(const ContractionPlan& c, int cpos, const std::vector<std::string>& point) const;
   void emit_boxes();

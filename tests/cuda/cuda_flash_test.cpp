@@ -190,7 +190,7 @@ TEST_CASE("cuda flash: attention pattern: the unfused graph matches, with its st
 
   // The heads' merge after O: a Transpose and a Reshape the kernel stores through (O's batch, head,
   // query and dv coordinates at strides s x h x dv, dv, h x dv and 1 of the merged tensor); the
-  // pattern matches at O and at the last copy, not at the first.
+  // pattern matches at O and at each copy.
   {
     const Attn merged{.batch = 2, .heads = 3, .sq = 5, .skv = 7, .d = 16, .dv = 8, .merge = 1};
     const OpGraph gm = attention(merged);
@@ -204,8 +204,11 @@ TEST_CASE("cuda flash: attention pattern: the unfused graph matches, with its st
     const std::optional<AttentionPattern> at_o = match_attention(gm, at_last->out, &why);
     REQUIRE(at_o.has_value());
     CHECK(at_o->sink() == last);
-    CHECK_FALSE(match_attention(gm, at_last->output_copies[0], &why).has_value());
-    CHECK(why.find("not the last copy") != std::string::npos);
+    // At the first copy: the copies up to it (a group ending there stores through it alone).
+    const std::optional<AttentionPattern> at_first = match_attention(gm, at_last->output_copies[0], &why);
+    REQUIRE(at_first.has_value());
+    CHECK(at_first->output_copies == std::vector<NodeId>{at_last->output_copies[0]});
+    CHECK(attention_store_strides(gm, *at_first) == std::vector<int64_t>{5 * 3 * 8, 8, 3 * 8, 1});
     // A transpose that moves dv off the innermost axis is not stored through: O ends the pattern.
     const OpGraph moved = attention(Attn{.merge = 2});
     const NodeId transpose = moved.producer(moved.outputs()[0]);
@@ -529,4 +532,41 @@ TEST_CASE("cuda flash run: both flash kernels match the interpreter") {
     INFO(c.name, " (mma.sync: the spec without wgmma)");
     check_on_gpu_with(c.graph, "welder", no_wgmma);
   }
+}
+
+TEST_CASE("cuda flash run: a schedule whose streamed group ends at O (the heads' merge in kernels of its own) still replays") {
+  // Saved before output copies joined the pattern: the streamed group ends at O and the merge's
+  // Transpose and Reshape run as roller schedules them. The group is still a streamed attention
+  // group (match_attention_to), its kernel stores O as it is, and the whole matches the
+  // interpreter.
+  const HwSpec& spec = gpu_spec();
+  const OpGraph g = attention(Attn{.batch = 2, .heads = 3, .sq = 40, .skv = 70, .merge = 1});
+  Schedule s = schedule_with(g, spec, "welder");
+  REQUIRE(s.groups.size() == 1);
+  const std::optional<AttentionPattern> p = match_attention(g, g.producer(g.outputs()[0]));
+  REQUIRE(p.has_value());
+  REQUIRE(p->output_copies.size() == 2);
+  ScheduledGroup& sg = s.groups[0].group;
+  for (NodeId c : p->output_copies) {
+    sg.nodes.erase(std::find(sg.nodes.begin(), sg.nodes.end(), c));
+    sg.tiles.erase(c);
+    sg.edge_levels.erase(g.node_output(c));
+  }
+  sg.edge_levels.erase(g.node_output(p->out));
+  sg.kernel = {};
+  const Schedule rolled = schedule_with(g, spec, "roller");
+  for (const ScheduleGroup& rg : rolled.groups)
+    if (std::find(p->output_copies.begin(), p->output_copies.end(), rg.group.nodes.back()) != p->output_copies.end())
+      s.groups.push_back(rg);
+  REQUIRE(s.groups.size() == 3);
+  CHECK(check_schedule(g, spec, s).empty());
+  const std::optional<AttentionPattern> at_o = match_attention_to(g, p->out);
+  REQUIRE(at_o.has_value());
+  CHECK(at_o->output_copies.empty());
+  const cuda::GeneratedKernel k = emit_kernel(g, s, 0, spec);
+  CHECK(k.path == "flash");
+  CHECK(k.source.find("O stored through its output copies") == std::string::npos);
+  CHECK(nvrtc_compile_all(g, s, spec) >= 2);
+  if (gpu_available()) check_schedule_on_gpu(g, spec, s);
+  else MESSAGE("[SKIP] no CUDA device: the kernels were compiled above");
 }

@@ -1178,7 +1178,15 @@ TEST_CASE("cuda mma run: the wgmma epilogue loads its runs' side inputs before t
     if (residual_form == "broadcast") r = b.input("residual", {2, 300, 1});
     return b.graph(b.op("Add", {biased, r}));
   };
-  const std::vector<Case> cases = {{"f16 bias and residual", projection(DType::f16, "rows"), 2},
+  // The residual read twice (added, then multiplying the sum): one load serves both reads.
+  auto twice = [] {
+    ModelBuilder b(DType::f16);
+    const std::string y = b.op("MatMul", {b.input("x", {300, 256}), b.weight("w", {256, 384}, 3)});
+    const std::string r = b.input("residual", {300, 384});
+    return b.graph(b.op("Mul", {b.op("Add", {y, r}), r}));
+  };
+  const std::vector<Case> cases = {{"f16 residual read by two nodes", twice(), 1},
+                                   {"f16 bias and residual", projection(DType::f16, "rows"), 2},
                                    {"bf16 bias and residual", projection(DType::bf16, "rows"), 2},
                                    {"f16 bias, transposed residual", projection(DType::f16, "transposed"), 1},
                                    {"f16 bias, residual broadcast along n", projection(DType::f16, "broadcast"), 1}};

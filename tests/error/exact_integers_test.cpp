@@ -206,7 +206,7 @@ TEST_CASE("constant folding of an i64 Shape, Gather and Concat chain stays exact
   CHECK(exact(out[0]) == std::vector<int64_t>{3, kTwoTo53 + 2});
 }
 
-TEST_CASE("Range and Constant give exact i64 values; an i64 body constant past 2^53 is refused, not rounded") {
+TEST_CASE("Range and Constant give exact i64 values, and an i64 body constant past 2^53 is refused, not rounded") {
   const std::vector<HostTensor> range =
       run_op("Range", {ints({}, {kTwoTo53 + 1}), ints({}, {kTwoTo53 + 6}), ints({}, {2})}, {}, 1, {0, 1, 2});
   CHECK(exact(range[0]) == std::vector<int64_t>{kTwoTo53 + 1, kTwoTo53 + 3, kTwoTo53 + 5});

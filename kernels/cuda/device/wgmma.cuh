@@ -626,7 +626,9 @@ struct WarpgroupGemm {
   // Computes the tile at `at` and calls epilogue(m, n, v) in the consumer threads for runs of
   // consecutive values of C's rows rounded to the 16-bit type (v: float[CHUNK], v[e] at (m, n + e),
   // relative to the tile) through each consumer's epilogue slab (store_tile); a split K calls it
-  // with pairs from the fragments (float[2], n even). Each role is one branch (setmaxnreg needs
+  // with pairs from the fragments (float[2], n even). (An epilogue with prefetching, store_slab's
+  // comment, is called epilogue(m, n, v, q) through epilogue_run, its side inputs loaded first.)
+  // Each role is one branch (setmaxnreg needs
   // that), so the epilogue runs inside the consumers' branch. With `tiles`, only the `ktiles` K tiles it lists (ascending) are
   // loaded and multiplied: the block-sparse K loop, which skips the tiles where the sparse
   // operand is zero.
@@ -724,7 +726,7 @@ struct WarpgroupGemm {
 
   // The consumer warpgroup c's part of the tile (its 64 rows) through its epilogue slab, 128
   // columns at a time (store_slab; a 64-wide tile half a slab): epilogue(m, n, v) with v
-  // float[CHUNK], m and n relative to the tile.
+  // float[CHUNK], m and n relative to the tile (with prefetching, epilogue_run's form).
   template <int CHUNK, class F>
   __device__ __forceinline__ void store_tile(unsigned char* smem, unsigned base, int c, F&& epilogue) {
     unsigned char* slab = smem + (base - mma::smem_address(smem)) + STAGES * kStageBytes + c * kEpiSlabBytes;
