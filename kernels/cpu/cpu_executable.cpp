@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <set>
+
+#include <sys/mman.h>
 
 #include "kernels/cpu/emit_group.h"
 #include "kernels/packed_tensor.h"
@@ -18,11 +21,33 @@ namespace tessel::cpu {
 
 void CpuExecutable::AlignedFree::operator()(uint8_t* p) const { std::free(p); }
 
+namespace {
+
+// The kernel's transparent huge page size (Linux: /sys/kernel/mm/transparent_hugepage), or 0 where
+// there is none to ask for.
+int64_t huge_page_bytes() {
+  static const int64_t bytes = [] {
+    std::ifstream in("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+    int64_t b = 0;
+    return in >> b && b > 0 && (b & (b - 1)) == 0 ? b : int64_t{0};
+  }();
+  return bytes;
+}
+
+}  // namespace
+
 CpuExecutable::Buffer CpuExecutable::allocate(int64_t bytes) const {
-  const int64_t alignment = std::max<int64_t>(buffers_.alignment, static_cast<int64_t>(alignof(std::max_align_t)));
+  int64_t alignment = std::max<int64_t>(buffers_.alignment, static_cast<int64_t>(alignof(std::max_align_t)));
+  // A buffer of at least a huge page sits in huge pages where the kernel gives them on request: a
+  // weight's rows read a leading dimension apart (a GEMM's column blocks walked down K) touch a
+  // new 4 KB page per row.
+  const int64_t huge = huge_page_bytes();
+  const bool in_huge_pages = huge > 0 && bytes >= huge;
+  if (in_huge_pages) alignment = std::max(alignment, huge);
   const int64_t size = std::max<int64_t>(alignment, (bytes + alignment - 1) / alignment * alignment);
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(static_cast<size_t>(alignment), static_cast<size_t>(size)));
   if (!p) throw UserError("", "", cat("out of memory: cannot allocate ", bytes, " bytes for the CPU runtime"));
+  if (in_huge_pages) madvise(p, static_cast<size_t>(size), MADV_HUGEPAGE);  // advice: refused, it costs nothing
   return Buffer(p);
 }
 
