@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "tilegraph/error.h"
 
@@ -51,6 +52,23 @@ std::string format_double(double v) {
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof(buf), v);
   return std::string(buf, res.ptr);
+}
+
+// The comparisons and logical operations, the same on doubles and on exact integers; nullopt for
+// any other operation.
+template <class T> std::optional<bool> compare(ExprOp op, T a, T b) {
+  switch (op) {
+    case ExprOp::eq: return a == b;
+    case ExprOp::ne: return a != b;
+    case ExprOp::lt: return a < b;
+    case ExprOp::le: return a <= b;
+    case ExprOp::gt: return a > b;
+    case ExprOp::ge: return a >= b;
+    case ExprOp::logical_and: return (a != 0) && (b != 0);
+    case ExprOp::logical_or: return (a != 0) || (b != 0);
+    case ExprOp::logical_xor: return (a != 0) != (b != 0);
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -216,17 +234,9 @@ double apply_binary(ExprOp op, double a, double b, DType dtype) {
     case ExprOp::pow: return std::pow(a, b);
     case ExprOp::min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
     case ExprOp::max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case ExprOp::eq: return a == b;
-    case ExprOp::ne: return a != b;
-    case ExprOp::lt: return a < b;
-    case ExprOp::le: return a <= b;
-    case ExprOp::gt: return a > b;
-    case ExprOp::ge: return a >= b;
-    case ExprOp::logical_and: return (a != 0) && (b != 0);
-    case ExprOp::logical_or: return (a != 0) || (b != 0);
-    case ExprOp::logical_xor: return (a != 0) != (b != 0);
     default: break;
   }
+  if (const std::optional<bool> r = compare(op, a, b)) return *r;
   TESSEL_ASSERT(false, "apply_binary: ", expr_op_name(op));
 }
 
@@ -269,17 +279,9 @@ int64_t apply_binary_integer(ExprOp op, int64_t a, int64_t b, DType dtype) {
     case ExprOp::pow: return float_to_integer(dtype, std::pow(static_cast<double>(a), static_cast<double>(b)));
     case ExprOp::min: return std::min(a, b);
     case ExprOp::max: return std::max(a, b);
-    case ExprOp::eq: return a == b;
-    case ExprOp::ne: return a != b;
-    case ExprOp::lt: return a < b;
-    case ExprOp::le: return a <= b;
-    case ExprOp::gt: return a > b;
-    case ExprOp::ge: return a >= b;
-    case ExprOp::logical_and: return (a != 0) && (b != 0);
-    case ExprOp::logical_or: return (a != 0) || (b != 0);
-    case ExprOp::logical_xor: return (a != 0) != (b != 0);
     default: break;
   }
+  if (const std::optional<bool> r = compare(op, a, b)) return *r;
   TESSEL_ASSERT(false, "apply_binary_integer: ", expr_op_name(op));
 }
 
