@@ -90,7 +90,8 @@ const char* kRunHelp =
     "             interpreter; --inputs (of the lowered graph's shapes), --outputs and --expect work\n"
     "             as without it; --report FILE: the plan, its prediction, the step times and the\n"
     "             checks as JSON; --tune K with --device cpu (every rank's segments); --time N: GPU\n"
-    "             time on GPUs, on CPU ranks the slowest rank's wall time per step (docs/distributed.md)\n"
+    "             time on GPUs, on CPU ranks the slowest rank's wall time per step (docs/distributed.md);\n"
+    "             --overlap auto|on|off as for `tessel shard` (ring shifts overlapped with compute)\n"
     "  --save-schedules DIR, --schedules DIR  with --mesh --device cpu: write each segment's schedule\n"
     "             (segment-<key>.json, tuned ones too), or replay them instead of scheduling\n";
 const char* kConvertHelp =
@@ -144,7 +145,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   Args args("run", argv, {"interp", "check", "check-whole", "no-cache", "no-graph", "cold-l2", "no-normalize", "help"},
             {"inputs", "outputs", "expect", "seed", "threads", "shape", "device", "hw", "policy", "policy-opt", "schedule",
              "cost-model", "time", "cache", "report", "time-lock", "tune", "sparse-kernels", "mesh", "shard", "exhaustive", "descent", "memory-per-device",
-             "schedules", "save-schedules"});
+             "schedules", "save-schedules", "overlap"});
   if (args.flag("help")) { std::cout << kRunHelp << policy_options_help(); return 0; }
   std::optional<std::string> device = args.option("device");
   if (args.flag("interp") && device)

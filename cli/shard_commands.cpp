@@ -29,7 +29,7 @@ namespace {
 
 const char* kShardHelp =
     "usage: tessel shard MODEL --hw SPEC --mesh M [--shard \"T=L ...\"] [--exhaustive N] [--z3-bound MS]\n"
-    "                    [--no-schedule] [--shape NAME=D0xD1...] [--no-normalize]\n"
+    "                    [--overlap auto|on|off] [--no-schedule] [--shape NAME=D0xD1...] [--no-normalize]\n"
     "  Chooses how MODEL is spread over a device mesh and prints the plan: each node's split, every\n"
     "  collective with its bytes, interconnect level and predicted time, and the predicted step time\n"
     "  (docs/distributed.md).\n"
@@ -42,6 +42,9 @@ const char* kShardHelp =
     "  --memory-per-device BYTES  the weights each device may hold (activations not counted)\n"
     "  --z3-bound MS after the search, z3 bounds it within MS milliseconds: no plan is priced below\n"
     "                the bound it proves; its own plan is kept when priced lower than the search's\n"
+    "  --overlap     a node whose input is all-gathered runs in pieces while the blocks rotate around\n"
+    "                the ring (Mercury's shift): where the model prices it lower (auto, the default),\n"
+    "                wherever it can run (on), or never (off)\n"
     "  --no-schedule skip scheduling device 0's segments (the 'scheduled:' line: the step predicted\n"
     "                from the kernels the pipeline would emit rather than the search's roofline)\n";
 
@@ -70,6 +73,7 @@ ShardSearchOptions search_options(const Args& args, const Mesh& mesh) {
   o.max_descent_passes = static_cast<int>(args.int_option("descent", o.max_descent_passes, 0, 1000));
   o.memory_per_device_bytes = args.int_option("memory-per-device", 0, 0, int64_t{1} << 50);
   o.z3_bound_ms = args.int_option("z3-bound", 0, 0, int64_t{1} << 31);
+  if (auto overlap = args.option("overlap")) o.overlap = parse_overlap(*overlap, "--overlap");
   return o;
 }
 
@@ -107,7 +111,7 @@ double scheduled_compute_s(const OpGraph& g, const ShardPlan& plan, CompileReque
 }  // namespace
 
 int cmd_shard(const std::vector<std::string>& argv) {
-  Args args("shard", argv, {"no-normalize", "no-schedule", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "memory-per-device", "shape", "z3-bound"});
+  Args args("shard", argv, {"no-normalize", "no-schedule", "help"}, {"mesh", "hw", "shard", "exhaustive", "descent", "memory-per-device", "shape", "z3-bound", "overlap"});
   if (args.flag("help")) { std::cout << kShardHelp; return 0; }
   const Mesh mesh = mesh_option(args);
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, "");
@@ -198,7 +202,11 @@ int run_on_mesh(const Args& args) {
   const std::vector<HostTensor> inputs = make_inputs(args, *imported.model, g);
   // (Given inputs must have the shapes the graph was lowered with: --shape binds open dimensions.)
   check_graph_inputs(g, inputs, args.option_or("inputs", "command line"), "the graph over the mesh; --shape NAME=DIMS sets an open dimension");
-  const ShardSearch s = search_shard_plan(g, mesh, spec, search_options(args, mesh));
+  ShardSearchOptions options = search_options(args, mesh);
+  // Host ranks (threads, MPI processes) run a ring shift as an all-gather, not overlapped: they
+  // take shifts only when asked to (--overlap on, to check such programs).
+  if (!args.option("overlap") && !(device && *device != "cpu")) options.overlap = ShardSearchOptions::Overlap::off;
+  const ShardSearch s = search_shard_plan(g, mesh, spec, options);
   if (speak) std::cout << format_shard_plan(g, s.plan, s.cost, spec);
   if (mpi) {
     // A check that every process planned alike (they run one program and must meet in its collectives).

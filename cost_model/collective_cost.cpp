@@ -79,6 +79,10 @@ CollectiveCost collective_cost(const HwSpec& spec, const Mesh& mesh, const Layou
       c.bytes_per_device = (p - 1) / p * local;
       c.steps = static_cast<int>(parts - 1);
       break;
+    case Collective::shift:  // one ring step: this device's piece to the next, the previous one's in
+      c.bytes_per_device = local;
+      c.steps = 1;
+      break;
     case Collective::none: return c;
   }
   c.level = level->name;

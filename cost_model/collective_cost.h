@@ -8,6 +8,7 @@
 //   all-gather, reduce-scatter   (P - 1) / P x B          in P - 1 steps
 //   all-reduce                   2 (P - 1) / P x B        in 2 (P - 1) steps
 //   all-to-all                   (P - 1) / P x B_local    in P - 1 steps
+//   shift (one ring step)        B_local                  in 1 step
 // and the time is steps x the level's latency + volume / the level's per-device bandwidth (or the
 // collective's own measured pair, InterconnectLevel::collectives). A slice is free (no bytes move
 // between devices).

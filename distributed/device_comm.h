@@ -34,6 +34,11 @@ class DeviceCommunicator {
   /// send holds one block of `count` elements per member; recv block j = member j's block k.
   virtual void all_to_all(uint64_t send, uint64_t recv, int64_t count, DType dtype, const std::vector<int64_t>& group,
                           void* stream) = 0;
+  /// One ring step: member k sends its `count` elements to member k + 1 and receives member k - 1's
+  /// (mod the group's size) into recv. `max_units` > 0: on at most that many compute units (SMs),
+  /// leaving the rest to kernels running beside it.
+  virtual void shift(uint64_t send, uint64_t recv, int64_t count, DType dtype, const std::vector<int64_t>& group,
+                     int64_t max_units, void* stream) = 0;
 };
 
 /// One NCCL communicator for each of this machine's GPUs 0 .. ranks-1 (rank r on GPU r). Empty,

@@ -1,13 +1,62 @@
 #include "distributed/device_runner.h"
 
+#include <set>
+
+#include "cost_model/collective_cost.h"
 #include "tilegraph/error.h"
 
 namespace tessel {
+
+namespace {
+
+/// The interconnect level's overlap_units for `t`'s group (0 without a spec or a level).
+int64_t overlap_units_of(const CompileRequest& base, const SpmdProgram& program, const Transfer& t, int64_t rank) {
+  if (!base.spec) return 0;
+  const auto level = collective_level(*base.spec, program.mesh.group(rank, t.step.mesh_axis));
+  return level ? level->overlap_units : 0;
+}
+
+}  // namespace
 
 DeviceSpmdRunner::DeviceSpmdRunner(SpmdProgram program, const CompileRequest& base, DeviceContext& context,
                                    DeviceCommunicator& comm)
     : program_(std::move(program)), cut_(cut_program(program_)), ctx_(context), comm_(comm) {
   const OpGraph& g = program_.local;
+  // Which segment or transfer makes each tensor (ids: segment k, transfer segments + k).
+  const int segments = static_cast<int>(cut_.segments.size());
+  made_by_.assign(g.num_tensors(), -1);
+  for (int k = 0; k < segments; ++k)
+    for (TensorId t : cut_.segments[k].outputs) made_by_[t] = k;
+  for (size_t k = 0; k < program_.transfers.size(); ++k) made_by_[program_.transfers[k].result] = segments + static_cast<int>(k);
+  // Segments that run at the same time as a ring shift -- neither needed for its block nor reading
+  // what it brings, directly or through others -- are scheduled for the compute units its level
+  // leaves them (InterconnectLevel::overlap_units).
+  std::vector<int64_t> reserve(cut_.segments.size(), 0);
+  shift_units_.assign(program_.transfers.size(), 0);
+  {
+    const int steps = segments + static_cast<int>(program_.transfers.size());
+    std::vector<std::vector<bool>> before(steps, std::vector<bool>(steps, false));  // before[x][y]: y must end before x
+    auto depend = [&](int x, TensorId t) {
+      const int y = made_by_[t];
+      if (y < 0) return;
+      before[x][y] = true;
+      for (int z = 0; z < steps; ++z)
+        if (before[y][z]) before[x][z] = true;
+    };
+    for (const ProgramCut::Step& step : cut_.steps) {
+      if (step.segment >= 0)
+        for (TensorId in : cut_.segments[step.segment].inputs) depend(step.segment, in);
+      else
+        depend(segments + step.transfer, program_.transfers[step.transfer].source);
+    }
+    for (size_t t = 0; t < program_.transfers.size(); ++t) {
+      if (program_.transfers[t].step.collective != Collective::shift) continue;
+      shift_units_[t] = overlap_units_of(base, program_, program_.transfers[t], comm_.rank());
+      const int x = segments + static_cast<int>(t);
+      for (int k = 0; k < segments; ++k)
+        if (!before[x][k] && !before[k][x]) reserve[k] = std::max(reserve[k], shift_units_[t]);
+    }
+  }
   home_.assign(g.num_tensors(), 0);
   ctx_.make_current();
   // Homes: the given pieces and the transfers' results get buffers of their own; a segment's
@@ -15,8 +64,10 @@ DeviceSpmdRunner::DeviceSpmdRunner(SpmdProgram program, const CompileRequest& ba
   const size_t given = g.inputs().size() - program_.transfers.size();
   for (size_t i = 0; i < given; ++i) home_[g.inputs()[i]] = ctx_.alloc(bytes_of(g.inputs()[i]));
   for (const Transfer& t : program_.transfers) home_[t.result] = ctx_.alloc(bytes_of(t.result));
-  for (const ProgramCut::Segment& seg : cut_.segments) {
+  for (size_t k = 0; k < cut_.segments.size(); ++k) {
+    const ProgramCut::Segment& seg = cut_.segments[k];
     CompileRequest r = base;
+    if (r.spec && reserve[k] > 0 && reserve[k] < r.spec->compute.units) r.spec->compute.units -= reserve[k];
     r.model_path.clear();
     r.model = nullptr;
     r.graph = &seg.graph;
@@ -26,6 +77,13 @@ DeviceSpmdRunner::DeviceSpmdRunner(SpmdProgram program, const CompileRequest& ba
     const Executable::DeviceIo* io = compiled_.back()->executable->device_io();
     if (!io) throw UserError("", "", cat("backend '", r.backend, "' cannot keep tensors on the device between segments"));
     TESSEL_ASSERT(io->outputs.size() == seg.outputs.size(), "a segment's executable has ", io->outputs.size(), " outputs");
+    // The segment reads its inputs where they live (made by earlier steps): nothing is copied.
+    std::vector<uint64_t> at;
+    for (TensorId t : seg.inputs) {
+      TESSEL_ASSERT(home_[t] != 0, "segment input '", g.tensor(t).name, "' has no home before the segment");
+      at.push_back(home_[t]);
+    }
+    compiled_.back()->executable->bind_inputs(at);
     for (size_t k = 0; k < seg.outputs.size(); ++k) home_[seg.outputs[k]] = io->outputs[k];
   }
 }
@@ -51,23 +109,39 @@ void DeviceSpmdRunner::set_inputs(const std::vector<HostTensor>& pieces) {
 
 void DeviceSpmdRunner::enqueue_step() {
   ctx_.make_current();
+  // Kernels on the first queue, collectives on the side queue, each waiting only for what it reads:
+  // a collective for the segment that made its source, a segment for the collectives whose results
+  // it reads. Both queues start from the step's start and the first ends waiting for the side.
+  // (A program without transfers never touches the side queue: a capture must join every stream it
+  // pulls in.)
+  const bool side = !program_.transfers.empty();
+  if (events_.empty())
+    for (size_t k = 0; k < cut_.segments.size() + program_.transfers.size() + 1; ++k) events_.push_back(ctx_.make_event());
+  const int start = events_.back();
+  if (side) {
+    ctx_.record(start, 0);
+    ctx_.wait(start, 1);
+  }
+  int side_last = -1;  // the last event recorded on the side queue
   for (const ProgramCut::Step& step : cut_.steps) {
     if (step.segment >= 0) {
       const ProgramCut::Segment& seg = cut_.segments[step.segment];
       Executable& exe = *compiled_[step.segment]->executable;
-      const Executable::DeviceIo* io = exe.device_io();
-      for (size_t i = 0; i < seg.inputs.size(); ++i) {
-        TESSEL_ASSERT(home_[seg.inputs[i]] != 0, "segment input '", program_.local.tensor(seg.inputs[i]).name, "' has no home");
-        ctx_.copy(io->inputs[i], home_[seg.inputs[i]], bytes_of(seg.inputs[i]));
+      std::set<int> waited;
+      for (TensorId t : seg.inputs) {
+        const int by = made_by_[t];
+        if (by >= static_cast<int>(cut_.segments.size()) && waited.insert(by).second) ctx_.wait(events_[by], 0);
       }
-      exe.enqueue();
+      exe.enqueue();  // (its inputs bound where they live)
+      ctx_.record(events_[step.segment], 0);
       continue;
     }
     const Transfer& t = program_.transfers[step.transfer];
+    if (const int by = made_by_[t.source]; by >= 0 && by < static_cast<int>(cut_.segments.size())) ctx_.wait(events_[by], 1);
     const std::vector<int64_t> group = program_.mesh.group(comm_.rank(), t.step.mesh_axis);
     const TensorType& src = program_.local.tensor(t.source).type;
     const int64_t parts = static_cast<int64_t>(group.size());
-    void* stream = ctx_.stream();
+    void* stream = ctx_.side_stream();
     switch (t.step.collective) {
       case Collective::all_reduce:
         comm_.all_reduce(home_[t.source], home_[t.result], src.num_elements(), src.dtype, t.step.op, group, stream);
@@ -81,9 +155,15 @@ void DeviceSpmdRunner::enqueue_step() {
       case Collective::all_to_all:
         comm_.all_to_all(home_[t.source], home_[t.result], src.num_elements() / parts, src.dtype, group, stream);
         break;
+      case Collective::shift:
+        comm_.shift(home_[t.source], home_[t.result], src.num_elements(), src.dtype, group, shift_units_[step.transfer], stream);
+        break;
       case Collective::none: TESSEL_ASSERT(false, "a transfer without a collective");
     }
+    side_last = events_[cut_.segments.size() + step.transfer];
+    ctx_.record(side_last, 1);
   }
+  if (side) ctx_.wait(side_last, 0);
 }
 
 std::vector<HostTensor> DeviceSpmdRunner::outputs() {

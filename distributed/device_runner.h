@@ -1,8 +1,11 @@
 // Running one device's SPMD program on a GPU with every tensor resident on it (docs/distributed.md,
 // "Runtime"): the program is cut into segments as SpmdRunner cuts it, each segment compiled by the
-// pipeline onto the device's DeviceContext, and one step enqueues -- on the context's one stream,
-// so in order -- each segment's input copies and kernels and each transfer's NCCL collective. No
-// host round trip between segments; a whole step can be captured as one CUDA graph and timed.
+// pipeline onto the device's DeviceContext with its inputs bound where they live (the given pieces,
+// the transfers' results, earlier segments' outputs: nothing is copied between segments), and one
+// step enqueues the segments' input copies and kernels on the context's stream, each transfer's NCCL collective on
+// its side stream, ordered by events where one reads what the other made -- so a collective overlaps
+// whatever kernels do not need it (ring shifts beside the pieces of an overlapped node). No host
+// round trip between segments; a whole step can be captured as one CUDA graph and timed.
 #pragma once
 
 #include <memory>
@@ -42,6 +45,9 @@ class DeviceSpmdRunner {
   DeviceCommunicator& comm_;
   std::vector<std::unique_ptr<Compilation>> compiled_;  // per segment
   std::vector<uint64_t> home_;                          // per local tensor: where its values live (0: nowhere)
+  std::vector<int> events_;   // per segment, then per transfer: its end; last: a step's start
+  std::vector<int> made_by_;  // per local tensor: the segment (k) or transfer (segments + k) making it, or -1
+  std::vector<int64_t> shift_units_;  // per transfer: a shift's compute units (InterconnectLevel::overlap_units), or 0
 };
 
 }  // namespace tessel

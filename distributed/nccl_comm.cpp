@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -110,6 +111,7 @@ class NcclComm : public DeviceCommunicator {
   NcclComm(int64_t rank, int64_t size, ncclComm_t world) : rank_(rank), size_(size), world_(world) {}
   ~NcclComm() override {
     for (auto& [group, c] : split_) Nccl::get().comm_destroy(c);
+    for (auto& [key, c] : limited_) Nccl::get().comm_destroy(c);
     Nccl::get().comm_destroy(world_);
   }
   int64_t rank() const override { return rank_; }
@@ -149,6 +151,20 @@ class NcclComm : public DeviceCommunicator {
     n().check(n().group_end(), "ncclGroupEnd");
   }
 
+  void shift(uint64_t send, uint64_t recv, int64_t count, DType dtype, const std::vector<int64_t>& group,
+             int64_t max_units, void* stream) override {
+    ncclComm_t c = max_units > 0 ? limited(group, max_units) : comm(group);
+    const int parts = static_cast<int>(group.size());
+    const int me = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
+    n().check(n().group_start(), "ncclGroupStart");
+    n().check(n().send(ptr(send), static_cast<size_t>(count), nccl_type(dtype), (me + 1) % parts, c, static_cast<cudaStream_t>(stream)),
+              "ncclSend");
+    n().check(n().recv(ptr(recv), static_cast<size_t>(count), nccl_type(dtype), (me + parts - 1) % parts, c,
+                       static_cast<cudaStream_t>(stream)),
+              "ncclRecv");
+    n().check(n().group_end(), "ncclGroupEnd");
+  }
+
  private:
   static Nccl& n() { return Nccl::get(); }
   ncclComm_t comm(const std::vector<int64_t>& group) {
@@ -159,10 +175,26 @@ class NcclComm : public DeviceCommunicator {
     n().check(n().comm_split(world_, static_cast<int>(group.front()), static_cast<int>(rank_), &c, nullptr), "ncclCommSplit");
     return split_[group] = c;
   }
+  /// The group's communicator whose kernels use at most `units` CTAs (one per SM): a split of the
+  /// world with ncclConfig_t::maxCTAs.
+  ncclComm_t limited(const std::vector<int64_t>& group, int64_t units) {
+    const auto key = std::make_pair(group, units);
+    auto it = limited_.find(key);
+    if (it != limited_.end()) return it->second;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.maxCTAs = static_cast<int>(units);
+    config.minCTAs = 1;
+    const bool member = std::find(group.begin(), group.end(), rank_) != group.end();
+    TESSEL_ASSERT(member, "a shift among a group without this rank");
+    ncclComm_t c = nullptr;
+    n().check(n().comm_split(world_, static_cast<int>(group.front()), static_cast<int>(rank_), &c, &config), "ncclCommSplit (limited)");
+    return limited_[key] = c;
+  }
 
   int64_t rank_, size_;
   ncclComm_t world_;
   std::map<std::vector<int64_t>, ncclComm_t> split_;
+  std::map<std::pair<std::vector<int64_t>, int64_t>, ncclComm_t> limited_;
 };
 
 }  // namespace

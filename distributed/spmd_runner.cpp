@@ -54,6 +54,17 @@ SegmentCompiler interpreter_segments() {
 
 namespace {
 
+/// One ring step over the host communicator: the previous member's block out of an all-gather
+/// (host ranks check programs; they do not overlap, so the extra bytes cost only time).
+std::vector<double> previous_block(const std::vector<double>& mine, const std::vector<int64_t>& group, int64_t rank, Communicator& comm) {
+  const std::vector<double> all = comm.all_gather(mine, group);
+  const int64_t parts = static_cast<int64_t>(group.size());
+  const int64_t me = std::find(group.begin(), group.end(), rank) - group.begin();
+  const int64_t from = (me + parts - 1) % parts;
+  const auto n = static_cast<std::ptrdiff_t>(mine.size());
+  return std::vector<double>(all.begin() + from * n, all.begin() + (from + 1) * n);
+}
+
 // The communicator carries doubles; an i64 value crosses it as its bit pattern in a double's 8
 // bytes (collectives that only move values leave the bytes alone), and is read back exactly.
 std::vector<double> int64_bits(const HostTensor& t) {
@@ -82,6 +93,7 @@ HostTensor run_int64_transfer(const LayoutStep& s, const HostTensor& source, con
       return from_int64_bits(TensorType{DType::i64, shape}, comm.all_gather(mine, group).data());
     case Collective::all_to_all:
       return from_int64_bits(TensorType{DType::i64, shape}, comm.all_to_all(mine, group).data());
+    case Collective::shift: return from_int64_bits(TensorType{DType::i64, shape}, previous_block(mine, group, comm.rank(), comm).data());
     case Collective::all_reduce:
     case Collective::reduce_scatter: {
       const std::vector<double> everyone = comm.all_gather(mine, group);
@@ -124,6 +136,7 @@ HostTensor run_transfer(const Transfer& t, const HostTensor& source, const Mesh&
       shape.erase(shape.begin());
       break;
     case Collective::all_to_all: values = comm.all_to_all(values, group); break;
+    case Collective::shift: values = previous_block(values, group, comm.rank(), comm); break;
     case Collective::none: TESSEL_ASSERT(false, "a transfer without a collective");
   }
   return HostTensor(TensorType{source.dtype(), shape}, std::move(values));
@@ -138,17 +151,32 @@ ProgramCut cut_program(const SpmdProgram& program) {
   const std::vector<NodeId> order = g.topological_order();
   size_t next_transfer = 0;
   int left = g.num_nodes();
+  // Ring shifts (docs/distributed.md, "Overlap") are cut so that each runs beside work that does
+  // not need it: a segment closes at the node making a shift's block (the shift starts as soon as
+  // the block exists), and nodes reading the block a shift just brought wait one round (so the
+  // piece on the block before it is a segment of its own, which the shift runs beside).
+  std::set<TensorId> fresh;  // results of the shifts emitted in the round before
   while (left > 0 || next_transfer < program.transfers.size()) {
+    const Transfer* next = next_transfer < program.transfers.size() ? &program.transfers[next_transfer] : nullptr;
+    const bool shift_waits = next && next->step.collective == Collective::shift && !ready.count(next->source);
     std::vector<NodeId> nodes;
-    for (NodeId n : order) {
-      if (done[n]) continue;
-      const auto& ins = g.node_inputs(n);
-      if (!std::all_of(ins.begin(), ins.end(), [&](TensorId t) { return ready.count(t) > 0; })) continue;
-      nodes.push_back(n);
-      done[n] = true;
-      ready.insert(g.node_output(n));
-      --left;
+    for (int pass = 0; pass < 2 && nodes.empty(); ++pass) {
+      if (pass == 1) {
+        if (fresh.empty()) break;
+        fresh.clear();  // nothing else is ready: the fresh blocks' readers go now
+      }
+      for (NodeId n : order) {
+        if (done[n]) continue;
+        const auto& ins = g.node_inputs(n);
+        if (!std::all_of(ins.begin(), ins.end(), [&](TensorId t) { return ready.count(t) > 0 && !fresh.count(t); })) continue;
+        nodes.push_back(n);
+        done[n] = true;
+        ready.insert(g.node_output(n));
+        --left;
+        if (shift_waits && g.node_output(n) == next->source) break;
+      }
     }
+    fresh.clear();
     if (!nodes.empty()) {
       ProgramCut::Segment seg;
       seg.graph = extract_subgraph(g, nodes);
@@ -159,9 +187,16 @@ ProgramCut cut_program(const SpmdProgram& program) {
     }
     bool moved = !nodes.empty();
     while (next_transfer < program.transfers.size() && ready.count(program.transfers[next_transfer].source)) {
+      const bool shift = program.transfers[next_transfer].step.collective == Collective::shift;
       ready.insert(program.transfers[next_transfer].result);
       cut.steps.push_back({-1, static_cast<int>(next_transfer++)});
       moved = true;
+      // One shift per round: the piece on its block becomes a segment of its own, which the next
+      // shift runs beside.
+      if (shift) {
+        fresh.insert(program.transfers[next_transfer - 1].result);
+        break;
+      }
     }
     TESSEL_ASSERT(moved, "an SPMD program whose segments and transfers cannot be ordered");
   }

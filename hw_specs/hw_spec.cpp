@@ -388,7 +388,7 @@ InterconnectSpec SpecReader::interconnect_at(const json& j, const std::string& p
     for (size_t i = 0; i < j["levels"].size(); ++i) {
       const json& e = j["levels"][i];
       const std::string eptr = child(lptr, i);
-      check_keys(e, eptr, {"name", "devices", "bandwidth_gbps", "latency_us"}, {"collectives", "source"});
+      check_keys(e, eptr, {"name", "devices", "bandwidth_gbps", "latency_us"}, {"collectives", "overlap_units", "source"});
       InterconnectLevel level;
       level.name = name_at(e["name"], child(eptr, "name"));
       level.devices = int_at(e["devices"], child(eptr, "devices"), 1);
@@ -399,13 +399,14 @@ InterconnectSpec SpecReader::interconnect_at(const json& j, const std::string& p
         if (!e["collectives"].is_object()) expected(cptr, "an object", e["collectives"]);
         for (const auto& [name, fit] : e["collectives"].items()) {
           const std::string fptr = child(cptr, name);
-          if (name != "all_reduce" && name != "all_gather" && name != "reduce_scatter" && name != "all_to_all")
-            fail(fptr, cat("unknown collective \"", name, "\" (all_reduce, all_gather, reduce_scatter, all_to_all)"));
+          if (name != "all_reduce" && name != "all_gather" && name != "reduce_scatter" && name != "all_to_all" && name != "shift")
+            fail(fptr, cat("unknown collective \"", name, "\" (all_reduce, all_gather, reduce_scatter, all_to_all, shift)"));
           check_keys(fit, fptr, {"bandwidth_gbps", "latency_us"}, {});
           level.collectives[name] = {number_at(fit["bandwidth_gbps"], child(fptr, "bandwidth_gbps"), true),
                                      number_at(fit["latency_us"], child(fptr, "latency_us"), false)};
         }
       }
+      if (e.contains("overlap_units")) level.overlap_units = int_at(e["overlap_units"], child(eptr, "overlap_units"), 0);
       if (e.contains("source")) level.source = string_at(e["source"], child(eptr, "source"));
       const int64_t inner = ic.levels.empty() ? 1 : ic.levels.back().devices;
       if (level.devices <= inner && !ic.levels.empty())
@@ -610,6 +611,7 @@ ordered_json spec_json(const HwSpec& s) {
           c[name] = ordered_json{{"bandwidth_gbps", fit.bandwidth_gbps}, {"latency_us", fit.latency_us}};
         e["collectives"] = std::move(c);
       }
+      if (l.overlap_units > 0) e["overlap_units"] = l.overlap_units;
       if (!l.source.empty()) e["source"] = l.source;
       ic["levels"].push_back(std::move(e));
     }

@@ -131,6 +131,10 @@ struct InterconnectLevel {
     bool operator==(const Fit&) const = default;
   };
   std::map<std::string, Fit> collectives;
+  /// Compute units (SMs) a collective of this level may occupy while kernels run beside it (a ring
+  /// shift overlapped with a node's pieces): the collective is limited to that many, and the kernels
+  /// beside it are scheduled for the units left. 0: no overlap is reserved for.
+  int64_t overlap_units = 0;
   std::string source;
   bool operator==(const InterconnectLevel&) const = default;
 };

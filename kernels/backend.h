@@ -116,6 +116,11 @@ class Executable {
     std::vector<uint64_t> inputs, outputs;
   };
   virtual const DeviceIo* device_io() const { return nullptr; }
+  /// Reads the graph's inputs at these device addresses (graph order; each holding the input's
+  /// packed values, 16-byte aligned) from now on instead of its own buffers: device_io() then names
+  /// them and nothing is copied in. Only where device_io() is not null; the addresses must outlive
+  /// the runs that read them.
+  virtual void bind_inputs(const std::vector<uint64_t>& addresses);
   /// Enqueues one run on the executable's queue (CompileOptions::context's), reading the inputs and
   /// writing the outputs where device_io() says: no copies, no poisoning, no synchronization.
   /// Only where device_io() is not null.
@@ -140,6 +145,15 @@ class DeviceContext {
   virtual HostTensor download(uint64_t src, const TensorType& type) = 0;
   /// An enqueued device-to-device copy.
   virtual void copy(uint64_t dst, uint64_t src, int64_t bytes) = 0;
+  /// A second queue of the device (CUDA: a stream of its own, made on first use) for work that may
+  /// overlap the first's -- collectives beside kernels -- and events ordering the two: `record`
+  /// marks the point a queue has reached (0: stream(), 1: side_stream()), `wait` makes a queue
+  /// wait for the last point recorded in the event. Both work while a step is captured as a graph
+  /// (the side queue joins the capture at its first wait and must be waited for before it ends).
+  virtual void* side_stream() = 0;
+  virtual int make_event() = 0;
+  virtual void record(int event, int queue) = 0;
+  virtual void wait(int event, int queue) = 0;
   virtual void synchronize() = 0;
   /// Times `step` (which enqueues one whole step) as Executable::time does: `options.warmup`
   /// untimed steps, then each of `options.repeats` timed between device events, captured once as a

@@ -25,6 +25,10 @@ std::unique_ptr<Backend> find_backend(std::string_view name) {
   throw UserError("command line", "--device", cat("unknown device '", name, "' (backends: ", known.empty() ? "none" : known, ")"));
 }
 
+void Executable::bind_inputs(const std::vector<uint64_t>&) {
+  TESSEL_ASSERT(false, "Executable::bind_inputs on an executable without device-resident buffers");
+}
+
 void Executable::enqueue() {
   TESSEL_ASSERT(false, "Executable::enqueue on an executable without device-resident buffers");
 }

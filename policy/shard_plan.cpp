@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include <z3++.h>
@@ -26,6 +27,34 @@ std::string node_split_text(const TeNode& node, const NodeSharding& s, const Mes
   }
   return out.empty() ? "whole on every device" : out;
 }
+
+}  // namespace
+
+OverlapPrice overlap_price(const TeNode& node, const ShiftForm& f, const TensorType& input, const HwSpec& spec, const Mesh& mesh) {
+  OverlapPrice o;
+  o.step.mesh_axis = f.mesh_axis;
+  o.step.collective = Collective::shift;
+  o.step.dim = f.input_dim;
+  o.shift = collective_cost(spec, mesh, o.step, input, f.block_layout);
+  o.piece_s = node_time(node, f.piece, f.piece_mesh, spec);
+  // Pieces running beside a shift are scheduled for the units the level leaves them (all but the last).
+  const auto level = collective_level(spec, mesh.group(0, f.mesh_axis));
+  const int64_t reserved = level ? level->overlap_units : 0;
+  o.beside_s = o.piece_s;
+  if (reserved > 0 && reserved < spec.compute.units)
+    o.beside_s *= static_cast<double>(spec.compute.units) / static_cast<double>(spec.compute.units - reserved);
+  // The join reads and writes the node's local output once (segments read their inputs in place).
+  const NodeRef piece = local_node(node, f.piece, f.piece_mesh);
+  const double dram = spec.memory_levels.empty() ? 0 : spec.memory_levels.back().bandwidth_gbps * 1e9;
+  const double moved = 2 * bytes_of(piece->output()) * static_cast<double>(f.parts);
+  o.join_s = (dram > 0 ? moved / dram : 0) + spec.compute.launch_overhead_us * 1e-6;
+  const double p = static_cast<double>(f.parts);
+  o.compute_s = (p - 1) * o.beside_s + o.piece_s + o.join_s;
+  o.exposed_s = (p - 1) * std::max(0.0, o.shift.seconds - o.beside_s);
+  return o;
+}
+
+namespace {
 
 /// Prices plans: the graph's candidate choices and one evaluation of a whole plan.
 class PlanPricer {
@@ -74,13 +103,34 @@ class PlanPricer {
       for (const auto& [key, b] : weights) bytes += b;
       return memory_cap_ > 0 && bytes > memory_cap_ ? 1.0 + (bytes - memory_cap_) * 1e-9 : 0.0;
     };
+    // A node taking an input by ring shifts (ShardPlan::shifted): P pieces, each overlapped with
+    // the shift that brings the next block, then the join of the pieces; only the shifts' time
+    // beyond their pieces' is communication. Readers of blocks already shifted share them.
+    std::set<std::tuple<TensorId, int, std::string>> shifted;  // (tensor, mesh axis, blocks' layout)
+    auto overlapped = [&](NodeId n, int input) {
+      const TensorId t = g_.node_inputs(n)[input];
+      auto form = shift_form(g_.node(n), plan.nodes[n], input, held[t], mesh_);
+      if (!std::holds_alternative<ShiftForm>(form)) {
+        comm += std::numeric_limits<double>::infinity();
+        return;
+      }
+      const OverlapPrice o = overlap_price(g_.node(n), std::get<ShiftForm>(form), g_.tensor(t).type, spec_, mesh_);
+      compute += o.compute_s;
+      const ShiftForm& f = std::get<ShiftForm>(form);
+      if (!shifted.insert({t, f.mesh_axis, print_layout(f.block_layout)}).second) return;
+      comm += o.exposed_s;
+      if (out) transfers.push_back({g_.tensor(t).name, g_.node(n).name(), o.step, std::get<ShiftForm>(form).block_layout, o.shift, o.exposed_s, true});
+    };
     int visited = 0;
     for (NodeId n : order_) {
       if (prefix >= 0 && visited++ >= prefix) return compute + comm + penalty();
       const ShardedNode& sn = sharded(n, plan.nodes[n]);
-      for (size_t i = 0; i < g_.node_inputs(n).size(); ++i) need(g_.node_inputs(n)[i], sn.inputs[i], g_.node(n).name());
+      const int shifted = plan.shifted_input(n);
+      for (size_t i = 0; i < g_.node_inputs(n).size(); ++i)
+        if (static_cast<int>(i) != shifted) need(g_.node_inputs(n)[i], sn.inputs[i], g_.node(n).name());
+      if (shifted >= 0) overlapped(n, shifted);
+      else compute += time(n, plan.nodes[n]);
       held[g_.node_output(n)] = {sn.output};
-      compute += time(n, plan.nodes[n]);
     }
     if (prefix >= 0) return compute + comm + penalty();
     for (size_t i = 0; i < g_.outputs().size(); ++i) need(g_.outputs()[i], plan.outputs[i], "output");
@@ -338,6 +388,64 @@ double node_time(const TeNode& node, const NodeSharding& sharding, const Mesh& m
   return std::max(t_compute, t_memory) + spec.compute.launch_overhead_us * 1e-6;
 }
 
+ShardSearchOptions::Overlap parse_overlap(const std::string& text, const std::string& what) {
+  if (text == "auto") return ShardSearchOptions::Overlap::automatic;
+  if (text == "on") return ShardSearchOptions::Overlap::on;
+  if (text == "off") return ShardSearchOptions::Overlap::off;
+  throw UserError("command line", what, cat("'", text, "' is not auto, on or off"));
+}
+
+void choose_overlap(const OpGraph& graph, ShardPlan& plan, const HwSpec& spec, ShardSearchOptions::Overlap mode) {
+  plan.shifted.clear();
+  if (mode == ShardSearchOptions::Overlap::off) return;
+  plan.shifted.assign(graph.num_nodes(), -1);
+  PlanPricer pricer(graph, spec, plan.mesh);
+  const bool on = mode == ShardSearchOptions::Overlap::on;
+  double cur = pricer.evaluate(plan, nullptr);
+  // Per tensor, in topological order: its readers that can run on its shifts, one at a time and
+  // all together (the shifted blocks are shared; a gather paid for one reader is paid for all).
+  std::vector<std::vector<std::pair<NodeId, int>>> readers(graph.num_tensors());
+  for (NodeId n : graph.topological_order())
+    for (size_t i = 0; i < graph.node_inputs(n).size(); ++i) {
+      const TensorId t = graph.node_inputs(n)[i];
+      if (graph.tensor(t).kind != TensorKind::weight && plan.shifted[n] < 0) readers[t].push_back({n, static_cast<int>(i)});
+    }
+  std::vector<TensorId> tensors(graph.inputs().begin(), graph.inputs().end());
+  for (NodeId n : graph.topological_order()) tensors.push_back(graph.node_output(n));
+  for (TensorId t : tensors) {
+    std::vector<std::pair<NodeId, int>> legal;
+    for (const auto& [n, i] : readers[t]) {
+      if (plan.shifted[n] >= 0) continue;  // already on another input's shifts
+      plan.shifted[n] = i;
+      if (std::isfinite(pricer.evaluate(plan, nullptr))) legal.push_back({n, i});
+      plan.shifted[n] = -1;
+    }
+    if (legal.empty()) continue;
+    std::vector<std::vector<std::pair<NodeId, int>>> options;
+    for (const auto& r : legal) options.push_back({r});
+    if (legal.size() > 1) options.push_back(legal);
+    double best = on ? std::numeric_limits<double>::infinity() : cur * (1 - 1e-9);
+    int pick = -1;
+    for (size_t k = 0; k < options.size(); ++k) {
+      for (const auto& [n, i] : options[k]) plan.shifted[n] = i;
+      const double v = pricer.evaluate(plan, nullptr);
+      // (On: the option shifting the most readers, then the cheapest.)
+      const bool better = on ? (pick < 0 || options[k].size() > options[pick].size() ||
+                                (options[k].size() == options[pick].size() && v < best))
+                             : v < best;
+      if (std::isfinite(v) && better) {
+        best = v;
+        pick = static_cast<int>(k);
+      }
+      for (const auto& [n, i] : options[k]) plan.shifted[n] = -1;
+    }
+    if (pick < 0) continue;
+    for (const auto& [n, i] : options[pick]) plan.shifted[n] = i;
+    cur = best;
+  }
+  if (std::all_of(plan.shifted.begin(), plan.shifted.end(), [](int i) { return i < 0; })) plan.shifted.clear();
+}
+
 PlanCost price_plan(const OpGraph& graph, const ShardPlan& plan, const HwSpec& spec) {
   if (auto why = check_mesh(spec, plan.mesh)) throw UserError("", "", *why);
   PlanPricer pricer(graph, spec, plan.mesh);
@@ -484,6 +592,7 @@ ShardSearch search_shard_plan(const OpGraph& graph, const Mesh& mesh, const HwSp
     result.bound = std::move(b);
   }
   if (!std::isfinite(best)) throw UserError("", "", "no shard plan can run this graph (every plan needs a layout no collective makes)");
+  choose_overlap(graph, result.plan, spec, options.overlap);
   result.cost = price_plan(graph, result.plan, spec);
   if (options.memory_per_device_bytes > 0) {
     result.cost.fits = result.cost.weight_bytes_per_device <= options.memory_per_device_bytes;
@@ -501,7 +610,7 @@ std::string format_shard_plan(const OpGraph& graph, const ShardPlan& plan, const
   auto ms = [](double s) { return cat(std::round(s * 1e6) / 1e3, " ms"); };
   os << "mesh " << plan.mesh.print() << " of " << spec.name << ": predicted " << ms(cost.total_s()) << " = compute "
      << ms(cost.compute_s) << " + communication " << ms(cost.communication_s) << " (" << cost.transfers.size()
-     << " collectives, no overlap); weights " << (cost.weight_bytes_per_device >> 20) << " MiB per device\n";
+     << " collectives" << (plan.shifted.empty() ? ", no overlap" : "") << "); weights " << (cost.weight_bytes_per_device >> 20) << " MiB per device\n";
   if (std::string note = mesh_note(spec, plan.mesh); !note.empty()) os << "  note: " << note << "\n";
   for (size_t i = 0; i < graph.inputs().size(); ++i)
     os << "  input  " << graph.tensor(graph.inputs()[i]).name << " " << print_layout(plan.inputs[i]) << "\n";
@@ -509,11 +618,15 @@ std::string format_shard_plan(const OpGraph& graph, const ShardPlan& plan, const
     os << "  node   " << graph.node(n).name() << ": " << node_split_text(graph.node(n), plan.nodes[n], plan.mesh) << "\n";
   for (size_t i = 0; i < graph.outputs().size(); ++i)
     os << "  output " << graph.tensor(graph.outputs()[i]).name << " " << print_layout(plan.outputs[i]) << "\n";
-  for (const PlannedTransfer& t : cost.transfers)
+  for (const PlannedTransfer& t : cost.transfers) {
     os << "  collective " << print_step(t.step, plan.mesh) << " of '" << t.tensor << "' " << print_layout(t.before)
        << " for " << (t.consumer == "output" ? "the output" : cat("'", t.consumer, "'")) << ": "
-       << std::round(t.cost.bytes_per_device / 1024) << " KiB per device over " << t.cost.level << ", " << ms(t.cost.seconds)
-       << "\n";
+       << std::round(t.cost.bytes_per_device / 1024) << " KiB per device over " << t.cost.level << ", " << ms(t.cost.seconds);
+    if (t.overlapped)
+      os << " per step, " << plan.mesh.shape[t.step.mesh_axis] - 1 << " steps overlapped with the node's pieces ("
+         << ms(t.exposed_s) << " exposed)";
+    os << "\n";
+  }
   return os.str();
 }
 

@@ -56,7 +56,9 @@ struct PlannedTransfer {
   std::string consumer;  // the node that needs it, or "output"
   LayoutStep step;
   TensorLayout before;
-  CollectiveCost cost;
+  CollectiveCost cost;   // a shift: one step's
+  double exposed_s = 0;  // a shift: the time its P - 1 steps add beyond the node's pieces
+  bool overlapped = false;
 };
 
 struct PlanCost {
@@ -71,6 +73,22 @@ struct PlanCost {
 /// The per-device roofline time of `node` split as `sharding` on `spec` (see above).
 double node_time(const TeNode& node, const NodeSharding& sharding, const Mesh& mesh, const HwSpec& spec);
 
+/// A node run in pieces with one input delivered by ring shifts (ShardPlan::shifted): P pieces,
+/// piece s overlapped with the shift that brings block s + 1, then the pieces joined. The pieces
+/// and the join are compute; of the shifts only what outlasts the pieces is exposed. The P - 1
+/// pieces beside a shift run on the compute units its interconnect level leaves them
+/// (InterconnectLevel::overlap_units; the shift is limited to the rest), so they take
+///   beside = piece x units / (units - overlap_units);
+///   compute = (P - 1) x beside + piece + join,  exposed = (P - 1) x max(0, shift step - beside).
+/// The shift's own speed on its limited units and the SMs and memory bandwidth the shift and the
+/// pieces share when no units are reserved are not modelled.
+struct OverlapPrice {
+  LayoutStep step;        // the shift
+  CollectiveCost shift;   // one step
+  double piece_s = 0, beside_s = 0, join_s = 0, compute_s = 0, exposed_s = 0;
+};
+OverlapPrice overlap_price(const TeNode& node, const ShiftForm& form, const TensorType& input, const HwSpec& spec, const Mesh& mesh);
+
 /// Prices `plan` (which must pass check_plan) the way partition() would run it.
 PlanCost price_plan(const OpGraph& graph, const ShardPlan& plan, const HwSpec& spec);
 
@@ -83,7 +101,21 @@ struct ShardSearchOptions {
   int64_t memory_per_device_bytes = 0;
   /// > 0: after the heuristic, z3 bounds it within this many milliseconds (see above).
   int64_t z3_bound_ms = 0;
+  /// Ring-shift overlap (ShardPlan::shifted) for nodes whose input is all-gathered: chosen where
+  /// the model prices it lower (automatic), wherever it can run (on), or never (off). Chosen after
+  /// the search and z3's bound, which price plans without it (a plan with shifts can price below
+  /// the bound).
+  enum class Overlap : uint8_t { automatic, on, off };
+  Overlap overlap = Overlap::automatic;
 };
+
+/// "auto", "on", "off"; UserError naming `what` otherwise.
+ShardSearchOptions::Overlap parse_overlap(const std::string& text, const std::string& what);
+
+/// Sets plan.shifted for every node whose input the plan all-gathers and which can run on ring
+/// shifts instead, one node at a time in topological order: where the whole plan then prices
+/// lower (automatic) or wherever it can (on); off clears it.
+void choose_overlap(const OpGraph& graph, ShardPlan& plan, const HwSpec& spec, ShardSearchOptions::Overlap mode);
 
 /// What z3 proved about the search's problem (ShardSearchOptions::z3_bound_ms).
 struct ShardBound {

@@ -300,6 +300,7 @@ std::string print_step(const LayoutStep& step, const Mesh& mesh) {
     case Collective::reduce_scatter: return cat("reduce_scatter(", axis, ", ", combiner_name(step.op), ", dim ", step.dim, ")");
     case Collective::all_gather: return cat("all_gather(", axis, ", dim ", step.dim, ")");
     case Collective::all_to_all: return cat("all_to_all(", axis, ", dim ", step.dim, " -> ", step.to_dim, ")");
+    case Collective::shift: return cat("shift(", axis, ", dim ", step.dim, ")");
     case Collective::none: break;
   }
   return "none";

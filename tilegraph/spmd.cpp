@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <string>
+#include <tuple>
 
 #include "tilegraph/error.h"
 
@@ -60,10 +62,13 @@ class Partitioner {
     for (NodeId n : g_.topological_order()) {
       const TeNode& node = g_.node(n);
       const ShardedNode sn = std::get<ShardedNode>(shard_node(node, plan_.nodes[n], mesh));
+      const int shifted = plan_.shifted_input(n);
       std::vector<TensorId> ins;
-      for (size_t i = 0; i < g_.node_inputs(n).size(); ++i) ins.push_back(obtain(g_.node_inputs(n)[i], sn.inputs[i]));
+      for (size_t i = 0; i < g_.node_inputs(n).size(); ++i)
+        ins.push_back(static_cast<int>(i) == shifted ? -1 : obtain(g_.node_inputs(n)[i], sn.inputs[i]));
       const TensorId out = g_.node_output(n);
-      const TensorId id = prog_.local.add_node(local_node(node, plan_.nodes[n], mesh), ins, g_.tensor(out).name);
+      const TensorId id = shifted >= 0 ? overlapped(n, shifted, ins)
+                                       : prog_.local.add_node(local_node(node, plan_.nodes[n], mesh), ins, g_.tensor(out).name);
       avail_[out].push_back({sn.output, id});
     }
     for (size_t i = 0; i < g_.outputs().size(); ++i) {
@@ -79,6 +84,78 @@ class Partitioner {
     TensorLayout layout;
     TensorId id;
   };
+
+  /// Node `n` with input `input` delivered by ring shifts (ShardPlan::shifted): its blocks rotate
+  /// along the mesh axis while one piece of the node runs on each, and the pieces are joined in
+  /// block order. `ins` holds the other inputs.
+  TensorId overlapped(NodeId n, int input, std::vector<TensorId> ins) {
+    const TeNode& node = g_.node(n);
+    const TensorId t = g_.node_inputs(n)[input];
+    std::vector<TensorLayout> held;
+    for (const Held& h : avail_[t]) held.push_back(h.layout);
+    auto form = shift_form(node, plan_.nodes[n], input, held, plan_.mesh);
+    if (auto* why = std::get_if<std::string>(&form))
+      throw UserError("", "", cat("shard plan: node '", node.name(), "' cannot take '", g_.tensor(t).name, "' by ring shifts: ", *why));
+    const ShiftForm& f = std::get<ShiftForm>(form);
+    // blocks[s]: the block held after s shifts, block (c - s) mod P of the input's dimension.
+    std::vector<TensorId>& blocks = shifted_[{t, f.mesh_axis, print_layout(f.block_layout)}];
+    if (blocks.empty()) {
+      blocks.push_back(obtain(t, f.block_layout));
+      LayoutStep step;
+      step.mesh_axis = f.mesh_axis;
+      step.collective = Collective::shift;
+      step.dim = f.input_dim;
+      const TensorInfo& info = g_.tensor(t);
+      for (int64_t s = 1; s < f.parts; ++s) {
+        const TensorId src = blocks.back();
+        prog_.local.mark_output(src);
+        const TensorId id = prog_.local.add_input(cat(info.name, "@shift", s, ".", ++renames_), prog_.local.tensor(src).type);
+        prog_.transfers.push_back({step, src, id, info.name, info.type});
+        blocks.push_back(id);
+      }
+    }
+    const NodeRef piece = local_node(node, f.piece, f.piece_mesh);
+    const std::string& name = g_.tensor(g_.node_output(n)).name;
+    std::vector<TensorId> pieces(f.parts);
+    for (int64_t s = 0; s < f.parts; ++s) {
+      ins[input] = blocks[s];
+      pieces[s] = prog_.local.add_node(piece, ins, cat(name, ".piece", s));
+    }
+    // Output block j was computed on the block held after (c - j) mod P shifts.
+    const int64_t c = plan_.mesh.coords(device_)[f.mesh_axis];
+    std::vector<TensorId> ordered;
+    for (int64_t j = 0; j < f.parts; ++j) ordered.push_back(pieces[((c - j) % f.parts + f.parts) % f.parts]);
+    return concat(ordered, f.output_dim, name);
+  }
+
+  /// `parts` (equal shapes) laid one after another along `dim`.
+  TensorId concat(const std::vector<TensorId>& parts, int dim, const std::string& name) {
+    const TensorType& in = prog_.local.tensor(parts[0]).type;
+    const int rank = in.rank();
+    NodeSpec spec;
+    spec.name = name;
+    std::vector<int64_t> out = in.shape;
+    out[dim] *= static_cast<int64_t>(parts.size());
+    for (int d = 0; d < rank; ++d) spec.axes.push_back({cat("d", d), out[d], AxisKind::spatial});
+    for (size_t k = 0; k < parts.size(); ++k) {
+      std::vector<AffineExpr> results;
+      for (int d = 0; d < rank; ++d) {
+        AffineExpr e;
+        e.coeffs.assign(rank, 0);
+        e.coeffs[d] = 1;
+        if (d == dim) e.offset = -static_cast<int64_t>(k) * in.shape[dim];
+        results.push_back(e);
+      }
+      spec.inputs.push_back({in, AffineMap(rank, results)});
+    }
+    Expr body = input(static_cast<int>(parts.size()) - 1, in.dtype);
+    for (int k = static_cast<int>(parts.size()) - 2; k >= 0; --k)
+      body = select(binary(ExprOp::lt, axis_index(dim), constant(static_cast<double>((k + 1) * in.shape[dim]), DType::i64)),
+                    input(k, in.dtype), body);
+    spec.body = body;
+    spec.output_shape = out;
+    return prog_.local.add_node(make_node(std::move(spec)), parts, name);
+  }
 
   /// The local tensor holding graph tensor `t` in `layout`, made from one it is held in.
   TensorId obtain(TensorId t, const TensorLayout& layout) {
@@ -234,10 +311,72 @@ class Partitioner {
   SpmdProgram prog_;
   std::map<TensorId, std::vector<Held>> avail_;
   std::map<TensorId, std::shared_ptr<HostTensor>> full_;
+  // (tensor, mesh axis, the blocks' layout) -> its blocks in shift order
+  std::map<std::tuple<TensorId, int, std::string>, std::vector<TensorId>> shifted_;
   int renames_ = 0;
 };
 
 }  // namespace
+
+std::variant<ShiftForm, std::string> shift_form(const TeNode& node, const NodeSharding& sharding, int input,
+                                                const std::vector<TensorLayout>& held, const Mesh& mesh) {
+  if (input < 0 || input >= static_cast<int>(node.inputs().size())) return cat("the node has no input ", input);
+  auto sharded = shard_node(node, sharding, mesh);
+  if (auto* why = std::get_if<std::string>(&sharded)) return *why;
+  const TensorLayout& need = std::get<ShardedNode>(sharded).inputs[input];
+  std::string why = cat("input ", input, " is not all-gathered along one mesh axis");
+  for (const TensorLayout& h : held)
+    for (int a = 0; a < mesh.rank(); ++a) {
+      if (need[a].kind != AxisLayout::Kind::replicate || h[a].kind != AxisLayout::Kind::shard) continue;
+      bool others_alike = true;
+      for (int b = 0; b < mesh.rank(); ++b) others_alike &= b == a || h[b] == need[b];
+      if (!others_alike) continue;
+      ShiftForm f;
+      f.mesh_axis = a;
+      f.input_dim = h[a].dim;
+      f.parts = mesh.shape[a];
+      f.block_layout = h;
+      const AffineExpr& e = node.inputs()[input].map.result(f.input_dim);
+      for (int x = 0; x < node.num_axes(); ++x)
+        if (e.coeffs[x] != 0) {
+          if (f.axis >= 0) f.axis = node.num_axes();  // more than one axis reads it
+          else f.axis = x;
+        }
+      if (f.axis < 0 || f.axis >= node.num_axes() || e.coeffs[f.axis] != 1 || e.offset != 0) {
+        why = cat("input ", input, " reads dimension ", f.input_dim, " through more than one loop axis or with an offset");
+        continue;
+      }
+      if (f.axis >= node.num_spatial()) {
+        why = cat("input ", input, "'s dimension ", f.input_dim, " is read by a reduction axis");
+        continue;
+      }
+      f.piece_mesh = mesh;
+      f.piece_mesh.shape.push_back(f.parts);
+      f.piece_mesh.axis_names.push_back("shift");
+      f.piece = sharding;
+      f.piece.split.push_back(f.axis);
+      auto pieces = shard_node(node, f.piece, f.piece_mesh);
+      if (auto* w = std::get_if<std::string>(&pieces)) {
+        why = *w;
+        continue;
+      }
+      const ShardedNode& psn = std::get<ShardedNode>(pieces);
+      bool alone = psn.inputs[input].back() == AxisLayout::sharded(f.input_dim);
+      for (size_t j = 0; j < psn.inputs.size(); ++j)
+        if (static_cast<int>(j) != input) alone &= psn.inputs[j].back().kind == AxisLayout::Kind::replicate;
+      if (!alone) {
+        why = cat("another input of the node is read along the axis that reads input ", input, "'s dimension ", f.input_dim);
+        continue;
+      }
+      if (psn.output.back().kind != AxisLayout::Kind::shard) {
+        why = "the pieces' outputs are not whole blocks of one output dimension";
+        continue;
+      }
+      f.output_dim = psn.output.back().dim;
+      return f;
+    }
+  return why;
+}
 
 ShardPlan replicated_plan(const OpGraph& graph, const Mesh& mesh) {
   ShardPlan plan;
@@ -268,6 +407,15 @@ std::optional<std::string> check_plan(const OpGraph& graph, const ShardPlan& pla
   for (NodeId n = 0; n < graph.num_nodes(); ++n) {
     auto sn = shard_node(graph.node(n), plan.nodes[n], plan.mesh);
     if (auto* why = std::get_if<std::string>(&sn)) return cat("node '", graph.node(n).name(), "': ", *why);
+  }
+  if (!plan.shifted.empty() && static_cast<int>(plan.shifted.size()) != graph.num_nodes())
+    return cat("the plan's shifted inputs name ", plan.shifted.size(), " nodes of a graph of ", graph.num_nodes());
+  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
+    const int i = plan.shifted_input(n);
+    if (i >= static_cast<int>(graph.node_inputs(n).size()) || i < -1)
+      return cat("node '", graph.node(n).name(), "' has no input ", i, " to shift");
+    if (i >= 0 && graph.tensor(graph.node_inputs(n)[i]).kind == TensorKind::weight)
+      return cat("node '", graph.node(n).name(), "': input ", i, " is a weight, which is never shifted");
   }
   return std::nullopt;
 }

@@ -7,11 +7,19 @@
 // tensor after it an input, and a collective (all-gather, all-reduce, reduce-scatter,
 // all-to-all) runs between them. Changes that need no communication (a replicated tensor
 // sharded) are slice nodes inside the local graph. The local graphs of all devices have the same
-// structure and the same transfers in the same order; only weight pieces and slice offsets differ.
+// structure and the same transfers in the same order; only weight pieces and slice offsets differ
+// (and, where a node is overlapped with ring shifts, the order its pieces are joined in).
+//
+// Overlap (Mercury's shift): a node that needs an input all-gathered along one mesh axis can
+// instead run in P pieces, one per block of that input, while the blocks rotate around the axis's
+// ring -- piece s computes on the block held after s shifts while the next shift moves it on (the
+// runners put transfers on a queue of their own). ShardPlan::shifted records the choice per node;
+// shift_form says whether a node can run that way.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tilegraph/op_graph.h"
@@ -26,7 +34,33 @@ struct ShardPlan {
   std::vector<NodeSharding> nodes;     // per NodeId of the graph
   std::vector<TensorLayout> inputs;    // per graph input
   std::vector<TensorLayout> outputs;   // per graph output
+  /// Per NodeId, the input delivered by ring shifts instead of an all-gather (overlapped with the
+  /// node's pieces), or -1. Empty: none.
+  std::vector<int> shifted;
+  int shifted_input(NodeId n) const { return n < static_cast<NodeId>(shifted.size()) ? shifted[n] : -1; }
 };
+
+/// How a node runs with one input delivered by ring shifts along mesh axis `mesh_axis` (P devices):
+/// P pieces, each the node (split as the plan says) with loop axis `axis` cut once more into P, reading
+/// one block of the input along its dimension `input_dim` and making one block of the output along
+/// `output_dim`; the pieces are joined along output_dim.
+struct ShiftForm {
+  int mesh_axis = -1;
+  int axis = -1;
+  int input_dim = -1;
+  int output_dim = -1;
+  int64_t parts = 0;
+  TensorLayout block_layout;  // the layout the input's blocks are held in (S(input_dim) along mesh_axis)
+  Mesh piece_mesh;            // the mesh with one more axis (the pieces) ...
+  NodeSharding piece;         // ... and the node's sharding on it: one piece's node is local_node(node, piece, piece_mesh)
+};
+
+/// Whether `node`, split as `sharding`, can take its input `input` by ring shifts when that input is
+/// held in `held` (the layouts its producer made): the input is needed replicated along exactly one
+/// mesh axis where it is held sharded (other axes alike), the loop axis reading that dimension is
+/// spatial, read by no other input and is one whole dimension of the output. The reason otherwise.
+std::variant<ShiftForm, std::string> shift_form(const TeNode& node, const NodeSharding& sharding, int input,
+                                                const std::vector<TensorLayout>& held, const Mesh& mesh);
 
 /// A plan with every node computed whole on every device, inputs and outputs replicated.
 ShardPlan replicated_plan(const OpGraph& graph, const Mesh& mesh);

@@ -33,6 +33,7 @@ std::string_view collective_name(Collective c) {
     case Collective::reduce_scatter: return "reduce_scatter";
     case Collective::all_reduce: return "all_reduce";
     case Collective::all_to_all: return "all_to_all";
+    case Collective::shift: return "shift";
   }
   return "?";
 }

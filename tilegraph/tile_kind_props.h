@@ -43,7 +43,9 @@ struct NmSparseProps {
 };
 
 /// Collective run at a group edge of a sharded tensor.
-enum class Collective : uint8_t { none, all_gather, reduce_scatter, all_reduce, all_to_all };
+/// `shift`: Mercury's ring rotation -- every member sends its block to the next member of the group
+/// and receives the previous one's (docs/distributed.md, "Overlap").
+enum class Collective : uint8_t { none, all_gather, reduce_scatter, all_reduce, all_to_all, shift };
 std::string_view collective_name(Collective c);
 
 /// A tile split over a device mesh. `mesh_shape` is the device mesh (e.g. {2} or {2, 4});

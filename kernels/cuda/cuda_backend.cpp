@@ -55,7 +55,9 @@ struct Launch {
   int threads = 0;
   int64_t smem_bytes = 0;
   std::vector<CUdeviceptr> args;   // kernel parameters, in order
+  std::vector<TensorId> arg_tensors;  // per arg: the tensor it addresses, or -1 (scratch, status)
   std::vector<CUtensorMap> maps;   // then these (GroupPlan::tensor_maps), passed by value
+  std::vector<TensorMapParam> map_params;  // what each map describes
   std::vector<void*> arg_ptrs;     // pointers to args and maps (cuLaunchKernel's kernelParams)
 };
 
@@ -150,17 +152,24 @@ class CudaExecutable : public Executable {
       if (l.smem_bytes > 0)
         d_.check(d_.cuFuncSetAttribute(l.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem_bytes)),
                  cat("cuFuncSetAttribute (", k.name, ": ", l.smem_bytes, " bytes of shared memory)").c_str());
-      for (TensorId t : k.plan.inputs) l.args.push_back(where[t]);
+      for (TensorId t : k.plan.inputs) {
+        l.args.push_back(where[t]);
+        l.arg_tensors.push_back(t);
+      }
       for (TensorId t : k.plan.outputs) {
         TESSEL_ASSERT(where[t] != 0, "tensor '", graph.tensor(t).name, "' written by ", k.name, " has no buffer");
         l.args.push_back(where[t]);
+        l.arg_tensors.push_back(t);
       }
       for (TensorId t : k.plan.inputs)
         TESSEL_ASSERT(where[t] != 0, "tensor '", graph.tensor(t).name, "' read by ", k.name, " has no buffer");
       l.args.push_back(scratch_);
       l.args.push_back(status_);
-      for (const TensorMapParam& m : k.plan.tensor_maps)
+      l.arg_tensors.insert(l.arg_tensors.end(), {-1, -1});
+      for (const TensorMapParam& m : k.plan.tensor_maps) {
         l.maps.push_back(tensor_map(m, where[m.tensor] + static_cast<CUdeviceptr>(m.offset * 2), k.name));
+        l.map_params.push_back(m);
+      }
       launches_.push_back(std::move(l));
     }
     for (Launch& l : launches_) {
@@ -168,6 +177,7 @@ class CudaExecutable : public Executable {
       for (CUtensorMap& m : l.maps) l.arg_ptrs.push_back(&m);
     }
     for (TensorId t : graph.outputs()) output_where_.push_back(where[t]);
+    where_ = std::move(where);
     io_.inputs.assign(input_buffers_.begin(), input_buffers_.end());
     io_.outputs.assign(output_where_.begin(), output_where_.end());
     peak_bytes_ += plan_.arena_bytes + scratch_bytes;
@@ -351,6 +361,35 @@ class CudaExecutable : public Executable {
   int launches_per_run() const override { return static_cast<int>(launches_.size()); }
   const DeviceIo* device_io() const override { return &io_; }
   void enqueue() override { launch_all(); }
+  void bind_inputs(const std::vector<uint64_t>& addresses) override {
+    const std::vector<TensorId>& ins = graph_.inputs();
+    TESSEL_ASSERT(addresses.size() == ins.size(), "bind_inputs: ", addresses.size(), " addresses for ", ins.size(), " inputs");
+    for (size_t i = 0; i < ins.size(); ++i) {
+      TESSEL_ASSERT(addresses[i] % 16 == 0, "bind_inputs: input '", graph_.tensor(ins[i]).name, "' at an address not 16-byte aligned");
+      where_[ins[i]] = addresses[i];
+    }
+    for (Launch& l : launches_) {
+      for (size_t a = 0; a < l.args.size(); ++a)
+        if (l.arg_tensors[a] >= 0) l.args[a] = where_[l.arg_tensors[a]];
+      for (size_t m = 0; m < l.maps.size(); ++m)
+        l.maps[m] = tensor_map(l.map_params[m], where_[l.map_params[m].tensor] + static_cast<CUdeviceptr>(l.map_params[m].offset * 2), l.name);
+    }
+    // Its own input buffers are no longer read: freed (a bound input is the caller's, never freed).
+    for (size_t i = 0; i < ins.size(); ++i) {
+      auto own = std::find(allocations_.begin(), allocations_.end(), input_buffers_[i]);
+      if (own == allocations_.end() || input_buffers_[i] == addresses[i]) continue;
+      d_.cuMemFree(*own);
+      allocations_.erase(own);
+      peak_bytes_ -= bytes_of(ins[i]);
+    }
+    // (run() and time() now upload host inputs to the bound addresses.)
+    input_buffers_.assign(addresses.begin(), addresses.end());
+    io_.inputs = addresses;
+    if (graph_exec_) {  // a captured run read the old buffers
+      d_.cuGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
+    }
+  }
 
  private:
   const OpGraph graph_;  // a copy: the executable may outlive the caller's graph
@@ -364,8 +403,9 @@ class CudaExecutable : public Executable {
   CUgraphExec graph_exec_ = nullptr;
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> allocations_;
-  std::vector<CUdeviceptr> input_buffers_;
+  std::vector<CUdeviceptr> input_buffers_;  // where the inputs are read (its own, or bound ones)
   std::vector<CUdeviceptr> output_where_;
+  std::vector<CUdeviceptr> where_;  // per tensor of the graph: its address
   std::vector<Launch> launches_;
   size_t groups_ = 0;  // the schedule's groups (a group with an empty output has no launch)
   BufferPlan plan_;
@@ -483,6 +523,8 @@ class CudaDeviceContext : public DeviceContext {
     d_.cuCtxSetCurrent(ctx_);
     if (graph_exec_) d_.cuGraphExecDestroy(graph_exec_);
     for (CUdeviceptr p : allocations_) d_.cuMemFree(p);
+    for (CUevent e : events_) d_.cuEventDestroy(e);
+    if (side_) d_.cuStreamDestroy(side_);
     d_.cuStreamDestroy(stream_);
     d_.cuDevicePrimaryCtxRelease(device_);
   }
@@ -511,7 +553,26 @@ class CudaDeviceContext : public DeviceContext {
   void copy(uint64_t dst, uint64_t src, int64_t bytes) override {
     if (bytes > 0 && dst != src) d_.check(d_.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(bytes), stream_), "cuMemcpyDtoD");
   }
-  void synchronize() override { d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+  void synchronize() override {
+    d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    if (side_) d_.check(d_.cuStreamSynchronize(side_), "cuStreamSynchronize (side stream)");
+  }
+  void* side_stream() override {
+    if (!side_) d_.check(d_.cuStreamCreate(&side_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (side stream)");
+    return side_;
+  }
+  int make_event() override {
+    CUevent e = nullptr;
+    d_.check(d_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    events_.push_back(e);
+    return static_cast<int>(events_.size()) - 1;
+  }
+  void record(int event, int queue) override {
+    d_.check(d_.cuEventRecord(events_.at(event), queue_of(queue)), "cuEventRecord");
+  }
+  void wait(int event, int queue) override {
+    d_.check(d_.cuStreamWaitEvent(queue_of(queue), events_.at(event), 0), "cuStreamWaitEvent");
+  }
 
   std::vector<double> time(const std::function<void()>& step, const TimingOptions& options, bool* graph_used) override {
     make_current();
@@ -560,7 +621,11 @@ class CudaDeviceContext : public DeviceContext {
   int index_ = 0;
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
+  CUstream queue_of(int queue) { return queue == 0 ? stream_ : static_cast<CUstream>(side_stream()); }
+
   CUstream stream_ = nullptr;
+  CUstream side_ = nullptr;
+  std::vector<CUevent> events_;
   CUgraphExec graph_exec_ = nullptr;
   std::vector<CUdeviceptr> allocations_;
 };

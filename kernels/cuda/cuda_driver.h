@@ -34,7 +34,7 @@ struct CudaDriver {
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags") X(cuGraphLaunch, "cuGraphLaunch")            \
   X(cuGraphExecDestroy, "cuGraphExecDestroy") X(cuGraphDestroy, "cuGraphDestroy")                   \
   X(cuGetErrorName, "cuGetErrorName") X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")          \
-  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2") X(cuStreamWaitEvent, "cuStreamWaitEvent")
 #define TESSEL_CUDA_DRIVER_MEMBER(fn, sym) decltype(&::fn) fn = nullptr;
   TESSEL_CUDA_DRIVER_FUNCTIONS(TESSEL_CUDA_DRIVER_MEMBER)
 #undef TESSEL_CUDA_DRIVER_MEMBER

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 
 #include "../temp_dir.h"
 #include "cuda_check.h"
@@ -71,6 +72,24 @@ TEST_CASE("cuda run: integer semantics (div, mod, casts with wrapping)") {
   check_op_on_gpu("Cast", {tensor(DType::f32, {6}, {-1.5, 2.7, 300.0, -129.0, 1e10, NAN})}, {{"to", std::string("i8")}});
   check_op_on_gpu("Cast", {tensor(DType::f32, {4}, {-1.5, 2.7, 255.9, 256.0})}, {{"to", std::string("u8")}});
   check_op_on_gpu("Cast", {random_of(DType::i32, {9}, 3)}, {{"to", std::string("f16")}});
+}
+
+TEST_CASE("cuda run: i64 values past 2^53 and at the extremes are exact and wrap as the interpreter's do") {
+  gpu_or_compile_only();
+  constexpr int64_t kTwoTo53 = int64_t{1} << 53;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const auto ints = [](std::vector<int64_t> values) {
+    const int64_t n = static_cast<int64_t>(values.size());
+    return HostTensor::from_integers(TensorType{DType::i64, {n}}, std::move(values));
+  };
+  // 2^53 + 1 is not a double; kMax + 1 wraps; kMin / -1 is kMin; x / 0 and x % 0 give 0.
+  const HostTensor a = ints({kTwoTo53 + 1, kMax, kMin, kMin, 7, -7, kTwoTo53 + 3, int64_t{1} << 62});
+  const HostTensor b = ints({1, 1, -1, 0, 0, 2, -2, 4});
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod", "Max"}) check_op_on_gpu(op, {a, b});
+  check_op_on_gpu("ReduceSum", {ints({kTwoTo53, 1, 1, 1, kMax, 2}), i64({1}, {0})}, {{"keepdims", int64_t{0}}}, {1});
+  check_op_on_gpu("Cast", {tensor(DType::f32, {6}, {-1.5, 1e30, -1e30, 9.0e15, NAN, 3.0})}, {{"to", std::string("i64")}});
+  check_op_on_gpu("Cast", {a}, {{"to", std::string("f32")}});
 }
 
 TEST_CASE("cuda run: f16 and bf16 (computed in f32, rounded on store)") {

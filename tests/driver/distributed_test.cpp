@@ -248,6 +248,7 @@ TEST_CASE("distributed: z3 bounds the search from below, and its plan, where kep
     const Mesh mesh = parse_mesh(mesh_text, "t");
     ShardSearchOptions o;
     o.z3_bound_ms = 60000;
+    o.overlap = ShardSearchOptions::Overlap::off;  // (the bound is on plans without ring shifts)
     const ShardSearch e = search_shard_plan(g, mesh, dgx(), o);
     REQUIRE(e.exact);
     REQUIRE(e.bound);
@@ -267,6 +268,7 @@ TEST_CASE("distributed: z3 bounds the search from below, and its plan, where kep
     ShardSearchOptions o;
     o.exhaustive_limit = 0;
     o.z3_bound_ms = 60000;
+    o.overlap = ShardSearchOptions::Overlap::off;
     const ShardSearch s = search_shard_plan(g, mesh, cpu_cluster(), o);
     REQUIRE(s.bound);
     const ShardBound& b = *s.bound;
@@ -318,4 +320,136 @@ TEST_CASE("distributed: a memory cap per device makes the search shard the weigh
   check_plan_runs(g, s.plan);
   capped.memory_per_device_bytes = 16;  // less than any split of the weights
   CHECK_THROWS_WITH_AS(search_shard_plan(g, mesh, cpu_cluster(), capped), doctest::Contains("MiB per device"), UserError);
+}
+
+namespace {
+
+/// y = x w with x given sharded by rows and w's columns split (the all-gather-GEMM of Megatron's
+/// sequence parallelism): the plan all-gathers x before the product.
+OpGraph ag_gemm(int64_t m, int64_t k, int64_t n, DType dtype = DType::f32) {
+  ModelBuilder b(dtype);
+  const std::string x = b.input("x", {m, k});
+  return b.graph(b.op("MatMul", {x, b.weight("w", {k, n}, 1, -3, 3)}));
+}
+
+ShardPlan ag_gemm_plan(const OpGraph& g, const Mesh& mesh, int mesh_axis = 0) {
+  ShardPlan plan = replicated_plan(g, mesh);
+  plan.inputs[0][mesh_axis] = AxisLayout::sharded(0);
+  plan.nodes[0].split[mesh_axis] = 1;  // columns of w (domain m, n, k)
+  plan.outputs[0][mesh_axis] = AxisLayout::sharded(1);
+  return plan;
+}
+
+HwSpec h200_pair() { return load_hw_spec(std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-h200-x2.json"); }
+
+}  // namespace
+
+TEST_CASE("distributed: a node overlapped with ring shifts (Mercury's shift) matches the interpreter on 2, 3, 4 and 2x2 ranks") {
+  const OpGraph g = ag_gemm(24, 16, 12);
+  for (const char* m : {"2", "3", "4"}) {
+    CAPTURE(m);
+    const Mesh mesh = parse_mesh(m, "t");
+    ShardPlan plan = ag_gemm_plan(g, mesh);
+    CHECK(has(check_plan_runs(g, plan), Collective::all_gather));
+    choose_overlap(g, plan, cpu_cluster(), ShardSearchOptions::Overlap::on);
+    REQUIRE(plan.shifted_input(0) == 0);
+    const std::vector<Transfer> ts = check_plan_runs(g, plan);
+    CHECK(!has(ts, Collective::all_gather));
+    CHECK(static_cast<int64_t>(ts.size()) == mesh.devices() - 1);  // P - 1 shifts, no gather
+    CHECK(has(ts, Collective::shift));
+  }
+  // On one axis of a 2 x 2 mesh (the other axis splits the rows of the product).
+  const Mesh grid = parse_mesh("dp=2,tp=2", "t");
+  ShardPlan plan = ag_gemm_plan(g, grid, 1);
+  choose_overlap(g, plan, cpu_cluster(), ShardSearchOptions::Overlap::on);
+  REQUIRE(plan.shifted_input(0) == 0);
+  CHECK(has(check_plan_runs(g, plan), Collective::shift));
+  // The LLaMA MLP with its input given by rows and Megatron's column/row split: the RMSNorm's output
+  // is all-gathered for both projections; each runs on the same shifted blocks.
+  const OpGraph mlp_g = llama_mlp(16, 32, 64);
+  ShardSearchOptions o;
+  o.overlap = ShardSearchOptions::Overlap::on;
+  for (const char* pin : {"x=S0", "gate_w=S1", "up_w=S1", "down_w=S0"}) parse_pin(pin, parse_mesh("2", "t"), o.constraints);
+  const ShardSearch s = search_shard_plan(mlp_g, parse_mesh("2", "t"), cpu_cluster(), o);
+  const std::vector<Transfer> ts = check_plan_runs(mlp_g, s.plan);
+  if (!s.plan.shifted.empty()) CHECK(has(ts, Collective::shift));
+  // i64 blocks cross the shifts exactly.
+  const OpGraph gi = ag_gemm(8, 4, 6, DType::i64);
+  std::vector<int64_t> big(8 * 4);
+  for (size_t k = 0; k < big.size(); ++k) big[k] = (int64_t{1} << 55) + 2 * static_cast<int64_t>(k) + 1;
+  ShardPlan pi = ag_gemm_plan(gi, parse_mesh("2", "t"));
+  choose_overlap(gi, pi, cpu_cluster(), ShardSearchOptions::Overlap::on);
+  CHECK(has(check_plan_runs(gi, pi, interpreter_segments(), {HostTensor::from_integers(TensorType{DType::i64, {8, 4}}, big)}),
+            Collective::shift));
+}
+
+TEST_CASE("distributed: the model overlaps where the shifts hide behind the pieces, and not where they cannot") {
+  const HwSpec spec = h200_pair();
+  const Mesh mesh = parse_mesh("2", "t");
+  // Large: 16384 tokens of 4096 into 8192 columns per device -- pieces of ~0.7 ms against a 64 MiB
+  // shift of ~0.3 ms: overlapped, the step hides the gather.
+  {
+    const OpGraph g = ag_gemm(16384, 4096, 16384, DType::f16);
+    ShardPlan plan = ag_gemm_plan(g, mesh);
+    const double sequential = price_plan(g, plan, spec).total_s();
+    choose_overlap(g, plan, spec, ShardSearchOptions::Overlap::automatic);
+    REQUIRE(plan.shifted_input(0) == 0);
+    const PlanCost c = price_plan(g, plan, spec);
+    CHECK(c.total_s() < sequential);
+    REQUIRE(c.transfers.size() == 1);
+    CHECK(c.transfers[0].overlapped);
+    CHECK(c.transfers[0].exposed_s == 0);
+    CHECK(format_shard_plan(g, plan, c, spec).find("overlapped with the node's pieces") != std::string::npos);
+  }
+  // Small: 256 tokens -- the pieces take microseconds, each shift pays the link's latency and
+  // the join a launch: kept as an all-gather.
+  {
+    const OpGraph g = ag_gemm(256, 1024, 1024, DType::f16);
+    ShardPlan plan = ag_gemm_plan(g, mesh);
+    choose_overlap(g, plan, spec, ShardSearchOptions::Overlap::automatic);
+    CHECK(plan.shifted.empty());
+  }
+  // A node whose gathered input is read by a reduction axis cannot run on shifts (x's columns).
+  {
+    const OpGraph g = ag_gemm(64, 64, 64);
+    ShardPlan plan = replicated_plan(g, mesh);
+    plan.inputs[0][0] = AxisLayout::sharded(1);
+    choose_overlap(g, plan, spec, ShardSearchOptions::Overlap::on);
+    CHECK(plan.shifted.empty());
+    plan.shifted = {0};
+    CHECK_THROWS_AS(partition(g, plan, 0), UserError);
+  }
+  CHECK_THROWS_AS(parse_overlap("sometimes", "--overlap"), UserError);
+}
+
+TEST_CASE("distributed: the program is cut so that each ring shift runs beside the piece that does not need it") {
+  // x -> ReLU (by rows) -> MatMul (w's columns) on 3 ranks: the ReLU's rows shifted twice.
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {24, 16});
+  const OpGraph g = b.graph(b.op("MatMul", {b.op("Relu", {x}), b.weight("w", {16, 12}, 1, -3, 3)}));
+  REQUIRE(g.num_nodes() == 2);
+  const Mesh mesh = parse_mesh("3", "t");
+  ShardPlan plan = replicated_plan(g, mesh);
+  plan.inputs[0][0] = AxisLayout::sharded(0);
+  plan.nodes = {{{0}}, {{1}}};  // ReLU by rows, the product by w's columns
+  plan.outputs[0][0] = AxisLayout::sharded(1);
+  choose_overlap(g, plan, cpu_cluster(), ShardSearchOptions::Overlap::on);
+  REQUIRE(plan.shifted_input(1) == 0);
+  check_plan_runs(g, plan);
+  const SpmdProgram p = partition(g, plan, 0);
+  const ProgramCut cut = cut_program(p);
+  std::string kinds;
+  for (const ProgramCut::Step& s : cut.steps) kinds += s.segment >= 0 ? "S" : "T";
+  // The ReLU; shift 1 (its block); the piece on the own block beside it; shift 2; the piece on
+  // shift 1's block beside it; the last piece and the join.
+  CHECK(kinds == "STSTSS");
+  auto reads = [&](int step, int transfer) {
+    const auto& in = cut.segments[cut.steps[step].segment].inputs;
+    return std::find(in.begin(), in.end(), p.transfers[transfer].result) != in.end();
+  };
+  REQUIRE(p.transfers.size() == 2);
+  CHECK_FALSE(reads(2, 0));
+  CHECK(reads(4, 0));
+  CHECK_FALSE(reads(4, 1));
+  CHECK(reads(5, 1));
 }
