@@ -129,7 +129,7 @@ constexpr double kWgSplitReduceBytesPerSecond = 25.6e9;
 
 // Multiply-adds' time per accumulator that the CPU micro-kernel's block-sparse walk spends at each
 // block it multiplies: the block table's check and the K loop's restart. Fitted on this project's
-// 2-core VM (AVX-512; experiments/results/cpu/2026-11-29-sparse-b, interleaved): at walked
+// 2-core VM (AVX-512; experiments/sparse/runs/cpu-2026-11-29-sparse-b, interleaved): at walked
 // densities of 0.5-0.9, sparse over dense time was about density x (1 + 10 / block_k) (per point
 // 2-15); without it the model picked the sparse kernel where it ran 0.89-0.90x of dense.
 constexpr double kCpuSparseBlockRestartFmas = 10;
@@ -209,7 +209,7 @@ double bound_time(const std::vector<std::pair<const MemoryLevel*, double>>& leve
 // wave of blocks (prologue, Q's tile, the epilogue) and per chunk of keys a block walks (its
 // copies' latency and its dependent steps; what bounds a one-warp decode block). Fitted by
 // experiments/cost_model_fidelity/attention_fit.py --fit on the 72 attention instances of the op
-// sweep measured on an H200 (experiments/results/h200/2026-11-29c, call 1), with the H200 spec:
+// sweep measured on an H200 (experiments/notebook/h200-2026-11-29c, call 1), with the H200 spec:
 // predicted / measured geomean 1.03, RMS of its log 0.256, 41 of 72 within 25%, Spearman 0.970
 // (the tensor-core-only price before: geomean 0.59, RMS 0.70, 8 of 72 within 25%, Spearman 0.950).
 // Fitted on half of the source models, the other half's RMS was 0.277.

@@ -253,7 +253,7 @@ def main():
     p.add_argument("--tessel", default=os.path.join(ROOT, "build", "default", "tessel"))
     p.add_argument("--hw", help="hardware spec for Tessel (default: `tessel hw probe --device cpu` at the start)")
     p.add_argument("--policy", help="Tessel scheduling policy (default: tessel's, welder)")
-    p.add_argument("--out", default=os.path.join(ROOT, "experiments", "results", "cpu", time.strftime("%Y-%m-%d", time.gmtime())))
+    p.add_argument("--out", default=os.path.join(ROOT, "experiments", "cpu_suite", "runs", "cpu-" + time.strftime("%Y-%m-%d", time.gmtime())))
     p.add_argument("--work", default="/tmp/tessel-cpu-suite", help="models, Tessel reports and logs")
     p.add_argument("--only", nargs="+", metavar="ID")
     p.add_argument("--repeats", type=int, default=30, help="timed runs per implementation (after warm-up)")

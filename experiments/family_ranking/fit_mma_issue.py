@@ -2,10 +2,10 @@
 """Fits a candidate mma.sync issue term for the analytic cost model on measured mma.sync kernels,
 and reports how well the model ranks each operator's kernels with and without it. The term was
 tried in the model on 2026-11-29 and not adopted: the kernels it made the policy choose lost an A/B
-on an H200 (experiments/results/h200/2026-11-29b/README.md, which has the code as tried.diff).
+on an H200 (experiments/notebook/h200-2026-11-29b/README.md, which has the code as tried.diff).
 
 Data: the cost-model fidelity runs of 2026-11-26f on an H100 SXM
-(experiments/results/h100/2026-11-26f/fidelity-3-variants-seed1 and fidelity-4-calibrated-seed2,
+(experiments/cost_model_fidelity/runs/h100-2026-11-26f/fidelity-3-variants-seed1 and fidelity-4-calibrated-seed2,
 trials.csv): every timed mma.sync kernel of each sampled operator, with its parameters. For each
 one this script writes the operator's model (the op-sweep catalog), schedules it with --tessel
 for the H100 SXM spec, records that kernel on the contraction group and runs `tessel explain` on
@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "experiments", "op_sweep"))
 import instances as catalog  # noqa: E402
 
 SPEC = os.path.join(ROOT, "hw_specs", "nvidia-h100-sxm.json")
-RUNS = [os.path.join(ROOT, "experiments", "results", "h100", "2026-11-26f", d, "trials.csv")
+RUNS = [os.path.join(ROOT, "experiments", "cost_model_fidelity", "runs", "h100-2026-11-26f", d, "trials.csv")
         for d in ("fidelity-3-variants-seed1", "fidelity-4-calibrated-seed2")]
 CURRENT = dict(a=12, b=0.8, c=200, W=0.75, s0=0.5e-6)  # the constants tried in the code (tried.diff)
 SPLIT_RATE = 25.6e9  # kWgSplitReduceBytesPerSecond

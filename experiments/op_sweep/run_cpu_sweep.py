@@ -339,8 +339,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tessel", default=os.path.join(ROOT, "build", "default", "tessel"))
     p.add_argument("--hw", help="CPU spec to schedule for (default: `tessel hw probe --device cpu`, saved in OUT)")
-    p.add_argument("--out", default=os.path.join(ROOT, "experiments", "results", "cpu",
-                                                 time.strftime("%Y-%m-%d", time.gmtime()) + "-op-sweep"))
+    p.add_argument("--out", default=os.path.join(ROOT, "experiments", "op_sweep", "runs",
+                                                 "cpu-" + time.strftime("%Y-%m-%d", time.gmtime()) + "-op-sweep"))
     p.add_argument("--work", default="/tmp/tessel-cpu-sweep")
     p.add_argument("--only", nargs="+")
     p.add_argument("--classes", nargs="+")

@@ -589,7 +589,7 @@ bool lane_reduction_fits(const TeNode& node, int lanes) {
   // in the compute type; of anything else (a mean's x * (1/n), whose terms must each reach the
   // f64 total as in reduce_point) in f64, of more than kRunTerms terms: shorter ones ran as fast
   // or faster in the generic nest (this project's VM, interleaved: a 37-term sum 0.90x, a 49-term
-  // channels-last pool 0.97x; a 3136-term one 1.96x, experiments/results/cpu/2026-11-29-op-sweep/
+  // channels-last pool 0.97x; a 3136-term one 1.96x, experiments/op_sweep/runs/cpu-2026-11-29-op-sweep/
   // ab/lane_f64.txt): the array's f64 sums are loaded and stored at every term.
   const Expr& e = node.body();
   if (ns == 0 || na == ns || node.combiner() != Combiner::sum || node.init() != 0 || !is_float(e.dtype()) ||

@@ -18,7 +18,7 @@ namespace tessel::cpu {
 /// registers before the partial sums are added to the f64 totals; the rounding error is about
 /// sqrt(256) ulps of a partial sum, ~1e-6 relative in f32. 256 rather than 128: the BERT FFN GEMM
 /// (K = 768) took 0.95x its time in 4 interleaved pairs, the 1024^3 GEMM 0.99x; 512 changed
-/// neither (experiments/results/cpu/2026-11-25e/).
+/// neither (experiments/cpu_suite/runs/cpu-2026-11-25e/).
 inline constexpr int64_t kRunTerms = 256;
 
 /// A prefetching node's innermost loop runs in chunks of this many vectors, each after its share

@@ -58,7 +58,7 @@ constexpr int kWgBlockNMid = 192;
 // m64n64k16: a GEMM of few tiles in the 64 x 64 tiles cuBLAS takes there.
 constexpr int kWgBlockNNarrow = 64;
 // 64-row blocks walk at most this many K tiles each (after a split). Measured on an H200
-// (experiments/results/h200/2026-11-29g, one wave of blocks each): with 8 to 18 K tiles a block
+// (experiments/notebook/h200-2026-11-29g, one wave of blocks each): with 8 to 18 K tiles a block
 // they ran 1.1-1.6x the 128-row plans they replaced (BERT's attention output at 512 tokens 1.45x,
 // batch-1 BERT's QKV and FFN 1.31-1.49x); with 22 and 32 (LLaMA's MLP down and a 2048 x 2048
 // projection at 128 tokens, against 128-row tiles split 4 ways) 0.72x and 0.94x: twice the operand
@@ -69,7 +69,7 @@ constexpr int64_t kWgLoneMaxKTiles = 20;
 // must all be resident at once, and the spec has no fact of how many clusters fit the chip's GPCs:
 // on the H200, 64-row blocks split 4 ways ran 1.3-1.5x the 128-row plans at 64 and 96 blocks
 // (16 and 24 clusters) and 0.76x at 128 (32 clusters; a 2048 x 2048 projection at 128 tokens),
-// as if in two waves (experiments/results/h200/2026-11-29g).
+// as if in two waves (experiments/notebook/h200-2026-11-29g).
 constexpr double kWgLoneSplitShare = 0.75;
 constexpr int kWgMaxStages = 6;
 constexpr int kWgMinSplitTiles = 4;  // K tiles per part at least, when the wgmma kernel splits K
@@ -592,7 +592,7 @@ int64_t wgmma_blocks_per_sm(const ContractionPlan& p, const HwSpec& spec) {
 
 /// Whether 192-wide wgmma tiles are worth offering for `p`: where the spec lists m64n192k16 and
 /// their tiles take strictly less time in waves over the SMs than 128- and 256-wide ones (a wave
-/// counting as its tiles' width). Measured on an H200 (experiments/results/h200/2026-11-29f, 76
+/// counting as its tiles' width). Measured on an H200 (experiments/notebook/h200-2026-11-29f, 76
 /// contractions A/B): where 192 takes fewer waves it ran 1.07-1.57x faster (BERT's FFN at 1024
 /// tokens 1.31x); where the waves tie, or K is split over a cluster, it ran 0.59-1.20x (GPT-2 XL's
 /// QKV at 2048 tokens 0.91x, LLaMA-70B's MLP down 0.90x, a K split 4 ways 0.59x), which the cost
@@ -997,11 +997,11 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
                         // SMs idle). 64-row blocks likewise, one block a tile, a short K loop each
                         // (kWgLoneMaxKTiles): on an H200 their persistent grid (a lone consumer per
                         // SM walking two tiles or more) ran 0.54-0.93x the 128-row blocks it
-                        // replaced (experiments/results/h200/2026-11-29g).
+                        // replaced (experiments/notebook/h200-2026-11-29g).
                         // (One wave: as many blocks as the SMs hold at once; 64-row blocks up to
                         // 128 wide two an SM, one block a tile: on an H200 BERT's Q projection at
                         // 1024 tokens ran 192 blocks of 64 x 64 1.23x its 48 of 128 x 128,
-                        // experiments/results/h200/2026-11-29h.)
+                        // experiments/notebook/h200-2026-11-29h.)
                         const int64_t resident = q.split_k == 1 ? wgmma_blocks_per_sm(q, spec) : 1;
                         const bool one_wave = q.persistent == 0 && q.tiles() * q.split_k <= resident * spec.compute.units;
                         const bool short_k = ceil_div(q.k_tiles(), int64_t{q.split_k}) <= kWgLoneMaxKTiles;

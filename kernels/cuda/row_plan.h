@@ -135,7 +135,7 @@ inline constexpr int kRowAccessesPerThread = 2;
 inline constexpr int kRowWarpAccesses = 8;
 /// A streamed row's chunk loop is unrolled this many times (loads of several chunks in flight).
 /// 8 (a whole vocabulary row's pass of 7 chunks at once) measured the same as 4 on the 22
-/// streamed rows of the op sweep (1.006x; experiments/results/h200/2026-11-29c call 4).
+/// streamed rows of the op sweep (1.006x; experiments/notebook/h200-2026-11-29c call 4).
 inline constexpr int kRowStreamUnroll = 4;
 /// Design choice: threads per row of a streamed row that is not split over a cluster (capped by
 /// the spec's block limit). 512 rather than a whole block of 1024: several rows per SM overlap one
