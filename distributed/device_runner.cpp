@@ -9,10 +9,12 @@ namespace tessel {
 
 namespace {
 
-/// The interconnect level's overlap_units for `t`'s group (0 without a spec or a level).
-int64_t overlap_units_of(const CompileRequest& base, const SpmdProgram& program, const Transfer& t, int64_t rank) {
+/// The interconnect level's overlap_units for `t`'s mesh axis (0 without a spec or a level): the
+/// level of device 0's group, as the cost model prices it, so every rank agrees (a rank limiting
+/// its shift splits a communicator, which every rank must join).
+int64_t overlap_units_of(const CompileRequest& base, const SpmdProgram& program, const Transfer& t) {
   if (!base.spec) return 0;
-  const auto level = collective_level(*base.spec, program.mesh.group(rank, t.step.mesh_axis));
+  const auto level = collective_level(*base.spec, program.mesh.group(0, t.step.mesh_axis));
   return level ? level->overlap_units : 0;
 }
 
@@ -36,22 +38,31 @@ DeviceSpmdRunner::DeviceSpmdRunner(SpmdProgram program, const CompileRequest& ba
   {
     const int steps = segments + static_cast<int>(program_.transfers.size());
     std::vector<std::vector<bool>> before(steps, std::vector<bool>(steps, false));  // before[x][y]: y must end before x
-    auto depend = [&](int x, TensorId t) {
-      const int y = made_by_[t];
+    auto after = [&](int x, int y) {  // x runs after y (y < 0: nothing)
       if (y < 0) return;
       before[x][y] = true;
       for (int z = 0; z < steps; ++z)
         if (before[y][z]) before[x][z] = true;
     };
+    auto depend = [&](int x, TensorId t) { after(x, made_by_[t]); };
+    // Each stream also runs its work in order: a segment after the segment before it, a
+    // collective after the collective before it.
+    int last_segment = -1, last_transfer = -1;
     for (const ProgramCut::Step& step : cut_.steps) {
-      if (step.segment >= 0)
+      if (step.segment >= 0) {
         for (TensorId in : cut_.segments[step.segment].inputs) depend(step.segment, in);
-      else
-        depend(segments + step.transfer, program_.transfers[step.transfer].source);
+        after(step.segment, last_segment);
+        last_segment = step.segment;
+      } else {
+        const int x = segments + step.transfer;
+        depend(x, program_.transfers[step.transfer].source);
+        after(x, last_transfer);
+        last_transfer = x;
+      }
     }
     for (size_t t = 0; t < program_.transfers.size(); ++t) {
       if (program_.transfers[t].step.collective != Collective::shift) continue;
-      shift_units_[t] = overlap_units_of(base, program_, program_.transfers[t], comm_.rank());
+      shift_units_[t] = overlap_units_of(base, program_, program_.transfers[t]);
       const int x = segments + static_cast<int>(t);
       for (int k = 0; k < segments; ++k)
         if (!before[x][k] && !before[k][x]) reserve[k] = std::max(reserve[k], shift_units_[t]);

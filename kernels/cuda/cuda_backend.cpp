@@ -180,7 +180,7 @@ class CudaExecutable : public Executable {
     where_ = std::move(where);
     io_.inputs.assign(input_buffers_.begin(), input_buffers_.end());
     io_.outputs.assign(output_where_.begin(), output_where_.end());
-    peak_bytes_ += plan_.arena_bytes + scratch_bytes;
+    // (alloc() counted the arena, the scratch and every buffer in peak_bytes_.)
   }
 
   // The TMA tensor map of `m` over the 16-bit tensor at `at` (device/wgmma.cuh): dimensions
@@ -374,17 +374,21 @@ class CudaExecutable : public Executable {
       for (size_t m = 0; m < l.maps.size(); ++m)
         l.maps[m] = tensor_map(l.map_params[m], where_[l.map_params[m].tensor] + static_cast<CUdeviceptr>(l.map_params[m].offset * 2), l.name);
     }
-    // Its own input buffers are no longer read: freed (a bound input is the caller's, never freed).
+    // Its own input buffers are no longer read: freed, unless one of them is bound again (a bound
+    // input is the caller's, never freed).
     for (size_t i = 0; i < ins.size(); ++i) {
       auto own = std::find(allocations_.begin(), allocations_.end(), input_buffers_[i]);
-      if (own == allocations_.end() || input_buffers_[i] == addresses[i]) continue;
+      if (own == allocations_.end() || std::find(addresses.begin(), addresses.end(), input_buffers_[i]) != addresses.end()) continue;
       d_.cuMemFree(*own);
       allocations_.erase(own);
       peak_bytes_ -= bytes_of(ins[i]);
     }
-    // (run() and time() now upload host inputs to the bound addresses.)
+    // (run() and time() now upload host inputs to the bound addresses.) An output that is an input
+    // is read where the input now is.
     input_buffers_.assign(addresses.begin(), addresses.end());
     io_.inputs = addresses;
+    for (size_t o = 0; o < graph_.outputs().size(); ++o) output_where_[o] = where_[graph_.outputs()[o]];
+    io_.outputs.assign(output_where_.begin(), output_where_.end());
     if (graph_exec_) {  // a captured run read the old buffers
       d_.cuGraphExecDestroy(graph_exec_);
       graph_exec_ = nullptr;
