@@ -6,8 +6,9 @@
 // two's complement at the dtype's width (`wrap_integer`), as ONNX and the compiled kernels do.
 // Converting a double to a dtype (`round_to`, a Cast from a float type): float types round to
 // nearest even, i32/i8/u8 truncate toward zero and wrap, i64 truncates and saturates (NaN gives 0,
-// like llvm.fptosi.sat in the CPU backend), bool maps non-zero to 1. Integer constants of an Expr
-// and a node's init and pad values are still doubles: exact up to 2^53.
+// like llvm.fptosi.sat in the CPU backend), bool maps non-zero to 1. The constants inside a node (an
+// Expr's constants, its pad and init values) are Scalars (scalar.h), exact integers for an integer
+// dtype.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,6 @@
 #include "tilegraph/expr.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -36,7 +35,7 @@ bool is_float_only_unary(ExprOp op) {
   }
 }
 
-Expr make(ExprOp op, DType dtype, std::vector<Expr> operands, int index = -1, double value = 0) {
+Expr make(ExprOp op, DType dtype, std::vector<Expr> operands, int index = -1, Scalar value = {}) {
   auto node = std::make_shared<ExprNode>();
   node->op = op;
   node->dtype = dtype;
@@ -44,14 +43,6 @@ Expr make(ExprOp op, DType dtype, std::vector<Expr> operands, int index = -1, do
   node->value = value;
   node->operands = std::move(operands);
   return Expr(std::move(node));
-}
-
-std::string format_double(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, res.ptr);
 }
 
 // The comparisons and logical operations, the same on doubles and on exact integers; nullopt for
@@ -76,7 +67,13 @@ template <class T> std::optional<bool> compare(ExprOp op, T a, T b) {
 ExprOp Expr::op() const { return node_->op; }
 DType Expr::dtype() const { return node_->dtype; }
 int Expr::index() const { return node_->index; }
-double Expr::value() const { return node_->value; }
+double Expr::value() const { return node_->value.as_double(); }
+int64_t Expr::integer_value() const {
+  TESSEL_ASSERT(node_->op == ExprOp::constant && is_integer(node_->dtype), "integer_value of a ", expr_op_name(node_->op),
+                " of dtype ", dtype_name(node_->dtype));
+  return node_->value.as_int64();
+}
+const Scalar& Expr::scalar() const { return node_->value; }
 const std::vector<Expr>& Expr::operands() const { return node_->operands; }
 
 std::string_view expr_op_name(ExprOp op) { return kOpNames[static_cast<int>(op)]; }
@@ -89,8 +86,15 @@ Expr input(int slot, DType dtype) {
   return make(ExprOp::input, dtype, {}, slot);
 }
 
-Expr constant(double value, DType dtype) {
+Expr constant(const Scalar& value, DType dtype) {
   return make(ExprOp::constant, dtype, {}, -1, round_to(dtype, value));
+}
+
+Expr constant(double value, DType dtype) { return constant(Scalar(value), dtype); }
+
+Expr integer_constant(int64_t value, DType dtype) {
+  TESSEL_ASSERT(is_integer(dtype), "integer_constant of dtype ", dtype_name(dtype));
+  return constant(Scalar::integer(value), dtype);
 }
 
 Expr axis_index(int axis) {
@@ -160,7 +164,7 @@ std::string print_expr(const Expr& e, const std::vector<std::string>& axis_names
     case ExprOp::input:
       return cat("in", e.index());
     case ExprOp::constant:
-      return cat(format_double(e.value()), ":", dtype_name(e.dtype()));
+      return cat(e.scalar().print(), ":", dtype_name(e.dtype()));
     case ExprOp::axis_index:
       if (e.index() < static_cast<int>(axis_names.size())) return axis_names[e.index()];
       return cat("axis", e.index());

@@ -4,7 +4,8 @@
 // the node's k-th input at that point (`input`), a constant, or the value of an iteration axis
 // (`axis_index`, for iota-like ops such as ArgMax or Concat). Every Expr has a dtype; factories
 // check operand dtypes (binary arithmetic needs equal dtypes, comparisons give bool, `select` needs
-// a bool condition) and raise InternalError on a mismatch, since lowering must insert casts.
+// a bool condition) and raise InternalError on a mismatch, since lowering must insert casts. A
+// constant is a Scalar (scalar.h): an integer dtype's constant is an exact int64, whatever its size.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "tilegraph/dtype.h"
+#include "tilegraph/scalar.h"
 
 namespace tessel {
 
@@ -46,8 +48,13 @@ class Expr {
   DType dtype() const;
   /// Input slot (for `input`) or axis position (for `axis_index`).
   int index() const;
-  /// Value of a `constant`.
+  /// Value of a `constant` as a double (an i64 constant beyond 2^53 rounds: code that handles
+  /// integer dtypes reads integer_value or scalar).
   double value() const;
+  /// Exact value of a `constant` of integer dtype.
+  int64_t integer_value() const;
+  /// Value of a `constant`, as held: an exact integer for an integer dtype, else a double.
+  const Scalar& scalar() const;
   const std::vector<Expr>& operands() const;
   const ExprNode* get() const { return node_.get(); }
 
@@ -59,13 +66,17 @@ struct ExprNode {
   ExprOp op;
   DType dtype;
   int index = -1;
-  double value = 0;
+  Scalar value;  // a constant's value, rounded to `dtype` (round_to)
   std::vector<Expr> operands;
 };
 
 // Factories (validating).
 Expr input(int slot, DType dtype);
+/// A constant of `dtype`, rounded to it (round_to: an integer dtype's value is an exact integer).
+Expr constant(const Scalar& value, DType dtype);
 Expr constant(double value, DType dtype);
+/// An exact integer constant of integer dtype `dtype` (wrapped to it).
+Expr integer_constant(int64_t value, DType dtype);
 Expr axis_index(int axis);  // dtype i64
 Expr unary(ExprOp op, Expr a);
 Expr binary(ExprOp op, Expr a, Expr b);

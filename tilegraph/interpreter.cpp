@@ -84,7 +84,7 @@ int compile_expr(const Expr& e, Program& p) {
       return e.index();
     case ExprOp::constant: {
       const int r = p.num_regs++;
-      if (integer_register(e.dtype())) p.integer_constants.emplace_back(r, saturating_int64(e.value()));
+      if (integer_register(e.dtype())) p.integer_constants.emplace_back(r, e.integer_value());
       else p.constants.emplace_back(r, e.value());
       return r;
     }
@@ -270,8 +270,8 @@ AccessPlan plan_access(const Access& access, const HostTensor& tensor,
   }
   a.shape = access.type.shape;
   a.strides = row_major_strides(a.shape);
-  a.pad = access.pad_value;
-  a.integer_pad = saturating_int64(access.pad_value);
+  a.pad = access.pad_value.as_double();
+  a.integer_pad = access.pad_value.as_int64();
   a.gather_dim = access.gather_dim;
   a.gather_reg = access.gather_index_input;
   for (int r = 0; r < access.map.num_results(); ++r) {
@@ -461,8 +461,8 @@ const double* result_lanes(const Registers& regs, int reg, double) { return regs
 const int64_t* result_lanes(const Registers& regs, int reg, int64_t) { return regs.i(reg); }
 double combine(Combiner c, double acc, double v) { return combine_values(c, acc, v); }
 int64_t combine(Combiner c, int64_t acc, int64_t v) { return combine_integers(c, acc, v); }
-double initial_value(double init, double) { return init; }
-int64_t initial_value(double init, int64_t) { return saturating_int64(init); }
+double initial_value(const Scalar& init, double) { return init.as_double(); }
+int64_t initial_value(const Scalar& init, int64_t) { return init.as_int64(); }
 void store(const NodeRun& run, DType dtype, int64_t offset, double v) { run.out[offset] = round_to(dtype, v); }
 void store(const NodeRun& run, DType dtype, int64_t offset, int64_t v) {
   if (run.integer_out) run.integer_out[offset] = v;
@@ -649,8 +649,8 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
         off = off * t.shape()[r] + w;
       }
       if (inside && observer) observer(i, index.data());
-      if (integer_register(acc.type.dtype)) regs.i(i)[0] = inside ? t.as_int(off) : saturating_int64(acc.pad_value);
-      else regs.f(i)[0] = inside ? t[off] : acc.pad_value;
+      if (integer_register(acc.type.dtype)) regs.i(i)[0] = inside ? t.as_int(off) : acc.pad_value.as_int64();
+      else regs.f(i)[0] = inside ? t[off] : acc.pad_value.as_double();
     }
     for (auto [reg, axis] : program.axis_regs) regs.i(reg)[0] = point[axis];
     for (const Instr& in : program.code) run_instr(in, regs, 1);
@@ -660,11 +660,11 @@ HostTensor evaluate_points(const TeNode& node, const std::vector<const HostTenso
     touched[o] = true;
     if (integer_body) {
       const int64_t v = regs.i(program.result)[0];
-      const int64_t before = first ? saturating_int64(node.init()) : integer_acc[o];
+      const int64_t before = first ? node.init().as_int64() : integer_acc[o];
       integer_acc[o] = first && node.num_reduction() == 0 ? v : combine_integers(node.combiner(), before, v);
     } else {
       const double v = regs.f(program.result)[0];
-      const double before = first ? node.init() : float_acc[o];
+      const double before = first ? node.init().as_double() : float_acc[o];
       float_acc[o] = first && node.num_reduction() == 0 ? v : combine_values(node.combiner(), before, v);
     }
     int a = na - 1;

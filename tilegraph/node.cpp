@@ -1,8 +1,6 @@
 // TeNode construction, verification and printing.
 #include "tilegraph/node.h"
 
-#include <charconv>
-#include <cmath>
 #include <functional>
 
 #include "tilegraph/error.h"
@@ -11,14 +9,6 @@
 namespace tessel {
 
 namespace {
-
-std::string format_pad(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, res.ptr);
-}
 
 int64_t count_ops(const Expr& e) {
   if (e.op() == ExprOp::input || e.op() == ExprOp::constant || e.op() == ExprOp::axis_index)
@@ -161,6 +151,9 @@ NodeRef make_node(NodeSpec spec) {
   for (const Axis& a : spec.axes)
     if (a.kind == AxisKind::spatial) ++node->num_spatial_;
   node->output_.dtype = spec.body.dtype();
+  // Pad and init values in their dtype's form: an integer dtype's as an exact integer.
+  for (Access& in : spec.inputs) in.pad_value = round_to(in.type.dtype, in.pad_value);
+  spec.init = round_to(spec.body.dtype(), spec.init);
   if (spec.output_shape) {
     node->output_.shape = *spec.output_shape;
   } else {
@@ -176,7 +169,7 @@ std::string print_node(const TeNode& node, const std::vector<std::string>& input
   const auto names = node.axis_names();
   std::string out = cat(output_name, ": ", node.output().print(), " = ");
   if (node.num_reduction() > 0)
-    out += cat("reduce ", combiner_name(node.combiner()), " init ", format_pad(node.init()), " ");
+    out += cat("reduce ", combiner_name(node.combiner()), " init ", node.init().print(), " ");
   out += cat("node \"", node.name(), "\"\n  domain (");
   for (int a = 0; a < node.num_axes(); ++a) {
     if (a == node.num_spatial()) out += " | ";
@@ -201,7 +194,7 @@ std::string print_node(const TeNode& node, const std::vector<std::string>& input
       index += "]";
     }
     out += cat("  in", i, " = ", tensor, index, " : ", in.type.print());
-    if (in.pad_value != 0) out += cat(" pad ", format_pad(in.pad_value));
+    if (in.pad_value != 0) out += cat(" pad ", in.pad_value.print());
     if (in.is_gather()) out += " gather";
     out += "\n";
   }

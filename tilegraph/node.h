@@ -5,10 +5,12 @@
 // A node has an iteration domain of named axes with static extents (spatial axes first, then
 // reduction axes; a spatial extent may be 0, a reduction extent may not), one output, inputs read
 // through affine maps (an out-of-range read yields the access's pad value), a scalar body, and
-// -- when it has reduction axes -- a combiner with an init value. The output holds one element per point of the spatial axes in row-major order; its
-// shape may be any reshaping of that (same element count), which is how Reshape and grouped
-// convolution stay affine. A gather access (embedding lookup) replaces one affine index with the
-// value of another input: it is the only non-affine read and is marked as such.
+// -- when it has reduction axes -- a combiner with an init value. Pad and init values are Scalars
+// (scalar.h) held as values of their dtype: exact integers for an integer dtype. The output holds
+// one element per point of the spatial axes in row-major order; its shape may be any reshaping of
+// that (same element count), which is how Reshape and grouped convolution stay affine. A gather
+// access (embedding lookup) replaces one affine index with the value of another input: it is the
+// only non-affine read and is marked as such.
 //
 // Nodes are immutable and built only through `make_node`, which runs the verifier.
 #pragma once
@@ -22,6 +24,7 @@
 #include "tilegraph/affine_map.h"
 #include "tilegraph/dtype.h"
 #include "tilegraph/expr.h"
+#include "tilegraph/scalar.h"
 
 namespace tessel {
 
@@ -74,7 +77,7 @@ inline int64_t combine_integers(Combiner c, int64_t acc, int64_t v) {
 struct Access {
   TensorType type;     // the tensor read (shape and dtype)
   AffineMap map;       // domain -> tensor index; map.num_results() == type.rank()
-  double pad_value = 0;  // value of a read outside [0, shape)
+  Scalar pad_value = 0.0;  // value of a read outside [0, shape); make_node rounds it to type.dtype
   /// Gather: if >= 0, the index along this dimension is the value of input `gather_index_input`
   /// (negative values count from the end) instead of map.result(gather_dim).
   int gather_dim = -1;
@@ -90,7 +93,7 @@ struct NodeSpec {
   std::vector<Access> inputs;
   Expr body;
   Combiner combiner = Combiner::none;
-  double init = 0;  // combiner identity; ignored without reduction axes
+  Scalar init = 0.0;  // combiner identity; ignored without reduction axes; make_node rounds it to the body's dtype
   /// Output shape; empty means the extents of the spatial axes. Must match their element count.
   std::optional<std::vector<int64_t>> output_shape;
 };
@@ -105,7 +108,7 @@ class TeNode {
   const std::vector<Access>& inputs() const { return spec_.inputs; }
   const Expr& body() const { return spec_.body; }
   Combiner combiner() const { return spec_.combiner; }
-  double init() const { return spec_.init; }
+  const Scalar& init() const { return spec_.init; }
   const TensorType& output() const { return output_; }
   std::vector<int64_t> extents() const;
   std::vector<std::string> axis_names() const;
@@ -127,7 +130,8 @@ using NodeRef = std::shared_ptr<const TeNode>;
 std::optional<std::string> verify_spec(const NodeSpec& spec);
 
 /// Builds an immutable node. Raises InternalError if verify_spec fails (lowering must only build
-/// valid nodes; bad user input is rejected before, with a UserError).
+/// valid nodes; bad user input is rejected before, with a UserError). Each pad value is rounded to
+/// its access's dtype and the init to the body's (round_to), so an integer one is an exact integer.
 NodeRef make_node(NodeSpec spec);
 
 /// Stable multi-line text of a node (used by tests and `--dump`). Input names are the graph's

@@ -24,6 +24,13 @@ struct Range {
 
 Range all() { return {}; }
 Range point(double v) { return std::isnan(v) ? all() : Range{v, v, false}; }
+// A node's constant: an exact integer that no double holds (an i64 beyond 2^53) lies between the
+// doubles on either side of the one nearest to it.
+Range constant_range(const Scalar& v) {
+  const double d = v.as_double();
+  if (!v.is_integer() || v == Scalar(d)) return point(d);
+  return {std::nextafter(d, -kInf), std::nextafter(d, kInf), false};
+}
 Range make(double lo, double hi, bool nan) {
   if (std::isnan(lo) || std::isnan(hi)) return all();
   return {std::min(lo, hi), std::max(lo, hi), nan};
@@ -172,7 +179,7 @@ struct ValueBoundsEval {
       image.lo.push_back(std::max<int64_t>(lo, 0));
       image.hi.push_back(std::min<int64_t>(hi, shape[r] - 1));
     }
-    Range pad = point(round_to(acc.type.dtype, acc.pad_value));
+    Range pad = constant_range(acc.pad_value);  // (make_node rounded it to the dtype)
     if (image.points() == 0) return pad;
     Range v = tensor(graph.node_inputs(n)[k], image, depth);
     return outside ? hull(v, pad) : v;
@@ -181,7 +188,7 @@ struct ValueBoundsEval {
   Range eval(const Expr& e, NodeId n, const IndexBox& box, int depth) {
     const ExprOp op = e.op();
     switch (op) {
-      case ExprOp::constant: return point(e.value());
+      case ExprOp::constant: return constant_range(e.scalar());
       case ExprOp::axis_index:
         if (e.index() >= static_cast<int>(box.lo.size())) return all();
         return {static_cast<double>(box.lo[e.index()]), static_cast<double>(box.hi[e.index()]), false};

@@ -56,7 +56,7 @@ bool same_expr(const Expr& a, const Expr& b) {
   if (a.get() == b.get()) return true;
   if (a.op() != b.op() || a.dtype() != b.dtype() || a.operands().size() != b.operands().size()) return false;
   if (a.op() == ExprOp::input || a.op() == ExprOp::axis_index) return a.index() == b.index();
-  if (a.op() == ExprOp::constant) return a.value() == b.value();
+  if (a.op() == ExprOp::constant) return a.scalar() == b.scalar();
   for (size_t i = 0; i < a.operands().size(); ++i)
     if (!same_expr(a.operands()[i], b.operands()[i])) return false;
   return true;
@@ -1023,7 +1023,7 @@ Value* KernelEmitter::eval_expr(NodeState& s, const Expr& e, const std::vector<V
   Value* out = nullptr;
   switch (e.op()) {
     case ExprOp::input: out = load_input(s, e.index(), point, cache); break;
-    case ExprOp::constant: out = constant_value(b_, e.dtype(), e.value()); break;
+    case ExprOp::constant: out = constant_value(b_, e.dtype(), e.scalar()); break;
     case ExprOp::axis_index: out = point.at(e.index()); break;
     case ExprOp::select:
       out = b_.CreateSelect(eval_expr(s, e.operands()[0], point, cache), eval_expr(s, e.operands()[1], point, cache),

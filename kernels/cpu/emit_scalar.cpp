@@ -280,18 +280,14 @@ int compute_bytes(DType dtype) {
   }
 }
 
-llvm::Value* constant_value(IRBuilderBase& b, DType dtype, double value, int lanes) {
+llvm::Value* constant_value(IRBuilderBase& b, DType dtype, const Scalar& value, int lanes) {
   Type* t = compute_type(b.getContext(), dtype, lanes);
-  if (is_float(dtype)) return llvm::ConstantFP::get(t, value);
+  if (is_float(dtype)) return llvm::ConstantFP::get(t, value.as_double());
   if (dtype == DType::boolean) return llvm::ConstantInt::get(t, value != 0 ? 1 : 0);
-  if (dtype == DType::u8) return llvm::ConstantInt::get(t, static_cast<uint64_t>(static_cast<int64_t>(value)) & 0xff);
-  // Integers: the value is already rounded to the dtype (constant(), round_to); the i64 extremes
-  // are exact doubles.
-  int64_t i;
-  if (value >= 9223372036854775807.0) i = INT64_MAX;
-  else if (value <= -9223372036854775808.0) i = INT64_MIN;
-  else i = static_cast<int64_t>(value);
-  return llvm::ConstantInt::get(t, static_cast<uint64_t>(i), true);
+  // Integers: exact (a node's integer constants are exact int64s, scalar.h), wrapped to the dtype;
+  // u8's 0..255 zero-extends, the signed types sign-extend.
+  const int64_t i = wrap_integer(dtype, value.as_int64());
+  return llvm::ConstantInt::get(t, static_cast<uint64_t>(i), dtype != DType::u8);
 }
 
 llvm::Value* from_storage(IRBuilderBase& b, DType dtype, Value* stored) {

@@ -34,8 +34,9 @@ int compute_bytes(DType dtype);
 /// `compute_type(dtype)`, or a vector of `lanes` of it when lanes > 1.
 llvm::Type* compute_type(llvm::LLVMContext& ctx, DType dtype, int lanes);
 
-/// A constant `value` of `dtype` in its compute type; a splat when `lanes` > 1.
-llvm::Value* constant_value(llvm::IRBuilderBase& b, DType dtype, double value, int lanes = 1);
+/// A constant `value` of `dtype` in its compute type; a splat when `lanes` > 1. An integer dtype's
+/// constant is the exact integer (Scalar::as_int64), wrapped to the dtype.
+llvm::Value* constant_value(llvm::IRBuilderBase& b, DType dtype, const Scalar& value, int lanes = 1);
 
 /// A stored element (or vector of elements) -> its compute value.
 llvm::Value* from_storage(llvm::IRBuilderBase& b, DType dtype, llvm::Value* stored);

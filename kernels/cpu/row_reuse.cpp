@@ -3,7 +3,6 @@
 #include "kernels/cpu/row_reuse.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "kernels/cpu/emit_scalar.h"
@@ -56,12 +55,12 @@ bool same_computation(const Expr& a, const Side& sa, const Expr& b, const Side& 
       const Access& x = sa.node->inputs()[a.index()];
       const Access& y = sb.node->inputs()[b.index()];
       if ((*sa.tensors)[a.index()] != (*sb.tensors)[b.index()] || x.is_gather() || y.is_gather()) return false;
-      if (!(x.pad_value == y.pad_value || (std::isnan(x.pad_value) && std::isnan(y.pad_value)))) return false;
+      if (x.pad_value != y.pad_value) return false;  // exact, and a NaN pad equals a NaN pad
       leaves.emplace_back(a.index(), b.index());
       return true;
     }
     case ExprOp::constant:
-      return a.value() == b.value() || (std::isnan(a.value()) && std::isnan(b.value()));
+      return a.scalar() == b.scalar();  // exact, and NaN equals NaN
     case ExprOp::axis_index:
       return false;
     default:

@@ -137,8 +137,8 @@ std::string Emitter::vector_kernel(const std::string& name, const VectorPlan& p)
       if (r.inlined >= 0 && p.inlined[r.inlined].vector) load_recomputed(r.inlined, g_.node(p.nodes[i]), node_vars(p, i, base), "");
   // The value of vector-recomputed entry j at element tsl_e (the root's coordinates `xe` there),
   // `pad` where its guard fails.
-  std::function<std::string(int, const std::vector<std::string>&, double, const std::string&)> recomputed_value =
-      [&](int j, const std::vector<std::string>& xe, double pad, const std::string& ind) {
+  std::function<std::string(int, const std::vector<std::string>&, const Scalar&, const std::string&)> recomputed_value =
+      [&](int j, const std::vector<std::string>& xe, const Scalar& pad, const std::string& ind) {
         const VectorInline& in = p.inlined[j];
         const TeNode& nd = g_.node(in.node);
         const DType dt = nd.output().dtype;

@@ -116,14 +116,13 @@ std::string int_literal(int64_t v) {
 }
 
 /// A constant of dtype `t` in compute type (acc = true: in accumulator type).
-std::string literal(DType t, double v, bool acc) {
+std::string literal(DType t, const Scalar& v, bool acc) {
   const std::string type = acc ? acc_type(t) : compute_type(t);
-  if (type == "double" || type == "float") return float_literal(v, type);
+  if (type == "double" || type == "float") return float_literal(v.as_double(), type);
   if (type == "bool") return v != 0 ? "true" : "false";
-  if (std::isnan(v)) return "0LL";
-  if (v <= -9223372036854775808.0) return int_literal(INT64_MIN);
-  if (v >= 9223372036854775807.0) return int_literal(INT64_MAX);
-  return int_literal(static_cast<int64_t>(v));
+  // An integer exactly (an i64 beyond 2^53 has no exact double); a double given for an integer
+  // dtype truncates and saturates, NaN as 0 (Scalar::as_int64).
+  return int_literal(v.as_int64());
 }
 
 std::string combiner_fn(Combiner c) {
@@ -367,7 +366,7 @@ std::string Emitter::emit_expr(const Expr& e, const std::vector<std::string>& in
       }
       return memo[e.get()] = inputs[e.index()];
     case ExprOp::constant:
-      return memo[e.get()] = wide_ && dt == DType::f32 ? float_literal(e.value(), "double") : literal(dt, e.value());
+      return memo[e.get()] = wide_ && dt == DType::f32 ? float_literal(e.value(), "double") : literal(dt, e.scalar());
     case ExprOp::axis_index: return memo[e.get()] = x[e.index()];
     default: break;
   }

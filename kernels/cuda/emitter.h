@@ -33,7 +33,7 @@ std::string to_storage(DType t, const std::string& x);
 std::string from_storage(DType t, const std::string& x);
 std::string float_literal(double v, const std::string& type);
 std::string int_literal(int64_t v);
-std::string literal(DType t, double v, bool acc = false);
+std::string literal(DType t, const Scalar& v, bool acc = false);
 std::string combiner_fn(Combiner c);
 std::string strip_comments(const std::string& source);
 std::string short_hash(const std::string& text);

@@ -82,7 +82,7 @@ struct RowRead {
   TensorId tensor = -1;
   AffineMap map;
   TensorType type;    // of the tensor read
-  double pad = 0;     // value of an out-of-bounds read
+  Scalar pad = 0.0;   // value of an out-of-bounds read
 };
 
 struct RowNode {

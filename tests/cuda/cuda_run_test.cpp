@@ -92,6 +92,40 @@ TEST_CASE("cuda run: i64 values past 2^53 and at the extremes are exact and wrap
   check_op_on_gpu("Cast", {a}, {{"to", std::string("f32")}});
 }
 
+TEST_CASE("cuda run: i64 constants past 2^53 are exact literals (a pad value, a body constant, INT64_MIN)") {
+  const bool gpu = gpu_or_compile_only();
+  constexpr int64_t kTwoTo53 = int64_t{1} << 53, kTwoTo62 = int64_t{1} << 62;
+  const auto ints = [](std::vector<int64_t> shape, std::vector<int64_t> values) {
+    return HostTensor::from_integers(TensorType{DType::i64, std::move(shape)}, std::move(values));
+  };
+  // A constant of a kernel was a double: 2^62 + 1 became the literal 4611686018427387904LL.
+  const std::vector<HostTensor> pad_inputs = {ints({5}, {3, -1, kTwoTo53 + 1, 0, 7}), ints({2}, {1, 2}), ints({}, {kTwoTo62 + 1})};
+  check_op_on_gpu("Pad", pad_inputs, {}, {1, 2});
+  const OpGraph padded = op_graph("Pad", pad_inputs, {}, {1, 2});
+  for (const std::string policy : {"welder", "roller"}) {
+    CAPTURE(policy);
+    CHECK(last_kernel(padded, policy).source.find("4611686018427387905LL") != std::string::npos);
+  }
+  // An add of a scalar weight reads the weight from memory: its value is exact in the tensor.
+  check_op_on_gpu("Add", {ints({9}, {0, 1, -1, kTwoTo53, kTwoTo62, 5, 6, 7, 8}), ints({}, {kTwoTo53 + 1})}, {}, {1});
+  // A ConstantOfShape kept as a node (folding off) holds its fill in the body.
+  LowerOptions keep_nodes;
+  keep_nodes.fold_limit_elements = 0;
+  const std::vector<std::pair<int64_t, std::string>> fills = {{kTwoTo53 + 1, "9007199254740993LL"},
+                                                              {std::numeric_limits<int64_t>::min(), "(-9223372036854775807LL - 1)"}};
+  for (const auto& [fill, literal] : fills) {
+    CAPTURE(fill);
+    const OpGraph g = lower_model(single_op_model("ConstantOfShape", {ints({1}, {37})}, {{"value", ints({1}, {fill})}}, 1, {0}), keep_nodes);
+    REQUIRE(g.num_nodes() == 1);
+    for (const std::string policy : {"welder", "roller"}) {
+      CAPTURE(policy);
+      CHECK(last_kernel(g, policy).source.find(literal) != std::string::npos);
+      if (gpu) check_on_gpu(g, policy);
+      else CHECK(nvrtc_compile_all(g, schedule_with(g, gpu_spec(), policy), gpu_spec()) >= 1);
+    }
+  }
+}
+
 TEST_CASE("cuda run: f16 and bf16 (computed in f32, rounded on store)") {
   gpu_or_compile_only();
   for (DType dt : {DType::f16, DType::bf16}) {

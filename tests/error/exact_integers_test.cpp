@@ -2,7 +2,9 @@
 // doubles, and the interpreter saturated where the CPU backend wrapped -- so `--check` passed on a
 // wrong oracle or failed on a right kernel. Integers are now exact end to end: files, JSON
 // weights, the interpreter (ONNX's wrapping semantics, the CPU backend's division rules),
-// reductions, constant folding and the checker. Every case below failed on the doubles.
+// reductions, constant folding and the checker -- and the constants inside a node (body constants,
+// pad values, reduction inits), which were doubles and made lowering refuse an i64 Pad or
+// ConstantOfShape value past 2^53. Every case below failed on the doubles.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include "tilegraph/import/model_json.h"
 #include "tilegraph/import/tensor_files.h"
 #include "tilegraph/interpreter.h"
+#include "tilegraph/lower.h"
 
 using namespace tessel;
 using namespace tessel::testing;
@@ -206,7 +209,7 @@ TEST_CASE("constant folding of an i64 Shape, Gather and Concat chain stays exact
   CHECK(exact(out[0]) == std::vector<int64_t>{3, kTwoTo53 + 2});
 }
 
-TEST_CASE("Range and Constant give exact i64 values, and an i64 body constant past 2^53 is refused, not rounded") {
+TEST_CASE("Range and Constant give exact i64 values") {
   const std::vector<HostTensor> range =
       run_op("Range", {ints({}, {kTwoTo53 + 1}), ints({}, {kTwoTo53 + 6}), ints({}, {2})}, {}, 1, {0, 1, 2});
   CHECK(exact(range[0]) == std::vector<int64_t>{kTwoTo53 + 1, kTwoTo53 + 3, kTwoTo53 + 5});
@@ -215,21 +218,80 @@ TEST_CASE("Range and Constant give exact i64 values, and an i64 body constant pa
   CHECK(exact(run_op("Constant", {}, {{"value_ints", std::vector<int64_t>{kTwoTo53 + 1, kMin}}})[0]) ==
         std::vector<int64_t>{kTwoTo53 + 1, kMin});
   CHECK(exact(run_op("Constant", {}, {{"value_int", kMax}})[0]) == std::vector<int64_t>{kMax});
-  // A node's body holds its constants as doubles: Pad's and ConstantOfShape's i64 value past 2^53
-  // is an UnsupportedError naming it.
-  const auto refused = [](const std::string& op, const std::vector<HostTensor>& inputs, std::map<std::string, AttrValue> attrs,
-                          const std::set<int>& constants) {
-    CAPTURE(op);
-    try {
-      (void)lower_model(single_op_model(op, inputs, std::move(attrs), 1, constants));
-      FAIL("no error: the value would have been rounded");
-    } catch (const UnsupportedError& e) {
-      CHECK(std::string(e.what()).find("9007199254740993 (an i64 constant beyond 2^53") != std::string::npos);
-    }
-  };
-  refused("Pad", {ints({2}, {1, 2}), ints({2}, {1, 1}), ints({}, {kTwoTo53 + 1})}, {}, {1, 2});
-  refused("ConstantOfShape", {ints({1}, {3})}, {{"value", ints({1}, {kTwoTo53 + 1})}}, {0});
-  // Up to 2^53 they are exact and accepted.
+}
+
+TEST_CASE("a node's i64 constants past 2^53 are exact: Pad's value, ConstantOfShape's fill, a reduction's init") {
+  // These constants were doubles: lowering refused Pad's and ConstantOfShape's i64 value past 2^53
+  // (an UnsupportedError) rather than round it.
+  CHECK(exact(run_op("Pad", {ints({2}, {1, 2}), ints({2}, {1, 1}), ints({}, {kTwoTo62 + 1})}, {}, 1, {1, 2})[0]) ==
+        std::vector<int64_t>{kTwoTo62 + 1, 1, 2, kTwoTo62 + 1});
   CHECK(exact(run_op("Pad", {ints({2}, {1, 2}), ints({2}, {1, 1}), ints({}, {-kTwoTo53})}, {}, 1, {1, 2})[0]) ==
         std::vector<int64_t>{-kTwoTo53, 1, 2, -kTwoTo53});
+  for (const int64_t fill : {kTwoTo53 + 1, kMin, kMax, -kTwoTo62 - 1}) {
+    CAPTURE(fill);
+    // Folded at import: the interpreter evaluates the node's body constant.
+    CHECK(exact(run_op("ConstantOfShape", {ints({1}, {3})}, {{"value", ints({1}, {fill})}}, 1, {0})[0]) ==
+          std::vector<int64_t>(3, fill));
+  }
+  // Not folded: the node itself, its printed body (the text schedule caches hash) and its values.
+  LowerOptions keep_nodes;
+  keep_nodes.fold_limit_elements = 0;
+  const OpGraph filled =
+      lower_model(single_op_model("ConstantOfShape", {ints({1}, {3})}, {{"value", ints({1}, {kTwoTo53 + 1})}}, 1, {0}), keep_nodes);
+  REQUIRE(filled.num_nodes() == 1);
+  CHECK(print_node(filled.node(0), {}, "out").find("body 9007199254740993:i64") != std::string::npos);
+  CHECK(exact(interpret(filled, {})[0]) == std::vector<int64_t>(3, kTwoTo53 + 1));
+  // The inits of i64 max and min reductions are INT64_MIN and INT64_MAX, not 2^63 as a double.
+  const OpGraph lowest = lower_model(single_op_model("ReduceMin", {ints({2}, {kMax, kMax})}, {{"keepdims", int64_t{0}}}, 1, {}));
+  REQUIRE(lowest.num_nodes() == 1);
+  CHECK(print_node(lowest.node(0), {}, "out").find("reduce min init 9223372036854775807 ") != std::string::npos);
+  CHECK(exact(interpret(lowest, {ints({2}, {kMax, kMax})})[0]) == std::vector<int64_t>{kMax});
+}
+
+TEST_CASE("i64 body, pad and init constants past 2^53 are exact from --interp and --device cpu") {
+  // x + c (c a scalar i64 weight: a weight the node reads, exact already); ConstantOfShape's fill
+  // 2^53 + 1 folded at import and added to x; x padded with 2^62 + 1; and a ConstantOfShape of 2^60 + 1
+  // one element past the fold limit, so that it stays a node and its body constant is compiled,
+  // reduced by ReduceMax and added to x.
+  const int64_t wide = LowerOptions{}.fold_limit_elements + 1;
+  const std::string model_text = R"({"format": "tessel-model", "version": 1, "name": "exact_body_constants",
+  "inputs": [{"name": "x", "dtype": "i64", "shape": [2]}],
+  "outputs": ["sum", "filled_sum", "padded", "far"],
+  "weights": [{"name": "c", "dtype": "i64", "shape": [], "data": [1152921504606846977]},
+              {"name": "two", "dtype": "i64", "shape": [1], "data": [2]},
+              {"name": "wide", "dtype": "i64", "shape": [1], "data": [)" + std::to_string(wide) + R"(]},
+              {"name": "pads", "dtype": "i64", "shape": [2], "data": [1, 1]},
+              {"name": "pad_value", "dtype": "i64", "shape": [], "data": [4611686018427387905]}],
+  "ops": [{"name": "add", "op": "Add", "inputs": ["x", "c"], "outputs": ["sum"]},
+          {"name": "fill", "op": "ConstantOfShape", "inputs": ["two"], "outputs": ["filled"],
+           "attrs": {"value": {"tensor": {"dtype": "i64", "shape": [1], "data": [9007199254740993]}}}},
+          {"name": "add_filled", "op": "Add", "inputs": ["x", "filled"], "outputs": ["filled_sum"]},
+          {"name": "pad", "op": "Pad", "inputs": ["x", "pads", "pad_value"], "outputs": ["padded"]},
+          {"name": "fill_wide", "op": "ConstantOfShape", "inputs": ["wide"], "outputs": ["w"],
+           "attrs": {"value": {"tensor": {"dtype": "i64", "shape": [1], "data": [1152921504606846977]}}}},
+          {"name": "top", "op": "ReduceMax", "inputs": ["w"], "outputs": ["top"], "attrs": {"keepdims": 0}},
+          {"name": "add_top", "op": "Add", "inputs": ["x", "top"], "outputs": ["far"]}]})";
+  constexpr int64_t kTwoTo60 = int64_t{1} << 60;
+  TempDir dir;
+  const std::string model = dir.file("exact_body_constants.json");
+  std::ofstream(model) << model_text;
+  fs::create_directories(dir.path / "in");
+  write_tensor_file((dir.path / "in" / "input_0.npy").string(), ints({2}, {1, 2}));
+  const std::string inputs = " --inputs " + (dir.path / "in").string();
+  for (const std::string device : {"--interp", "--device cpu"}) {
+    CAPTURE(device);
+    const std::string out = dir.file(device == "--interp" ? "interp" : "cpu");
+    const cli_testing::Result r = cli_testing::run("run " + model + " " + device + inputs + " --outputs " + out);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK(exact(read_tensor_file(out + "/output_0.npy")) == std::vector<int64_t>{kTwoTo60 + 2, kTwoTo60 + 3});
+    CHECK(exact(read_tensor_file(out + "/output_1.npy")) == std::vector<int64_t>{kTwoTo53 + 2, kTwoTo53 + 3});
+    CHECK(exact(read_tensor_file(out + "/output_2.npy")) == std::vector<int64_t>{kTwoTo62 + 1, 1, 2, kTwoTo62 + 1});
+    CHECK(exact(read_tensor_file(out + "/output_3.npy")) == std::vector<int64_t>{kTwoTo60 + 2, kTwoTo60 + 3});
+  }
+  const cli_testing::Result checked = cli_testing::run("run " + model + " --device cpu --check" + inputs);
+  INFO(checked.output);
+  CHECK(checked.status == 0);
+  for (const char* name : {"'sum'", "'filled_sum'", "'padded'", "'far'"})
+    CHECK(checked.output.find(std::string(name) + " matches the interpreter") != std::string::npos);
 }

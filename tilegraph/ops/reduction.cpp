@@ -170,7 +170,7 @@ void lower_softmax_kind(LowerContext& ctx, SoftmaxKind kind) {
     // 1 at the first maximum of each row.
     const int r = x.rank();
     Value first = reduce_values(ctx, {x, m}, axes, true, Combiner::min, [&](const std::vector<Expr>& in) {
-      return select(binary(ExprOp::eq, in[0], in[1]), axis_index(r), constant(x.shape()[axes[0]], DType::i64));
+      return select(binary(ExprOp::eq, in[0], in[1]), axis_index(r), integer_constant(x.shape()[axes[0]], DType::i64));
     }, "argmax");
     NodeSpec spec;
     spec.axes = spatial_axes(x.shape());
@@ -295,13 +295,13 @@ Value window_count(LowerContext& ctx, const PoolGeometry& g, bool include_pad, D
   for (int i = 0; i < g.dims; ++i) spec.axes.push_back({cat("k", i), g.kernel[i], AxisKind::reduction});
   Expr inside = constant(1, DType::boolean);
   for (int i = 0; i < g.dims; ++i) {
-    Expr pos = axis_index(i) * constant(g.stride[i], DType::i64) +
-               axis_index(g.dims + i) * constant(g.dilation[i], DType::i64) -
-               constant(g.pad_begin[i], DType::i64);
+    Expr pos = axis_index(i) * integer_constant(g.stride[i], DType::i64) +
+               axis_index(g.dims + i) * integer_constant(g.dilation[i], DType::i64) -
+               integer_constant(g.pad_begin[i], DType::i64);
     const int64_t lo = include_pad ? -g.pad_begin[i] : 0;
     const int64_t hi = include_pad ? g.in[i] + g.pad_end[i] : g.in[i];
-    inside = binary(ExprOp::logical_and, inside, binary(ExprOp::ge, pos, constant(lo, DType::i64)));
-    inside = binary(ExprOp::logical_and, inside, binary(ExprOp::lt, pos, constant(hi, DType::i64)));
+    inside = binary(ExprOp::logical_and, inside, binary(ExprOp::ge, pos, integer_constant(lo, DType::i64)));
+    inside = binary(ExprOp::logical_and, inside, binary(ExprOp::lt, pos, integer_constant(hi, DType::i64)));
   }
   spec.body = select(inside, constant(1, dtype), constant(0, dtype));
   spec.combiner = Combiner::sum;

@@ -206,7 +206,7 @@ void lower_concat(LowerContext& ctx) {
   }
   Expr body = input(static_cast<int>(used.size()) - 1, used.back().dtype());
   for (int i = static_cast<int>(used.size()) - 2; i >= 0; --i)
-    body = select(binary(ExprOp::lt, axis_index(axis), constant(begins[i + 1], DType::i64)),
+    body = select(binary(ExprOp::lt, axis_index(axis), integer_constant(begins[i + 1], DType::i64)),
                   input(i, used[i].dtype()), body);
   spec.body = body;
   ctx.set_output(0, ctx.emit(std::move(spec), used));
@@ -305,14 +305,9 @@ void lower_slice(LowerContext& ctx) {
   ctx.set_output(0, slice_value(ctx, x, start, step, length, ""));
 }
 
-// A scalar that becomes a constant of a node's body, which holds a double: an i64 value beyond
-// 2^53 would round there, so it is refused rather than computed wrong.
-void require_exact_in_body(const LowerContext& ctx, const HostTensor& scalar, const char* what) {
-  if (!scalar.holds_int64()) return;
-  const int64_t v = scalar.as_int(0);
-  if (saturating_int64(static_cast<double>(v)) != v)
-    ctx.unsupported(cat(what, " ", v, " (an i64 constant beyond 2^53 in a node's body is not exact)"));
-}
+// The one element of `t` as a constant: an integer tensor's value exactly (an i64 beyond 2^53
+// has no exact double).
+Scalar element_scalar(const HostTensor& t) { return is_integer(t.dtype()) ? Scalar::integer(t.as_int(0)) : Scalar(t[0]); }
 
 void lower_pad(LowerContext& ctx) {
   const Value& x = ctx.input(0);
@@ -320,13 +315,12 @@ void lower_pad(LowerContext& ctx) {
   const std::string mode = ctx.attr_string("mode", "constant");
   if (mode != "constant") ctx.unsupported(cat("Pad mode \"", mode, "\" (only \"constant\")"));
   std::vector<int64_t> pads = ctx.has_input(1) ? ctx.constant_ints(1, "pads") : ctx.attr_ints("pads");
-  double value = ctx.attr_float("value", 0.0);
+  Scalar value = ctx.attr_float("value", 0.0);
   if (ctx.has_input(2)) {
     const Value& v = ctx.input(2);
     if (!v.is_constant()) ctx.unsupported("a pad value computed at run time");
     if (v.type.num_elements() != 1) ctx.fail("constant_value must be a scalar");
-    value = (*v.constant)[0];
-    require_exact_in_body(ctx, *v.constant, "constant_value");
+    value = element_scalar(*v.constant);
   }
   std::vector<int> axes = identity_axes(rank);
   if (ctx.has_input(3)) {
@@ -473,7 +467,7 @@ void lower_one_hot(LowerContext& ctx) {
   }
   Expr idx = cast(input(0, indices.dtype()), DType::i64);
   // Negative indices count from the end.
-  idx = select(binary(ExprOp::lt, idx, constant(0, DType::i64)), idx + constant(depth, DType::i64), idx);
+  idx = select(binary(ExprOp::lt, idx, constant(0, DType::i64)), idx + integer_constant(depth, DType::i64), idx);
   spec.body = select(binary(ExprOp::eq, idx, axis_index(axis)), input(2, flat.dtype()), input(1, flat.dtype()));
   ctx.set_output(0, ctx.emit(std::move(spec), {indices, flat, flat}));
 }
@@ -493,8 +487,8 @@ void lower_trilu(LowerContext& ctx) {
   const int i = x.rank() - 2, j = x.rank() - 1;
   ctx.set_output(0, elementwise(ctx, {x}, [&](const std::vector<Expr>& in) {
     Expr diff = axis_index(j) - axis_index(i);
-    Expr keep = upper ? binary(ExprOp::ge, diff, constant(k, DType::i64))
-                      : binary(ExprOp::le, diff, constant(k, DType::i64));
+    Expr keep = upper ? binary(ExprOp::ge, diff, integer_constant(k, DType::i64))
+                      : binary(ExprOp::le, diff, integer_constant(k, DType::i64));
     return select(keep, in[0], constant(0, in[0].dtype()));
   }));
 }
@@ -506,7 +500,7 @@ void lower_eye_like(LowerContext& ctx) {
   const int64_t k = ctx.attr_int("k", 0);
   NodeSpec spec;
   spec.axes = spatial_axes(x.shape());
-  spec.body = cast(binary(ExprOp::eq, axis_index(1) - axis_index(0), constant(k, DType::i64)), t);
+  spec.body = cast(binary(ExprOp::eq, axis_index(1) - axis_index(0), integer_constant(k, DType::i64)), t);
   ctx.set_output(0, ctx.emit(std::move(spec), {}));
 }
 
@@ -675,13 +669,12 @@ void lower_constant_of_shape(LowerContext& ctx) {
   const std::vector<int64_t> shape = ctx.constant_ints(0, "shape");
   for (int64_t d : shape)
     if (d < 0) ctx.fail(cat("shape has a negative extent ", d));
-  double value = 0;
+  Scalar value;
   DType dtype = DType::f32;
   if (const HostTensor* t = ctx.attr_tensor("value")) {
     if (t->size() != 1) ctx.fail(cat("attribute 'value' must hold one element, holds ", t->size()));
-    value = (*t)[0];
+    value = element_scalar(*t);
     dtype = t->dtype();
-    require_exact_in_body(ctx, *t, "value");
   }
   NodeSpec spec;
   spec.axes = spatial_axes(shape);
