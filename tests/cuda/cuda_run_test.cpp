@@ -113,7 +113,10 @@ TEST_CASE("cuda run: i64 constants past 2^53 are exact literals (a pad value, a 
   keep_nodes.fold_limit_elements = 0;
   const std::vector<std::pair<int64_t, std::string>> fills = {{kTwoTo53 + 1, "9007199254740993LL"},
                                                               {std::numeric_limits<int64_t>::min(), "(-9223372036854775807LL - 1)"}};
-  for (const auto& [fill, literal] : fills) {
+  for (const auto& entry : fills) {
+    // (Not a structured binding: clang does not let CAPTURE's lambda capture one.)
+    const int64_t fill = entry.first;
+    const std::string& literal = entry.second;
     CAPTURE(fill);
     const OpGraph g = lower_model(single_op_model("ConstantOfShape", {ints({1}, {37})}, {{"value", ints({1}, {fill})}}, 1, {0}), keep_nodes);
     REQUIRE(g.num_nodes() == 1);
