@@ -143,6 +143,41 @@ std::optional<std::string> verify_spec(const NodeSpec& spec) {
   return std::nullopt;
 }
 
+NodeSpec concat_spec(const std::vector<TensorType>& parts, int axis) {
+  TESSEL_ASSERT(!parts.empty(), "a concatenation of nothing");
+  const int rank = parts[0].rank();
+  std::vector<int64_t> out = parts[0].shape;
+  out[axis] = 0;
+  for (const TensorType& t : parts) {
+    TESSEL_ASSERT(t.rank() == rank && t.shape[axis] > 0, "concatenating ", t.print(), " with ", parts[0].print());
+    out[axis] += t.shape[axis];
+  }
+  NodeSpec spec;
+  for (int d = 0; d < rank; ++d) spec.axes.push_back({cat("d", d), out[d], AxisKind::spatial});
+  std::vector<int64_t> begins;
+  int64_t offset = 0;
+  for (const TensorType& t : parts) {
+    std::vector<AffineExpr> rows;
+    for (int d = 0; d < rank; ++d) {
+      AffineExpr e;
+      e.coeffs.assign(rank, 0);
+      e.coeffs[d] = 1;
+      if (d == axis) e.offset = -offset;
+      rows.push_back(e);
+    }
+    spec.inputs.push_back({t, AffineMap(rank, rows)});
+    begins.push_back(offset);
+    offset += t.shape[axis];
+  }
+  const int n = static_cast<int>(parts.size());
+  Expr body = input(n - 1, parts.back().dtype);
+  for (int k = n - 2; k >= 0; --k)
+    body = select(binary(ExprOp::lt, axis_index(axis), integer_constant(begins[k + 1], DType::i64)), input(k, parts[k].dtype),
+                  body);
+  spec.body = body;
+  return spec;
+}
+
 NodeRef make_node(NodeSpec spec) {
   if (auto problem = verify_spec(spec))
     TESSEL_ASSERT(false, "invalid node '", spec.name, "': ", *problem);

@@ -134,6 +134,12 @@ std::optional<std::string> verify_spec(const NodeSpec& spec);
 /// its access's dtype and the init to the body's (round_to), so an integer one is an exact integer.
 NodeRef make_node(NodeSpec spec);
 
+/// The node laying `parts` one after another along dimension `axis` (same rank and dtype, equal
+/// outside `axis`, each non-empty along it): spatial axes d0, d1, ... over the joined shape, input k
+/// read at an offset of the parts before it, the body selecting the part by the axis's value.
+/// Lowering's Concat and the partitioner's join of overlapped pieces (tilegraph/spmd.cpp).
+NodeSpec concat_spec(const std::vector<TensorType>& parts, int axis);
+
 /// Stable multi-line text of a node (used by tests and `--dump`). Input names are the graph's
 /// tensor names; pass an empty vector to print in0, in1, ...
 std::string print_node(const TeNode& node, const std::vector<std::string>& input_names,

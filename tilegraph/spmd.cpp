@@ -128,34 +128,15 @@ class Partitioner {
     return concat(ordered, f.output_dim, name);
   }
 
-  /// `parts` (equal shapes) laid one after another along `dim`.
+  /// `parts` laid one after another along `dim`.
   TensorId concat(const std::vector<TensorId>& parts, int dim, const std::string& name) {
-    const TensorType& in = prog_.local.tensor(parts[0]).type;
-    const int rank = in.rank();
-    NodeSpec spec;
+    std::vector<TensorType> types;
+    for (TensorId t : parts) types.push_back(prog_.local.tensor(t).type);
+    NodeSpec spec = concat_spec(types, dim);
     spec.name = name;
-    std::vector<int64_t> out = in.shape;
-    out[dim] *= static_cast<int64_t>(parts.size());
-    for (int d = 0; d < rank; ++d) spec.axes.push_back({cat("d", d), out[d], AxisKind::spatial});
-    for (size_t k = 0; k < parts.size(); ++k) {
-      std::vector<AffineExpr> results;
-      for (int d = 0; d < rank; ++d) {
-        AffineExpr e;
-        e.coeffs.assign(rank, 0);
-        e.coeffs[d] = 1;
-        if (d == dim) e.offset = -static_cast<int64_t>(k) * in.shape[dim];
-        results.push_back(e);
-      }
-      spec.inputs.push_back({in, AffineMap(rank, results)});
-    }
-    Expr body = input(static_cast<int>(parts.size()) - 1, in.dtype);
-    for (int k = static_cast<int>(parts.size()) - 2; k >= 0; --k)
-      body = select(binary(ExprOp::lt, axis_index(dim), constant(static_cast<double>((k + 1) * in.shape[dim]), DType::i64)),
-                    input(k, in.dtype), body);
-    spec.body = body;
-    spec.output_shape = out;
     return prog_.local.add_node(make_node(std::move(spec)), parts, name);
   }
+
 
   /// The local tensor holding graph tensor `t` in `layout`, made from one it is held in.
   TensorId obtain(TensorId t, const TensorLayout& layout) {

@@ -182,34 +182,21 @@ void lower_concat(LowerContext& ctx) {
         ctx.fail(cat("inputs differ outside axis ", axis, ": ", ins[0].type.print(), " vs ", v.type.print()));
     out[axis] += v.shape()[axis];
   }
-  NodeSpec spec;
-  spec.axes = spatial_axes(out);
   std::vector<Value> used;
-  std::vector<int64_t> begins;
-  int64_t offset = 0;
-  for (const Value& v : ins) {
-    if (v.shape()[axis] == 0) continue;
-    Access a{v.type, AffineMap::select_axes(rank, identity_axes(rank))};
-    std::vector<AffineExpr> rows = a.map.results();
-    rows[axis].offset = -offset;
-    a.map = AffineMap(rank, rows);
-    spec.inputs.push_back(a);
-    used.push_back(v);
-    begins.push_back(offset);
-    offset += v.shape()[axis];
-  }
+  std::vector<TensorType> parts;
+  for (const Value& v : ins)
+    if (v.shape()[axis] != 0) {
+      used.push_back(v);
+      parts.push_back(v.type);
+    }
   if (used.empty()) {  // every input is empty along the axis
-    spec.inputs.clear();
+    NodeSpec spec;
+    spec.axes = spatial_axes(out);
     spec.body = constant(0, ins[0].dtype());
     ctx.set_output(0, ctx.emit(std::move(spec), {}));
     return;
   }
-  Expr body = input(static_cast<int>(used.size()) - 1, used.back().dtype());
-  for (int i = static_cast<int>(used.size()) - 2; i >= 0; --i)
-    body = select(binary(ExprOp::lt, axis_index(axis), integer_constant(begins[i + 1], DType::i64)),
-                  input(i, used[i].dtype()), body);
-  spec.body = body;
-  ctx.set_output(0, ctx.emit(std::move(spec), used));
+  ctx.set_output(0, ctx.emit(concat_spec(parts, axis), used));
 }
 
 // out = x[start + step * i] along each axis (other axes whole).
