@@ -187,6 +187,12 @@ int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwS
   return split;
 }
 
+double in_flight_rate(const HwSpec& spec, double bytes_in_flight) {
+  const MemoryLevel& level = spec.memory_levels[device_level_index(spec)];
+  const double bandwidth = level.bandwidth_gbps * 1e9;
+  return level.loaded_latency_ns > 0 ? std::min(bandwidth, bytes_in_flight / (level.loaded_latency_ns * 1e-9)) : bandwidth;
+}
+
 namespace {
 
 // The slowest of `compute_s` and each level's bytes over its bandwidth (scaled by the `active`
@@ -638,7 +644,27 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     const double l2_bytes = panels + partials + side_bytes + epilogue_reads + written;
     levels.push_back({cache.name, l2_bytes, l2_bytes / (cache.bandwidth_gbps * 1e9 * active)});
   }
-  levels.push_back({dram.name, dram_bytes, dram_bytes / (dram.bandwidth_gbps * 1e9 * active)});
+  // Bytes in flight (Little's law, mma.sync's cp.async pipeline): each resident block keeps up
+  // to stages - 1 K tiles of its operands requested (no more than its part of K has; rows of A past
+  // M are not read), so the operands stream from device memory at most at those bytes per loaded
+  // latency. A skinny product whose blocks each hold a shallow pipeline streams its weight well
+  // below the bandwidth; deeper pipelines or more blocks (a K split) lift it. (The wgmma kernel's
+  // deep TMA ring is priced with its first stages' latency instead, below.)
+  double dram_s = dram_bytes / (dram.bandwidth_gbps * 1e9 * active);
+  if (group.kernel.family == "mma") {
+    const double resident = static_cast<double>(std::min<int64_t>(out.blocks, out.blocks_per_unit * units));
+    const int64_t part_tiles = std::max<int64_t>((k + split * bk - 1) / (split * bk), 1);
+    const double tile_bytes = static_cast<double>((std::min(bm, m) + std::min(bn, n)) * bk * in_bytes);
+    const double in_flight = resident * static_cast<double>(std::clamp<int64_t>(stages - 1, 1, part_tiles)) * tile_bytes;
+    const double rate = in_flight_rate(spec, in_flight);
+    const double operands_s = std::min(a_bytes + b_bytes, dram_bytes) / rate;
+    if (operands_s > dram_s) {
+      dram_s = operands_s;
+      out.notes.push_back(cat(static_cast<int64_t>(in_flight), " B of operands in flight: ", dram.name, " streams them at ", rate * 1e-9,
+                              " GB/s (Little's law, ", dram.loaded_latency_ns, " ns loaded latency)"));
+    }
+  }
+  levels.push_back({dram.name, dram_bytes, dram_s});
   out.bound = "compute";
   double worst = compute_s;
   for (const MemoryLevel& level : spec.memory_levels)

@@ -41,4 +41,10 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
 /// one warp leave room for several; its parts then fill the units' slots, not the units).
 int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec, int64_t per_unit = 1);
 
+/// Little's law: the bytes per second the spec's device memory delivers to kernels that keep
+/// `bytes_in_flight` requested across the chip: its bandwidth, or less, bytes in flight over its
+/// loaded latency (MemoryLevel::loaded_latency_ns, when the spec gives one). A skinny product
+/// whose blocks each hold a shallow pipeline streams its weight below the bandwidth.
+double in_flight_rate(const HwSpec& spec, double bytes_in_flight);
+
 }  // namespace tessel

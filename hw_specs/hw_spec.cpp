@@ -234,7 +234,7 @@ MemoryLevel SpecReader::level_at(const json& j, const std::string& ptr) const {
   check_keys(j, ptr,
              {"name", "scope", "capacity_bytes", "instances", "bandwidth_gbps", "transaction_bytes",
               "software_managed"},
-             {"banks", "bank_width_bytes", "cache", "latency_ns", "source"});
+             {"banks", "bank_width_bytes", "cache", "latency_ns", "loaded_latency_ns", "source"});
   MemoryLevel level;
   level.name = name_at(j["name"], child(ptr, "name"));
   const std::string scope = string_at(j["scope"], child(ptr, "scope"));
@@ -271,6 +271,8 @@ MemoryLevel SpecReader::level_at(const json& j, const std::string& ptr) const {
         bool_at(j["cache"]["shared"], child(cptr, "shared"))};
   }
   if (j.contains("latency_ns")) level.latency_ns = number_at(j["latency_ns"], child(ptr, "latency_ns"), false);
+  if (j.contains("loaded_latency_ns"))
+    level.loaded_latency_ns = number_at(j["loaded_latency_ns"], child(ptr, "loaded_latency_ns"), false);
   if (j.contains("source")) level.source = string_at(j["source"], child(ptr, "source"));
   return level;
 }
@@ -550,6 +552,7 @@ ordered_json spec_json(const HwSpec& s) {
     e["software_managed"] = l.software_managed;
     if (l.cache) e["cache"] = {{"associativity", l.cache->associativity}, {"shared", l.cache->shared}};
     e["latency_ns"] = l.latency_ns;
+    if (l.loaded_latency_ns > 0) e["loaded_latency_ns"] = l.loaded_latency_ns;
     e["source"] = l.source;
     levels.push_back(std::move(e));
   }

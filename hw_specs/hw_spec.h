@@ -53,6 +53,10 @@ struct MemoryLevel {
   bool software_managed = false;  // registers, shared memory: the program places data there
   std::optional<CacheSpec> cache;  // set for hardware-managed caches
   double latency_ns = 0;           // load-to-use latency; 0 when not known
+  /// Latency of a read while the level streams near its bandwidth (queues included): what a
+  /// kernel must cover with bytes in flight (Little's law: bandwidth <= bytes in flight /
+  /// loaded latency). 0 when not known (no such limit priced).
+  double loaded_latency_ns = 0;
   std::string source;              // where the numbers come from
 
   /// capacity_bytes * instances: the whole chip's capacity at this level.

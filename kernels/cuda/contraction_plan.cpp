@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 
 #include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
@@ -40,7 +41,10 @@ constexpr int kMaxStages = 4;          // deepest cp.async pipeline
 // How far a block_sparse kind's recorded density may be from the weight's (both are the same
 // count ratio; a schedule's JSON keeps doubles to 17 digits).
 constexpr double kDensityTolerance = 1e-9;
-constexpr int kMaxSplitStages = 8;     // deepest one of a plan whose K is split (split_k)
+// Deepest cp.async pipeline of a plan whose K is split (split_k), and of any recorded plan: a
+// skinny product streaming its weight needs bytes in flight, not a second block per SM (the
+// cost model's Little's-law limit, cost_model/analytic_model.cpp, prices the depth).
+constexpr int kMaxSplitStages = 8;
 constexpr int kWarpTile = 64;          // largest warp tile edge (64 x 64: 128 f32 accumulators)
 constexpr int kMinWarps = 4, kMaxWarps = 8;
 constexpr int kRasterGroup = 8;        // block rows per rasterization group (Triton's GROUP_M)
@@ -783,6 +787,48 @@ std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
   return "";
 }
 
+/// Deepens the pipeline of an mma.sync plan whose resident blocks keep too few bytes in flight
+/// to stream from device memory at its bandwidth (the cost model's in_flight_rate, Little's law):
+/// a skinny product's few narrow blocks, each walking a long K. Takes the K step of kMaxBlockK
+/// where the tile is the planner's own (half the barriers per byte),
+/// and the fewest stages up to kMaxSplitStages that reach the bandwidth, or the deepest that fits
+/// a block's shared memory.
+/// Returns what it did, or "".
+std::string deepen_stream(ContractionPlan& p, const HwSpec& spec) {
+  // (Not an implicit GEMM: its gather copier has not run deeper than kMaxStages on a GPU.)
+  if (p.implicit) return "";
+  const double bandwidth = in_flight_rate(spec, std::numeric_limits<double>::infinity());
+  const LimitSpec& lim = spec.limits;
+  auto rate = [&](const ContractionPlan& q) {
+    int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max(q.threads(kMmaLanes), 1));
+    per_sm = std::max<int64_t>(std::min<int64_t>(per_sm, lim.smem_per_sm_bytes / std::max<int64_t>(q.smem_bytes, 1)), 1);
+    const double resident = static_cast<double>(std::min(q.blocks(), per_sm * spec.compute.units));
+    const double tile = static_cast<double>((std::min<int64_t>(q.block_m, q.m) + std::min<int64_t>(q.block_n, q.n)) * q.block_k *
+                                            dtype_bytes(q.dtype));
+    return in_flight_rate(spec, resident * static_cast<double>(q.stages - 1) * tile);
+  };
+  const double before = rate(p);
+  if (before >= bandwidth) return "";
+  ContractionPlan best = p;
+  double best_rate = before;
+  for (int bk : {kMaxBlockK, p.block_k}) {
+    if (bk != p.block_k && p.tile_from_schedule) continue;
+    for (int stages = p.stages; stages <= kMaxSplitStages && best_rate < bandwidth; ++stages) {
+      ContractionPlan q = p;
+      q.block_k = bk;
+      q.stages = stages;
+      q.smem_bytes = stages * stage_bytes(q);
+      if (q.smem_bytes > lim.smem_per_block_bytes || ceil_div(q.k, bk) < stages) break;
+      if (const double r = rate(q); r > best_rate * (1 + 1e-9)) best = q, best_rate = r;
+    }
+  }
+  if (best.stages == p.stages && best.block_k == p.block_k) return "";
+  const std::string what = cat("pipeline deepened to ", best.stages, " stages of K ", best.block_k, ": ", before * 1e-9, " GB/s in flight -> ",
+                               best_rate * 1e-9, " GB/s");
+  p = best;
+  return what;
+}
+
 /// The parameters a schedule recorded for a tensor-core family (KernelChoice) applied to the
 /// derived plan `p`: what the policy chose (tuning among contraction_variants) is what is emitted.
 /// Returns why the recorded parameters cannot be emitted, or "".
@@ -922,8 +968,7 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
       return cat("K split in ", split, " parts: a power of two up to the cluster's ", spec.limits.max_cluster_blocks, " blocks");
     if (ceil_div(q.k, bk) < split) return cat("K has fewer than ", split, " tiles of ", bk);
   }
-  const int64_t max_stages = split > 1 ? kMaxSplitStages : kMaxStages;
-  if (stages < 2 || stages > max_stages) return cat(stages, " mma.sync stages (2..", max_stages, ")");
+  if (stages < 2 || stages > kMaxSplitStages) return cat(stages, " mma.sync stages (2..", kMaxSplitStages, ")");
   q.stages = static_cast<int>(stages);
   q.smem_bytes = std::max(q.stages * stage_bytes(q), split > 1 ? int64_t{q.block_m} * q.block_n * 4 : int64_t{0});
   if (q.smem_bytes > spec.limits.smem_per_block_bytes)
@@ -1016,7 +1061,8 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
       for (int64_t bk : {int64_t{kBlockK}, int64_t{kMaxBlockK}})
         for (int64_t split : {1, 2, 4})
           for (int64_t stages : {int64_t{kMaxStages}, int64_t{3}, int64_t{kMaxSplitStages}}) {
-            if ((split == 1) != (stages <= kMaxStages)) continue;
+            // (A split part streams a long K alone: 3 stages are never its best.)
+            if (split > 1 && stages == 3) continue;
             add("mma", {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"stages", stages}, {"split_k", split},
                         {"raster_group", raster}, {"implicit", p.implicit}});
           }
@@ -1201,6 +1247,7 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
                                   : "the mma family's default (asked for without warpgroups)";
   if (sparse) p.split_reason = "the block-sparse K loop is not split";
   else if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
+  if (!p.warpgroup && p.split_k == 1) p.deepened = deepen_stream(p, spec);
   // 7. Parameters the schedule recorded for a tensor-core family (chosen among
   //    contraction_variants, e.g. by tuning) replace the derived ones.
   const KernelChoice& recorded = group.kernel;
@@ -1364,6 +1411,7 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
                                          (p.sparse_ptr.size() - 1) * ceil_div(p.k, p.block_k), " K tiles walked (density ",
                                          p.sparse_density, ")") : std::string(),
              p.split_reason.empty() ? "" : cat("; K not split: ", p.split_reason),
+             p.deepened.empty() ? "" : cat("; ", p.deepened),
              p.warpgroup_reason.empty() ? "" : cat("; wgmma not used: ", p.warpgroup_reason));
 }
 

@@ -201,6 +201,9 @@ struct ContractionPlan {
   // K is not split when the tiles leave SMs idle.
   int split_k = 1;
   std::string split_reason;
+  // What deepened the pipeline of a plan whose blocks kept too few bytes in flight (Little's
+  // law, contraction_plan.cpp's deepen_stream), or "".
+  std::string deepened;
   // The Hopper kernel (device/wgmma.cuh) instead of mma.sync: `warpgroups` warpgroups of
   // kWarpgroupWarps warps (one producer, the rest consumers of 64 rows each), operands copied by
   // the tensor copy engine through two tensor maps (GroupPlan::tensor_maps); warps_m and warps_n

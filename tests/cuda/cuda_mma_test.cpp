@@ -485,6 +485,58 @@ TEST_CASE("cuda mma: on sm_90a, plain products of at least 128 x 128 take the wg
   CHECK(kept(emit_kernel(g, schedule_with(g, no_wgmma, "roller"), 0, no_wgmma)).find("m64n256k16") != std::string::npos);
 }
 
+TEST_CASE("cuda mma: a decode GEMM's pipeline is deepened until its bytes in flight cover the loaded latency") {
+  // LLaMA-70B's MLP down at M = 1: 128 tiles of 16 x 64 (not split: two parts would not fit the
+  // SMs one each), each walking K = 28672. With 4 stages of 32 its blocks kept 1.6 MB requested and
+  // streamed the weight at 2.2 TB/s on an H200. The spec's device memory (3.35 TB/s, 1.1 us loaded
+  // latency) needs 3.7 MB in flight: K steps of 64 (8.3 KB a stage a block) through 5 stages.
+  const HwSpec& spec = gpu_spec();
+  const double bandwidth = spec.level("dram").bandwidth_gbps * 1e9;
+  REQUIRE(spec.level("dram").loaded_latency_ns == doctest::Approx(1100));
+  const cuda::GeneratedKernel dec = roller_kernel(gemm(DType::f16, 1, 28672, 8192, false, false));
+  REQUIRE(dec.path == "mma");
+  const cuda::ContractionPlan& c = *dec.contraction;
+  CHECK(c.tiles() == 128);
+  CHECK(c.split_k == 1);
+  CHECK(c.block_k == 64);
+  CHECK(c.stages == 5);
+  const double stage = (1.0 + 64.0) * 64 * 2;  // one row of A (M = 1), 64 columns of B, 64 deep
+  CHECK(in_flight_rate(spec, 128 * 4 * stage) == doctest::Approx(bandwidth));  // 4 stages in flight: enough
+  CHECK(in_flight_rate(spec, 128 * 3 * stage) < bandwidth);                    // 3 (4 stages): not
+  CHECK(c.deepened.find("pipeline deepened to 5 stages of K 64") != std::string::npos);
+  CHECK(dec.source.find("pipeline deepened to 5 stages of K 64") != std::string::npos);
+
+  // The spec decides: without a loaded latency nothing limits the bytes in flight, and the plan
+  // keeps 4 stages of 32.
+  HwSpec no_latency = spec;
+  for (MemoryLevel& l : no_latency.memory_levels) l.loaded_latency_ns = 0;
+  CHECK(in_flight_rate(no_latency, 1.0) == doctest::Approx(bandwidth));
+  const OpGraph g = gemm(DType::f16, 1, 28672, 8192, false, false);
+  const Schedule s = schedule_with(g, no_latency, "roller");
+  const cuda::GeneratedKernel flat = emit_kernel(g, s, 0, no_latency);
+  REQUIRE(flat.contraction);
+  CHECK(flat.contraction->stages == 4);
+  CHECK(flat.contraction->block_k == 32);
+  CHECK(flat.contraction->deepened.empty());
+
+  // The model prices what the pipeline holds: the 5-stage plan below the 4-stage one of 32.
+  const AnalyticCostModel cost;
+  const Schedule priced = schedule_with(g, spec, "roller");
+  ScheduledGroup deep = priced.groups[0].group, shallow = deep;
+  deep.kernel = {"mma", cuda::contraction_params(c), {}};
+  shallow.kernel = deep.kernel;
+  shallow.kernel.params["block_k"] = 32;
+  shallow.kernel.params["stages"] = 4;
+  const CostBreakdown fast = cost.estimate(g, deep, spec), slow = cost.estimate(g, shallow, spec);
+  CHECK(slow.latency_s > 1.3 * fast.latency_s);
+  CHECK(std::any_of(slow.notes.begin(), slow.notes.end(), [](const std::string& n) { return n.find("Little's law") != std::string::npos; }));
+
+  // Enough blocks in flight already: a 4096^3 GEMM's plan is not touched.
+  const cuda::GeneratedKernel big = roller_kernel(gemm(DType::f16, 4096, 4096, 4096, false, false));
+  REQUIRE(big.contraction);
+  CHECK(big.contraction->deepened.empty());
+}
+
 TEST_CASE("cuda mma: K is split over a thread-block cluster when the tiles leave SMs idle") {
   // The decode GEMM (M = 16): 64 tiles of 16 x 64 for 132 SMs; K = 4096 is 64 tiles of 64 (a
   // split plan's K step), split in 2 parts: 128 blocks, one per SM (4 parts would be 256 blocks,

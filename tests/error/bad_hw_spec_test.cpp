@@ -144,6 +144,7 @@ TEST_CASE("bad hw spec: impossible values") {
   expect_user_error(edit("\"simt_peak_tflops\": {\"f32\": 1.5}", "\"simt_peak_tflops\": {\"f32\": 0}"),
                     "/compute/simt_peak_tflops/f32", "0");
   expect_user_error(edit("\"latency_ns\": 400", "\"latency_ns\": -1"), "/memory_levels/3/latency_ns", "-1");
+  expect_user_error(edit("\"latency_ns\": 400", "\"latency_ns\": 400, \"loaded_latency_ns\": -5"), "/memory_levels/3/loaded_latency_ns", "-5");
   expect_user_error(edit("\"smem_per_block_bytes\": 65536", "\"smem_per_block_bytes\": 131072"), "/limits/smem_per_block_bytes", "131072");
   expect_user_error(edit("\"banks\": 32, \"bank_width_bytes\": 4", "\"banks\": 32, \"bank_width_bytes\": 0"), "/memory_levels/1", "banks (32)");
   expect_user_error(edit("\"software_managed\": false, \"cache\"", "\"software_managed\": true, \"cache\""), "/memory_levels/2/cache", "\"l2\"");

@@ -102,6 +102,10 @@ TEST_CASE("H200 extends H100: overrides memory, keeps compute") {
   CHECK(h200.limits == h100.limits);
   CHECK(h200.target == h100.target);
   CHECK(hw_spec_hash(h200) != hw_spec_hash(h100));
+  // The loaded latency (the cost model's bytes-in-flight limit) is inherited with the level.
+  CHECK(h100.level("dram").loaded_latency_ns == doctest::Approx(1100));
+  CHECK(h200.level("dram").loaded_latency_ns == doctest::Approx(1100));
+  CHECK(h100.level("l2").loaded_latency_ns == 0);  // not given: no limit
 }
 
 TEST_CASE("extends: deep merge, lists by name, chains, relative paths") {
