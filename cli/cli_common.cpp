@@ -40,8 +40,23 @@ std::string milliseconds(Clock::time_point start) {
   return buf;
 }
 
+namespace {
+
+// The temporary directory (TMPDIR, else /tmp); a UserError naming it when it is not a directory.
+fs::path temp_root() {
+  std::error_code ec;
+  fs::path root = fs::temp_directory_path(ec);
+  if (ec) {
+    const char* env = std::getenv("TMPDIR");
+    throw UserError(env ? env : "TMPDIR", "", cat("cannot use it as the temporary directory: ", ec.message()));
+  }
+  return root;
+}
+
+}  // namespace
+
 std::string private_temp_file(const std::string& prefix, const std::string& suffix) {
-  std::string path = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX" + suffix)).string();
+  std::string path = (temp_root() / (prefix + "XXXXXX" + suffix)).string();
   const int fd = ::mkstemps(path.data(), static_cast<int>(suffix.size()));
   if (fd < 0) throw UserError(path, "", cat("cannot create a temporary file: ", std::strerror(errno)));
   ::close(fd);
@@ -49,7 +64,7 @@ std::string private_temp_file(const std::string& prefix, const std::string& suff
 }
 
 std::string private_temp_dir(const std::string& prefix) {
-  std::string path = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+  std::string path = (temp_root() / (prefix + "XXXXXX")).string();
   if (::mkdtemp(path.data()) == nullptr) throw UserError(path, "", cat("cannot create a temporary directory: ", std::strerror(errno)));
   return path;
 }

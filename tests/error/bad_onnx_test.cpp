@@ -102,6 +102,16 @@ TEST_CASE("the hand-built ONNX model imports (so the cases below fail for their 
   CHECK(m.outputs == std::vector<std::string>{"y"});
 }
 
+TEST_CASE("a negative opset is a UserError naming opset_import (issue: hostile inputs, class 12)") {
+  TempDir dir;
+  std::string bytes = model({tensor_value_info("x", kFloat, {2})}, {}, tensor_value_info("y", kFloat, {2}));
+  const std::string good = bytes_field(8, bytes_field(1, "") + int_field(2, 17));
+  const size_t at = bytes.rfind(good);
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, good.size(), bytes_field(8, bytes_field(1, "") + int_field(2, static_cast<uint64_t>(int64_t{-3}))));
+  check_user_error([&] { import_onnx(dir.write("negative_opset.onnx", bytes)); }, "opset is -3, negative");
+}
+
 TEST_CASE("a missing ONNX file is a UserError") {
   check_user_error([] { import_onnx("/nonexistent/dir/model.onnx"); }, "file not found");
 }

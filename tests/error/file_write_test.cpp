@@ -3,10 +3,12 @@
 // left behind; a device is written in place, never replaced.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "../cli_run.h"
 #include "../temp_dir.h"
 #include "tilegraph/error.h"
 #include "tilegraph/files.h"
@@ -40,4 +42,24 @@ TEST_CASE("file write: all or nothing, every failure a UserError naming the path
   }
   CHECK_THROWS_AS(write_file_atomically(dir.path.string(), "x"), UserError);                    // a directory
   CHECK_THROWS_AS(write_file_atomically((dir.path / "no" / "such.json").string(), "x"), UserError);  // no folder
+}
+
+TEST_CASE("file write: --outputs onto a file or an unwritable place exits 2 with one line naming it (class 7)") {
+  // std::filesystem errors escaped the CLI once and ended it with exit 134.
+  tessel::testing::TempDir dir;
+  const std::string model = std::string(TESSEL_SOURCE_DIR) + "/experiments/models/resnet50_bottleneck.json";
+  const std::string file = dir.file("taken");
+  std::ofstream(file) << "a file, not a folder";
+  for (const std::string& where : {file, file + "/sub", std::string("/proc/tessel_no_such_place/out")}) {
+    CAPTURE(where);
+    const cli_testing::Result r = cli_testing::run("run " + model + " --interp --outputs " + where);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("tessel: error: ") != std::string::npos);
+    CHECK(r.output.find(where.substr(0, where.rfind('/'))) != std::string::npos);
+    // (Summaries of the interpreted run may come first; the error is the last line, and one line.)
+    const size_t at = r.output.rfind("tessel: error: ");
+    REQUIRE(at != std::string::npos);
+    const std::string last = r.output.substr(at);
+    CHECK(std::count(last.begin(), last.end(), '\n') <= 1);
+  }
 }
