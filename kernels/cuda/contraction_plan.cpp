@@ -795,8 +795,10 @@ std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
 /// a block's shared memory.
 /// Returns what it did, or "".
 std::string deepen_stream(ContractionPlan& p, const HwSpec& spec) {
-  // (Not an implicit GEMM: its gather copier has not run deeper than kMaxStages on a GPU.)
-  if (p.implicit) return "";
+  // (Not an implicit GEMM: its gather copier has not run deeper than kMaxStages on a GPU. Nor
+  // operands read in narrower pieces than 16 bytes: such copies are not all asynchronous, so
+  // stages add fewer bytes in flight than counted.)
+  if (p.implicit || p.a.align < kChunkElems || p.b.align < kChunkElems) return "";
   const double bandwidth = in_flight_rate(spec, std::numeric_limits<double>::infinity());
   const LimitSpec& lim = spec.limits;
   auto rate = [&](const ContractionPlan& q) {
@@ -813,7 +815,7 @@ std::string deepen_stream(ContractionPlan& p, const HwSpec& spec) {
   double best_rate = before;
   for (int bk : {kMaxBlockK, p.block_k}) {
     if (bk != p.block_k && p.tile_from_schedule) continue;
-    for (int stages = p.stages; stages <= kMaxSplitStages && best_rate < bandwidth; ++stages) {
+    for (int stages = bk == p.block_k ? p.stages : 2; stages <= kMaxSplitStages && best_rate < bandwidth; ++stages) {
       ContractionPlan q = p;
       q.block_k = bk;
       q.stages = stages;
@@ -962,13 +964,17 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
   q.raster_group = static_cast<int>(std::min<int64_t>(q.tiles_m, raster));
   q.split_k = static_cast<int>(split);
   q.split_reason.clear();
+  q.deepened.clear();
   if (split > 1) {
     if (p.implicit) return "an implicit GEMM's gather starts at k = 0 (its K is not split)";
     if (!is_pow2(split) || split > spec.limits.max_cluster_blocks)
       return cat("K split in ", split, " parts: a power of two up to the cluster's ", spec.limits.max_cluster_blocks, " blocks");
     if (ceil_div(q.k, bk) < split) return cat("K has fewer than ", split, " tiles of ", bk);
   }
-  if (stages < 2 || stages > kMaxSplitStages) return cat(stages, " mma.sync stages (2..", kMaxSplitStages, ")");
+  // (An implicit GEMM's gather copier has not run deeper than kMaxStages on a GPU; split plans of
+  // 8 stages have, and so have plain products deepened by deepen_stream.)
+  const int max_stages = p.implicit ? kMaxStages : kMaxSplitStages;
+  if (stages < 2 || stages > max_stages) return cat(stages, " mma.sync stages (2..", max_stages, p.implicit ? " for an implicit GEMM" : "", ")");
   q.stages = static_cast<int>(stages);
   q.smem_bytes = std::max(q.stages * stage_bytes(q), split > 1 ? int64_t{q.block_m} * q.block_n * 4 : int64_t{0});
   if (q.smem_bytes > spec.limits.smem_per_block_bytes)
@@ -1061,8 +1067,9 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
       for (int64_t bk : {int64_t{kBlockK}, int64_t{kMaxBlockK}})
         for (int64_t split : {1, 2, 4})
           for (int64_t stages : {int64_t{kMaxStages}, int64_t{3}, int64_t{kMaxSplitStages}}) {
-            // (A split part streams a long K alone: 3 stages are never its best.)
-            if (split > 1 && stages == 3) continue;
+            // (A split part streams a long K alone: 3 stages are never its best. An implicit GEMM
+            // takes at most kMaxStages: apply_recorded.)
+            if ((split > 1 && stages == 3) || (p.implicit && stages > kMaxStages)) continue;
             add("mma", {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"stages", stages}, {"split_k", split},
                         {"raster_group", raster}, {"implicit", p.implicit}});
           }

@@ -256,8 +256,8 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& plan);
 /// emitted with, as KernelChoices (the family and its parameters, none repeated): wgmma blocks
 /// 128 x 256 and 128 x 128 at 3..6 stages where wgmma runs (and 128 x 192 where it pays:
 /// contraction_plan.cpp, wgmma_mid_width_pays); mma.sync blocks 16..256 x 16..256
-/// with K steps of 32 or 64, 3 or 4 stages, or K split in 2 or 4 parts over a cluster (8
-/// stages). A group recording one of them (KernelChoice) is planned with it (plan_contraction's
+/// with K steps of 32 or 64, 3, 4 or 8 stages (an implicit GEMM 3 or 4), or K split in 2 or 4
+/// parts over a cluster (4 or 8 stages). A group recording one of them (KernelChoice) is planned with it (plan_contraction's
 /// step 7): the tuner's search space (policy/tune.h).
 std::vector<KernelChoice> contraction_variants(const ContractionPlan& plan, const HwSpec& spec);
 

@@ -535,6 +535,39 @@ TEST_CASE("cuda mma: a decode GEMM's pipeline is deepened until its bytes in fli
   const cuda::GeneratedKernel big = roller_kernel(gemm(DType::f16, 4096, 4096, 4096, false, false));
   REQUIRE(big.contraction);
   CHECK(big.contraction->deepened.empty());
+
+  // A schedule recording the old plan (a schedule saved before, a tuner's variant) is emitted as
+  // recorded, and its kernel does not claim the deepening.
+  Schedule old_plan = priced;
+  old_plan.groups[0].group.kernel = shallow.kernel;
+  const cuda::GeneratedKernel replayed = emit_kernel(g, old_plan, 0, spec);
+  REQUIRE(replayed.contraction);
+  CHECK(replayed.contraction->stages == 4);
+  CHECK(replayed.contraction->block_k == 32);
+  CHECK(replayed.contraction->deepened.empty());
+  CHECK(replayed.source.find("pipeline deepened") == std::string::npos);
+
+  // An implicit GEMM (a convolution's gather) is neither deepened nor recorded deeper than 4
+  // stages, nor listed so among the variants: that copier has not run deeper on a GPU.
+  const OpGraph conv = conv_nhwc(DType::f16, {1, 14, 14, 64}, 64, 3, 1, 1, 1, false);
+  const Schedule cs = schedule_with(conv, spec, "roller");
+  const cuda::GeneratedKernel ck = emit_kernel(conv, cs, static_cast<int>(cs.groups.size()) - 1, spec);
+  REQUIRE(ck.contraction);
+  if (ck.path == "mma" && ck.contraction->implicit) {
+    CHECK(ck.contraction->deepened.empty());
+    CHECK(ck.contraction->stages <= 4);
+    const cuda::CudaKernelFamilies families;
+    ScheduledGroup deep_conv = cs.groups.back().group;
+    deep_conv.kernel = {"mma", cuda::contraction_params(*ck.contraction), {}};
+    for (const KernelChoice& v : families.variants(conv, deep_conv, spec))
+      if (v.family == "mma" && v.params.at("split_k") == 1) CHECK(v.params.at("stages") <= 4);
+    deep_conv.kernel.params["stages"] = 8;
+    const std::optional<std::string> why = families.check(conv, deep_conv, spec);
+    REQUIRE(why);
+    CHECK(why->find("for an implicit GEMM") != std::string::npos);
+  } else {
+    FAIL("expected the 3x3 convolution on the mma.sync kernel as an implicit GEMM, got ", ck.path);
+  }
 }
 
 TEST_CASE("cuda mma: K is split over a thread-block cluster when the tiles leave SMs idle") {
