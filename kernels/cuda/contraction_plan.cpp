@@ -815,7 +815,10 @@ std::string deepen_stream(ContractionPlan& p, const HwSpec& spec) {
   double best_rate = before;
   for (int bk : {kMaxBlockK, p.block_k}) {
     if (bk != p.block_k && p.tile_from_schedule) continue;
-    for (int stages = bk == p.block_k ? p.stages : 2; stages <= kMaxSplitStages && best_rate < bandwidth; ++stages) {
+    // (From the plan's own depth -- fewer stages of a longer step were not measured -- or as many
+    // as a short K has steps of this one.)
+    const int first = bk == p.block_k ? p.stages : static_cast<int>(std::min<int64_t>(p.stages, std::max<int64_t>(ceil_div(p.k, bk), 2)));
+    for (int stages = first; stages <= kMaxSplitStages && best_rate < bandwidth; ++stages) {
       ContractionPlan q = p;
       q.block_k = bk;
       q.stages = stages;
