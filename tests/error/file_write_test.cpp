@@ -47,7 +47,9 @@ TEST_CASE("file write: all or nothing, every failure a UserError naming the path
 TEST_CASE("file write: --outputs onto a file or an unwritable place exits 2 with one line naming it (class 7)") {
   // std::filesystem errors escaped the CLI once and ended it with exit 134.
   tessel::testing::TempDir dir;
-  const std::string model = std::string(TESSEL_SOURCE_DIR) + "/experiments/models/resnet50_bottleneck.json";
+  const std::string model = dir.file("relu.json");
+  std::ofstream(model) << R"({"format": "tessel-model", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}],
+    "outputs": ["y"], "ops": [{"name": "r", "op": "Relu", "inputs": ["x"], "outputs": ["y"]}]})";
   const std::string file = dir.file("taken");
   std::ofstream(file) << "a file, not a folder";
   for (const std::string& where : {file, file + "/sub", std::string("/proc/tessel_no_such_place/out")}) {
