@@ -193,6 +193,12 @@ double in_flight_rate(const HwSpec& spec, double bytes_in_flight) {
   return level.loaded_latency_ns > 0 ? std::min(bandwidth, bytes_in_flight / (level.loaded_latency_ns * 1e-9)) : bandwidth;
 }
 
+double pipeline_bytes_in_flight(const HwSpec& spec, const OperandPipeline& p) {
+  const double resident = static_cast<double>(std::min(p.blocks, std::max<int64_t>(p.per_unit, 1) * spec.compute.units));
+  const double tile = static_cast<double>((p.rows_a + p.cols_b) * p.block_k * p.element_bytes);
+  return resident * static_cast<double>(std::clamp<int64_t>(p.stages - 1, 1, std::max<int64_t>(p.k_tiles, 1))) * tile;
+}
+
 namespace {
 
 // The slowest of `compute_s` and each level's bytes over its bandwidth (scaled by the `active`
@@ -652,10 +658,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // deep TMA ring is priced with its first stages' latency instead, below.)
   double dram_s = dram_bytes / (dram.bandwidth_gbps * 1e9 * active);
   if (group.kernel.family == "mma") {
-    const double resident = static_cast<double>(std::min<int64_t>(out.blocks, out.blocks_per_unit * units));
-    const int64_t part_tiles = std::max<int64_t>((k + split * bk - 1) / (split * bk), 1);
-    const double tile_bytes = static_cast<double>((std::min(bm, m) + std::min(bn, n)) * bk * in_bytes);
-    const double in_flight = resident * static_cast<double>(std::clamp<int64_t>(stages - 1, 1, part_tiles)) * tile_bytes;
+    const double in_flight = pipeline_bytes_in_flight(
+        spec, {out.blocks, out.blocks_per_unit, stages, (k + split * bk - 1) / (split * bk), std::min(bm, m), std::min(bn, n), bk, in_bytes});
     const double rate = in_flight_rate(spec, in_flight);
     const double operands_s = std::min(a_bytes + b_bytes, dram_bytes) / rate;
     if (operands_s > dram_s) {

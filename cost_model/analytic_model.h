@@ -47,4 +47,14 @@ int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwS
 /// whose blocks each hold a shallow pipeline streams its weight below the bandwidth.
 double in_flight_rate(const HwSpec& spec, double bytes_in_flight);
 
+/// A cp.async pipeline streaming a contraction's operands (the mma.sync kernel): `blocks` blocks
+/// of which `per_unit` run on one unit at once, each keeping up to stages - 1 K tiles requested
+/// (no more than the `k_tiles` of its part of K) of `rows_a` rows of A and `cols_b` columns of B,
+/// `block_k` deep, `element_bytes` each (rows of A past M are not read: pass min(block_m, M)).
+struct OperandPipeline {
+  int64_t blocks = 0, per_unit = 1, stages = 2, k_tiles = 1, rows_a = 0, cols_b = 0, block_k = 0, element_bytes = 0;
+};
+/// The bytes such a pipeline keeps in flight across the chip.
+double pipeline_bytes_in_flight(const HwSpec& spec, const OperandPipeline& p);
+
 }  // namespace tessel

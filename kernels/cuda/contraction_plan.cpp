@@ -803,11 +803,10 @@ std::string deepen_stream(ContractionPlan& p, const HwSpec& spec) {
   const LimitSpec& lim = spec.limits;
   auto rate = [&](const ContractionPlan& q) {
     int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max(q.threads(kMmaLanes), 1));
-    per_sm = std::max<int64_t>(std::min<int64_t>(per_sm, lim.smem_per_sm_bytes / std::max<int64_t>(q.smem_bytes, 1)), 1);
-    const double resident = static_cast<double>(std::min(q.blocks(), per_sm * spec.compute.units));
-    const double tile = static_cast<double>((std::min<int64_t>(q.block_m, q.m) + std::min<int64_t>(q.block_n, q.n)) * q.block_k *
-                                            dtype_bytes(q.dtype));
-    return in_flight_rate(spec, resident * static_cast<double>(q.stages - 1) * tile);
+    per_sm = std::min<int64_t>(per_sm, lim.smem_per_sm_bytes / std::max<int64_t>(q.smem_bytes, 1));
+    return in_flight_rate(spec, pipeline_bytes_in_flight(spec, {q.blocks(), per_sm, q.stages, ceil_div(q.k, int64_t{q.block_k}),
+                                                                std::min<int64_t>(q.block_m, q.m), std::min<int64_t>(q.block_n, q.n),
+                                                                q.block_k, dtype_bytes(q.dtype)}));
   };
   const double before = rate(p);
   if (before >= bandwidth) return "";
