@@ -5,7 +5,6 @@
 // against the interpreter, and the marked stores of an emitted object (aligned rows: marked;
 // rows of odd length: the ordinary-store fallback).
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -60,13 +59,6 @@ void check_on(const OpGraph& g, const HwSpec& spec) {
     const CompiledCheck c = run_compiled(g, spec, policy, random_inputs(g, 3));
     CHECK_MESSAGE(c.ok, c.message);
   }
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -169,7 +161,7 @@ TEST_CASE("cpu streaming stores: marked in the object where aligned, ordinary st
     CHECK((marked > 0) == c.marked);
     // The IR as emitted lists the streamed scopes and ends the kernel with a fence.
     cpu->emit(g, s, spec, "llvm", ll.path.string());
-    const std::string ir = read_text(ll.file("tessel_group_0.ll"));
+    const std::string ir = tessel::testing::read_text(ll.file("tessel_group_0.ll"));
     CHECK((ir.find("!tessel.streaming_scopes") != std::string::npos) == c.streamed);
     CHECK((ir.find("fence seq_cst") != std::string::npos) == c.streamed);
   }

@@ -56,28 +56,44 @@ const char* kAddMulModel = R"({"format": "tessel-model", "version": 1, "name": "
   "ops": [{"name": "add", "op": "Add", "inputs": ["x", "one"], "outputs": ["sum"]},
           {"name": "mul", "op": "Mul", "inputs": ["x", "four"], "outputs": ["product"]}]})";
 
+// A JSON model and its one input in a scratch folder, run through the `tessel` binary.
+struct CliModel {
+  TempDir dir;
+  std::string model, inputs;
+  CliModel(const std::string& name, const std::string& text, const HostTensor& input) : model(dir.file(name)) {
+    std::ofstream(model) << text;
+    fs::create_directories(dir.path / "in");
+    write_tensor_file((dir.path / "in" / "input_0.npy").string(), input);
+    inputs = " --inputs " + (dir.path / "in").string();
+  }
+  // Runs on `device` ("--interp" or "--device cpu") with the outputs written to a folder of that
+  // device's own (`out`); the run must succeed.
+  cli_testing::Result run(const std::string& device, std::string& out) const {
+    out = dir.file(device == "--interp" ? "interp" : "cpu");
+    cli_testing::Result r = cli_testing::run("run " + model + " " + device + inputs + " --outputs " + out);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    return r;
+  }
+  // `tessel run --device cpu --check`.
+  cli_testing::Result check() const { return cli_testing::run("run " + model + " --device cpu --check" + inputs); }
+};
+
 }  // namespace
 
 TEST_CASE("an i64 model's values above 2^53 are exact from --interp and --device cpu, and --check compares them exactly") {
-  TempDir dir;
-  const std::string model = dir.file("exact_i64.json");
-  std::ofstream(model) << kAddMulModel;
-  fs::create_directories(dir.path / "in");
   // 2^53 + 1 has no double (it rounded to 2^53); 2^62 * 4 wraps to 0 (the doubles saturated).
-  write_tensor_file((dir.path / "in" / "input_0.npy").string(), ints({2}, {kTwoTo53 + 1, kTwoTo62}));
-  const std::string inputs = " --inputs " + (dir.path / "in").string();
+  const CliModel m("exact_i64.json", kAddMulModel, ints({2}, {kTwoTo53 + 1, kTwoTo62}));
   for (const std::string device : {"--interp", "--device cpu"}) {
     CAPTURE(device);
-    const std::string out = dir.file(device == "--interp" ? "interp" : "cpu");
-    const cli_testing::Result r = cli_testing::run("run " + model + " " + device + inputs + " --outputs " + out);
-    INFO(r.output);
-    REQUIRE(r.status == 0);
+    std::string out;
+    const cli_testing::Result r = m.run(device, out);
     CHECK(exact(read_tensor_file(out + "/output_0.npy")) == std::vector<int64_t>{kTwoTo53 + 2, kTwoTo62 + 1});
     CHECK(exact(read_tensor_file(out + "/output_1.npy")) == std::vector<int64_t>{4 * (kTwoTo53 + 1), 0});
     // The printed summary shows the exact values too.
     CHECK(r.output.find("[9007199254740994, 4611686018427387905]") != std::string::npos);
   }
-  const cli_testing::Result checked = cli_testing::run("run " + model + " --device cpu --check" + inputs);
+  const cli_testing::Result checked = m.check();
   INFO(checked.output);
   CHECK(checked.status == 0);
   CHECK(checked.output.find("output 0 'sum' matches the interpreter") != std::string::npos);
@@ -272,24 +288,17 @@ TEST_CASE("i64 body, pad and init constants past 2^53 are exact from --interp an
           {"name": "top", "op": "ReduceMax", "inputs": ["w"], "outputs": ["top"], "attrs": {"keepdims": 0}},
           {"name": "add_top", "op": "Add", "inputs": ["x", "top"], "outputs": ["far"]}]})";
   constexpr int64_t kTwoTo60 = int64_t{1} << 60;
-  TempDir dir;
-  const std::string model = dir.file("exact_body_constants.json");
-  std::ofstream(model) << model_text;
-  fs::create_directories(dir.path / "in");
-  write_tensor_file((dir.path / "in" / "input_0.npy").string(), ints({2}, {1, 2}));
-  const std::string inputs = " --inputs " + (dir.path / "in").string();
+  const CliModel m("exact_body_constants.json", model_text, ints({2}, {1, 2}));
   for (const std::string device : {"--interp", "--device cpu"}) {
     CAPTURE(device);
-    const std::string out = dir.file(device == "--interp" ? "interp" : "cpu");
-    const cli_testing::Result r = cli_testing::run("run " + model + " " + device + inputs + " --outputs " + out);
-    INFO(r.output);
-    REQUIRE(r.status == 0);
+    std::string out;
+    m.run(device, out);
     CHECK(exact(read_tensor_file(out + "/output_0.npy")) == std::vector<int64_t>{kTwoTo60 + 2, kTwoTo60 + 3});
     CHECK(exact(read_tensor_file(out + "/output_1.npy")) == std::vector<int64_t>{kTwoTo53 + 2, kTwoTo53 + 3});
     CHECK(exact(read_tensor_file(out + "/output_2.npy")) == std::vector<int64_t>{kTwoTo62 + 1, 1, 2, kTwoTo62 + 1});
     CHECK(exact(read_tensor_file(out + "/output_3.npy")) == std::vector<int64_t>{kTwoTo60 + 2, kTwoTo60 + 3});
   }
-  const cli_testing::Result checked = cli_testing::run("run " + model + " --device cpu --check" + inputs);
+  const cli_testing::Result checked = m.check();
   INFO(checked.output);
   CHECK(checked.status == 0);
   for (const char* name : {"'sum'", "'filled_sum'", "'padded'", "'far'"})

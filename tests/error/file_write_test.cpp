@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "../cli_run.h"
 #include "../temp_dir.h"
@@ -21,10 +20,7 @@ TEST_CASE("file write: all or nothing, every failure a UserError naming the path
   const std::string path = (dir.path / "out.json").string();
   write_file_atomically(path, "first\n");
   write_file_atomically(path, "second\n");
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  CHECK(text.str() == "second\n");
+  CHECK(tessel::testing::read_text(path) == "second\n");
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file();
   CHECK(files == 1);  // no temporary file left

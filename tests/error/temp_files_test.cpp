@@ -12,7 +12,6 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "../temp_dir.h"
@@ -36,13 +35,6 @@ struct TmpdirScope {
     else ::unsetenv("TMPDIR");
   }
 };
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 }  // namespace
 
@@ -68,7 +60,7 @@ TEST_CASE("temporary files: new, private and unpredictably named under TMPDIR, a
     CHECK(fs::file_size(p) == 0);
     CHECK(fs::status(p).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
   }
-  CHECK(read_all(victim) == "keep");
+  CHECK(tessel::testing::read_text(victim) == "keep");
 
   std::set<std::string> dirs;
   for (int i = 0; i < 8; ++i) {
