@@ -301,6 +301,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
     const int64_t threads = std::max<int64_t>(1, kp.at("threads"));
     const int64_t fold = kp.count("fold") ? std::max<int64_t>(1, kp.at("fold")) : 1;
     const int64_t splits = kp.count("splits") ? std::max<int64_t>(1, kp.at("splits")) : 1;
+    const int64_t key_split = kp.count("key_split") ? std::max<int64_t>(1, kp.at("key_split")) : 1;
     const int64_t d_tile = kp.count("d_tile") ? kp.at("d_tile") : a.d_tile, dv_tile = kp.count("dv_tile") ? kp.at("dv_tile") : a.dv_tile;
     const int64_t points = std::max<int64_t>(1, a.batch / fold);  // batch points (key/value heads)
     const int64_t tiles_m = std::max<int64_t>(1, (a.queries * fold + rows - 1) / rows);
@@ -311,6 +312,7 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
     StreamedAttention k = a;
     k.rows = rows, k.chunk = chunk, k.threads = threads, k.d_tile = d_tile, k.dv_tile = dv_tile;
     if (kp.count("stages")) k.stages = kp.at("stages");
+    k.key_split = key_split;
     int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / threads);
     if (k.smem_bytes() > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / k.smem_bytes());
     per_sm = std::max<int64_t>(per_sm, 1);
@@ -332,14 +334,29 @@ CostBreakdown estimate_streamed(const OpGraph& graph, const ScheduledGroup& grou
     std::vector<std::pair<const MemoryLevel*, double>> levels{{&dram, compulsory + written}};
     if (llc >= 0) levels.push_back({&spec.memory_levels[llc], streamed});
     double worst = bound_time(levels, compute_s, active, out);
+    // K and V stream from device memory at most at the rate the blocks' rings keep in flight
+    // (in_flight_rate, Little's law; a stage holds a chunk of K's d_tile and V's dv_tile columns).
+    const int64_t block_chunks = std::max<int64_t>(1, key_chunks / (tiles_m * splits * key_split));
+    const double in_flight =
+        pipeline_bytes_in_flight(spec, {out.blocks, per_sm, k.stages, block_chunks, d_tile, dv_tile, chunk * key_split, a.elem_bytes});
+    const double rate = in_flight_rate(spec, in_flight);
+    if (const double stream_s = compulsory / rate; stream_s > worst) {
+      worst = stream_s;
+      out.bound = dram.name;
+      out.notes.push_back(cat(static_cast<int64_t>(in_flight), " B of keys and values in flight: ", dram.name, " streams them at ",
+                              rate * 1e-9, " GB/s (Little's law, ", dram.loaded_latency_ns, " ns loaded latency)"));
+    }
+    // (A key split's warps walk a block's chunks side by side: its chain is the steps of a stage.)
     const double cycle_s = 1e-9 / spec.compute.clock_ghz;
-    const double chain_s = out.waves * (kFlashBlockCycles + static_cast<double>(key_chunks) / static_cast<double>(tiles_m * splits) *
-                                                               kFlashChunkCycles) *
-                           cycle_s;
+    const double chain_s =
+        out.waves *
+        (kFlashBlockCycles + static_cast<double>(key_chunks) / static_cast<double>(tiles_m * splits * key_split) * kFlashChunkCycles) *
+        cycle_s;
     out.term_ref("chain") = chain_s;
     if (chain_s > worst) worst = chain_s, out.bound = "latency";
     out.notes.push_back(cat("streamed attention as recorded: ", rows, " query rows per block, chunks of ", chunk, " keys, ", threads,
-                            " threads", splits > 1 ? cat(", keys split over clusters of ", splits) : std::string(),
+                            " threads", key_split > 1 ? cat(" (", key_split, " warps on their own chunks of a stage)") : std::string(),
+                            splits > 1 ? cat(", keys split over clusters of ", splits) : std::string(),
                             fold > 1 ? cat(", ", fold, " query heads per key/value head in the rows") : std::string()));
     const double launch_s = spec.compute.launch_overhead_us * 1e-6;
     out.term_ref("compute") = compute_s;

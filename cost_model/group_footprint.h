@@ -53,13 +53,16 @@ struct StreamedAttention {
   int64_t d_tile = 0, dv_tile = 0;
   // Shared-memory rows carry kStreamedRowPadBytes of padding (device/flash.cuh: ldmatrix without
   // bank conflicts).
+  // The kernel's key split (kernels/cuda/attention_plan.h's key_split): that many warps hold each
+  // row's O, scores and Q fragments, and a stage holds that many chunks. 1 in a schedule's geometry.
+  int64_t key_split = 1;
   int64_t smem_bytes() const {
     const int64_t pad = elem_bytes > 0 ? kStreamedRowPadBytes / elem_bytes : 0;
-    return (rows * (d_tile + pad) + stages * chunk * (d_tile + pad + dv_tile + pad)) * elem_bytes;
+    return (rows * (d_tile + pad) + stages * key_split * chunk * (d_tile + pad + dv_tile + pad)) * elem_bytes;
   }
   int64_t register_bytes_per_thread() const {
     const int64_t q = d_tile <= kStreamedQFragmentsMaxHead ? rows * d_tile * elem_bytes : 0;
-    return threads > 0 ? (rows * (dv_tile + chunk) * 4 + q) / threads : 0;
+    return threads > 0 ? key_split * (rows * (dv_tile + chunk) * 4 + q) / threads : 0;
   }
   int64_t blocks() const { return batch * ((queries + rows - 1) / rows); }
 };

@@ -2,6 +2,7 @@
 #include "kernels/cuda/attention_plan.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
@@ -62,6 +63,8 @@ constexpr int64_t kWgOPiece = 2 * kWgRowElems, kWgOLastPiece = kWgRowElems, kWgP
 constexpr int kWgMaxStages = 4;
 constexpr int64_t kWgMaxHead = 256;
 constexpr int kTensorMapDims = 5;  // the copy engine's largest tensor rank
+// Deepest ring of K and V chunks of the mma.sync kernel a recorded plan may ask for.
+constexpr int kMaxStages = 8;
 
 /// Moves plan `p` (planned for the mma.sync kernel) to the Hopper kernel when the target and the
 /// problem allow it (attention_plan.h); returns why not, or "" when it did.
@@ -123,6 +126,77 @@ std::string use_warpgroups(AttentionPlan& p, const HwSpec& spec) {
   p.tiles_m = (sh.queries + rows - 1) / rows;
   p.d_tile = d_tile;
   p.dv_tile = dv_tile;
+  return "";
+}
+
+// Decoding's key split (device/flash.cuh's KSPLIT): 4 warps of 32-key chunks (2 where 4 do not
+// fit), in as many stages up to kKeySplitStages as fit. Taken where the one-warp plan leaves half
+// the SMs or more without a block even after its cluster split, and each block walks at least
+// kKeySplitMinChunks chunks -- measured on an H200 (experiments/op_sweep/runs/h200-2026-11-30/
+// decode_attention): LLaMA-70B decoding at 32768 keys, 64 one-warp blocks of 64 chunks, 0.080 ->
+// 0.061 ms; at 4096 keys (8 chunks a block) and with 256 one-warp blocks (LLaMA-7B) the split
+// lost, up to 1.5x; with 128 blocks (Gemma-7B, LLaMA-70B at batch 16) it changed nothing.
+constexpr int kKeySplitParts[] = {4, 2};
+constexpr int kKeySplitChunk = 32, kKeySplitStages = 3;
+constexpr int64_t kKeySplitMinChunks = 32;
+
+/// The key split over a cluster of the plan's blocks (flash-decoding: fewer blocks than the SMs'
+/// block slots), each part at least two chunks a warp (the cost model's reduction_split, as a
+/// contraction splits K); 1 where the parts' merge would not fit the stages' shared memory.
+int cluster_split(const AttentionPlan& p, const HwSpec& spec) {
+  const int64_t chunks = (p.shape.keys + p.chunk - 1) / p.chunk;
+  const int64_t combine_bytes = (p.dv_tile / 2 + 4) * p.threads * 4;  // flash.cuh's kCombineBytes
+  const LimitSpec& lim = spec.limits;
+  const int64_t per_sm = std::max<int64_t>(
+      1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / p.threads, lim.smem_per_sm_bytes / p.smem_bytes}));
+  const int split = reduction_split(p.batch() * p.tiles_m, chunks, 2 * p.key_split, spec, per_sm);
+  return combine_bytes <= p.smem_bytes ? split : 1;
+}
+
+/// The mma.sync kernel's geometry with `parts` warps per 16 rows (key_split) over chunks of `chunk`
+/// keys in `stages` stages; why it cannot run, or "".
+std::string set_ring(AttentionPlan& p, int stages, int parts, int chunk, const HwSpec& spec) {
+  if (stages < 2 || stages > kMaxStages) return cat(stages, " stages are not in [2, ", kMaxStages, "]");
+  if (parts < 1 || (parts > 1 && p.rows != kRowsPerWarp))
+    return cat("a key split of ", parts, " needs blocks of one warp's ", kRowsPerWarp, " rows (the block has ", p.rows, ")");
+  if (chunk <= 0 || chunk % kChunkStep != 0) return cat("chunk ", chunk, " is not a multiple of ", kChunkStep, " keys");
+  StreamedAttention k = p.shape;
+  k.stages = stages;
+  k.key_split = parts;
+  k.chunk = chunk;
+  k.threads = p.rows / kRowsPerWarp * spec.compute.simd_width * parts;
+  if (k.threads > spec.limits.max_threads_per_block) return cat(k.threads, " threads exceed a block's ", spec.limits.max_threads_per_block);
+  if (k.smem_bytes() > spec.limits.smem_per_block_bytes)
+    return cat(stages, " stages of ", parts, " x ", chunk, " keys need ", k.smem_bytes(), " bytes of shared memory, limit ",
+               spec.limits.smem_per_block_bytes);
+  p.stages = stages;
+  p.key_split = parts;
+  p.chunk = chunk;
+  p.threads = static_cast<int>(k.threads);
+  p.smem_bytes = k.smem_bytes();
+  return "";
+}
+
+/// The mma.sync kernel's ring and key split: as the schedule recorded them (KernelChoice params
+/// "stages", "key_split" and "chunk": a plan saved before, a tuner's variant), else the schedule's
+/// ring and, where the rule at kKeySplitParts holds, the key split. Returns why the recorded ones
+/// cannot run, or "".
+std::string ring_and_split(AttentionPlan& p, const KernelChoice& k, const HwSpec& spec) {
+  if (k.family == "flash" && k.params.count("rows")) {
+    auto param = [&](const char* name, int64_t fallback) {
+      const auto it = k.params.find(name);
+      return static_cast<int>(it == k.params.end() ? fallback : it->second);
+    };
+    const std::string why = set_ring(p, param("stages", p.stages), param("key_split", 1), param("chunk", p.chunk), spec);
+    return why.empty() ? why : "the recorded flash plan: " + why;
+  }
+  if (p.rows != kRowsPerWarp) return "";
+  const int split = cluster_split(p, spec);
+  const int64_t chunks = (p.shape.keys + p.chunk - 1) / p.chunk;
+  if (2 * p.blocks() * split > spec.compute.units || chunks / split < kKeySplitMinChunks) return "";
+  for (int parts : kKeySplitParts)
+    for (int stages = kKeySplitStages; stages >= 2; --stages)
+      if (set_ring(p, stages, parts, kKeySplitChunk, spec).empty()) return "";
   return "";
 }
 
@@ -188,7 +262,10 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
     return fail(cat("needs ", p.smem_bytes, " bytes of shared memory per block, limit ", spec.limits.smem_per_block_bytes));
   p.warpgroup_reason = use_warpgroups(p, spec);
   p.exact_exponent = !(attention_logit_bound(graph, p.pattern) < AttentionPlan::kFastExponentLimit);
-  if (fold_query_groups(graph, p)) {
+  const bool folded = fold_query_groups(graph, p);
+  if (!p.warpgroup)
+    if (std::string why = ring_and_split(p, group.kernel, spec); !why.empty()) return fail(why);
+  if (folded) {
     // A block holds rows of all M queries (of several heads): the keys any of them sees.
     if (const std::optional<AttentionKeyRanges> all = attention_key_ranges(graph, p.pattern, shape->queries, p.chunk)) {
       AttentionKeyRanges r = *all;
@@ -203,16 +280,7 @@ AttentionMatch plan_attention(const OpGraph& graph, const ScheduledGroup& group,
     p.key_ranges = attention_key_ranges(graph, p.pattern, p.rows, p.chunk);
   }
   if (!p.warpgroup) {
-    // Fewer blocks than the SMs' block slots: the keys split over a cluster, each part at least two
-    // chunks (the cost model's reduction_split, as a contraction splits K); the parts' merge
-    // reuses the stages' shared memory.
-    const int64_t chunks = (shape->keys + p.chunk - 1) / p.chunk;
-    const int64_t combine_bytes = (shape->dv_tile / 2 + 4) * p.threads * 4;  // flash.cuh's kCombineBytes
-    const LimitSpec& lim = spec.limits;
-    const int64_t per_sm = std::max<int64_t>(
-        1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / p.threads, lim.smem_per_sm_bytes / p.smem_bytes}));
-    const int split = reduction_split(p.batch() * p.tiles_m, chunks, 2, spec, per_sm);
-    if (split > 1 && combine_bytes <= p.smem_bytes) p.splits = split;
+    p.splits = cluster_split(p, spec);
   }
   return AttentionMatch{p, ""};
 }
@@ -279,6 +347,7 @@ std::string print_attention_plan(const OpGraph& graph, const AttentionPlan& a) {
              a.fold > 1 ? cat(", the ", a.fold, " query heads sharing a key/value head packed into the rows (", a.queries(),
                               " per batch point)")
                         : std::string(),
+             a.key_split > 1 ? cat(", ", a.key_split, " warps sharing the rows, each on its own chunks of a stage") : std::string(),
              ", ", a.stages, " stages, ", a.smem_bytes, " bytes of shared memory",
              a.warpgroup_reason.empty() ? "" : cat("; wgmma not used: ", a.warpgroup_reason));
 }

@@ -64,6 +64,11 @@ struct AttentionPlan {
   // blocks, many keys: decoding), merged in rank 0 (device/flash.cuh's combine_cluster); the
   // mma.sync kernel only. 1: not split.
   int splits = 1;
+  // Decoding's key split on the mma.sync kernel (device/flash.cuh's KSPLIT): `key_split` warps
+  // share a block's 16 rows, a stage holds that many chunks (of `chunk` keys, 32 or 64 then), each
+  // warp scores its own, and the warps' parts merge in shared memory at the end. Chosen when the
+  // blocks of one warp are fewer than the SMs, or as the schedule recorded it. 1: not split.
+  int key_split = 1;
   // Grouped-query attention packed into the rows: when K and V do not depend on the innermost
   // batch axis (G query heads share a key/value head) and Q's rows of those heads follow one
   // another (its stride there is M rows), the mma.sync kernel takes the G x M query rows of a

@@ -41,7 +41,7 @@ std::string Emitter::flash_kernel(const std::string& name, const AttentionPlan& 
     os_ << "typedef tsl::flash::StreamedAttention<" << a.rows << ", " << a.chunk << ", " << a.d_tile << ", " << a.dv_tile << ", "
         << a.stages << ", " << bf16 << ", " << a.queries() << ", " << sh.keys << ", " << a.q.ld << "LL, " << a.k.ld << "LL, "
         << a.v.ld << "LL, " << sh.d << ", " << sh.dv << ", " << (a.exact_exponent ? "true" : "false") << ", " << kPlainToken
-        << "> TslAttn;\n";
+        << ", " << a.key_split << "> TslAttn;\n";
   // The host planned the launch (and the tensor maps' boxes) with these (attention_plan.cpp).
   os_ << "static_assert(TslAttn::kThreads == " << plan_.threads << " && TslAttn::kSmemBytes == " << a.smem_bytes;
   if (a.warpgroup) os_ << " && TslAttn::BR == " << a.rows << " && TslAttn::BC == " << a.chunk;

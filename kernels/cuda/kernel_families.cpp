@@ -32,7 +32,8 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
 std::map<std::string, int64_t> family_params(const AttentionPlan& p) {
   return {{"rows", p.rows},       {"chunk", p.chunk},      {"stages", p.stages},          {"threads", p.threads},
           {"warpgroup", p.warpgroup}, {"d_tile", p.d_tile}, {"dv_tile", p.dv_tile}, {"key_chunks", p.key_chunks()},
-          {"plain_chunks", p.plain_chunks()}, {"splits", p.splits}, {"fold", p.fold}, {"exact_exponent", p.exact_exponent}};
+          {"plain_chunks", p.plain_chunks()}, {"splits", p.splits}, {"fold", p.fold}, {"exact_exponent", p.exact_exponent},
+          {"key_split", p.key_split}};
 }
 
 std::map<std::string, int64_t> family_params(const ContractionPlan& p) { return contraction_params(p); }

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "cuda_check.h"
 #include "../model_builder.h"
@@ -128,6 +129,10 @@ std::vector<FlashCase> flash_cases() {
   add("f16 head 160 (SD) 1x2 s129/150", Attn{.sq = 129, .skv = 150, .d = 160, .dv = 160});
   add("f16 d 256, dv 192 causal 1x2 s300/300", Attn{.sq = 300, .skv = 300, .d = 256, .dv = 192, .causal = true});
   add("f16 head 256 decode: 1 query, 1500 keys, 1x2 heads", Attn{.sq = 1, .skv = 1500, .d = 256, .dv = 256});
+  add("bf16 long-context grouped-query decode: 2 key/value heads of 4, 1 query, 20000 keys d128 (keys split over 4 warps)",
+      Attn{.dt = DType::bf16, .heads = 2, .sq = 1, .skv = 20000, .d = 128, .dv = 128, .groups = 4});
+  // One-warp blocks at least as many as the SMs: no key split (fewer: a split over warps).
+  add("f16 decode of 4x40 heads: 1 query, 300 keys (one warp a block)", Attn{.batch = 4, .heads = 40, .sq = 1, .skv = 300});
   return out;
 }
 
@@ -297,7 +302,7 @@ TEST_CASE("cuda flash: the cost model prices the kernel the planner recorded") {
   REQUIRE(kd.at("fold") == 8);
   CHECK(kd.at("rows") == 16);
   CHECK(gd.predicted.blocks == 4 * kd.at("splits"));
-  // A one-warp block walking many chunks is bound by its chain.
+  // A block walking many chunks is bound by its chain.
   CHECK(gd.predicted.bound == "latency");
   // Without the recorded kernel, the schedule's geometry is priced (the query heads' blocks).
   ScheduledGroup bare = gd.group;
@@ -305,6 +310,112 @@ TEST_CASE("cuda flash: the cost model prices the kernel the planner recorded") {
   const CostBreakdown b = cost_models().front()->estimate(dec, bare, spec);
   CHECK(b.blocks != gd.predicted.blocks);
   CHECK(b.term("chain") == 0);
+}
+
+TEST_CASE("cuda flash: decoding's few one-warp blocks split their keys over four warps, unless the schedule recorded otherwise") {
+  // LLaMA-70B-shaped decoding, 8 key/value heads of 8 query heads, 32768 keys, d 128: 8 blocks of
+  // one warp (the query heads folded into its rows), 64 after the cluster split, fewer than the
+  // SMs, each walking 64 chunks. Four warps share the rows, a stage holds four chunks of 32 keys
+  // (one each), three stages, and the keys still split over clusters of 8: 64 blocks of 128
+  // threads, each warp walking 32 of the 1024 chunks of 32 keys.
+  const HwSpec& spec = gpu_spec();
+  const OpGraph g = attention(Attn{.dt = DType::bf16, .heads = 8, .sq = 1, .skv = 32768, .d = 128, .dv = 128, .groups = 8});
+  const FlashKernel f = flash_kernel(g, spec);
+  const cuda::AttentionPlan& a = *f.kernel.attention;
+  REQUIRE_FALSE(a.warpgroup);
+  CHECK(a.fold == 8);
+  CHECK(a.rows == 16);
+  CHECK(a.key_split == 4);
+  CHECK(a.chunk == 32);
+  CHECK(a.threads == 128);
+  CHECK(a.stages == 3);
+  CHECK(a.splits == 8);
+  CHECK(a.blocks() == 64);
+  CHECK(a.smem_bytes == (16 * 136 + 3 * 4 * 32 * (136 + 136)) * 2);
+  CHECK(f.kernel.source.find("4 warps sharing the rows") != std::string::npos);
+  const std::map<std::string, int64_t>& kp = f.schedule.groups[f.group].group.kernel.params;
+  CHECK(kp.at("key_split") == 4);
+  CHECK(kp.at("chunk") == 32);
+  // The model prices the warps' side-by-side chains: a quarter of the steps of one warp's.
+  ScheduledGroup one_warp = f.schedule.groups[f.group].group;
+  one_warp.kernel.params["key_split"] = 1;
+  one_warp.kernel.params["chunk"] = 64;
+  one_warp.kernel.params["threads"] = 32;
+  one_warp.kernel.params["key_chunks"] = 512;
+  one_warp.kernel.params["splits"] = 8;
+  const CostBreakdown split = cost_models().front()->estimate(g, f.schedule.groups[f.group].group, spec);
+  const CostBreakdown alone = cost_models().front()->estimate(g, one_warp, spec);
+  CHECK(alone.term("chain") > 1.9 * split.term("chain"));
+
+  // A schedule recording another plan (saved before the split existed, or a tuner's variant) is
+  // emitted as recorded: one warp of 64-key chunks, or two warps of 64 in three stages (recorded
+  // by hand: the choices only, the rest the plan's own).
+  Schedule before = f.schedule;
+  before.groups[f.group].group.kernel.params = one_warp.kernel.params;
+  before.groups[f.group].group.kernel.params.erase("key_split");  // (saved before it was recorded)
+  const cuda::GeneratedKernel replayed = emit_kernel(g, before, f.group, spec);
+  REQUIRE(replayed.attention);
+  CHECK(replayed.attention->key_split == 1);
+  CHECK(replayed.attention->chunk == 64);
+  CHECK(replayed.attention->threads == 32);
+  CHECK(replayed.source.find("warps sharing the rows") == std::string::npos);
+  Schedule two = f.schedule;
+  two.groups[f.group].group.kernel.params = {{"rows", 16}, {"key_split", 2}, {"chunk", 64}, {"stages", 3}};
+  const cuda::GeneratedKernel two_warps = emit_kernel(g, two, f.group, spec);
+  REQUIRE(two_warps.attention);
+  CHECK(two_warps.attention->key_split == 2);
+  CHECK(two_warps.attention->stages == 3);
+  CHECK(two_warps.attention->threads == 64);
+  // What cannot run is refused with the reason.
+  Schedule deep = f.schedule;
+  deep.groups[f.group].group.kernel.params = {{"rows", 16}, {"stages", 9}};
+  CHECK_THROWS_WITH_AS(emit_kernel(g, deep, f.group, spec), doctest::Contains("9 stages are not in [2, 8]"), UserError);
+  Schedule big = f.schedule;
+  big.groups[f.group].group.kernel.params = {{"rows", 16}, {"key_split", 4}, {"chunk", 64}};
+  CHECK_THROWS_WITH_AS(emit_kernel(g, big, f.group, spec), doctest::Contains("2 stages of 4 x 64 keys need 282880 bytes"), UserError);
+
+  // A head of 256: four warps' stages do not fit, two of 32 keys in three stages do.
+  const cuda::AttentionPlan gemma =
+      *flash_kernel(attention(Attn{.heads = 4, .sq = 1, .skv = 32768, .d = 256, .dv = 256}), spec).kernel.attention;
+  CHECK(gemma.splits * gemma.batch() <= 66);
+  CHECK(gemma.key_split == 2);
+  CHECK(gemma.chunk == 32);
+  CHECK(gemma.stages == 3);
+  // flash_cases' long-context decode (run on the GPU there): 2 blocks, 16 after the cluster split.
+  CHECK(flash_kernel(attention(Attn{.dt = DType::bf16, .heads = 2, .sq = 1, .skv = 20000, .d = 128, .dv = 128, .groups = 4}), spec)
+            .kernel.attention->key_split == 4);
+  // Not split: a block walking few chunks (4096 keys: 8 each after the cluster split), one-warp
+  // blocks filling more than half the SMs (Gemma-7B's 128 heads at batch 8; 16 sequences of 32
+  // heads), prefill's blocks of 128 rows.
+  CHECK(flash_kernel(attention(Attn{.batch = 8, .heads = 16, .sq = 1, .skv = 8192, .d = 256, .dv = 256}), spec).kernel.attention->key_split ==
+        1);
+  CHECK(flash_kernel(attention(Attn{.dt = DType::bf16, .heads = 8, .sq = 1, .skv = 4096, .d = 128, .dv = 128, .groups = 8}), spec)
+            .kernel.attention->key_split == 1);
+  CHECK(flash_kernel(attention(Attn{.batch = 16, .heads = 32, .sq = 1, .skv = 4096, .d = 128, .dv = 128}), spec).kernel.attention->key_split ==
+        1);
+  CHECK(flash_kernel(attention(Attn{.batch = 4, .heads = 8, .sq = 2048, .skv = 2048}), mma_sync_spec()).kernel.attention->key_split == 1);
+}
+
+TEST_CASE("cuda flash run: recorded key splits and rings of a decode match the interpreter") {
+  if (!gpu_available()) {
+    MESSAGE("[SKIP] no CUDA device: the case above planned these kernels");
+    return;
+  }
+  // 3 key/value heads of 4 query heads, 1 query, 2100 keys (not whole chunks): each plan the
+  // planner can record for the one-warp kernel, with and without the cluster split.
+  const HwSpec& spec = gpu_spec();
+  const OpGraph g = attention(Attn{.heads = 3, .sq = 1, .skv = 2100, .d = 128, .dv = 128, .groups = 4});
+  const FlashKernel f = flash_kernel(g, spec);
+  const std::vector<std::tuple<int, int, int>> plans = {{1, 64, 2}, {1, 64, 4}, {2, 64, 2}, {2, 32, 3}, {4, 32, 2}, {4, 16, 4}};
+  for (const auto& [parts, chunk, stages] : plans) {
+    INFO("key split ", parts, ", chunks of ", chunk, ", ", stages, " stages");
+    Schedule s = f.schedule;
+    s.groups[f.group].group.kernel.params = {{"rows", 16}, {"key_split", parts}, {"chunk", chunk}, {"stages", stages}};
+    const cuda::GeneratedKernel k = emit_kernel(g, s, f.group, spec);
+    REQUIRE(k.attention);
+    CHECK(k.attention->key_split == parts);
+    check_schedule_on_gpu(g, spec, s);
+  }
 }
 
 TEST_CASE("cuda flash: shapes, graphs and specs the kernel cannot take keep the unfused kernels") {

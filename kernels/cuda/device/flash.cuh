@@ -138,14 +138,20 @@ __device__ __forceinline__ void score_pair(Score& score, Score2& score2, float& 
   }
 }
 
+// KSPLIT > 1 (decoding: few blocks, each walking many keys): KSPLIT warps share each 16 rows, a
+// stage holds KSPLIT chunks, warp part p of a step scores chunk KSPLIT * step + p, and at the end
+// the parts merge in shared memory into part 0 (as combine_cluster merges a cluster's blocks) --
+// KSPLIT chains of chunks on the SM's schedulers where one warp walked them all in turn.
 template <int BR, int BC, int D, int DV, int STAGES, bool BF16, int M, int N, long long LDQ, long long LDK, long long LDV,
-          int DA = D, int DVA = DV, bool EXACT = false, bool PLAIN = false>
+          int DA = D, int DVA = DV, bool EXACT = false, bool PLAIN = false, int KSPLIT = 1>
 struct StreamedAttention {
-  static constexpr int kWarps = BR / kInstM;
+  static constexpr int kRowWarps = BR / kInstM;  // warps of distinct rows
+  static constexpr int kWarps = kRowWarps * KSPLIT;
   static constexpr int kThreads = kWarps * kLanes;
+  static constexpr int kStepKeys = BC * KSPLIT;  // keys of a stage
   static constexpr int kQStride = D + kPadElems, kKStride = D + kPadElems, kVStride = DV + kPadElems;
   static constexpr int kQBytes = BR * kQStride * 2;
-  static constexpr int kKBytes = BC * kKStride * 2, kVBytes = BC * kVStride * 2;
+  static constexpr int kKBytes = kStepKeys * kKStride * 2, kVBytes = kStepKeys * kVStride * 2;
   static constexpr int kStageBytes = kKBytes + kVBytes;
   static constexpr int kSmemBytes = kQBytes + STAGES * kStageBytes;
   static constexpr int kTilesS = BC / kInstN;  // n8 tiles of one chunk of scores
@@ -153,13 +159,14 @@ struct StreamedAttention {
   static_assert(BR % kInstM == 0 && BC % (2 * kInstN) == 0 && BC % kInstK == 0, "block shape");
   static_assert(D % kInstK == 0 && DV % (2 * kInstN) == 0, "head dimensions must be whole k16 / n16 steps");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+  static_assert(KSPLIT >= 1 && (KSPLIT == 1 || BR == kInstM), "a key split shares one warp's 16 rows");
 
   float o[kTilesO][4];  // O's accumulators: rows lane / 4 and lane / 4 + 8 of the warp's 16
   float row_max[2], row_sum[2];
 
   typedef mma::TileCopy<BR, D, kThreads, M, DA, LDQ, true> CopyQ;
-  typedef mma::TileCopy<BC, D, kThreads, N, DA, LDK, false> CopyK;   // advances by BC rows
-  typedef mma::TileCopy<BC, DV, kThreads, N, DVA, LDV, false> CopyV;
+  typedef mma::TileCopy<kStepKeys, D, kThreads, N, DA, LDK, false> CopyK;   // advances by a stage's keys
+  typedef mma::TileCopy<kStepKeys, DV, kThreads, N, DVA, LDV, false> CopyV;
 
   // O[m0 : m0 + BR, :] of one batch point (q, k, v at that point); score(acc, dm, n) gives the
   // score of block row dm and key n from the f32 dot product acc, score2(acc0, acc1, dm, n, s0, s1)
@@ -173,7 +180,9 @@ struct StreamedAttention {
                                       int p_begin, int p_end, Score2P&& score2p) {
     const unsigned base = mma::smem_address(smem);
     const unsigned stages = base + kQBytes;
-    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int lane = static_cast<int>(threadIdx.x) % kLanes;
+    // The warp's rows (warp * 16 of the block's) and its part of a stage's keys.
+    const int warp = static_cast<int>(threadIdx.x) / kLanes % kRowWarps, part = static_cast<int>(threadIdx.x) / kLanes / kRowWarps;
     const int r8 = lane % 8, j = lane / 8;
 #pragma unroll
     for (int t = 0; t < kTilesO; ++t)
@@ -182,7 +191,7 @@ struct StreamedAttention {
     row_max[0] = row_max[1] = -inf_f32();
     row_sum[0] = row_sum[1] = 0.0f;
 
-    const int chunks = c_end - c_begin;
+    const int chunks = c_end - c_begin, steps = (chunks + KSPLIT - 1) / KSPLIT;
     CopyQ copy_q(q, m0, 0);
     CopyK copy_k(k, c_begin * BC, 0);
     CopyV copy_v(v, c_begin * BC, 0);
@@ -190,7 +199,7 @@ struct StreamedAttention {
     copy_q.copy(base);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < chunks) {
+      if (s < steps) {
         copy_k.copy(stages + s * kStageBytes);
         copy_v.copy(stages + s * kStageBytes + kKBytes);
       }
@@ -203,8 +212,8 @@ struct StreamedAttention {
     auto q_fragment = [&](unsigned (&f)[4], int kk) {
       mma::ldmatrix_x4(f, base + static_cast<unsigned>(((warp * kInstM + lane % 16) * kQStride + kk * kInstK + (lane / 16) * 8) * 2));
     };
-    for (int i = 0; i < chunks; ++i) {
-      const int c = c_begin + i;
+    for (int i = 0; i < steps; ++i) {
+      const int c = c_begin + i * KSPLIT + part;
       mma::cp_async_wait<STAGES - 2>();
       __syncthreads();
       if (kQInRegisters && i == 0) {
@@ -214,7 +223,7 @@ struct StreamedAttention {
       // Refill the stage of chunk c - 1 (every warp finished it before the barrier).
       {
         const int fill = i + STAGES - 1;
-        if (fill < chunks) {
+        if (fill < steps) {
           const unsigned st = stages + (fill % STAGES) * kStageBytes;
           copy_k.copy(st);
           copy_v.copy(st + kKBytes);
@@ -223,7 +232,9 @@ struct StreamedAttention {
         copy_v.advance();
         mma::cp_async_commit();
       }
-      const unsigned sk = stages + (i % STAGES) * kStageBytes, sv = sk + kKBytes;
+      if (KSPLIT > 1 && c >= c_end) continue;  // this part of the last stage holds no chunk
+      const unsigned sk = stages + (i % STAGES) * kStageBytes + part * BC * kKStride * 2,
+                     sv = stages + (i % STAGES) * kStageBytes + kKBytes + part * BC * kVStride * 2;
 
       // S = Q K^T for the warp's 16 rows and the chunk's BC keys.
       float s[kTilesS][4];
@@ -305,6 +316,65 @@ struct StreamedAttention {
       row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
       row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
     }
+    if constexpr (KSPLIT > 1) combine_parts(smem, part, lane);
+  }
+
+  // Folds running maxima and sums (m_r, l_r) and accumulators o_r of the same rows into this
+  // thread's (O_r rescaled by exp(m_r - m), m the larger maximum); a part that saw no key holds
+  // m = -inf and adds nothing.
+  template <class Load> __device__ __forceinline__ void merge(Load&& load) {
+    float mine_scale[2], their_scale[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float m_r = load(kTilesO * 4 + h), l_r = load(kTilesO * 4 + 2 + h);
+      const float m = fmaxf(row_max[h], m_r);
+      mine_scale[h] = row_max[h] == -inf_f32() ? 0.0f : exp2f((row_max[h] - m) * kLog2e);
+      their_scale[h] = m_r == -inf_f32() ? 0.0f : exp2f((m_r - m) * kLog2e);
+      row_max[h] = m;
+      row_sum[h] = row_sum[h] * mine_scale[h] + l_r * their_scale[h];
+    }
+#pragma unroll
+    for (int i = 0; i < kTilesO; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[i][e] = o[i][e] * mine_scale[e / 2] + load(i * 4 + e) * their_scale[e / 2];
+  }
+
+  // The key split's merge (KSPLIT > 1): parts 1.. leave their rows' O, maxima and sums in shared
+  // memory (the stages, free once every warp is past its last chunk), part 0 merges them and holds
+  // the block's result; the other parts are left empty (m = -inf, sums and O 0), so that
+  // combine_cluster's thread-by-thread merge and for_each_pair (which they skip) see one part.
+  static constexpr int kCombineFloats = kTilesO * 4 + 4;  // O's accumulators, the two maxima and sums
+  static_assert((KSPLIT - 1) * kCombineFloats * kLanes * 4 <= kSmemBytes, "the parts must fit the kernel's shared memory");
+  __device__ __forceinline__ void combine_parts(unsigned char* smem, int part, int lane) {
+    float* buf = reinterpret_cast<float*>(smem);
+    __syncthreads();  // every warp is done with the stages
+    if (part > 0) {
+      float* mine = buf + (part - 1) * kCombineFloats * kLanes + lane;
+#pragma unroll
+      for (int i = 0; i < kTilesO; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mine[(i * 4 + e) * kLanes] = o[i][e];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        mine[(kTilesO * 4 + h) * kLanes] = row_max[h];
+        mine[(kTilesO * 4 + 2 + h) * kLanes] = row_sum[h];
+      }
+    }
+    __syncthreads();
+    if (part == 0) {
+#pragma unroll 1
+      for (int r = 1; r < KSPLIT; ++r) {
+        const float* theirs = buf + (r - 1) * kCombineFloats * kLanes + lane;
+        merge([&](int j) { return theirs[j * kLanes]; });
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kTilesO; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[i][e] = 0.0f;
+      row_max[0] = row_max[1] = -inf_f32();
+      row_sum[0] = row_sum[1] = 0.0f;
+    }
   }
 
   // The keys split over a thread-block cluster (flash-decoding: few blocks of query rows, many
@@ -312,7 +382,6 @@ struct StreamedAttention {
   // sums through distributed shared memory (O_r rescaled by exp(m_r - m), m the largest maximum)
   // and returns true; the others return false. A part that saw no key holds m = -inf and adds
   // nothing. Reuses the kernel's shared memory (kCombineBytes of it): call after run.
-  static constexpr int kCombineFloats = kTilesO * 4 + 4;  // O's accumulators, the two maxima and sums
   static constexpr int kCombineBytes = kCombineFloats * kThreads * 4;
   static __device__ __forceinline__ unsigned cluster_rank() { return mma::cluster_rank(); }
   static __device__ __forceinline__ void cluster_sync() { mma::cluster_sync(); }
@@ -342,25 +411,11 @@ struct StreamedAttention {
       for (unsigned r = 1; r < SPLIT; ++r) {
         unsigned remote;
         asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(r));
-        auto load = [&](int j) {
+        merge([&](int j) {
           float v;
           asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote + static_cast<unsigned>((j * kThreads + t) * 4)));
           return v;
-        };
-        float mine_scale[2], their_scale[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float m_r = load(kTilesO * 4 + h), l_r = load(kTilesO * 4 + 2 + h);
-          const float m = fmaxf(row_max[h], m_r);
-          mine_scale[h] = row_max[h] == -inf_f32() ? 0.0f : exp2f((row_max[h] - m) * kLog2e);
-          their_scale[h] = m_r == -inf_f32() ? 0.0f : exp2f((m_r - m) * kLog2e);
-          row_max[h] = m;
-          row_sum[h] = row_sum[h] * mine_scale[h] + l_r * their_scale[h];
-        }
-#pragma unroll
-        for (int i = 0; i < kTilesO; ++i)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o[i][e] = o[i][e] * mine_scale[e / 2] + load(i * 4 + e) * their_scale[e / 2];
+        });
       }
     }
     cluster_sync();
@@ -371,6 +426,7 @@ struct StreamedAttention {
   // block row dm and columns n, n + 1 (n even), divided by the row's sum.
   template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    if (warp >= kRowWarps) return;  // a key split's parts past 0 (merged into part 0)
 #pragma unroll
     for (int t = 0; t < kTilesO; ++t)
 #pragma unroll
