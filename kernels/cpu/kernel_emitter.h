@@ -37,6 +37,9 @@ inline constexpr int64_t kLaneReductionVectors = 4;
 /// convolution's taps) is instead written out term by term inside its innermost spatial loop, the
 /// sum an SSA value (registers, no array): the same adds in the same order.
 inline constexpr int64_t kUnrolledLaneTerms = 64;
+/// A float sum into f64 of this many terms or fewer (and at least kTreeSumMinTerms) is written out
+/// and added as a balanced tree (emit_group.cpp's reduce_point).
+inline constexpr int64_t kTreeSumMinTerms = 4, kTreeSumMaxTerms = 64;
 
 /// Whether `node` is an f32 sum whose terms are >= 0 or NaN whatever its inputs (exp, a square,
 /// abs, sqrt, products, sums and quotients of such, ...): its reduction then runs in runs of
