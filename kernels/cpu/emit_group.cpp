@@ -913,13 +913,15 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   // final adds widen to two f64 vectors.
   const int lanes = vector_lanes(dtype);
   const CpuRowReuse* stored = plan_.reuse_stored_by(s.position);
-  // A float sum of few terms into f64 (a global pool's 7 x 7 window): each term written out and
+  // A float sum of few terms into f64 (a 3 x 5 window, 7-term rows): each term written out and
   // the f64 terms added as a balanced tree, whose depth (6 adds for 49 terms) is the chain's
-  // latency where a sum in order waits on every add (49 in a row: ResNet-50's channels-first
-  // global pool over 7 x 7 points 0.98 -> 0.67 ms on this project's VM, measured). The terms' order is
-  // reassociated as the adds' reassoc flags already allow; in f64 that moves the f32 result by
-  // no more than its last bit.
-  // (Not a row the innermost loop below keeps rolled for LLVM to vectorize, which is faster.)
+  // latency where a sum in order waits on every add (ResNet-50's channels-first 7 x 7 pool, 49
+  // adds in a row, 0.98 -> 0.67 ms on this project's VM before the block below took it: 0.25 ms;
+  // ResNet-50's 7-term row means 1.175x, experiments/op_sweep/runs/cpu-2026-11-30-pools). The
+  // terms' order is reassociated as the adds' reassoc flags already allow; in f64 that moves the
+  // f32 result by no more than its last bit.
+  // (Not a row the innermost loop below keeps rolled for LLVM to vectorize, which is faster, nor
+  // a contiguous block of axes: one such row.)
   int64_t terms = 1;
   for (int a = ns; a < na; ++a) terms *= node.axes()[a].extent;
   bool rolls = lanes > 1 && node.axes()[na - 1].extent >= 2 * lanes && node.axes()[na - 1].extent <= kMaxRolledReductionTerms;
