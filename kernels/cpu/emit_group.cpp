@@ -997,9 +997,19 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
     if (a == block) {
       // One loop over the block's terms. Every read walks them contiguously, so the loop's index
       // on the innermost axis and 0 on the block's others give each read's offset; a body that
-      // reads an axis index gets the axes' own indices, by division (which LLVM vectorizes as
-      // gathers: a 32 x 32 pool 1.6x slower than the rows apart).
-      const bool linear = !reads_axis_index(node.body());
+      // reads an axis index, or an input whose producer is inlined, gets the axes' own indices,
+      // by division (which LLVM vectorizes as gathers: a 32 x 32 pool 1.6x slower than the rows
+      // apart).
+      // (Not through a producer inlined here: its body is evaluated at the element read, which
+      // must be a point of its own domain.)
+      bool linear = !reads_axis_index(node.body());
+      for (int i = 0; i < static_cast<int>(node.inputs().size()) && linear; ++i) {
+        bool moves = false;
+        for (int x = block; x < na; ++x) moves |= input_varies(node, i, x);
+        const NodeId producer = graph_.tensor(graph_.node_inputs(plan_.nodes[s.position])[i]).producer;
+        const int k = producer >= 0 ? plan_.position(producer) : -1;
+        linear = !(moves && k >= 0 && plan_.buffers[k].inlined);
+      }
       int64_t terms_in_block = 1;
       for (int x = block; x < na; ++x) terms_in_block *= node.axes()[x].extent;
       row_mark_ = terms_in_block <= kMaxRolledReductionTerms ? RowMark::rolled : RowMark::none;

@@ -257,6 +257,22 @@ TEST_CASE("cpu sums: reduction axes read as one contiguous run are one row; shor
     CAPTURE(c);
     check_op("ReduceMean", {random_f32({2, 9, 40, c}, 35)}, {{"axes", std::vector<int64_t>{1, 2}}});
   }
+  // Through a producer fused and inlined into the pool (a scale along the window's last axis, a
+  // difference with a per-row statistic): the producer is evaluated at points of its own domain
+  // (the block's indices by division, not the linear index).
+  for (const std::vector<int64_t>& hw : {std::vector<int64_t>{7, 7}, {32, 32}}) {
+    CAPTURE(hw[0]);
+    ModelBuilder b(DType::f32);
+    const std::string x = b.input("x", {2, 6, hw[0], hw[1]});
+    const OpGraph scaled = b.graph(b.op("ReduceMean", {b.op("Mul", {x, b.input("m", {hw[1]})})},
+                                        {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t{0}}}));
+    check_compiled(scaled);
+    CHECK(count(emitted_ir(scaled), "urem") + count(emitted_ir(scaled), "udiv") > 0);
+    ModelBuilder c(DType::f32);
+    const std::string y = c.input("y", {2, 6, hw[0], hw[1]});
+    check_compiled(c.graph(c.op("ReduceSum", {c.op("Sub", {y, c.input("r", {2, 6, hw[0], 1})})},
+                                {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t{0}}})));
+  }
   // A channels-last mean over many points: whole chunks and whole vectors of channels walk their
   // lanes with constant trip counts (the sums in registers), the last few lanes the array.
   const std::string nhwc = emitted_ir(mean_hw({2, 56, 56, 144}, {1, 2}));

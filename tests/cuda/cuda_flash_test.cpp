@@ -131,6 +131,10 @@ std::vector<FlashCase> flash_cases() {
   add("f16 head 256 decode: 1 query, 1500 keys, 1x2 heads", Attn{.sq = 1, .skv = 1500, .d = 256, .dv = 256});
   add("bf16 long-context grouped-query decode: 2 key/value heads of 4, 1 query, 20000 keys d128 (keys split over 4 warps)",
       Attn{.dt = DType::bf16, .heads = 2, .sq = 1, .skv = 20000, .d = 128, .dv = 128, .groups = 4});
+  // Whole stages of 4 x 32 keys (32896 = 257 x 128), the cluster's parts starting off a stage
+  // (1028 chunks over 8: rank 7 from chunk 899): the last stage's rows past N are not read.
+  add("bf16 grouped-query decode split over warps, whole stages: 4 key/value heads of 8, 1 query, 32896 keys d128",
+      Attn{.dt = DType::bf16, .heads = 4, .sq = 1, .skv = 32896, .d = 128, .dv = 128, .groups = 8});
   // One-warp blocks at least as many as the SMs: no key split (fewer: a split over warps).
   add("f16 decode of 4x40 heads: 1 query, 300 keys (one warp a block)", Attn{.batch = 4, .heads = 40, .sq = 1, .skv = 300});
   return out;
@@ -381,6 +385,11 @@ TEST_CASE("cuda flash: decoding's few one-warp blocks split their keys over four
   CHECK(gemma.key_split == 2);
   CHECK(gemma.chunk == 32);
   CHECK(gemma.stages == 3);
+  // The whole-stages case of flash_cases: the row checks stay on (flash.cuh's CopyK and CopyV).
+  const cuda::GeneratedKernel whole =
+      flash_kernel(attention(Attn{.dt = DType::bf16, .heads = 4, .sq = 1, .skv = 32896, .d = 128, .dv = 128, .groups = 8}), spec).kernel;
+  CHECK(whole.attention->key_split == 4);
+  CHECK(whole.attention->splits == 8);
   // flash_cases' long-context decode (run on the GPU there): 2 blocks, 16 after the cluster split.
   CHECK(flash_kernel(attention(Attn{.dt = DType::bf16, .heads = 2, .sq = 1, .skv = 20000, .d = 128, .dv = 128, .groups = 4}), spec)
             .kernel.attention->key_split == 4);

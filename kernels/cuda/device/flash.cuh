@@ -165,8 +165,10 @@ struct StreamedAttention {
   float row_max[2], row_sum[2];
 
   typedef mma::TileCopy<BR, D, kThreads, M, DA, LDQ, true> CopyQ;
-  typedef mma::TileCopy<kStepKeys, D, kThreads, N, DA, LDK, false> CopyK;   // advances by a stage's keys
-  typedef mma::TileCopy<kStepKeys, DV, kThreads, N, DVA, LDV, false> CopyV;
+  // (A key split's stages start at the block's first chunk, not at a multiple of kStepKeys: the
+  // last one may pass N even where kStepKeys divides it, so its rows are always checked.)
+  typedef mma::TileCopy<kStepKeys, D, kThreads, N, DA, LDK, false, mma::kChunkElems, (KSPLIT > 1)> CopyK;  // advances by a stage's keys
+  typedef mma::TileCopy<kStepKeys, DV, kThreads, N, DVA, LDV, false, mma::kChunkElems, (KSPLIT > 1)> CopyV;
 
   // O[m0 : m0 + BR, :] of one batch point (q, k, v at that point); score(acc, dm, n) gives the
   // score of block row dm and key n from the f32 dot product acc, score2(acc0, acc1, dm, n, s0, s1)

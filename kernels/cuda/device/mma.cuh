@@ -135,13 +135,16 @@ __device__ __forceinline__ double cluster_load(const double* p, unsigned rank) {
 // 4-byte cp.async, or, for rows that start at odd elements, 16-bit loads through registers
 // stored to shared memory as one 16-byte chunk (visible after the main loop's next barrier, like
 // a landed cp.async). The shared-memory layout is the same.
-template <int ROWS, int COLS, int THREADS, int ROWS_ALL, int COLS_ALL, long long LD, bool K_IN_COLS, int GRAN = kChunkElems>
+// CHECK_ROWS: check the rows against ROWS_ALL even where the tile divides it (tiles that do not
+// start at multiples of ROWS: the flash kernel's key split, flash.cuh).
+template <int ROWS, int COLS, int THREADS, int ROWS_ALL, int COLS_ALL, long long LD, bool K_IN_COLS, int GRAN = kChunkElems,
+          bool CHECK_ROWS = false>
 struct TileCopy {
   static constexpr int kChunksPerRow = COLS / kChunkElems;
   static constexpr int kChunks = ROWS * kChunksPerRow;
   static constexpr int kIters = (kChunks + THREADS - 1) / THREADS;
   static constexpr int kRowStep = THREADS / kChunksPerRow;
-  static constexpr bool kCheckRows = ROWS_ALL % ROWS != 0, kCheckCols = COLS_ALL % COLS != 0 || COLS_ALL % kChunkElems != 0;
+  static constexpr bool kCheckRows = CHECK_ROWS || ROWS_ALL % ROWS != 0, kCheckCols = COLS_ALL % COLS != 0 || COLS_ALL % kChunkElems != 0;
   static_assert(COLS % kChunkElems == 0, "tile columns must be whole 16-byte chunks");
   static_assert(THREADS % kChunksPerRow == 0, "a thread's chunks must share one column");
   static_assert(GRAN == 1 || GRAN == 2 || GRAN == 4 || GRAN == kChunkElems, "a read is 2, 4, 8 or 16 bytes");
