@@ -164,6 +164,16 @@ struct StreamedAttention {
   float o[kTilesO][4];  // O's accumulators: rows lane / 4 and lane / 4 + 8 of the warp's 16
   float row_max[2], row_sum[2];
 
+  // No key seen: O and the sums 0, the maxima -inf (what a part that saw no key merges as).
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int t = 0; t < kTilesO; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[t][e] = 0.0f;
+    row_max[0] = row_max[1] = -inf_f32();
+    row_sum[0] = row_sum[1] = 0.0f;
+  }
+
   typedef mma::TileCopy<BR, D, kThreads, M, DA, LDQ, true> CopyQ;
   // (A key split's stages start at the block's first chunk, not at a multiple of kStepKeys: the
   // last one may pass N even where kStepKeys divides it, so its rows are always checked.)
@@ -186,12 +196,7 @@ struct StreamedAttention {
     // The warp's rows (warp * 16 of the block's) and its part of a stage's keys.
     const int warp = static_cast<int>(threadIdx.x) / kLanes % kRowWarps, part = static_cast<int>(threadIdx.x) / kLanes / kRowWarps;
     const int r8 = lane % 8, j = lane / 8;
-#pragma unroll
-    for (int t = 0; t < kTilesO; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[t][e] = 0.0f;
-    row_max[0] = row_max[1] = -inf_f32();
-    row_sum[0] = row_sum[1] = 0.0f;
+    clear();
 
     const int chunks = c_end - c_begin, steps = (chunks + KSPLIT - 1) / KSPLIT;
     CopyQ copy_q(q, m0, 0);
@@ -370,12 +375,7 @@ struct StreamedAttention {
         merge([&](int j) { return theirs[j * kLanes]; });
       }
     } else {
-#pragma unroll
-      for (int i = 0; i < kTilesO; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[i][e] = 0.0f;
-      row_max[0] = row_max[1] = -inf_f32();
-      row_sum[0] = row_sum[1] = 0.0f;
+      clear();
     }
   }
 
