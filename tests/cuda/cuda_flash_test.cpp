@@ -416,7 +416,9 @@ TEST_CASE("cuda flash run: recorded key splits and rings of a decode match the i
   const OpGraph g = attention(Attn{.heads = 3, .sq = 1, .skv = 2100, .d = 128, .dv = 128, .groups = 4});
   const FlashKernel f = flash_kernel(g, spec);
   const std::vector<std::tuple<int, int, int>> plans = {{1, 64, 2}, {1, 64, 4}, {2, 64, 2}, {2, 32, 3}, {4, 32, 2}, {4, 16, 4}};
-  for (const auto& [parts, chunk, stages] : plans) {
+  for (const std::tuple<int, int, int>& plan : plans) {
+    // (Named copies: clang 14 does not let INFO's lambda capture structured bindings.)
+    const int parts = std::get<0>(plan), chunk = std::get<1>(plan), stages = std::get<2>(plan);
     INFO("key split ", parts, ", chunks of ", chunk, ", ", stages, " stages");
     Schedule s = f.schedule;
     s.groups[f.group].group.kernel.params = {{"rows", 16}, {"key_split", parts}, {"chunk", chunk}, {"stages", stages}};
