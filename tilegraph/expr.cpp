@@ -77,6 +77,13 @@ const Scalar& Expr::scalar() const { return node_->value; }
 const std::vector<Expr>& Expr::operands() const { return node_->operands; }
 
 std::string_view expr_op_name(ExprOp op) { return kOpNames[static_cast<int>(op)]; }
+bool reads_axis_index(const Expr& e) {
+  if (e.op() == ExprOp::axis_index) return true;
+  for (const Expr& o : e.operands())
+    if (reads_axis_index(o)) return true;
+  return false;
+}
+
 bool is_unary(ExprOp op) { return op >= ExprOp::neg && op <= ExprOp::isinf; }
 bool is_binary(ExprOp op) { return op >= ExprOp::add && op <= ExprOp::logical_xor; }
 bool is_comparison(ExprOp op) { return op >= ExprOp::eq && op <= ExprOp::ge; }

@@ -92,6 +92,10 @@ Expr operator-(Expr a);
 /// A constant of the same dtype as `like`.
 Expr constant_like(double value, const Expr& like);
 
+/// Whether `e` reads an axis's index (ExprOp::axis_index) anywhere: an iota-like body, whose value
+/// depends on the point itself and not only on what it reads.
+bool reads_axis_index(const Expr& e);
+
 /// Stable one-line text: `add(in0, mul(in1, 2:f32))`.
 std::string print_expr(const Expr& e, const std::vector<std::string>& axis_names = {});
 

@@ -576,8 +576,6 @@ bool contiguous_or_invariant(const TeNode& node, int i, int axis) {
   const AffineExpr& row = acc.map.result(last);
   return axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] == 1;
 }
-}  // namespace
-
 /// The outermost f of the innermost reduction axes [f, na), two at least, that every read walks as
 /// one contiguous run (the row-major offsets of axis a step by the extent of the axes inside it
 /// times the innermost's step of 1) or not at all, their terms two vectors at least: a
@@ -623,14 +621,7 @@ int contiguous_block(const TeNode& node, const std::vector<std::vector<bool>>& c
   }
   return best;
 }
-
-/// Whether `e` reads an axis index (ExprOp::axis_index) anywhere.
-bool reads_axis_index(const Expr& e) {
-  if (e.op() == ExprOp::axis_index) return true;
-  for (const Expr& o : e.operands())
-    if (reads_axis_index(o)) return true;
-  return false;
-}
+}  // namespace
 
 bool lane_reduction_in_f64(const TeNode& node) {
   const Expr& e = node.body();
@@ -924,14 +915,20 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
   // a contiguous block of axes: one such row.)
   int64_t terms = 1;
   for (int a = ns; a < na; ++a) terms *= node.axes()[a].extent;
-  bool rolls = lanes > 1 && node.axes()[na - 1].extent >= 2 * lanes && node.axes()[na - 1].extent <= kMaxRolledReductionTerms;
-  for (int i = 0; i < static_cast<int>(node.inputs().size()) && rolls; ++i) rolls = contiguous_or_invariant(node, i, na - 1);
+  // The innermost reduction loop is kept rolled (RowMark::rolled) only where LLVM would otherwise
+  // unroll it whole -- a short row, kMaxRolledReductionTerms terms at most -- and it holds two
+  // vectors at least: a 3-tap window left rolled runs as a scalar loop (max pooling 8-16x slower,
+  // measured); and only where every read walks the row contiguously or not at all (a gathered or
+  // strided row vectorized at the hinted width is slower than unrolled: an embedding bag's sum
+  // 0.45x).
+  const int64_t row = node.axes()[na - 1].extent;
+  bool rolled = (reassociable || float_minmax) && lanes > 1 && row >= 2 * lanes && row <= kMaxRolledReductionTerms;
+  for (int i = 0; i < static_cast<int>(node.inputs().size()) && rolled; ++i) rolled = contiguous_or_invariant(node, i, na - 1);
   // Several innermost reduction axes that the reads walk as one contiguous run (a channels-first
   // pool's window) are one vectorized row: rolled up to kMaxRolledReductionTerms terms, as above;
   // a longer one is a row LLVM vectorizes without the per-row reductions of the axes apart.
   const int block = (reassociable || float_minmax) && prefetches_[s.position].empty() ? contiguous_block(node, s.checked, lanes) : -1;
-  rolls |= block >= 0;
-  if (node.combiner() == Combiner::sum && acc_dtype == DType::f64 && dtype != DType::f64 && !run && !stored && !rolls &&
+  if (node.combiner() == Combiner::sum && acc_dtype == DType::f64 && dtype != DType::f64 && !run && !stored && !rolled && block < 0 &&
       prefetches_[s.position].empty() && terms >= kTreeSumMinTerms && terms <= kTreeSumMaxTerms) {
     std::vector<Value*> level;
     for (int64_t t = 0; t < terms; ++t) {
@@ -996,19 +993,16 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
     };
     if (a == block) {
       // One loop over the block's terms. Every read walks them contiguously, so the loop's index
-      // on the innermost axis and 0 on the block's others give each read's offset; a body that
-      // reads an axis index, or an input whose producer is inlined, gets the axes' own indices,
-      // by division (which LLVM vectorizes as gathers: a 32 x 32 pool 1.6x slower than the rows
-      // apart).
-      // (Not through a producer inlined here: its body is evaluated at the element read, which
-      // must be a point of its own domain.)
+      // on the innermost axis and 0 on the block's others give each read's offset. A body that
+      // reads an axis index, or an input whose producer is inlined (its body is evaluated at the
+      // element read, which must be a point of its own domain), gets the axes' own indices by
+      // division instead (which LLVM vectorizes as gathers: a 32 x 32 pool 1.6x slower than the
+      // rows apart).
       bool linear = !reads_axis_index(node.body());
       for (int i = 0; i < static_cast<int>(node.inputs().size()) && linear; ++i) {
         bool moves = false;
         for (int x = block; x < na; ++x) moves |= input_varies(node, i, x);
-        const NodeId producer = graph_.tensor(graph_.node_inputs(plan_.nodes[s.position])[i]).producer;
-        const int k = producer >= 0 ? plan_.position(producer) : -1;
-        linear = !(moves && k >= 0 && plan_.buffers[k].inlined);
+        linear = !(moves && inlined_producer(s, i) >= 0);
       }
       int64_t terms_in_block = 1;
       for (int x = block; x < na; ++x) terms_in_block *= node.axes()[x].extent;
@@ -1030,16 +1024,8 @@ Value* KernelEmitter::reduce_point(NodeState& s, std::vector<Value*> point) {
       return;
     }
     if (a == na - 1) {
-      // Kept rolled (RowMark::rolled) only where LLVM would otherwise unroll it whole -- a short
-      // row, kMaxRolledReductionTerms terms at most -- and it holds two vectors at least: a 3-tap
-      // window left rolled runs as a scalar loop (max pooling 8-16x slower, measured);
-      const int64_t extent = node.axes()[a].extent;
-      bool rolled = hint > 1 && extent >= 2 * hint && extent <= kMaxRolledReductionTerms;
-      // and only where every read walks the row contiguously or not at all (a gathered or strided
-      // row vectorized at the hinted width is slower than unrolled: an embedding bag's sum 0.45x).
-      for (int i = 0; i < static_cast<int>(node.inputs().size()) && rolled; ++i) rolled = contiguous_or_invariant(node, i, a);
       row_mark_ = rolled ? RowMark::rolled : RowMark::none;
-      emit_innermost(s, i64(0), i64(extent), hint, unmarked(loop), run, run ? acc : nullptr);
+      emit_innermost(s, i64(0), i64(row), hint, unmarked(loop), run, run ? acc : nullptr);
       row_mark_ = RowMark::none;
     }
     else emit_for(i64(0), i64(node.axes()[a].extent), hint, loop);
@@ -1131,6 +1117,12 @@ std::vector<Value*> KernelEmitter::input_index(NodeState& s, int input, const st
   return index;
 }
 
+int KernelEmitter::inlined_producer(const NodeState& s, int input) const {
+  const TensorId t = graph_.node_inputs(plan_.nodes[s.position])[input];
+  const int k = graph_.tensor(t).producer >= 0 ? plan_.position(graph_.tensor(t).producer) : -1;
+  return k >= 0 && plan_.buffers[k].inlined ? k : -1;
+}
+
 Value* KernelEmitter::load_input(NodeState& s, int input, const std::vector<Value*>& point, Cache& cache) {
   const void* key = &s.node->inputs()[input];
   if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -1147,9 +1139,7 @@ Value* KernelEmitter::load_input(NodeState& s, int input, const std::vector<Valu
     inside = inside ? b_.CreateAnd(inside, in_d) : in_d;
   }
   Value* loaded = nullptr;
-  const TensorId t = graph_.node_inputs(plan_.nodes[s.position])[input];
-  const int k = graph_.tensor(t).producer >= 0 ? plan_.position(graph_.tensor(t).producer) : -1;
-  if (k >= 0 && plan_.buffers[k].inlined) {
+  if (const int k = inlined_producer(s, input); k >= 0) {
     // The producer's body at the element read (its spatial point is the tensor index), rounded
     // to its output dtype exactly as a store and a load would round it.
     NodeState& p = states_[k];

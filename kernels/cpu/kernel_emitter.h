@@ -145,6 +145,9 @@ class KernelEmitter {
   // --- Scalar evaluation at one point of a node's domain (all axes).
   using Cache = std::map<const void*, llvm::Value*>;
   llvm::Value* eval_expr(NodeState& s, const Expr& e, const std::vector<llvm::Value*>& point, Cache& cache);
+  /// The group position of the producer of input `input` of `s` when it is inlined into the reads
+  /// (its body evaluated at the element read), else -1.
+  int inlined_producer(const NodeState& s, int input) const;
   llvm::Value* load_input(NodeState& s, int input, const std::vector<llvm::Value*>& point, Cache& cache);
   /// The tensor index input `input` reads at `point` (gather dimension resolved and checked).
   std::vector<llvm::Value*> input_index(NodeState& s, int input, const std::vector<llvm::Value*>& point, Cache& cache);

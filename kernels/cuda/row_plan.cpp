@@ -41,14 +41,6 @@ bool row_is_zero(const AffineExpr& row, const TeNode& reader) {
   return true;
 }
 
-/// Whether `e` reads an axis's index (an iota-like body).
-bool uses_axis_index(const Expr& e) {
-  if (e.op() == ExprOp::axis_index) return true;
-  for (const Expr& o : e.operands())
-    if (uses_axis_index(o)) return true;
-  return false;
-}
-
 /// `shape` is `rows` followed by any number of dimensions of size 1.
 bool rows_then_ones(const std::vector<int64_t>& shape, const std::vector<int64_t>& rows) {
   if (shape.size() < rows.size() || !std::equal(rows.begin(), rows.end(), shape.begin())) return false;
@@ -236,7 +228,7 @@ RowMatch plan_rows(const OpGraph& graph, const ScheduledGroup& group, const Grou
   const int d = sink_reduces ? kept + 1 : sink_ns;
   const bool merged = sink_nr > 1;
   if (d < 1) return fail(cat("the sink '", sink.name(), "' is neither elementwise over rows nor a reduction"));
-  if (merged && uses_axis_index(sink.body()))
+  if (merged && reads_axis_index(sink.body()))
     return fail(cat("the sink '", sink.name(), "' reduces ", sink_nr, " axes and reads their indices"));
   if (sink_reduces) {
     // Integer and boolean rows (a mask's sum, a count of infinities) add in 64-bit integers
