@@ -224,7 +224,7 @@ TEST_CASE("cpu sums: a short contiguous row is kept rolled so that LLVM vectoriz
     }
 }
 
-TEST_CASE("cpu sums: reduction axes read as one contiguous run are one row; short sums are trees; channels-last pools keep their sums in registers") {
+TEST_CASE("cpu sums: reduction axes read as one contiguous run are one row, short sums are trees, and channels-last pools keep their sums in registers") {
   auto mean_hw = [](std::vector<int64_t> shape, std::vector<int64_t> axes) {
     ModelBuilder b(DType::f32);
     return b.graph(b.op("ReduceMean", {b.input("x", std::move(shape))}, {{"axes", std::move(axes)}, {"keepdims", int64_t{0}}}));
