@@ -10,6 +10,7 @@
 //      intermediates live at their edge level.
 //   4. Latency = launch overhead + the largest of the compute and per-level times.
 #include "cost_model/analytic_model.h"
+#include "cost_model/cpu_loops.h"
 
 #include "cost_model/group_footprint.h"
 
@@ -1082,7 +1083,11 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
       for (int a = 0; a < ns; ++a) points *= static_cast<double>(node.axes()[a].extent);
       if (points <= 0) continue;
       const LevelTile& lt = config(n).levels.front();
-      const int64_t inner = node.num_reduction() > 0 ? 1 : std::min(node.axes()[ns - 1].extent, std::max<int64_t>(1, lt.spatial[ns - 1]));
+      // A lane reduction (cpu_loops.h: a depthwise convolution, a pool) walks its reduction per
+      // vector of a row, so it starts a loop per row as an elementwise node does.
+      const bool lane = cpu::lane_reduction_fits(node, cpu::vector_lanes(spec.compute.simd_width, node.body().dtype()));
+      const int64_t inner =
+          node.num_reduction() > 0 && !lane ? 1 : std::min(node.axes()[ns - 1].extent, std::max<int64_t>(1, lt.spatial[ns - 1]));
       row_starts += points / static_cast<double>(inner);
     }
   }

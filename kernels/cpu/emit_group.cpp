@@ -240,6 +240,9 @@ void KernelEmitter::emit_for(Value* begin, Value* end, int vector_lanes, const s
                                              llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
     if (vector_lanes > 1 && row_mark_ == RowMark::rolled)
       ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+    if (vector_lanes > 1 && row_mark_ == RowMark::predicated)
+      ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
+                                             llvm::ConstantAsMetadata::get(b_.getTrue())}));
     llvm::MDNode* loop = llvm::MDNode::get(ctx_, ops);
     loop->replaceOperandWith(0, loop);
     latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
@@ -392,20 +395,6 @@ llvm::AllocaInst* KernelEmitter::entry_alloca(llvm::Type* type) {
 // Memory.
 
 namespace {
-/// Whether input `i` of `node` reads a different element when `axis` moves.
-bool input_varies(const TeNode& node, int i, int axis) {
-  const Access& acc = node.inputs()[i];
-  for (int d = 0; d < acc.map.num_results(); ++d) {
-    if (d == acc.gather_dim) {
-      if (input_varies(node, acc.gather_index_input, axis)) return true;
-      continue;
-    }
-    const AffineExpr& row = acc.map.result(d);
-    if (axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] != 0) return true;
-  }
-  return false;
-}
-
 /// Whether `e`, a subexpression of `node`'s body, can change when `axis` moves.
 bool varies_along(const TeNode& node, const Expr& e, int axis) {
   switch (e.op()) {
@@ -562,20 +551,6 @@ NodeState KernelEmitter::prepare_node(int position, const std::vector<std::vecto
 }
 
 namespace {
-/// Whether input `i` of `node` reads consecutive elements as `axis` moves (its last dimension
-/// walks `axis` with coefficient 1, no other dimension moves with it) or the same element.
-bool contiguous_or_invariant(const TeNode& node, int i, int axis) {
-  const Access& acc = node.inputs()[i];
-  if (!input_varies(node, i, axis)) return true;
-  if (acc.gather_dim >= 0 || acc.map.num_results() == 0) return false;
-  const int last = acc.map.num_results() - 1;
-  for (int d = 0; d < last; ++d) {
-    const AffineExpr& row = acc.map.result(d);
-    if (axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] != 0) return false;
-  }
-  const AffineExpr& row = acc.map.result(last);
-  return axis < static_cast<int>(row.coeffs.size()) && row.coeffs[axis] == 1;
-}
 /// The outermost f of the innermost reduction axes [f, na), two at least, that every read walks as
 /// one contiguous run (the row-major offsets of axis a step by the extent of the axes inside it
 /// times the innermost's step of 1) or not at all, their terms two vectors at least: a
@@ -623,34 +598,6 @@ int contiguous_block(const TeNode& node, const std::vector<std::vector<bool>>& c
 }
 }  // namespace
 
-bool lane_reduction_in_f64(const TeNode& node) {
-  const Expr& e = node.body();
-  return !(e.op() == ExprOp::mul && e.operands()[0].op() != ExprOp::constant && e.operands()[1].op() != ExprOp::constant);
-}
-
-bool lane_reduction_fits(const TeNode& node, int lanes) {
-  const int ns = node.num_spatial(), na = node.num_axes();
-  // A float sum from zero: of products of two varying factors in runs of at most kRunTerms terms
-  // in the compute type; of anything else (a mean's x * (1/n), whose terms must each reach the
-  // f64 total as in reduce_point) in f64, of more than kRunTerms terms: shorter ones ran as fast
-  // or faster in the generic nest (this project's VM, interleaved: a 37-term sum 0.90x, a 49-term
-  // channels-last pool 0.97x; a 3136-term one 1.96x, experiments/op_sweep/runs/cpu-2026-11-29-op-sweep/
-  // ab/lane_f64.txt): the array's f64 sums are loaded and stored at every term.
-  const Expr& e = node.body();
-  if (ns == 0 || na == ns || node.combiner() != Combiner::sum || node.init() != 0 || !is_float(e.dtype()) ||
-      node.axes()[ns - 1].extent < lanes)
-    return false;
-  int64_t terms = 1;
-  for (int a = ns; a < na; ++a) terms *= node.axes()[a].extent;
-  if (lane_reduction_in_f64(node) ? terms <= kRunTerms : terms > kRunTerms) return false;
-  bool walks = false;
-  for (int i = 0; i < static_cast<int>(node.inputs().size()); ++i) {
-    if (!contiguous_or_invariant(node, i, ns - 1)) return false;
-    walks |= input_varies(node, i, ns - 1);
-  }
-  return walks;
-}
-
 void KernelEmitter::emit_lane_reduction(NodeState& s) {
   const TeNode& node = *s.node;
   const int ns = node.num_spatial(), na = node.num_axes();
@@ -668,66 +615,131 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
     // innermost spatial loop, which the vectorizer takes with the sum in registers (an NHWC
     // depthwise convolution's taps; the array form loads and stores every sum at every term).
     // Where the reads may leave their tensors (a padded convolution's borders) along axes other
-    // than the innermost, each row of the innermost axis whose every term reads inside runs a
-    // version without the checks: the taps' addresses are then one base and constant offsets,
-    // where the checks' clamped indices made a pointer per tap (kept in registers or spilled).
+    // than the innermost, each row of the innermost axis whose every term reads inside along them
+    // runs a version without those checks: the taps' addresses are then one base and constant
+    // offsets, where the checks' clamped indices made a pointer per tap (kept in registers or
+    // spilled). Checks along the innermost axis (an NCHW convolution's width) stay in both
+    // versions as guarded reads (load_input): masked loads, consecutive or strided.
     auto set_term = [&](std::vector<Value*>& at, int64_t t) {
       for (int r = na - 1; r >= ns; --r) {
         at[r] = i64(t % node.axes()[r].extent);
         t /= node.axes()[r].extent;
       }
     };
-    bool checks = false, versioned = true;
+    bool checks = false, versioned = true, guarded = false, strided = false;
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const Access& acc = node.inputs()[i];
       for (int d = 0; d < acc.map.num_results(); ++d) {
         if (!s.checked[i][d]) continue;
         checks = true;
         const AffineExpr& row = acc.map.result(d);
-        versioned &= d != acc.gather_dim && (ns - 1 >= static_cast<int>(row.coeffs.size()) || row.coeffs[ns - 1] == 0);
+        if (d == acc.gather_dim) versioned = false;
+        else if (ns - 1 < static_cast<int>(row.coeffs.size()) && row.coeffs[ns - 1] != 0) {
+          guarded = true;
+          strided |= row.coeffs[ns - 1] != 1;
+        }
       }
     }
     versioned &= checks;
     std::vector<Value*> at(na, nullptr);
-    auto innermost = [&]() {
-      emit_for(s.box_begin[ns - 1], b_.CreateAdd(s.box_begin[ns - 1], s.box_extent[ns - 1]), lanes, [&](Value* p) {
+    // Rows not a whole number of vectors run predicated, the tail one masked vector: a 14-point
+    // row was a vector loop never entered and 14 scalar points, a 56-point row of 49 taps 3
+    // vectors and 8 scalar points that took 3/4 of its time (ConvNeXt's 7x7 depthwise, NCHW).
+    // Not a strided row: its masked reads are gathers (LLVM 16 masks no interleaved group).
+    const bool short_row = node.axes()[ns - 1].extent % lanes != 0 && !strided;
+    auto innermost = [&](Value* from, Value* to, int width) {
+      if (short_row && width > 1) row_mark_ = RowMark::predicated;
+      emit_for(from, to, width, unmarked([&](Value* p) {
         at[ns - 1] = p;
+        // A product's terms as fused multiply-adds (one rounding each, one instruction).
+        const Expr& body = node.body();
+        const bool product = body.op() == ExprOp::mul && body.operands().size() == 2;
         Value* sum = llvm::ConstantFP::get(type, 0.0);
         for (int64_t t = 0; t < terms; ++t) {
           set_term(at, t);
           Cache cache;
-          sum = b_.CreateFAdd(sum, eval_expr(s, node.body(), at, cache));
+          if (product) {
+            Value* x = eval_expr(s, body.operands()[0], at, cache);
+            Value* y = eval_expr(s, body.operands()[1], at, cache);
+            sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type}, {x, y, sum});
+          } else {
+            sum = b_.CreateFAdd(sum, eval_expr(s, body, at, cache));
+          }
         }
         store_point(s, at, sum);
-      });
+      }));
+      row_mark_ = RowMark::none;
     };
     std::function<void(int)> nest = [&](int a) {
       if (a == ns - 1) {
-        if (!versioned) return innermost();
-        // Every term's checked indices inside, at the row's first point (they do not move along it).
+        Value* begin = s.box_begin[ns - 1];
+        Value* end = b_.CreateAdd(begin, s.box_extent[ns - 1]);
+        if (!versioned) return innermost(begin, end, lanes);
+        // Each term's checked indices at the row's first point: those that do not move along the
+        // row are tested there; a strided read's that do bound the row's interior [lo, hi).
         std::vector<Value*> probe = at;
-        probe[ns - 1] = s.box_begin[ns - 1];
+        probe[ns - 1] = begin;
         Value* inside = b_.getTrue();
+        Value* lo = begin;
+        Value* hi = end;
         for (int64_t t = 0; t < terms; ++t) {
           set_term(probe, t);
           for (size_t i = 0; i < node.inputs().size(); ++i) {
             const Access& acc = node.inputs()[i];
-            for (int d = 0; d < acc.map.num_results(); ++d)
-              if (s.checked[i][d])
-                inside = b_.CreateAnd(inside, b_.CreateICmpULT(affine_value(acc.map.result(d), probe), i64(acc.type.shape[d])));
+            for (int d = 0; d < acc.map.num_results(); ++d) {
+              if (!s.checked[i][d]) continue;
+              const AffineExpr& row = acc.map.result(d);
+              Value* v0 = affine_value(row, probe);
+              Value* size = i64(acc.type.shape[d]);
+              const int64_t c = ns - 1 < static_cast<int>(row.coeffs.size()) ? row.coeffs[ns - 1] : 0;
+              if (c == 0) {
+                inside = b_.CreateAnd(inside, b_.CreateICmpULT(v0, size));
+              } else if (strided) {
+                // v0 + c k >= 0 from k = ceil(-v0 / c) (0 where v0 >= 0); <= size - 1 up to
+                // k = (size - 1 - v0) / c (none where size - 1 - v0 < 0). (c > 0: convolutions.)
+                Value* first = b_.CreateSelect(b_.CreateICmpSLT(v0, i64(0)), b_.CreateSDiv(b_.CreateAdd(b_.CreateNeg(v0), i64(c - 1)), i64(c)), i64(0));
+                Value* room = b_.CreateSub(b_.CreateSub(size, i64(1)), v0);
+                Value* past = b_.CreateSelect(b_.CreateICmpSLT(room, i64(0)), i64(0), b_.CreateAdd(b_.CreateSDiv(room, i64(c)), i64(1)));
+                lo = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, lo, b_.CreateAdd(begin, first));
+                hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hi, b_.CreateAdd(begin, past));
+              }
+            }
           }
         }
+        lo = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, lo, end);
+        hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, hi, lo);
+        // The row: where its reads move along it and are checked, under guarded reads (masked
+        // loads); a strided row's interior without those checks (whole vectors shuffled apart)
+        // and its few border points one by one. Where the row's other indices are all inside
+        // (`inside`), without their checks either.
+        auto row = [&]() {
+          if (!guarded) return innermost(begin, end, lanes);
+          guarded_position_ = s.position;
+          guarded_axis_ = ns - 1;
+          if (!strided) {
+            innermost(begin, end, lanes);
+          } else {
+            innermost(begin, lo, 1);
+            guarded_inside_ = true;
+            innermost(lo, hi, lanes);
+            guarded_inside_ = false;
+            innermost(hi, end, 1);
+          }
+          guarded_position_ = guarded_axis_ = -1;
+        };
         auto* fast = llvm::BasicBlock::Create(ctx_, "lane_inside", fn_);
         auto* slow = llvm::BasicBlock::Create(ctx_, "lane_border", fn_);
         auto* join = llvm::BasicBlock::Create(ctx_, "lane_join", fn_);
         b_.CreateCondBr(inside, fast, slow);
         b_.SetInsertPoint(fast);
-        unchecked_position_ = s.position;
-        innermost();
+        if (!guarded) unchecked_position_ = s.position;
+        guarded_rest_inside_ = true;
+        row();
+        guarded_rest_inside_ = false;
         unchecked_position_ = -1;
         b_.CreateBr(join);
         b_.SetInsertPoint(slow);
-        innermost();
+        row();
         b_.CreateBr(join);
         b_.SetInsertPoint(join);
         return;
@@ -824,7 +836,10 @@ void KernelEmitter::emit_generic(NodeState& s) {
     };
     Value* end = b_.CreateAdd(s.box_begin[a], s.box_extent[a]);
     if (innermost && s.node->num_reduction() == 0) {
-      row_mark_ = RowMark::one_vector;
+      // (A row shorter than two vectors and not a whole one, 14 points of a 14 x 14 image, runs
+      // as masked vectors.)
+      const int64_t row = s.node->axes()[a].extent;
+      row_mark_ = row < 2 * lanes && row % lanes != 0 ? RowMark::predicated : RowMark::one_vector;
       emit_innermost(s, s.box_begin[a], end, hint, unmarked(loop));
       row_mark_ = RowMark::none;
     } else {
@@ -1132,14 +1147,44 @@ Value* KernelEmitter::load_input(NodeState& s, int input, const std::vector<Valu
   if (acc.type.num_elements() == 0) return cache[key] = pad;
   std::vector<Value*> index = input_index(s, input, point, cache);
   Value* inside = nullptr;
+  Value* guard = nullptr;  // the checks of guarded_axis_'s dimensions (below)
+  const int producer = inlined_producer(s, input);
   for (size_t d = 0; d < index.size(); ++d) {
     if (!s.checked[input][d] || unchecked_position_ == s.position) continue;
     Value* in_d = b_.CreateICmpULT(index[d], i64(acc.type.shape[d]));  // 0 <= i < shape
+    const AffineExpr& row = acc.map.result(static_cast<int>(d));
+    if (guarded_position_ == s.position && static_cast<int>(d) != acc.gather_dim) {
+      const bool along = guarded_axis_ < static_cast<int>(row.coeffs.size()) && row.coeffs[guarded_axis_] != 0;
+      if (along ? guarded_inside_ : guarded_rest_inside_) continue;
+      if (along && producer < 0) {
+        guard = guard ? b_.CreateAnd(guard, in_d) : in_d;
+        continue;
+      }
+    }
     index[d] = b_.CreateSelect(in_d, index[d], i64(0));
     inside = inside ? b_.CreateAnd(inside, in_d) : in_d;
   }
+  if (guard) {
+    // The read under a branch, its index unclamped: the vectorizer if-converts it into a masked
+    // load of consecutive (or strided) elements, where a clamped index made a gather.
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* read = llvm::BasicBlock::Create(ctx_, "guarded_read", fn_);
+    auto* join = llvm::BasicBlock::Create(ctx_, "guarded_join", fn_);
+    b_.CreateCondBr(guard, read, join);
+    b_.SetInsertPoint(read);
+    Value* value = from_storage(b_, v.dtype, load_stored(v, element_offset(v, index), storage_type(ctx_, v.dtype)));
+    llvm::BasicBlock* last = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(value->getType(), 2);
+    phi->addIncoming(pad, pre);
+    phi->addIncoming(value, last);
+    Value* loaded = phi;
+    if (inside) loaded = b_.CreateSelect(inside, loaded, pad);
+    return cache[key] = loaded;
+  }
   Value* loaded = nullptr;
-  if (const int k = inlined_producer(s, input); k >= 0) {
+  if (const int k = producer; k >= 0) {
     // The producer's body at the element read (its spatial point is the tensor index), rounded
     // to its output dtype exactly as a store and a load would round it.
     NodeState& p = states_[k];

@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "cost_model/cpu_loops.h"
 #include "kernels/buffer_plan.h"
 
 namespace tessel {
@@ -122,18 +123,6 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
                             int64_t alignment, int64_t reuse_budget_bytes, int64_t streaming_bytes);
 
 namespace cpu {
-/// Whether the emitter evaluates `node`, when it takes the generic nest, as a lane reduction
-/// (KernelEmitter::emit_lane_reduction): a float sum from zero with spatial axes, whose every read
-/// walks the innermost spatial axis contiguously or not at all, one of them walking it -- an NHWC
-/// depthwise convolution with HWIO weights, a channels-last pool -- and whose innermost axis holds
-/// at least a vector of `lanes` (a GEMM's single output column, DLRM's N = 1, keeps its dot
-/// products). A sum of products of two varying factors has at most kRunTerms terms, summed in the
-/// compute type (the micro-kernel's error argument); any other sum (a mean's x * (1/n)) has more
-/// than kRunTerms terms, summed in f64 (lane_reduction_in_f64).
-bool lane_reduction_fits(const TeNode& node, int lanes);
-/// Whether a lane reduction of `node` sums in f64 (above): its body is not a product of two
-/// varying factors.
-bool lane_reduction_in_f64(const TeNode& node);
 /// Whether `node` is an f32 sum of products of two factors, neither a constant (a dot product; a
 /// mean's `x * (1/n)` is not): its generic nest accumulates runs of kRunTerms f32 terms, as the
 /// micro-kernel does (kernel_emitter.h, run_terms).

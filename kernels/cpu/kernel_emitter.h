@@ -10,16 +10,11 @@
 
 #include <llvm/IR/IRBuilder.h>
 
+#include "cost_model/cpu_loops.h"
 #include "kernels/cpu/emit_group.h"
 
 namespace tessel::cpu {
 
-/// The contraction micro-kernel's run: at least this many reduction terms accumulate in f32
-/// registers before the partial sums are added to the f64 totals; the rounding error is about
-/// sqrt(256) ulps of a partial sum, ~1e-6 relative in f32. 256 rather than 128: the BERT FFN GEMM
-/// (K = 768) took 0.95x its time in 4 interleaved pairs, the 1024^3 GEMM 0.99x; 512 changed
-/// neither (experiments/cpu_suite/runs/cpu-2026-11-25e/).
-inline constexpr int64_t kRunTerms = 256;
 
 /// A prefetching node's innermost loop runs in chunks of this many vectors, each after its share
 /// of the next task's lines (about eight 64-byte lines per chunk for a same-sized f32 input).
@@ -33,10 +28,6 @@ inline constexpr int64_t kSumRunTerms = 64;
 /// A lane reduction (emit_lane_reduction) sums this many vectors of outputs at a time, in an array
 /// the reduction loops keep in L1.
 inline constexpr int64_t kLaneReductionVectors = 4;
-/// A lane reduction of at most this many terms in the compute type (a 3x3 to 7x7 depthwise
-/// convolution's taps) is instead written out term by term inside its innermost spatial loop, the
-/// sum an SSA value (registers, no array): the same adds in the same order.
-inline constexpr int64_t kUnrolledLaneTerms = 64;
 /// A float sum into f64 of this many terms or fewer (and at least kTreeSumMinTerms) is written out
 /// and added as a balanced tree (emit_group.cpp's reduce_point).
 inline constexpr int64_t kTreeSumMinTerms = 4, kTreeSumMaxTerms = 64;
@@ -199,12 +190,23 @@ class KernelEmitter {
   ///   vectorizes a constant-trip sum (a 32-wide row of a global average pool) instead of
   ///   unrolling it whole into one serial chain of adds, which its SLP vectorizer does not turn
   ///   back into vector adds.
+  /// - predicated (a lane reduction's row shorter than two vectors):
+  ///   `llvm.loop.vectorize.predicate.enable`, the tail folded into masked vectors: a 14-point row
+  ///   of an NCHW convolution over 14 x 14 pixels is one masked vector, where the vector loop was
+  ///   never entered and its 14 points ran in the scalar remainder.
   /// Loops inside the row's body are not the row's (unmarked()).
-  enum class RowMark : uint8_t { none, one_vector, rolled };
+  enum class RowMark : uint8_t { none, one_vector, rolled, predicated };
   RowMark row_mark_ = RowMark::none;
   /// The node (its position) whose reads are known inside their tensors: load_input leaves out
   /// their bounds checks (emit_lane_reduction's interior version); -1: none.
   int unchecked_position_ = -1;
+  /// The node (its position) whose checked reads along guarded_axis_ load under a branch on the
+  /// check, their index not clamped (emit_lane_reduction's rows: the vectorizer makes them masked
+  /// loads); -1: none.
+  int guarded_position_ = -1, guarded_axis_ = -1;
+  /// With guarded_position_: the reads' dimensions along guarded_axis_ are known inside (a
+  /// strided row's interior), or the others are (the row's test at its first point): no check.
+  bool guarded_inside_ = false, guarded_rest_inside_ = false;
   /// `body` run with row_mark_ none, the mark restored after it.
   std::function<void(llvm::Value*)> unmarked(std::function<void(llvm::Value*)> body);
   /// The longest reduction row kept rolled (RowMark::rolled): LLVM unrolls constant-trip loops up

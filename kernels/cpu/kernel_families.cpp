@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "cost_model/cpu_loops.h"
+
 #include "tilegraph/error.h"
 #include "tilegraph/tile_kind.h"
 
@@ -77,14 +79,25 @@ std::optional<SparseContraction> sparse_contraction(const OpGraph& graph, const 
   return fail("no contraction of the group reads a sparse weight");
 }
 
-KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec&) const {
+KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec) const {
   KernelChoice k;
-  if (const int n = microkernel_nodes(graph, group); n > 0) {
+  // Contractions whose rows the lane reduction runs faster (cpu_loops.h) leave the group to the
+  // loop nests when they are all it would take.
+  int lane_rows = 0;
+  for (NodeId id : group.nodes) {
+    const TeNode& node = graph.node(id);
+    lane_rows += matches_contraction(node) &&
+                 lane_rows_beat_microkernel(node, microkernel_m_axis(node), vector_lanes(spec.compute.simd_width, node.body().dtype()));
+  }
+  const int n = microkernel_nodes(graph, group);
+  if (n > 0 && lane_rows < n) {
     k.family = "microkernel";
     k.params = {{"contractions", n}};
     return k;
   }
-  k.rejected.push_back("microkernel: no node is a contraction the micro-kernel takes");
+  k.rejected.push_back(n == 0 ? "microkernel: no node is a contraction the micro-kernel takes"
+                              : "microkernel: its contractions' rows are shorter than two vectors and share no B vector "
+                                "(no m axis): the loop nest's lane reduction runs them");
   k.family = "loops";
   return k;
 }

@@ -160,6 +160,51 @@ TEST_CASE("cpu ops: dense NHWC convolutions with HWIO and OHWI weights on the mi
   }
 }
 
+TEST_CASE("cpu ops: NCHW depthwise convolutions run as lane reductions along their rows") {
+  // emit_lane_reduction's unrolled form along the output's width: reads checked along the row
+  // are guarded (masked loads), a strided row's interior runs without them and its border points
+  // one by one, rows shorter than two vectors run predicated. Widths below, at and past a vector
+  // (and below kMinUnrolledLaneRow: the generic nest), strides 1 and 2, dilation, asymmetric pads,
+  // a channel multiplier of 2, odd sizes.
+  struct Conv {
+    int64_t c, m, h, w, k, stride, dilation;
+    std::vector<int64_t> pads;
+  };
+  for (const Conv& v : std::vector<Conv>{{3, 3, 9, 14, 3, 1, 1, {1, 1, 1, 1}},   {5, 5, 11, 7, 5, 1, 1, {2, 2, 2, 2}},
+                                         {4, 4, 8, 31, 3, 2, 1, {1, 1, 1, 1}},   {6, 6, 9, 56, 5, 2, 1, {2, 2, 2, 2}},
+                                         {2, 2, 7, 40, 3, 1, 2, {2, 0, 1, 3}},   {3, 6, 6, 17, 3, 1, 1, {0, 1, 2, 0}},
+                                         {4, 4, 5, 6, 7, 2, 1, {3, 3, 3, 3}},    {2, 2, 6, 3, 3, 1, 1, {1, 1, 1, 1}},
+                                         {3, 3, 10, 33, 1, 2, 1, {0, 0, 0, 0}}}) {
+    CAPTURE(v.w);
+    CAPTURE(v.k);
+    CAPTURE(v.stride);
+    const HostTensor x = random_f32({2, v.c, v.h, v.w}, 1);
+    const HostTensor w = random_f32({v.m, 1, v.k, v.k}, 2);
+    const HostTensor b = random_f32({v.m}, 3);
+    std::map<std::string, AttrValue> attrs{{"strides", std::vector<int64_t>{v.stride, v.stride}}, {"pads", v.pads},
+                                           {"dilations", std::vector<int64_t>{v.dilation, v.dilation}}, {"group", v.c}};
+    const OpGraph g = lower_model(single_op_model("Conv", {x, w, b}, attrs, 1, {1, 2}));
+    bool lane = false, contraction = false;
+    int64_t out_w = 0;
+    for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) {
+      if (g.node(n).num_reduction() == 0) continue;
+      out_w = g.node(n).axes()[g.node(n).num_spatial() - 1].extent;
+      lane |= cpu::lane_reduction_fits(g.node(n), 16);
+      contraction |= cpu::matches_contraction(g.node(n));
+    }
+    CHECK(lane == (out_w >= cpu::kMinUnrolledLaneRow));
+    // The loop nests where the micro-kernel does not take the node (a strided read is not its B),
+    // or takes it with no row sharing B (multiplier 1: with 2, an input channel's two output
+    // channels share its vectors) over rows shorter than two vectors (16 lanes here).
+    const Schedule sch = schedule_with(g, cpu_spec("x86-64-avx512-server"), "welder");
+    bool loops = true;
+    for (const ScheduleGroup& group : sch.groups)
+      loops &= cpu::CpuKernelFamilies().choose(g, group.group, cpu_spec("x86-64-avx512-server")).family == "loops";
+    CHECK(loops == (!contraction || (v.m == v.c && lane && out_w < 32)));
+    check_op("Conv", {x, w, b}, attrs, 1, {1, 2});
+  }
+}
+
 TEST_CASE("cpu ops: one row against a transposed B is a dot product in runs, not the micro-kernel") {
   // Decode attention's Q K^T: B (K) read across its rows. With one row of A the micro-kernel
   // refuses it (every vector of B would be gathered lane by lane) and the generic nest sums the
@@ -234,9 +279,10 @@ TEST_CASE("cpu ops: NHWC depthwise and grouped convolutions with HWIO weights ta
     bool lane = false;
     for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) lane |= cpu::lane_reduction_fits(g.node(n), 1);
     CHECK(lane);  // grouped too: the output channel within the group is the innermost axis, x does not move along it
-    bool wide = false;  // narrower than a vector: the generic nest's dot products
+    bool wide = false;  // the unrolled form (up to kUnrolledLaneTerms taps) down to kMinUnrolledLaneRow channels
     for (NodeId n = 0; n < static_cast<NodeId>(g.num_nodes()); ++n) wide |= cpu::lane_reduction_fits(g.node(n), 8);
-    CHECK(wide == (cg == 1 ? v.c >= 8 : v.c / v.groups >= 8));  // a grouped one's innermost axis: the group's channels
+    const int64_t row = cg == 1 ? v.c : v.c / v.groups;  // a grouped one's innermost axis: the group's channels
+    CHECK(wide == (v.k * v.k * cg <= cpu::kUnrolledLaneTerms ? row >= cpu::kMinUnrolledLaneRow : row >= 8));
     check_op("Conv", {x, w, b}, attrs, 1, {1, 2});
   }
   // A mean over a middle axis reads the innermost axis contiguously too; its terms are x * (1/n),

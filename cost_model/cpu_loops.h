@@ -1,0 +1,76 @@
+// How the CPU backend's loop nests evaluate a reduction node: what the emitter
+// (kernels/cpu/emit_group.cpp) takes and the cost model prices, in one place. A lane reduction
+// vectorizes the node's innermost spatial axis and walks its reduction per vector of outputs: an
+// NHWC depthwise convolution's channels, an NCHW one's pixels along a row, a channels-last pool.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tilegraph/node.h"
+
+namespace tessel::cpu {
+
+/// The contraction micro-kernel's run: at least this many reduction terms accumulate in f32
+/// registers before the partial sums are added to the f64 totals; the rounding error is about
+/// sqrt(256) ulps of a partial sum, ~1e-6 relative in f32. 256 rather than 128: the BERT FFN GEMM
+/// (K = 768) took 0.95x its time in 4 interleaved pairs, the 1024^3 GEMM 0.99x; 512 changed
+/// neither (experiments/cpu_suite/runs/cpu-2026-11-25e/).
+inline constexpr int64_t kRunTerms = 256;
+
+/// A lane reduction of at most this many terms in the compute type (a 3x3 to 7x7 depthwise
+/// convolution's taps) is instead written out term by term inside its innermost spatial loop, the
+/// sum an SSA value (registers, no array): the same adds in the same order.
+inline constexpr int64_t kUnrolledLaneTerms = 64;
+/// The unrolled form takes rows of at least this many points (a 7-pixel NCHW row: the vectorizer's
+/// narrower epilogue or scalar taps in f32, still ahead of the generic nest's f64 sum per point),
+/// and reads stepping along the row by up to this many elements (a stride-2 convolution's input:
+/// the vectorizer loads whole vectors and shuffles the lanes out).
+inline constexpr int64_t kMinUnrolledLaneRow = 4, kMaxLaneReadStride = 2;
+
+/// The form a lane reduction takes (KernelEmitter::emit_lane_reduction):
+/// - unrolled: few terms in the compute type, written out term by term inside the innermost
+///   spatial loop, the sum in registers;
+/// - array: sums of a chunk of kLaneReductionVectors vectors of outputs kept in an array across
+///   the reduction loops.
+enum class LaneReduction : uint8_t { none, unrolled, array };
+
+/// How the emitter evaluates `node`, when it takes the generic nest, as a lane reduction: a float
+/// sum from zero with spatial axes, whose every read walks the innermost spatial axis
+/// contiguously (unrolled: or by a stride up to kMaxLaneReadStride) or not at all, one of them
+/// walking it -- an NHWC depthwise convolution with HWIO weights, an NCHW one along its rows, a
+/// channels-last pool -- and whose innermost axis holds at least a vector of `lanes` (unrolled:
+/// kMinUnrolledLaneRow points, or the vector if narrower; a GEMM's single output column, DLRM's N = 1, keeps its dot
+/// products). A sum of products of two varying factors has at most kRunTerms terms, summed in the
+/// compute type (the micro-kernel's error argument); any other sum (a mean's x * (1/n)) has more
+/// than kRunTerms terms, summed in f64 (lane_reduction_in_f64).
+LaneReduction lane_reduction_form(const TeNode& node, int lanes);
+inline bool lane_reduction_fits(const TeNode& node, int lanes) { return lane_reduction_form(node, lanes) != LaneReduction::none; }
+/// Whether a lane reduction of `node` sums in f64 (above): its body is not a product of two
+/// varying factors.
+bool lane_reduction_in_f64(const TeNode& node);
+
+/// The vector lanes the CPU backend computes `dtype` in, for a spec of `simd_width` f32 lanes: f16
+/// and bf16 compute in f32, f64 in half as many lanes.
+inline int vector_lanes(int64_t simd_width, DType dtype) {
+  const int64_t bytes = std::max<int64_t>(dtype_bytes(DType::f32), dtype_bytes(dtype));
+  return static_cast<int>(std::max<int64_t>(1, simd_width * dtype_bytes(DType::f32) / bytes));
+}
+
+/// Whether a contraction the micro-kernel takes runs faster as the loop nest's lane reduction:
+/// no row shares its B vectors (no m axis: an NCHW depthwise convolution, whose input moves with
+/// every output axis), its terms fit the unrolled form, and its rows are shorter than two vectors
+/// (`lanes`). The micro-kernel, blocking one row at a time, ran a 5x5 depthwise over 14 x 14
+/// pixels 1.6x slower than the lane reduction's masked vectors (EfficientNet-B0, MobileNetV2 at
+/// 14 x 14); over rows of 56 it was 4x faster, over rows of 112 as fast (this project's 2-core
+/// AVX-512 VM, 2026-11-30, interleaved).
+bool lane_rows_beat_microkernel(const TeNode& node, int m_axis, int lanes);
+
+/// Whether input `i` of `node` reads a different element when `axis` moves.
+bool input_varies(const TeNode& node, int i, int axis);
+/// Whether input `i` of `node` reads consecutive elements as `axis` moves (its last dimension
+/// walks `axis` with coefficient 1, or up to `max_stride`, no other dimension moves with it) or the
+/// same element.
+bool contiguous_or_invariant(const TeNode& node, int i, int axis, int64_t max_stride = 1);
+
+}  // namespace tessel::cpu
