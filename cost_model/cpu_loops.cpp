@@ -66,7 +66,7 @@ LaneReduction lane_reduction_form(const TeNode& node, int lanes) {
 
 bool lane_rows_beat_microkernel(const TeNode& node, int m_axis, int lanes) {
   return m_axis < 0 && node.num_spatial() > 0 && lane_reduction_form(node, lanes) == LaneReduction::unrolled &&
-         node.axes()[node.num_spatial() - 1].extent < 2 * lanes;
+         node.axes()[node.num_spatial() - 1].extent <= lanes;
 }
 
 }  // namespace tessel::cpu

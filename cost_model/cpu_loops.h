@@ -59,11 +59,11 @@ inline int vector_lanes(int64_t simd_width, DType dtype) {
 
 /// Whether a contraction the micro-kernel takes runs faster as the loop nest's lane reduction:
 /// no row shares its B vectors (no m axis: an NCHW depthwise convolution, whose input moves with
-/// every output axis), its terms fit the unrolled form, and its rows are shorter than two vectors
-/// (`lanes`). The micro-kernel, blocking one row at a time, ran a 5x5 depthwise over 14 x 14
-/// pixels 1.6x slower than the lane reduction's masked vectors (EfficientNet-B0, MobileNetV2 at
-/// 14 x 14); over rows of 56 it was 4x faster, over rows of 112 as fast (this project's 2-core
-/// AVX-512 VM, 2026-11-30, interleaved).
+/// every output axis), its terms fit the unrolled form, and its rows fit in one vector (`lanes`).
+/// The micro-kernel, blocking one row at a time, ran a 5x5 and a 3x3 depthwise over 14 x 14 pixels
+/// 2.1x and 1.8x slower than the lane reduction's masked vectors (EfficientNet-B0, MobileNetV2);
+/// over rows of 28 (a grouped 3x3, stride 2) 1.09x faster, rows of 56 4x faster, rows of 112 as
+/// fast (this project's 2-core AVX-512 VM, 2026-11-30, interleaved).
 bool lane_rows_beat_microkernel(const TeNode& node, int m_axis, int lanes);
 
 /// Whether input `i` of `node` reads a different element when `axis` moves.

@@ -1,6 +1,7 @@
 // compile(): the pipeline, stage by stage (compile.h).
 #include "driver/compile.h"
 
+#include <tuple>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -140,6 +141,8 @@ Compilation compile(const CompileRequest& request) {
     if (out.backend) options.contraction_alignment_bytes = out.backend->contraction_alignment_bytes();
     if (out.backend) options.split_full_reductions = out.backend->splits_full_reductions();
     if (out.backend) options.conv_weights_hwio = out.backend->conv_weights_hwio();
+    if (out.backend && request.spec && !options.channels_last)
+      std::tie(options.channels_last_rows_below, options.pointwise_rows_below) = out.backend->nchw_row_limits(*request.spec);
     if (request.normalize) options = *request.normalize;
     const ModelDef normalized = normalize_model(*model, out.reference, options, &out.normalized);
     out.graph = out.normalized.changed() ? lower_model(normalized, request.lower) : out.reference;

@@ -197,6 +197,10 @@ class Backend {
   /// along the output channels (tilegraph/normalize.h, rewrite 4). Grouped ones get HWIO anyway
   /// where the backend pads channels.
   virtual bool conv_weights_hwio() const { return false; }
+  /// For a backend that does not prefer channels-last: which NCHW convolutions run in NHWC, and
+  /// which 1x1 ones as batched MatMuls, by the length of their output rows for `spec`
+  /// (NormalizeOptions::channels_last_rows_below, pointwise_rows_below); 0 and 0: none.
+  virtual std::pair<int64_t, int64_t> nchw_row_limits(const HwSpec&) const { return {0, 0}; }
   /// The kernel families this backend emits (policy/kernel_families.h), for the policy to choose
   /// among and record in the schedule; nullptr when it has none to choose among. emit() and
   /// compile() emit each group's recorded family; a group that records none gets this backend's

@@ -80,10 +80,8 @@ class Normalizer {
       gelus();
     }
     if (options_.fold_batch_norm) fold_batch_norms();
-    if (options_.channels_last) {
-      conv1d_as_2d();
-      channels_last();
-    }
+    if (options_.channels_last) conv1d_as_2d();
+    if (options_.channels_last || options_.channels_last_rows_below > 0 || options_.pointwise_rows_below > 0) channels_last();
     if (options_.split_full_reductions) split_full_reductions();
     if (options_.channel_alignment_bytes > 0) pad_nhwc_convs();
     if (options_.conv_weights_hwio) hwio_conv_weights();
@@ -670,9 +668,21 @@ class Normalizer {
   /// op that runs in NHWC and has more channels than the input (transposing the output would cost
   /// more than transposing the input), nor where a channel's pixels would not start at the
   /// backend's contraction alignment.
+  /// Whether the channels-last rewrite takes NCHW convolution `op` (as a batched MatMul where
+  /// `pointwise`): every one with channels_last, else those of the row limits (NormalizeOptions).
+  bool takes_conv(const OpDef& op, bool pointwise) const {
+    if (options_.channels_last) return true;
+    if (op.inputs.empty() || op.outputs.empty()) return false;
+    const auto y = type_of(op.outputs[0]);
+    if (!y || y->rank() != 4) return false;
+    if (pointwise) return y->shape[3] < options_.pointwise_rows_below;
+    return converted_.count(op.inputs[0]) || (y->shape[3] < options_.channels_last_rows_below && attr_int(op, "group", 1) == 1);
+  }
+
   bool convert_pointwise_nchw(const OpDef& op) {
     if (!options_.nchw_pointwise_matmul || op.op_type != "Conv" || !op.domain.empty() || attr_string(op, "layout", "NCHW") != "NCHW")
       return false;
+    if (!takes_conv(op, true)) return false;
     if (op.inputs.size() < 2 || op.outputs.size() != 1 || nhwc_.count(op.inputs[0]) || attr_int(op, "group", 1) != 1) return false;
     if (!pixels_.count(op.inputs[0]) && converted_.count(op.inputs[0])) return false;
     const auto x = type_of(op.inputs[0]);
@@ -802,7 +812,7 @@ class Normalizer {
 
   bool convert_conv(const OpDef& op) {
     if (op.op_type != "Conv" || !op.domain.empty() || attr_string(op, "layout", "NCHW") != "NCHW") return false;
-    if (op.inputs.size() < 2 || !rank4(op.inputs[0]) || !rank4(op.inputs[1])) return false;
+    if (op.inputs.size() < 2 || !rank4(op.inputs[0]) || !rank4(op.inputs[1]) || !takes_conv(op, false)) return false;
     OpDef c = op;
     c.attrs["layout"] = std::string("NHWC");
     c.inputs[0] = nhwc(op.inputs[0]);

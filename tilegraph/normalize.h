@@ -92,6 +92,15 @@ struct NormalizeOptions {
   /// constant weights without a sparsity attribute re-laid out once as HWIO [kH, kW, C/g, M],
   /// ungrouped convolutions' too.
   bool conv_weights_hwio = false;
+  /// Without channels_last, for a backend whose kernels vectorize an NCHW convolution along its
+  /// output rows (Backend::nchw_row_limits): the 2-D NCHW convolutions whose output rows are
+  /// shorter than channels_last_rows_below elements run in NHWC as channels_last runs them all,
+  /// the ops after them following as there, and so does a convolution of any width whose input is
+  /// in NHWC already -- except a grouped one over an NCHW tensor (the loop nest runs it along its
+  /// rows); a 1x1 one of an NCHW tensor whose rows are shorter than pointwise_rows_below runs as
+  /// rewrite 2's batched MatMul. 0: none.
+  int64_t channels_last_rows_below = 0;
+  int64_t pointwise_rows_below = 0;
 };
 
 /// What normalize_model changed.

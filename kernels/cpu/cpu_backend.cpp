@@ -78,6 +78,17 @@ class CpuBackend : public Backend {
   // The micro-kernel and the loop nests vectorize an NHWC convolution along its output channels:
   // HWIO weights are vector loads there, OHWI ones lane by lane.
   bool conv_weights_hwio() const override { return true; }
+  /// The micro-kernel vectorizes an NCHW convolution along its output rows. Where a row fills at
+  /// most half an f32 vector, the convolution runs in NHWC (vectorized along its output channels):
+  /// ResNet-50's conv5 3x3 over 7 x 7 pixels 2.7x faster on this project's 2-core AVX-512 VM, where
+  /// rows of 14 and 16 ran 1.6x and 1.5x slower so (conv4's 3x3, SD's 640-channel ResBlock).
+  /// Where a row is shorter than two vectors, a 1x1 one runs as a batched MatMul over the image's
+  /// pixels: ResNet-50's conv5 and conv4 1x1 3.3x and 1.4x faster, MobileNetV2's and
+  /// EfficientNet's over 7 x 7 and 28 x 28 1.14x and 1.23x (2026-11-30, interleaved,
+  /// experiments/op_sweep/runs/cpu-2026-11-30-nchw/).
+  std::pair<int64_t, int64_t> nchw_row_limits(const HwSpec& spec) const override {
+    return {spec.compute.simd_width / 2 + 1, 2 * spec.compute.simd_width};
+  }
 
   std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec, const std::string& format,
                                 const std::string& dir) const override {

@@ -190,10 +190,11 @@ class KernelEmitter {
   ///   vectorizes a constant-trip sum (a 32-wide row of a global average pool) instead of
   ///   unrolling it whole into one serial chain of adds, which its SLP vectorizer does not turn
   ///   back into vector adds.
-  /// - predicated (a lane reduction's row shorter than two vectors):
-  ///   `llvm.loop.vectorize.predicate.enable`, the tail folded into masked vectors: a 14-point row
-  ///   of an NCHW convolution over 14 x 14 pixels is one masked vector, where the vector loop was
-  ///   never entered and its 14 points ran in the scalar remainder.
+  /// - predicated (a lane reduction's row that is not a whole number of vectors, an elementwise
+  ///   node's row shorter than a vector): `llvm.loop.vectorize.predicate.enable`, the tail folded
+  ///   into masked vectors: a 14-point row of an NCHW convolution over 14 x 14 pixels is one
+  ///   masked vector, where the vector loop was never entered and its 14 points ran in the scalar
+  ///   remainder.
   /// Loops inside the row's body are not the row's (unmarked()).
   enum class RowMark : uint8_t { none, one_vector, rolled, predicated };
   RowMark row_mark_ = RowMark::none;

@@ -96,7 +96,7 @@ KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGrou
     return k;
   }
   k.rejected.push_back(n == 0 ? "microkernel: no node is a contraction the micro-kernel takes"
-                              : "microkernel: its contractions' rows are shorter than two vectors and share no B vector "
+                              : "microkernel: its contractions' rows fit in a vector and share no B vector "
                                 "(no m axis): the loop nest's lane reduction runs them");
   k.family = "loops";
   return k;

@@ -200,6 +200,45 @@ TEST_CASE("normalize: NCHW convolutions and the ops between them run channels-la
   CHECK_MESSAGE(r.ok, r.message);
 }
 
+TEST_CASE("normalize: without channels_last, convolutions with short rows run channels-last (the CPU's rule)") {
+  // channels_last_rows_below 16 (pointwise_rows_below 0): a 3x3 over rows of 20 stays NCHW; the
+  // strided one after it (rows of 10) runs in NHWC, and so does the depthwise one reading its NHWC output; a depthwise
+  // one over rows of 10 reading an NCHW tensor (the input, pooled) stays NCHW (the loop nest runs
+  // it along its rows).
+  ModelBuilder b(DType::f32);
+  const std::string x = b.input("x", {1, 8, 20, 20});
+  auto conv = [&](const std::string& in, const std::string& name, int64_t stride, int64_t group, uint64_t seed) {
+    return b.op("Conv", {in, b.weight(name + "_w", {8, 8 / group, 3, 3}, seed)},
+                {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                 {"strides", std::vector<int64_t>{stride, stride}}, {"group", group}});
+  };
+  const std::string wide = b.op("Relu", {conv(x, "wide", 1, 1, 1)});
+  const std::string narrow = b.op("Relu", {conv(wide, "narrow", 2, 1, 2)});
+  const std::string dw_nhwc = conv(narrow, "dw_nhwc", 1, 8, 3);
+  const std::string pooled = b.op("MaxPool", {x}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  const std::string dw_nchw = conv(pooled, "dw_nchw", 1, 8, 4);
+  const ModelDef m = b.model({dw_nhwc, dw_nchw});
+  NormalizeOptions options{true, false, 0, true, {}};
+  options.channels_last_rows_below = 16;
+  NormalizeReport report;
+  const ModelDef n = normalize_model(m, lower_model(m), options, &report);
+  CHECK(report.convs_channels_last == 2);  // narrow, dw_nhwc
+  int nhwc = 0, nchw = 0;
+  for (const OpDef& op : n.ops)
+    if (op.op_type == "Conv") {
+      const auto layout = op.attrs.find("layout");
+      (layout != op.attrs.end() && std::get<std::string>(layout->second) == "NHWC" ? nhwc : nchw) += 1;
+    }
+  CHECK(nhwc == 2);
+  CHECK(nchw == 2);  // wide, dw_nchw
+  CHECK(report.transposes == 2);  // wide's output into NHWC, dw_nhwc's back to NCHW
+  check_same_outputs(m, n, 7);
+  // Off (0): nothing moves.
+  NormalizeReport none;
+  normalize_model(m, lower_model(m), NormalizeOptions{true, false, 0, true, {}}, &none);
+  CHECK(none.convs_channels_last == 0);
+}
+
 TEST_CASE("normalize: a 1x1 convolution of an NCHW input is a batched MatMul in NCHW, the ops after it on its pixels") {
   // Two 1x1 convolutions of the model's input (one with a bias), over 4 x 10 = 40 pixels, then
   // ReLU, a per-channel scale and a residual add.
@@ -569,6 +608,10 @@ TEST_CASE("normalize: compile() rewrites for the backend that prefers channels-l
   r.spec = shipped_spec("x86-64-avx2-generic");
   const Compilation cpu = compile(r);
   CHECK(cpu.normalized.batch_norms_folded == gpu.normalized.batch_norms_folded);
+  // The CPU backend's row limits on AVX2 (8 f32 lanes): rows of at most 4 run channels-last,
+  // 1x1 ones over rows shorter than 16 as batched MatMuls. Over 14 x 14 pixels the two 1x1 are
+  // MatMuls, the 3x3 stays NCHW.
+  CHECK(cpu.normalized.convs_pointwise_matmul == 2);
   CHECK(cpu.normalized.convs_channels_last == 0);
   r.normalize = NormalizeOptions{false, false, 0, false, {}};
   const Compilation as_imported = compile(r);
