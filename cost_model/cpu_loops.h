@@ -20,7 +20,8 @@ inline constexpr int64_t kRunTerms = 256;
 
 /// A lane reduction of at most this many terms in the compute type (a 3x3 to 7x7 depthwise
 /// convolution's taps) is instead written out term by term inside its innermost spatial loop, the
-/// sum an SSA value (registers, no array): the same adds in the same order.
+/// sum an SSA value (registers, no array): the same terms in the same order, a product's as fused
+/// multiply-adds (one rounding each).
 inline constexpr int64_t kUnrolledLaneTerms = 64;
 /// The unrolled form takes rows of at least this many points (a 7-pixel NCHW row: the vectorizer's
 /// narrower epilogue or scalar taps in f32, still ahead of the generic nest's f64 sum per point),

@@ -650,9 +650,15 @@ class Normalizer {
       if (!seen.insert(x).second) continue;
       for (const OpDef& op : out_.ops) {
         if (std::find(op.inputs.begin(), op.inputs.end(), x) == op.inputs.end()) continue;
-        if (op.op_type == "Conv" || op.op_type == "MaxPool" || op.op_type == "AveragePool" || op.op_type == "GlobalAveragePool" ||
-            op.op_type == "GlobalMaxPool" || op.op_type == "Concat")
+        if (!options_.channels_last) {
+          // (Under the row limits only an ungrouped convolution over short rows starts NHWC.)
+          if (op.op_type == "Conv" && !op.outputs.empty() && attr_int(op, "group", 1) == 1 && rank4(op.outputs[0]) &&
+              type_of(op.outputs[0])->shape[3] < options_.channels_last_rows_below)
+            return true;
+        } else if (op.op_type == "Conv" || op.op_type == "MaxPool" || op.op_type == "AveragePool" || op.op_type == "GlobalAveragePool" ||
+                   op.op_type == "GlobalMaxPool" || op.op_type == "Concat") {
           return true;
+        }
         if (kUnary.count(op.op_type) || kBinary.count(op.op_type) || op.op_type == "BatchNormalization")
           for (const std::string& o : op.outputs) todo.push_back(o);
       }
@@ -660,14 +666,6 @@ class Normalizer {
     return false;
   }
 
-  /// A 1x1 convolution (stride 1, no padding, ungrouped, constant weights) of an NCHW tensor with
-  /// no NHWC form -- a model's input, or a tensor computed in NCHW -- and more than one pixel is,
-  /// per image, the product of its [M, C] weights and the image's [C, H W] pixels, whose result is
-  /// the NCHW output: a batched MatMul after a Reshape, with no transpose at all (the NHWC form
-  /// would transpose the input before and the output after). Not taken where the output feeds an
-  /// op that runs in NHWC and has more channels than the input (transposing the output would cost
-  /// more than transposing the input), nor where a channel's pixels would not start at the
-  /// backend's contraction alignment.
   /// Whether the channels-last rewrite takes NCHW convolution `op` (as a batched MatMul where
   /// `pointwise`): every one with channels_last, else those of the row limits (NormalizeOptions).
   bool takes_conv(const OpDef& op, bool pointwise) const {
@@ -679,6 +677,14 @@ class Normalizer {
     return converted_.count(op.inputs[0]) || (y->shape[3] < options_.channels_last_rows_below && attr_int(op, "group", 1) == 1);
   }
 
+  /// A 1x1 convolution (stride 1, no padding, ungrouped, constant weights) of an NCHW tensor with
+  /// no NHWC form -- a model's input, or a tensor computed in NCHW -- and more than one pixel is,
+  /// per image, the product of its [M, C] weights and the image's [C, H W] pixels, whose result is
+  /// the NCHW output: a batched MatMul after a Reshape, with no transpose at all (the NHWC form
+  /// would transpose the input before and the output after). Not taken where the output feeds an
+  /// op that runs in NHWC and has more channels than the input (transposing the output would cost
+  /// more than transposing the input), nor where a channel's pixels would not start at the
+  /// backend's contraction alignment.
   bool convert_pointwise_nchw(const OpDef& op) {
     if (!options_.nchw_pointwise_matmul || op.op_type != "Conv" || !op.domain.empty() || attr_string(op, "layout", "NCHW") != "NCHW")
       return false;

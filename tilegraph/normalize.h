@@ -14,7 +14,8 @@
 //   1. BatchNormalization folded into the convolution before it (inference mode, constant
 //      parameters, the convolution's output read by nothing else): W' = W * s per output channel
 //      and b' = (b - mean) * s + beta with s = gamma / sqrt(var + epsilon), computed once here.
-//   2. Channels-last (when asked: the backend prefers it, Backend::prefers_channels_last): a 1x1
+//   2. Channels-last (when asked: the backend prefers it, Backend::prefers_channels_last; or for
+//      the convolutions within the row limits, NormalizeOptions::channels_last_rows_below): a 1x1
 //      convolution (stride 1, unpadded, ungrouped, constant weights) of an NCHW tensor that has
 //      no NHWC form (a model's input, a tensor computed in NCHW) runs in NCHW as the batched
 //      MatMul [M, C] x [N, C, H W] after a Reshape, with no transpose (not where its output,
@@ -82,8 +83,9 @@ struct NormalizeOptions {
   /// Per operand dtype: the multiple of bytes the rows of a MatMul's or Gemm's operands must start
   /// at for the backend's fast contraction family (rewrite 3); empty: never.
   std::map<DType, int> contraction_alignment_bytes;
-  /// With channels_last: a 1x1 convolution of an NCHW tensor with no NHWC form runs in NCHW as a
-  /// batched MatMul of its weights and the images' pixels (rewrite 2), when that transposes less.
+  /// With channels_last (or within pointwise_rows_below): a 1x1 convolution of an NCHW tensor with
+  /// no NHWC form runs in NCHW as a batched MatMul of its weights and the images' pixels (rewrite
+  /// 2), when that transposes less.
   bool nchw_pointwise_matmul = true;
   /// Rewrite 2b (when the backend asks: Backend::splits_full_reductions): a reduction of a whole
   /// tensor to one value becomes one of its rows, then one of the rows' values.

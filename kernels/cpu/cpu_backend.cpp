@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/kernel_families.h"
+#include "policy/kernel_families.h"
 #include "kernels/cpu/cpu_executable.h"
 #include "kernels/cpu/emit_group.h"
 #include "kernels/cpu/passes_hash.h"  // generated: TESSEL_CPU_PASSES_HASH (CMakeLists.txt)
@@ -65,6 +66,14 @@ std::unique_ptr<llvm::Module> emit_module(const OpGraph& graph, const CpuGroupPl
   return module;
 }
 
+/// `schedule` with every group's kernel family recorded: those it records are kept, the others
+/// the backend's choice (CpuKernelFamilies::choose), as compile() records them.
+Schedule with_families(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec) {
+  Schedule out = schedule;
+  record_missing_kernel_families(graph, spec, cpu::CpuKernelFamilies(), out);
+  return out;
+}
+
 class CpuBackend : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
@@ -90,11 +99,12 @@ class CpuBackend : public Backend {
     return {spec.compute.simd_width / 2 + 1, 2 * spec.compute.simd_width};
   }
 
-  std::vector<std::string> emit(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec, const std::string& format,
+  std::vector<std::string> emit(const OpGraph& graph, const Schedule& given, const HwSpec& spec, const std::string& format,
                                 const std::string& dir) const override {
     if (format != "llvm" && format != "obj")
       throw UserError("command line", "--emit", cat("the cpu backend emits llvm or obj, not '", format, "'"));
-    check_inputs(graph, schedule, spec);
+    check_inputs(graph, given, spec);
+    const Schedule schedule = with_families(graph, given, spec);
     const cpu::CodegenParams params = cpu::codegen_params(spec);
     const int64_t alignment = arena_alignment(spec);
     const BufferPlan buffers = plan_buffers(graph, schedule, alignment);
@@ -169,9 +179,10 @@ class CpuBackend : public Backend {
     return files;
   }
 
-  std::unique_ptr<Executable> compile(const OpGraph& graph, const Schedule& schedule, const HwSpec& spec,
+  std::unique_ptr<Executable> compile(const OpGraph& graph, const Schedule& given, const HwSpec& spec,
                                       const CompileOptions& options) const override {
-    check_inputs(graph, schedule, spec);
+    check_inputs(graph, given, spec);
+    const Schedule schedule = with_families(graph, given, spec);
     CompileStats stats;
     const cpu::CodegenParams params = cpu::codegen_params(spec);
     const int64_t alignment = arena_alignment(spec);

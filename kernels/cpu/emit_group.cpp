@@ -630,13 +630,14 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const Access& acc = node.inputs()[i];
       for (int d = 0; d < acc.map.num_results(); ++d) {
+        const AffineExpr& read = acc.map.result(d);
+        strided |= d != acc.gather_dim && ns - 1 < static_cast<int>(read.coeffs.size()) && read.coeffs[ns - 1] > 1;
         if (!s.checked[i][d]) continue;
         checks = true;
         const AffineExpr& row = acc.map.result(d);
         if (d == acc.gather_dim) versioned = false;
         else if (ns - 1 < static_cast<int>(row.coeffs.size()) && row.coeffs[ns - 1] != 0) {
           guarded = true;
-          strided |= row.coeffs[ns - 1] != 1;
         }
       }
     }
@@ -727,6 +728,9 @@ void KernelEmitter::emit_lane_reduction(NodeState& s) {
           }
           guarded_position_ = guarded_axis_ = -1;
         };
+        // (No check off the row's axis: the one version, with the checks along it.)
+        const bool off_axis = !(llvm::isa<llvm::ConstantInt>(inside) && llvm::cast<llvm::ConstantInt>(inside)->isOne());
+        if (!off_axis) return row();
         auto* fast = llvm::BasicBlock::Create(ctx_, "lane_inside", fn_);
         auto* slow = llvm::BasicBlock::Create(ctx_, "lane_border", fn_);
         auto* join = llvm::BasicBlock::Create(ctx_, "lane_join", fn_);

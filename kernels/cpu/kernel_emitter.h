@@ -91,10 +91,11 @@ class KernelEmitter {
   NodeState prepare_node(int position, const std::vector<std::vector<llvm::Value*>>& begins,
                          const std::vector<std::vector<llvm::Value*>>& extents);
   void emit_generic(NodeState& s);
-  /// A sum of products whose every read walks the innermost spatial axis contiguously or not at
-  /// all (a depthwise convolution in NHWC: a tap's channels): the reduction loops outside, the
-  /// innermost spatial loop inside them and vectorized, accumulating a chunk of outputs in f32
-  /// (lane_reduction_fits).
+  /// A sum whose every read walks the innermost spatial axis contiguously (or, few terms, by a
+  /// stride of 2) or not at all (a depthwise convolution: in NHWC a tap's channels, in NCHW its
+  /// row): the innermost spatial loop vectorized, with few terms written out inside it and the
+  /// sum in registers, or the reduction loops outside it and a chunk of outputs' sums in an array
+  /// (cpu_loops.h's lane_reduction_form).
   void emit_lane_reduction(NodeState& s);
   /// Software prefetch of the next task's inputs: for each tensor that a node of the group reads
   /// from memory and a later node (taking the generic nest) reads again, from cache by then, the
@@ -194,7 +195,7 @@ class KernelEmitter {
   ///   node's row shorter than a vector): `llvm.loop.vectorize.predicate.enable`, the tail folded
   ///   into masked vectors: a 14-point row of an NCHW convolution over 14 x 14 pixels is one
   ///   masked vector, where the vector loop was never entered and its 14 points ran in the scalar
-  ///   remainder.
+  ///   remainder. (Not a strided row: masked, its interleaved reads would be gathers.)
   /// Loops inside the row's body are not the row's (unmarked()).
   enum class RowMark : uint8_t { none, one_vector, rolled, predicated };
   RowMark row_mark_ = RowMark::none;
