@@ -6,10 +6,13 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "../schedule_util.h"
+#include "../temp_dir.h"
 #include "../test_util.h"
 #include "cost_model/analytic_model.h"
 #include "hw_specs/hw_spec.h"
@@ -68,6 +71,20 @@ inline CompiledCheck run_compiled(const OpGraph& g, const HwSpec& spec, const Sc
 inline CompiledCheck run_compiled(const OpGraph& g, const HwSpec& spec, const std::string& policy,
                                   const std::vector<HostTensor>& inputs) {
   return run_compiled(g, spec, schedule_with(g, spec, policy), inputs);
+}
+
+/// The IR the CPU backend emits for `schedule` of `g` (unoptimized, every group's in turn).
+inline std::string emitted_ir(const OpGraph& g, const Schedule& schedule, const HwSpec& spec) {
+  TempDir dir;
+  find_backend("cpu")->emit(g, schedule, spec, "llvm", dir.path.string());
+  std::string all;
+  for (size_t k = 0; k < schedule.groups.size(); ++k) {
+    std::ifstream in(dir.file(cat("tessel_group_", k, ".ll")));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    all += ss.str();
+  }
+  return all;
 }
 
 /// run_compiled with both built-in policies (welder and roller) on the AVX2 and AVX-512 specs.

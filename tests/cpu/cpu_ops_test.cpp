@@ -4,14 +4,10 @@
 // casts, f16 and bf16. Each graph is scheduled by welder and roller for the AVX2 and AVX-512
 // specs (cpu_check.h) and JIT-compiled for this host.
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <limits>
 
 #include "../model_builder.h"
 #include "cpu_check.h"
-#include "../temp_dir.h"
-#include "kernels/backend.h"
 #include "kernels/cpu/group_plan.h"
 #include "kernels/cpu/kernel_families.h"
 
@@ -208,16 +204,7 @@ TEST_CASE("cpu ops: NCHW depthwise convolutions run as lane reductions along the
     if (loops && lane) {
       // The form the loop nest took: guarded reads where the row's ends are padded, a masked
       // (predicated) row where it is not a whole number of vectors and not strided.
-      const HwSpec& spec = cpu_spec("x86-64-avx512-server");
-      TempDir dir;
-      find_backend("cpu")->emit(g, sch, spec, "llvm", dir.path.string());
-      std::string ir;
-      for (size_t k = 0; k < sch.groups.size(); ++k) {
-        std::ifstream in(dir.file(cat("tessel_group_", k, ".ll")));
-        std::stringstream ss;
-        ss << in.rdbuf();
-        ir += ss.str();
-      }
+      const std::string ir = emitted_ir(g, sch, cpu_spec("x86-64-avx512-server"));
       CHECK((ir.find("guarded_read") != std::string::npos) == (v.pads[1] + v.pads[3] > 0));
       CHECK((ir.find("llvm.loop.vectorize.predicate.enable") != std::string::npos) == (v.stride == 1 && out_w % 16 != 0));
     }

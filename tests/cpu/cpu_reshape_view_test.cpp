@@ -31,19 +31,7 @@ OpGraph group_norm(DType dt, int64_t n, int64_t c, int64_t g, int64_t h, int64_t
   return b.graph(b.op("Mul", {y, b.op("Sigmoid", {y})}));
 }
 
-std::string emitted_ir(const OpGraph& g, const HwSpec& spec) {
-  const Schedule s = schedule_with(g, spec, "welder");
-  TempDir dir;
-  find_backend("cpu")->emit(g, s, spec, "llvm", dir.path.string());
-  std::string all;
-  for (size_t k = 0; k < s.groups.size(); ++k) {
-    std::ifstream in(dir.file(cat("tessel_group_", k, ".ll")));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    all += ss.str();
-  }
-  return all;
-}
+std::string emitted_ir(const OpGraph& g, const HwSpec& spec) { return tessel::testing::emitted_ir(g, schedule_with(g, spec, "welder"), spec); }
 
 }  // namespace
 
