@@ -961,6 +961,13 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   compute_s *= quantization;
   // Fewer busy units than the chip has draw proportionally less bandwidth.
   const double active = std::min(1.0, static_cast<double>(std::min(out.blocks, concurrent)) / static_cast<double>(units));
+  // A CPU with fewer tasks than two per thread: the threads with one task fewer idle through the
+  // last one, whose memory traffic then sets the time too (LLaMA-7B's decode QKV in 3 tasks on 2
+  // threads ran 1.27x slower than in 6). With more tasks the pool balances them as threads free
+  // up, and the compute term's quantization is all: quantizing the memory terms there as well
+  // made the policy prefer one task per thread, measured 0.85-0.89x on several GEMMs and
+  // convolutions (experiments/op_sweep/runs/cpu-2026-11-30-nchw/ab/ab_waves_not_adopted.csv).
+  const double cpu_waves = !is_gpu(spec) && out.blocks < 2 * concurrent ? quantization : 1.0;
 
   // Step 3: memory traffic per level.
   std::map<std::string, double> bytes;  // level name -> bytes moved out of it
@@ -1065,7 +1072,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     }
   }
   double panel_s = 0;
-  if (panel_bytes > 0) panel_s = panel_bytes / (dram.bandwidth_gbps * 1e9 * active);
+  if (panel_bytes > 0) panel_s = panel_bytes / (dram.bandwidth_gbps * 1e9 * active) * cpu_waves;
 
   // CPU loop nests: a node evaluated by loops (every node but the contractions of a group that
   // does not record the `loops` family) starts its innermost loop once per row of its task box -- once per point of the
@@ -1108,7 +1115,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   for (const MemoryLevel& level : spec.memory_levels) {
     auto it = bytes.find(level.name);
     if (it == bytes.end() || it->second <= 0) continue;
-    const double seconds = it->second / (level.bandwidth_gbps * 1e9 * active);
+    const double seconds = it->second / (level.bandwidth_gbps * 1e9 * active) * cpu_waves;
     out.memory.push_back({level.name, it->second, seconds});
     if (seconds > worst) {
       worst = seconds;
