@@ -1,10 +1,11 @@
 // compile(): the pipeline, stage by stage (compile.h).
 #include "driver/compile.h"
 
-#include <tuple>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "cost_model/cost_model.h"
 #include "hw_specs/probe.h"
@@ -128,6 +129,13 @@ Compilation compile(const CompileRequest& request) {
     out.backend = request.backend.empty() ? backend_for(*request.spec) : find_backend(request.backend);
   }
 
+  // The spec: the one given, else this machine's, probed here when the pipeline goes on to
+  // schedule -- the normalize stage asks the backend for its layout limits on it, so that a run
+  // that probes rewrites the model as one given the probe's spec does.
+  std::optional<HwSpec> spec;
+  if (request.spec) spec = *request.spec;
+  else if (out.backend && request.last > Stage::normalize) spec = machine_spec(*out.backend);
+
   // normalize
   if (request.graph) {
     out.graph = *request.graph;
@@ -141,8 +149,8 @@ Compilation compile(const CompileRequest& request) {
     if (out.backend) options.contraction_alignment_bytes = out.backend->contraction_alignment_bytes();
     if (out.backend) options.split_full_reductions = out.backend->splits_full_reductions();
     if (out.backend) options.conv_weights_hwio = out.backend->conv_weights_hwio();
-    if (out.backend && request.spec && !options.channels_last)
-      std::tie(options.channels_last_rows_below, options.pointwise_rows_below) = out.backend->nchw_row_limits(*request.spec);
+    if (out.backend && spec && !options.channels_last)
+      std::tie(options.channels_last_rows_below, options.pointwise_rows_below) = out.backend->nchw_row_limits(*spec);
     if (request.normalize) options = *request.normalize;
     const ModelDef normalized = normalize_model(*model, out.reference, options, &out.normalized);
     out.graph = out.normalized.changed() ? lower_model(normalized, request.lower) : out.reference;
@@ -156,7 +164,7 @@ Compilation compile(const CompileRequest& request) {
                                                          " backend needs another kind"));
     out.spec = *request.spec;
   } else {
-    out.spec = machine_spec(*out.backend);
+    out.spec = *spec;
   }
   {
     const StageTimer timer(out, Stage::schedule);

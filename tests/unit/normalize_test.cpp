@@ -200,6 +200,21 @@ TEST_CASE("normalize: NCHW convolutions and the ops between them run channels-la
   CHECK_MESSAGE(r.ok, r.message);
 }
 
+TEST_CASE("normalize: a compile that probes the machine rewrites as one given the probed spec") {
+  // The CPU backend's row limits come from the spec; without one, compile() probes the machine
+  // before the normalize stage (they were left at 0 when the probe came after it).
+  CompileRequest r;
+  r.model_path = source_path("experiments/models/resnet50_bottleneck.json");
+  r.backend = "cpu";
+  r.last = Stage::schedule;
+  const Compilation probed = compile(r);
+  r.spec = probed.spec;
+  r.last = Stage::normalize;
+  const Compilation given = compile(r);
+  CHECK(probed.graph.print() == given.graph.print());
+  CHECK(probed.normalized.summary() == given.normalized.summary());
+}
+
 TEST_CASE("normalize: without channels_last, convolutions with short rows run channels-last (the CPU's rule)") {
   // channels_last_rows_below 16 (pointwise_rows_below 0): a 3x3 over rows of 20 stays NCHW; the
   // strided one after it (rows of 10) runs in NHWC, and so does the depthwise one reading its NHWC output; a depthwise
