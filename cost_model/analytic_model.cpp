@@ -100,6 +100,18 @@ constexpr int64_t kEpilogueElementsPerAccess = 2;
 // model's pick is the fastest form for 12 of the 16, 1.02x the fastest in geomean (the constants
 // of the earlier epilogue, stored from the fragments: 4 of 16, 1.09x).
 constexpr double kWgEpilogueIssuesPerOutput = 48;
+// What an epilogue's nodes add to a tensor-core kernel beyond a plain store, in issue slots of the
+// SIMT units (the f32 peak over 2): kEpilogueIssuesPerInstruction per instruction the CUDA backend
+// counts in the code it emits (the family parameter `epilogue_instructions`: exp and reciprocal
+// approximations, 16-bit conversions, arithmetic), and for the wgmma kernel
+// kWgStreamedReadIssues per element of a full-size side input (the other half of a gated
+// product, a residual), whose loads each slab waits for. Fitted on two epilogues, H200,
+// 2026-11-30 (experiments/epilogue_fusion/runs/h200-2026-11-30, ncu kernel times): BERT's
+// bias + GELU (4096 x 768 x 3072; 18 instructions beyond the bias) costs what the GELU's own
+// vector kernel costs, and LLaMA's SwiGLU in the up projection (4096 x 4096 x 11008; 14
+// instructions, the gate read in full) 0.088 ms over the plain GEMM.
+constexpr double kEpilogueIssuesPerInstruction = 1.6;
+constexpr double kWgStreamedReadIssues = 42;
 // A ping-pong consumer stores its 128 x 128 tile alone, two 64-row slabs in turn, where the
 // cooperative form's two consumers store one each: its epilogue takes this many times the
 // cooperative one's (fitted with the rest).
@@ -592,6 +604,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   const int64_t out_elements = graph.node(group.nodes.back()).output().num_elements();
   const int64_t transaction = std::max<int64_t>(spec.memory_levels[device_level].transaction_bytes, 1);
   double epilogue_reads = 0;  // what those accesses move
+  double streamed_elements = 0;  // elements of the full-size side inputs
+  std::set<TensorId> streamed;
   // (The wgmma kernel reads them along rows from its epilogue slab: whole transactions.)
   const bool row_epilogue = group.kernel.family == "wgmma";
   // In-group copies that only feed the contraction's operands (a Transpose, a Reshape of a whole
@@ -624,6 +638,9 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
       if (prod >= 0 && in_group(prod)) continue;
       const TensorType& t = e.inputs()[i].type;
       side_bytes += static_cast<double>(bytes_of(t));
+      // (A tensor read by several nodes is loaded once: emit_mma.cpp's shared slots.)
+      if (t.num_elements() >= out_elements && streamed.insert(graph.node_inputs(x)[i]).second)
+        streamed_elements += static_cast<double>(t.num_elements());
       if (!row_epilogue && t.num_elements() >= out_elements) {
         const int64_t access = kEpilogueElementsPerAccess * dtype_bytes(t.dtype);
         epilogue_reads += static_cast<double>(bytes_of(t)) * static_cast<double>(std::max<int64_t>(transaction / access, 1) - 1);
@@ -733,6 +750,24 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
                             " us per tile (", kWgEpilogueIssuesPerOutput, " issue slots per output), ", exposed * 1e6,
                             " us exposed with the first stages' latency"));
   }
+  // The epilogue's nodes beyond a plain store (kEpilogueIssuesPerInstruction): the same time for
+  // both families, added outside their efficiencies, so that they compare on their main loops
+  // (policy/kernel_families.cpp leaves this term out of its family switch); and the wgmma
+  // kernel's waits for its full-size side inputs (kWgStreamedReadIssues). Both run after the
+  // multiplies, exposed.
+  const double instructions = static_cast<double>(param("epilogue_instructions", 0));
+  const double t_nodes = static_cast<double>(out_elements) * kEpilogueIssuesPerInstruction * instructions / (simt / 2);
+  const double t_waits = group.kernel.family == "wgmma" ? streamed_elements * kWgStreamedReadIssues / (simt / 2) : 0.0;
+  if (t_nodes > 0) out.term_ref("epilogue nodes") = t_nodes;
+  if (t_waits > 0) {
+    out.term_ref("epilogue waits") = t_waits;
+    exposed += t_waits;
+  }
+  if (t_nodes > 0 || t_waits > 0)
+    out.notes.push_back(cat("epilogue: ", instructions, " instructions per output beyond a plain store (", t_nodes * 1e6, " us)",
+                            t_waits > 0 ? cat(", ", static_cast<int64_t>(streamed_elements), " elements of full-size side inputs waited for (",
+                                              t_waits * 1e6, " us)")
+                                        : std::string()));
   double efficiency = family_efficiency(spec, group, out);
   if (group.kernel.family == "wgmma" && bn >= kWgWideTileBlockN) {
     efficiency *= kWgWideTileEfficiency;
@@ -745,7 +780,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     out.notes.push_back(cat(bm, "-row tiles: one consumer warpgroup alone on an SM, ", kWgLoneConsumerEfficiency,
                             " of the two-consumer rate"));
   }
-  out.latency_s = out.term("launch") + (worst + exposed) / efficiency;
+  out.latency_s = out.term("launch") + (worst + exposed) / efficiency + t_nodes;
   return out;
 }
 

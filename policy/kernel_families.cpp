@@ -31,8 +31,11 @@ KernelChoice priced_choice(const OpGraph& graph, const ScheduledGroup& group, co
       if (c.latency_s < best.latency_s) best = std::move(c), out = v;
     }
     // Another family's default (the first of it variants() lists: the mma family's own plan where
-    // wgmma runs) only when predicted kFamilySwitchFactor of that time or less.
-    const double best_in_family = best.latency_s;
+    // wgmma runs) only when predicted kFamilySwitchFactor of that time or less, both without the
+    // epilogue's nodes (a cost model's "epilogue nodes" term: the same code after either main
+    // loop).
+    auto main_loop = [](const CostBreakdown& c) { return c.latency_s - c.term("epilogue nodes"); };
+    const double best_in_family = main_loop(best);
     std::vector<std::string> seen{chosen.family};
     std::vector<std::string> declined = rejected;
     for (const KernelChoice& v : variants) {
@@ -40,10 +43,10 @@ KernelChoice priced_choice(const OpGraph& graph, const ScheduledGroup& group, co
       seen.push_back(v.family);
       g.kernel = v;
       CostBreakdown c = cost.estimate(graph, g, spec);
-      if (c.latency_s < kFamilySwitchFactor * best_in_family && c.latency_s < best.latency_s) {
+      if (main_loop(c) < kFamilySwitchFactor * best_in_family && c.latency_s < best.latency_s) {
         declined = rejected;
         declined.push_back(cat(chosen.family, ": its best variant priced ", best_in_family * 1e3, " ms, ", v.family, "'s plan ",
-                               c.latency_s * 1e3, " ms (below ", kFamilySwitchFactor, " of it: switched)"));
+                               main_loop(c) * 1e3, " ms (below ", kFamilySwitchFactor, " of it: switched)"));
         best = std::move(c), out = v;
       }
     }

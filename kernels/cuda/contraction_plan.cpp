@@ -110,6 +110,29 @@ bool in_group(const ScheduledGroup& group, NodeId n) {
 
 bool is_plain_input(const Expr& e, int slot) { return e.op() == ExprOp::input && e.index() == slot; }
 
+// The instructions the emitter's code for `e` issues per value (emitter.cpp's emit_expr and
+// device/prelude.cuh), roughly: one per plain arithmetic, comparison or selection; a 16-bit
+// expression's exp, sigmoid and erf are their approximations (ex2.approx, rcp.approx: 2, 4 and
+// 12), f32 and f64 ones the accurate library functions (a division's fast path and check, an
+// expf's range reduction). Leaves cost nothing: reads are counted by the caller.
+int64_t expr_instructions(const Expr& e, bool half) {
+  int64_t n = 0;
+  for (const Expr& o : e.operands()) n += expr_instructions(o, half);
+  switch (e.op()) {
+    case ExprOp::input: case ExprOp::constant: case ExprOp::axis_index: return n;
+    case ExprOp::exp: return n + (half ? 2 : 10);
+    case ExprOp::sigmoid: return n + (half ? 4 : 20);
+    case ExprOp::erf: return n + (half ? 12 : 25);
+    case ExprOp::rsqrt: return n + 3;
+    case ExprOp::sqrt: case ExprOp::log: case ExprOp::div: case ExprOp::reciprocal: return n + 10;
+    case ExprOp::tanh: case ExprOp::mod: case ExprOp::fmod: return n + 20;
+    case ExprOp::pow: return n + 40;
+    case ExprOp::sin: case ExprOp::cos: case ExprOp::tan: case ExprOp::asin: case ExprOp::acos: case ExprOp::atan:
+    case ExprOp::sinh: case ExprOp::cosh: case ExprOp::asinh: case ExprOp::acosh: case ExprOp::atanh: return n + 25;
+    default: return n + 1;
+  }
+}
+
 /// An operand traced back to device memory: the tensor and its read over C's axes.
 struct Traced {
   TensorId tensor = -1;
@@ -1009,6 +1032,8 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
     if (p.a.align < kChunkElems) out["a_align"] = p.a.align;
     if (p.b.align < kChunkElems) out["b_align"] = p.b.align;
   }
+  // (Recorded when there is an epilogue, so that schedules saved before it still match.)
+  if (p.epilogue_instructions > 0) out["epilogue_instructions"] = p.epilogue_instructions;
   return out;
 }
 
@@ -1184,6 +1209,19 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
       }
       if (!identity) return fail(cat("'", node.name(), "' reads '", graph.node(prod).name(), "' at another point"));
     }
+  }
+  // The epilogue's instructions per output beyond a plain store (ContractionPlan::
+  // epilogue_instructions): each node's body, 2 per value read from a tensor in device memory
+  // (the run's element extracted and widened), 2 per 16-bit value rounded before the sink.
+  for (int i = 0; i < static_cast<int>(group.nodes.size()); ++i) {
+    const NodeId id = group.nodes[i];
+    if (id == cid || is_operand_node(id)) continue;
+    const TeNode& node = graph.node(id);
+    const bool half = dtype_bytes(node.output().dtype) == 2 && is_float(node.output().dtype);
+    p.epilogue_instructions += expr_instructions(node.body(), half);
+    for (TensorId t : graph.node_inputs(id))
+      if (!in_group(group, graph.producer(t))) p.epilogue_instructions += 2;
+    if (half && i != static_cast<int>(group.nodes.size()) - 1) p.epilogue_instructions += 2;
   }
 
   // 5. Tiling. The schedule's block tile when the warp layout splits it into kMaxWarps warp

@@ -226,6 +226,11 @@ struct ContractionPlan {
   // and each copies its share of the stage's B into both blocks' shared memory (TMA multicast),
   // so the operand panels read through the L2 per tile are block_m + block_n / cluster_m rows.
   int cluster_m = 1;
+  // The instructions the epilogue's nodes add per output to a plain store (contraction_plan.cpp's
+  // estimate of the code the emitter writes): the wgmma kernel's few consumer warps run the
+  // epilogue after each tile's multiplies, so a heavy one (a SwiGLU's exp and reciprocal) costs
+  // time the cost model prices from this (the family parameter `epilogue_instructions`).
+  int64_t epilogue_instructions = 0;
   // A block-sparse operand (the contraction's tile kind is block_sparse, tile_kind.h): operand
   // `sparse_operand` (0: A, 1: B, -1: none) is a weight whose zero block_k x block_n (B) or
   // block_m x block_k (A) tiles are skipped. The tile in panel q (its n tile for B, m tile for A)

@@ -258,6 +258,62 @@ TEST_CASE("cuda families: priced by family, welder keeps the SwiGLU GEMMs on ten
   CHECK(tensor_core_groups == 2);
 }
 
+TEST_CASE("cuda families: a fused epilogue records its instructions, priced the same after either main loop") {
+  const HwSpec& spec = gpu_spec();
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  // The one tensor-core group of `g` under welder, with its family recorded.
+  auto contraction_group = [&](const OpGraph& g) {
+    const Schedule s = with_families(g, spec, "welder");
+    for (const ScheduleGroup& sg : s.groups)
+      if (sg.group.kernel.family == "wgmma" || sg.group.kernel.family == "mma") return sg.group;
+    FAIL("no tensor-core group");
+    return ScheduledGroup{};
+  };
+  auto instructions = [](const ScheduledGroup& group) {
+    const auto it = group.kernel.params.find("epilogue_instructions");
+    return it == group.kernel.params.end() ? int64_t{0} : it->second;
+  };
+  {
+    // A bias: one add and its read from device memory (2); then a 16-bit sigmoid (ex2.approx and
+    // rcp.approx with their scaling: 4), the sink's, so not rounded before it.
+    ModelBuilder b(DType::f16);
+    const std::string y = b.op("MatMul", {b.input("x", {1024, 512}), b.weight("w", {512, 1024}, 3)});
+    const OpGraph bias = b.graph(b.op("Add", {y, b.weight("bias", {1024}, 4)}));
+    CHECK(instructions(contraction_group(bias)) == 3);
+    ModelBuilder c(DType::f16);
+    const std::string z = c.op("MatMul", {c.input("x", {1024, 512}), c.weight("w", {512, 1024}, 3)});
+    const OpGraph sig = c.graph(c.op("Sigmoid", {z}));
+    CHECK(instructions(contraction_group(sig)) == 4);
+    ModelBuilder d(DType::f16);
+    const OpGraph plain = d.graph(d.op("MatMul", {d.input("x", {1024, 512}), d.weight("w", {512, 1024}, 3)}));
+    CHECK(instructions(contraction_group(plain)) == 0);
+  }
+  // A GELU epilogue: the term is the same for the wgmma plan and the mma family's, outside both
+  // efficiencies, and it is what the recorded instructions add.
+  const OpGraph g = gemm_gelu(1024, 768, 3072);
+  const ScheduledGroup group = contraction_group(g);
+  REQUIRE(group.kernel.family == "wgmma");
+  REQUIRE(instructions(group) > 0);
+  const CostBreakdown priced = cost.estimate(g, group, spec);
+  CHECK(priced.term("epilogue nodes") > 0);
+  ScheduledGroup bare = group;
+  bare.kernel.params.erase("epilogue_instructions");
+  CHECK(priced.latency_s - cost.estimate(g, bare, spec).latency_s == doctest::Approx(priced.term("epilogue nodes")));
+  ScheduledGroup mma = group;
+  mma.kernel = families.variants(g, group, spec)[1];
+  REQUIRE(mma.kernel.family == "mma");
+  CHECK(instructions(mma) == instructions(group));
+  CHECK(cost.estimate(g, mma, spec).term("epilogue nodes") == doctest::Approx(priced.term("epilogue nodes")));
+  // A full-size side input (the SwiGLU's other product) makes the wgmma kernel's slabs wait.
+  const OpGraph gated = swiglu(1024, 1024, 2816);
+  const Schedule s = with_families(gated, spec, "welder");
+  bool waited = false;
+  for (const ScheduleGroup& sg : s.groups)
+    if (sg.group.kernel.family == "wgmma" && sg.group.nodes.size() > 1) waited |= cost.estimate(gated, sg.group, spec).term("epilogue waits") > 0;
+  CHECK(waited);
+}
+
 TEST_CASE("cuda families: check_schedule asks the backend whether it can emit every recorded family") {
   const HwSpec& spec = gpu_spec();
   const OpGraph g = gemm_gelu(1024, 768, 3072);

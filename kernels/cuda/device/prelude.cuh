@@ -137,7 +137,16 @@ __device__ __forceinline__ float m_exp_h(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
   return y;
 }
-__device__ __forceinline__ float m_sigmoid_h(float x) { return 1.0f / (1.0f + m_exp_h(-x)); }
+// The sigmoid for the same expressions: 1 / (1 + exp(-x)) with rcp.approx (relative error about
+// 2^-23, far below that rounding; -inf gives 0, +inf 1, NaN NaN). An IEEE division compiles to
+// a fast path, a check and a call to a slow path: about ten more instructions per value, which a
+// GEMM epilogue run by its few consumer warps pays in full (measured on an H200: LLaMA's SwiGLU in
+// the up projection's epilogue, 0.85 ms against 0.60 ms for the plain GEMM).
+__device__ __forceinline__ float m_sigmoid_h(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(1.0f + m_exp_h(-x)));
+  return y;
+}
 // erf where an f16/bf16 expression adds it to 1 (the erf GELU's 1 + erf(x / sqrt 2)): Abramowitz
 // and Stegun 7.1.26 with rcp.approx and ex2.approx, absolute error below 6e-7 over every f16
 // argument (measured in f32), far below the expression's rounding to 11 or 8 significant bits
