@@ -29,10 +29,11 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kScheduleHelp =
-    "usage: tessel schedule MODEL --hw SPEC [--policy P] [--cost-model M] [-o FILE] [--tune K [--cache DIR]]\n"
-    "                       [--sparse-kernels cost|dense|block_sparse] [--no-normalize]\n"
-    "  Schedules MODEL for the chip in SPEC (hw_specs/*.json): fused groups, memory level of every\n"
-    "  intermediate, tile configs, predicted cost. Writes the schedule as JSON (stdout without -o).\n"
+    "usage: tessel schedule MODEL [--hw SPEC | --device cpu|cuda] [--policy P] [--cost-model M] [-o FILE]\n"
+    "                       [--tune K [--cache DIR]] [--sparse-kernels cost|dense|block_sparse] [--no-normalize]\n"
+    "  Schedules MODEL for the chip in SPEC (a file or a shipped spec's name, hw_specs/*.json): fused\n"
+    "  groups, memory level of every intermediate, tile configs, predicted cost. Writes the schedule\n"
+    "  as JSON (stdout without -o). Without --hw: this machine's --device (default cpu), probed.\n"
     "  The model is normalized first, as `tessel compile` does (--no-normalize: as imported).\n"
     "  --policy   scheduling policy (default welder)\n"
     "  --tune K   measure the K best tilings of every group on the device SPEC is for and keep the\n"
@@ -40,11 +41,13 @@ const char* kScheduleHelp =
     "  --sparse-kernels  a contraction reading a sparse weight gets the kernel the cost model\n"
     "             predicts faster (cost, default), or always dense / block_sparse (docs/sparsity.md)\n";
 const char* kExplainHelp =
-    "usage: tessel explain MODEL --hw SPEC [--policy P] [--schedule FILE] [--format text|dot|html] [-o FILE]\n"
-    "                      [--tune K [--cache DIR]] [--sparse-kernels cost|dense|block_sparse] [--no-normalize]\n"
+    "usage: tessel explain MODEL [--hw SPEC | --device cpu|cuda] [--policy P] [--schedule FILE]\n"
+    "                      [--format text|dot|html] [-o FILE] [--tune K [--cache DIR]]\n"
+    "                      [--sparse-kernels cost|dense|block_sparse] [--no-normalize]\n"
     "  Explains a schedule (computed by --policy, default welder, or replayed from --schedule):\n"
     "  kernels, tiles per level, where each intermediate lives, predicted time and bound, every edge\n"
-    "  not fused and why, totals against running every node on its own.\n"
+    "  not fused and why, totals against running every node on its own. Without --hw: this\n"
+    "  machine's --device (default cpu), probed.\n"
     "  --format dot writes Graphviz; --format html a self-contained page (needs graphviz's dot).\n"
     "  --tune K   measure the K best tilings of every group on the device and keep the fastest; the\n"
     "             explanation then shows measured next to predicted times\n"
@@ -64,16 +67,22 @@ struct Scheduled {
 
 Scheduled make_schedule(const Args& args, Stage last = Stage::schedule) {
   Scheduled s;
-  s.pipeline = pipeline_options(args, "");
-  s.pipeline->request.backend.clear();
+  // Without --hw, this machine as --device names it (default cpu), probed as `tessel run` does.
+  const bool probed = !args.option("hw");
+  const std::string device = probed ? args.option_or("device", "cpu") : "";
+  if (!probed && args.option("device"))
+    throw UserError("command line", "--device", "takes the machine to probe when there is no --hw (the spec names its own)");
+  s.pipeline = pipeline_options(args, device);
+  if (!probed) s.pipeline->request.backend.clear();
   s.pipeline->request.model_path = args.one_positional("MODEL");
   s.pipeline->request.last = last;
   if (last == Stage::load) {
-    const std::string backend = std::string(backend_for(*s.pipeline->request.spec)->name());
+    const std::string backend = probed ? device : std::string(backend_for(*s.pipeline->request.spec)->name());
     if (auto why = find_backend(backend)->unavailable())
       throw UserError("command line", "--profile", cat("running needs the device: '", backend, "' cannot run here: ", *why));
   }
   s.c = compile(s.pipeline->request);
+  if (probed) std::cerr << "tessel: no --hw: scheduled for this machine, probed as '" << s.c.spec.name << "'\n";
   report_tuning(*s.pipeline, s.c.schedule);
   return s;
 }
@@ -125,7 +134,7 @@ std::string render_svg(const std::string& dot) {
 }  // namespace
 
 int cmd_schedule(const std::vector<std::string>& argv) {
-  Args args("schedule", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "tune", "cache", "time-lock", "sparse-kernels"});
+  Args args("schedule", argv, {"help", "no-normalize", "cold-l2"}, {"hw", "device", "policy", "policy-opt", "cost-model", "o", "schedule", "tune", "cache", "time-lock", "sparse-kernels"});
   if (args.flag("help")) { std::cout << kScheduleHelp << policy_options_help(); return 0; }
   const Scheduled s = make_schedule(args);
   const Compilation& c = s.c;
@@ -140,8 +149,8 @@ int cmd_schedule(const std::vector<std::string>& argv) {
 
 int cmd_explain(const std::vector<std::string>& argv) {
   Args args("explain", argv, {"help", "no-normalize", "cold-l2"},
-            {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock", "sparse-kernels",
-             "profile", "compare"});
+            {"hw", "device", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock",
+             "sparse-kernels", "profile", "compare"});
   if (args.flag("help")) { std::cout << kExplainHelp << policy_options_help(); return 0; }
   const std::string format = args.option_or("format", "text");
   if (format != "text" && format != "dot" && format != "html")
@@ -169,8 +178,8 @@ int cmd_explain(const std::vector<std::string>& argv) {
         }
       one.insert(one.end(), {"--policy", name});
       const Args per("explain", one, {"help", "no-normalize", "cold-l2"},
-                     {"hw", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache", "time-lock",
-                      "sparse-kernels", "profile"});
+                     {"hw", "device", "policy", "policy-opt", "cost-model", "o", "schedule", "format", "tune", "cache",
+                      "time-lock", "sparse-kernels", "profile"});
       const Scheduled s = make_schedule(per, repeats ? Stage::load : Stage::schedule);
       double device_bytes = 0;
       const Explanation totals = explain_totals(s.c.graph, s.c.schedule, s.c.spec, *s.pipeline->cost);

@@ -167,7 +167,7 @@ TEST_CASE("cli: inspect --dump prints the IR, compile reports every stage") {
     CHECK(r.output.find(stage) != std::string::npos);
 }
 
-TEST_CASE("cli: schedule saves JSON, explain replays it, bad policy or missing --hw exit 2") {
+TEST_CASE("cli: schedule saves JSON, explain replays it, a bad policy exits 2, no --hw probes this machine") {
   const std::string model = kModels + "bert_base_layer.json";
   const std::string spec = std::string(TESSEL_SOURCE_DIR) + "/hw_specs/nvidia-h100-sxm.json";
   const fs::path dir = temp_dir("schedule");
@@ -265,9 +265,17 @@ TEST_CASE("cli: schedule saves JSON, explain replays it, bad policy or missing -
   r = tessel("schedule " + model + " --hw " + spec + " --policy magic");
   CHECK(r.status == 2);
   CHECK(r.output.find("unknown policy \"magic\" (known: welder, roller, z3)") != std::string::npos);
-  r = tessel("schedule " + model);
+  // Without --hw, schedule and explain probe this machine, as run does (--device picks which).
+  r = tessel("schedule " + model + " -o " + (dir / "probed.json").string());
+  CHECK(r.status == 0);
+  CHECK(r.output.find("no --hw: scheduled for this machine, probed as 'host-cpu'") != std::string::npos);
+  CHECK(fs::exists(dir / "probed.json"));
+  r = tessel("explain " + model);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("on host-cpu") != std::string::npos);
+  r = tessel("schedule " + model + " --hw " + spec + " --device cpu");
   CHECK(r.status == 2);
-  CHECK(r.output.find("--hw SPEC is required") != std::string::npos);
+  CHECK(r.output.find("--device: takes the machine to probe when there is no --hw") != std::string::npos);
   r = tessel("explain " + model + " --hw " + spec + " --format pdf");
   CHECK(r.status == 2);
   fs::remove_all(dir);
