@@ -755,9 +755,16 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // (policy/kernel_families.cpp leaves this term out of its family switch); and the wgmma
   // kernel's waits for its full-size side inputs (kWgStreamedReadIssues). Both run after the
   // multiplies, exposed.
+  // Over the busiest SM's blocks at its issue rate (a grid of fewer tiles than SMs leaves the
+  // others idle); the ping-pong form's overlap of one consumer's epilogue with the other's
+  // multiplies is not credited here.
   const double instructions = static_cast<double>(param("epilogue_instructions", 0));
-  const double t_nodes = static_cast<double>(out_elements) * kEpilogueIssuesPerInstruction * instructions / (simt / 2);
-  const double t_waits = group.kernel.family == "wgmma" ? streamed_elements * kWgStreamedReadIssues / (simt / 2) : 0.0;
+  const double unit_slots = simt / 2 / static_cast<double>(units);
+  const double busiest = std::min(1.0, per_unit_blocks * static_cast<double>(bm * bn) / static_cast<double>(split) /
+                                           static_cast<double>(std::max<int64_t>(out_elements, 1)));  // the busiest SM's share of the outputs
+  const double t_nodes = unit_slots > 0 ? static_cast<double>(out_elements) * busiest * kEpilogueIssuesPerInstruction * instructions / unit_slots : 0.0;
+  const double t_waits = unit_slots > 0 && group.kernel.family == "wgmma"
+                             ? streamed_elements * busiest * kWgStreamedReadIssues / unit_slots : 0.0;
   if (t_nodes > 0) out.term_ref("epilogue nodes") = t_nodes;
   if (t_waits > 0) {
     out.term_ref("epilogue waits") = t_waits;

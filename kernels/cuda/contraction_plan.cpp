@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <set>
 
 #include "cost_model/analytic_model.h"
 #include "tilegraph/error.h"
@@ -113,19 +114,21 @@ bool is_plain_input(const Expr& e, int slot) { return e.op() == ExprOp::input &&
 // The instructions the emitter's code for `e` issues per value (emitter.cpp's emit_expr and
 // device/prelude.cuh), roughly: one per plain arithmetic, comparison or selection; a 16-bit
 // expression's exp, sigmoid and erf are their approximations (ex2.approx, rcp.approx: 2, 4 and
-// 12), f32 and f64 ones the accurate library functions (a division's fast path and check, an
-// expf's range reduction). Leaves cost nothing: reads are counted by the caller.
-int64_t expr_instructions(const Expr& e, bool half) {
+// 12; the erf one where the expression adds it to 1, as a GELU does), f32 and f64 ones the
+// accurate library functions (a division's fast path and check, an expf's range reduction; an
+// rsqrt is a square root and a division). Leaves cost nothing: reads are counted by the caller.
+// A subexpression shared in the expression's DAG is computed once (emit_expr's memo): `seen`.
+int64_t expr_instructions(const Expr& e, bool half, std::set<const ExprNode*>& seen) {
+  if (!seen.insert(e.get()).second) return 0;
   int64_t n = 0;
-  for (const Expr& o : e.operands()) n += expr_instructions(o, half);
+  for (const Expr& o : e.operands()) n += expr_instructions(o, half, seen);
   switch (e.op()) {
     case ExprOp::input: case ExprOp::constant: case ExprOp::axis_index: return n;
     case ExprOp::exp: return n + (half ? 2 : 10);
     case ExprOp::sigmoid: return n + (half ? 4 : 20);
     case ExprOp::erf: return n + (half ? 12 : 25);
-    case ExprOp::rsqrt: return n + 3;
     case ExprOp::sqrt: case ExprOp::log: case ExprOp::div: case ExprOp::reciprocal: return n + 10;
-    case ExprOp::tanh: case ExprOp::mod: case ExprOp::fmod: return n + 20;
+    case ExprOp::rsqrt: case ExprOp::tanh: case ExprOp::mod: case ExprOp::fmod: return n + 20;
     case ExprOp::pow: return n + 40;
     case ExprOp::sin: case ExprOp::cos: case ExprOp::tan: case ExprOp::asin: case ExprOp::acos: case ExprOp::atan:
     case ExprOp::sinh: case ExprOp::cosh: case ExprOp::asinh: case ExprOp::acosh: case ExprOp::atanh: return n + 25;
@@ -1218,7 +1221,8 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     if (id == cid || is_operand_node(id)) continue;
     const TeNode& node = graph.node(id);
     const bool half = dtype_bytes(node.output().dtype) == 2 && is_float(node.output().dtype);
-    p.epilogue_instructions += expr_instructions(node.body(), half);
+    std::set<const ExprNode*> seen;
+    p.epilogue_instructions += expr_instructions(node.body(), half, seen);
     for (TensorId t : graph.node_inputs(id))
       if (!in_group(group, graph.producer(t))) p.epilogue_instructions += 2;
     if (half && i != static_cast<int>(group.nodes.size()) - 1) p.epilogue_instructions += 2;

