@@ -791,6 +791,33 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   return out;
 }
 
+// `cfg` with its register tile replaced by the CPU micro-kernel's blocking of `node` over its task
+// box (the outermost tile): MR points of the m axis by NR vectors of the n axis, one reduction
+// point at a time; nullopt when the micro-kernel does not take the node or the tile has no
+// register level below another.
+std::optional<TileConfig> microkernel_register_tile(const TeNode& node, const TileConfig& cfg, const HwSpec& spec) {
+  const std::optional<cpu::MicrokernelMatch> match = cpu::match_microkernel(node);
+  const int regs = spec.level_index("registers");
+  if (!match || regs < 0 || cfg.levels.size() < 2 || cfg.levels.back().level != "registers" || spec.compute.simd_width <= 0)
+    return std::nullopt;
+  const int ns = node.num_spatial();
+  const LevelTile& box = cfg.levels.front();
+  if (static_cast<int>(box.spatial.size()) != ns) return std::nullopt;
+  auto extent = [&](int a) { return std::min(box.spatial[a], node.axes()[a].extent); };
+  const int lanes = cpu::vector_lanes(spec.compute.simd_width, node.body().dtype());
+  const int64_t registers = std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / (spec.compute.simd_width * dtype_bytes(DType::f32)));
+  const int64_t m_box = match->m_axis >= 0 ? extent(match->m_axis) : 1;
+  const int64_t n_box = extent(match->n_axis);
+  const cpu::RegisterBlocking b = cpu::choose_register_blocking(registers, lanes, m_box, n_box, match->m_axis >= 0);
+  TileConfig out = cfg;
+  LevelTile& reg = out.levels.back();
+  reg.spatial.assign(static_cast<size_t>(ns), 1);
+  if (match->m_axis >= 0) reg.spatial[match->m_axis] = std::min<int64_t>(b.mr, m_box);
+  reg.spatial[match->n_axis] = std::min<int64_t>(int64_t{b.nr} * lanes, n_box);
+  reg.reduction.assign(static_cast<size_t>(node.num_reduction()), 1);
+  return out;
+}
+
 }  // namespace
 
 CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledGroup& group,
@@ -1016,7 +1043,12 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   double tile_bytes = 0, compulsory = 0, wave_set_per_block = 0, written = 0;
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
-    const TileConfig& cfg = config(n);
+    // The CPU micro-kernel blocks its registers itself (MR x NR vectors over the task box,
+    // choose_register_blocking): its loads from the level above registers are that blocking's,
+    // whatever register tile the schedule holds.
+    std::optional<TileConfig> blocked;
+    if (!is_gpu(spec) && family == "microkernel") blocked = microkernel_register_tile(node, config(n), spec);
+    const TileConfig& cfg = blocked ? *blocked : config(n);
     for (size_t i = 0; i < cfg.levels.size(); ++i) {
       const LevelTile& lt = cfg.levels[i];
       const MemoryLevel& source = i == 0 ? dram : spec.level(cfg.levels[i - 1].level);

@@ -1,7 +1,9 @@
-// The CPU loop nests' lane reductions (see cpu_loops.h).
+// The CPU loop nests' lane reductions and the micro-kernel's match and register blocking (see cpu_loops.h).
 #include "cost_model/cpu_loops.h"
 
 #include <algorithm>
+
+#include "tilegraph/dtype.h"
 
 namespace tessel::cpu {
 
@@ -67,6 +69,69 @@ LaneReduction lane_reduction_form(const TeNode& node, int lanes) {
 bool lane_rows_beat_microkernel(const TeNode& node, int m_axis, int lanes) {
   return m_axis < 0 && node.num_spatial() > 0 && lane_reduction_form(node, lanes) == LaneReduction::unrolled &&
          node.axes()[node.num_spatial() - 1].extent <= lanes;
+}
+
+std::optional<MicrokernelMatch> match_microkernel(const TeNode& node) {
+  const DType dtype = node.body().dtype();
+  if (node.combiner() != Combiner::sum || node.init() != 0 || node.num_reduction() == 0 || node.num_spatial() == 0) return std::nullopt;
+  // Floats: f16 and bf16 compute in f32 like everything else on the CPU (emit_scalar.h's
+  // compute_type): their products are exact in f32, B's panel is converted once when packed, and
+  // the totals round once to the output dtype, as the interpreter's.
+  if (!is_float(dtype) || node.output().dtype != dtype) return std::nullopt;
+  MicrokernelMatch c;
+  Expr product = node.body();
+  if (product.op() == ExprOp::mul) {
+    const Expr& l = product.operands()[0];
+    const Expr& r = product.operands()[1];
+    if (r.op() == ExprOp::constant && l.op() == ExprOp::mul) { c.scale = r.value(); product = l; }
+    else if (l.op() == ExprOp::constant && r.op() == ExprOp::mul) { c.scale = l.value(); product = r; }
+  }
+  if (product.op() != ExprOp::mul) return std::nullopt;
+  const Expr& x = product.operands()[0];
+  const Expr& y = product.operands()[1];
+  if (x.op() != ExprOp::input || y.op() != ExprOp::input || x.index() == y.index()) return std::nullopt;
+  for (int i : {x.index(), y.index()})
+    if (node.inputs()[i].is_gather() || node.inputs()[i].type.dtype != dtype) return std::nullopt;
+  c.n_axis = node.num_spatial() - 1;
+  const bool x_n = node.inputs()[x.index()].map.uses_axis(c.n_axis), y_n = node.inputs()[y.index()].map.uses_axis(c.n_axis);
+  if (x_n == y_n) return std::nullopt;
+  c.b = x_n ? x.index() : y.index();
+  c.a = x_n ? y.index() : x.index();
+  for (int ax = node.num_spatial() - 2; ax >= 0 && c.m_axis < 0; --ax)
+    if (node.inputs()[c.a].map.uses_axis(ax) && !node.inputs()[c.b].map.uses_axis(ax)) c.m_axis = ax;
+  // One row of A against a B walked across its rows (an NT product: decode attention's Q K^T,
+  // K read along the keys): no row shares a vector of B, so no panel is packed and every vector
+  // would be gathered lane by lane, each element used once. The generic nest's dot products read
+  // B's rows as vectors instead (products_in_runs).
+  const Access& b = node.inputs()[c.b];
+  const int last = b.map.num_results() - 1;
+  bool b_contiguous = last >= 0 && b.map.result(last).coeffs[static_cast<size_t>(c.n_axis)] == 1;
+  for (int d = 0; d < last; ++d) b_contiguous &= b.map.result(d).coeffs[static_cast<size_t>(c.n_axis)] == 0;
+  // (f32 only: products_in_runs, the generic nest's fast dot product, sums f32 bodies.)
+  if (!b_contiguous && dtype == DType::f32 && (c.m_axis < 0 || node.axes()[c.m_axis].extent == 1)) return std::nullopt;
+  return c;
+}
+
+RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
+  // The box's FMAs are m x vectors whatever the blocking: the best blocking takes the fewest loads.
+  RegisterBlocking best;
+  int64_t best_loads = -1;
+  const int64_t vectors = std::max<int64_t>(1, (n_extent + lanes - 1) / lanes);  // the last one masked
+  const int64_t m = has_m ? std::max<int64_t>(1, m_extent) : 1;
+  for (int64_t nr = 1; nr <= vectors && nr + 2 <= registers; ++nr) {
+    const int64_t max_mr = std::min(has_m ? (registers - 1 - nr) / nr : 1, m);
+    for (int64_t mr = 1; mr <= max_mr; ++mr) {
+      // Loads (B vectors and A broadcasts) of the box's rows at one reduction point, for a column
+      // block of w vectors: full MR blocks, then single rows.
+      auto loads = [&](int64_t w) { return m / mr * (mr + w) + m % mr * (1 + w); };
+      const int64_t total = vectors / nr * loads(nr) + (vectors % nr > 0 ? loads(vectors % nr) : 0);
+      if (best_loads < 0 || total < best_loads) {
+        best_loads = total;
+        best = {static_cast<int>(mr), static_cast<int>(nr)};
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace tessel::cpu

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "tilegraph/node.h"
 
@@ -73,5 +74,31 @@ bool input_varies(const TeNode& node, int i, int axis);
 /// walks `axis` with coefficient 1, or up to `max_stride`, no other dimension moves with it) or the
 /// same element.
 bool contiguous_or_invariant(const TeNode& node, int i, int axis, int64_t max_stride = 1);
+
+/// A node the contraction micro-kernel takes (kernels/cpu/emit_contraction.cpp): a float sum from
+/// zero of in_a x in_b (times a constant `scale`), A broadcast along the innermost spatial axis n,
+/// B read along it; m is the nearest spatial axis A reads along and B does not (-1: none). An NT
+/// product of one row (no m axis) whose B is not contiguous along n is not taken (its dot products
+/// run in the loop nest). Here so that the cost model prices the blocking the emitter takes.
+struct MicrokernelMatch {
+  int a = -1, b = -1;   // inputs: A is broadcast along n, B is read along n
+  int n_axis = -1;      // innermost spatial axis
+  int m_axis = -1;      // a spatial axis A reads along and B does not; -1 if none
+  std::optional<double> scale;
+};
+std::optional<MicrokernelMatch> match_microkernel(const TeNode& node);
+
+/// MR rows (the m axis) x NR vectors (the n axis) of accumulators.
+struct RegisterBlocking {
+  int mr = 1, nr = 1;
+};
+/// The micro-kernel's blocking for a task box of `m_extent` rows (1 when the contraction has no m
+/// axis, `has_m` false) and `n_extent` columns, with `registers` vector registers of `lanes`
+/// lanes. It maximizes the FMAs per load (a B vector or an A broadcast) over the whole box at one
+/// reduction point: the box's rows in full MR blocks, then MR = 1 blocks; its columns in
+/// ceil(n / lanes) vectors (the last one masked), in full NR blocks, then one block of the vectors
+/// left. Under MR * NR + NR + 1 <= registers (one register holds the broadcast); NR is at most the
+/// box's vectors, MR at most its rows. Ties keep the smaller NR, then the smaller MR.
+RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m);
 
 }  // namespace tessel::cpu

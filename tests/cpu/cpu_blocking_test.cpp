@@ -1,4 +1,4 @@
-// The contraction micro-kernel's register blocking (kernels/cpu/register_blocking.h): FMAs per load
+// The contraction micro-kernel's register blocking (cost_model/cpu_loops.h): FMAs per load
 // over the whole task box (rows left after the full blocks counted as single-row blocks, columns
 // left as one narrower block with its last vector masked), within the register budget.
 #include <doctest/doctest.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "kernels/cpu/register_blocking.h"
+#include "cost_model/cpu_loops.h"
 
 using tessel::cpu::choose_register_blocking;
 using tessel::cpu::RegisterBlocking;
