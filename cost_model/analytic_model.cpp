@@ -725,9 +725,10 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // waits a device-memory latency for its first stage: once on a persistent grid, per tile
   // otherwise.
   double exposed = 0;
+  // Issue slots of one SM's SIMT units per second (the f32 peak over 2): what the epilogues cost.
+  const double unit_issue = simt / 2 / static_cast<double>(units);
   if (group.kernel.family == "wgmma") {
     const double unit_peak = peak / static_cast<double>(units);
-    const double unit_issue = simt / 2 / static_cast<double>(units);
     TESSEL_ASSERT(unit_issue > 0, "hardware spec '", spec.name, "' has no f32 peak");
     const double t_main = density * block_flops / unit_peak;
     // (A K split stores 1 / split of the tile per block: the ranks reduce-scatter the sums.)
@@ -759,12 +760,11 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // others idle); the ping-pong form's overlap of one consumer's epilogue with the other's
   // multiplies is not credited here.
   const double instructions = static_cast<double>(param("epilogue_instructions", 0));
-  const double unit_slots = simt / 2 / static_cast<double>(units);
   const double busiest = std::min(1.0, per_unit_blocks * static_cast<double>(bm * bn) / static_cast<double>(split) /
                                            static_cast<double>(std::max<int64_t>(out_elements, 1)));  // the busiest SM's share of the outputs
-  const double t_nodes = unit_slots > 0 ? static_cast<double>(out_elements) * busiest * kEpilogueIssuesPerInstruction * instructions / unit_slots : 0.0;
-  const double t_waits = unit_slots > 0 && group.kernel.family == "wgmma"
-                             ? streamed_elements * busiest * kWgStreamedReadIssues / unit_slots : 0.0;
+  const double t_nodes = unit_issue > 0 ? static_cast<double>(out_elements) * busiest * kEpilogueIssuesPerInstruction * instructions / unit_issue : 0.0;
+  const double t_waits = unit_issue > 0 && group.kernel.family == "wgmma"
+                             ? streamed_elements * busiest * kWgStreamedReadIssues / unit_issue : 0.0;
   if (t_nodes > 0) out.term_ref("epilogue nodes") = t_nodes;
   if (t_waits > 0) {
     out.term_ref("epilogue waits") = t_waits;
@@ -797,15 +797,13 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
 // register level below another.
 std::optional<TileConfig> microkernel_register_tile(const TeNode& node, const TileConfig& cfg, const HwSpec& spec) {
   const std::optional<cpu::MicrokernelMatch> match = cpu::match_microkernel(node);
-  const int regs = spec.level_index("registers");
-  if (!match || regs < 0 || cfg.levels.size() < 2 || cfg.levels.back().level != "registers" || spec.compute.simd_width <= 0)
-    return std::nullopt;
+  const int64_t registers = cpu::vector_registers(spec);
+  if (!match || registers <= 0 || cfg.levels.size() < 2 || cfg.levels.back().level != "registers") return std::nullopt;
   const int ns = node.num_spatial();
   const LevelTile& box = cfg.levels.front();
   if (static_cast<int>(box.spatial.size()) != ns) return std::nullopt;
   auto extent = [&](int a) { return std::min(box.spatial[a], node.axes()[a].extent); };
   const int lanes = cpu::vector_lanes(spec.compute.simd_width, node.body().dtype());
-  const int64_t registers = std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / (spec.compute.simd_width * dtype_bytes(DType::f32)));
   const int64_t m_box = match->m_axis >= 0 ? extent(match->m_axis) : 1;
   const int64_t n_box = extent(match->n_axis);
   const cpu::RegisterBlocking b = cpu::choose_register_blocking(registers, lanes, m_box, n_box, match->m_axis >= 0);

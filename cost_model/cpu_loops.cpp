@@ -112,6 +112,12 @@ std::optional<MicrokernelMatch> match_microkernel(const TeNode& node) {
   return c;
 }
 
+int64_t vector_registers(const HwSpec& spec) {
+  const int regs = spec.level_index("registers");
+  if (regs < 0 || spec.compute.simd_width <= 0) return 0;
+  return std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / (spec.compute.simd_width * dtype_bytes(DType::f32)));
+}
+
 RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
   // The box's FMAs are m x vectors whatever the blocking: the best blocking takes the fewest loads.
   RegisterBlocking best;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "hw_specs/hw_spec.h"
 #include "tilegraph/node.h"
 
 namespace tessel::cpu {
@@ -87,6 +88,11 @@ struct MicrokernelMatch {
   std::optional<double> scale;
 };
 std::optional<MicrokernelMatch> match_microkernel(const TeNode& node);
+
+/// The SIMD registers of one core: the spec's `registers` level capacity over its vector bytes
+/// (simd_width f32 lanes); 0 when the spec has no registers level or no SIMD width. What the
+/// micro-kernel is blocked for (the CPU backend's codegen_params), and what the model prices.
+int64_t vector_registers(const HwSpec& spec);
 
 /// MR rows (the m axis) x NR vectors (the n axis) of accumulators.
 struct RegisterBlocking {

@@ -37,7 +37,7 @@ CodegenParams codegen_params(const HwSpec& spec) {
   const int regs = spec.level_index("registers");
   if (regs < 0)
     throw UserError(spec.file, "/memory_levels", cat("spec '", spec.name, "' has no 'registers' level (the micro-kernel is sized from it)"));
-  p.vector_registers = std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / p.vector_bytes);
+  p.vector_registers = vector_registers(spec);
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.scope == MemoryScope::core && l.cache && !l.cache->shared) p.pack_bytes = std::max(p.pack_bytes, l.capacity_bytes / 2);
   p.reuse_bytes = p.pack_bytes;
