@@ -141,6 +141,7 @@ std::vector<MmaCase> mma_cases() {
   add("conv 3x3 pad 1 2x14x14x64 -> 64, bn relu", conv_nhwc(DType::f16, {2, 14, 14, 64}, 64, 3, 1, 1, 1));
   add("conv 3x3 stride 2 2x15x13x32 -> 40", conv_nhwc(DType::f16, {2, 15, 13, 32}, 40, 3, 2, 1, 1, false));
   add("conv 1x1 2x7x7x64 -> 128, bn relu", conv_nhwc(DType::f16, {2, 7, 7, 64}, 128, 1, 1, 0, 1));
+  add("conv 1x1 stride 2 2x9x9x64 -> 128, bn relu", conv_nhwc(DType::f16, {2, 9, 9, 64}, 128, 1, 2, 0, 1));
   add("conv 3x3 dilation 2 pad 2 1x9x11x16 -> 24", conv_nhwc(DType::f16, {1, 9, 11, 16}, 24, 3, 1, 2, 2));
   add("bf16 conv 3x3 1x5x6x8 -> 17, bn relu", conv_nhwc(DType::bf16, {1, 5, 6, 8}, 17, 3, 1, 1, 1));
   add("conv 5x5 pad 0 1x8x8x24 -> 8", conv_nhwc(DType::f16, {1, 8, 8, 24}, 8, 5, 1, 0, 1, false));
@@ -177,6 +178,7 @@ std::vector<MmaCase> mma_cases() {
   add("wgmma conv 3x3 pad 1 2x14x14x64 -> 128, bn relu", conv_nhwc(DType::f16, {2, 14, 14, 64}, 128, 3, 1, 1, 1));
   add("wgmma conv 3x3 stride 2 4x15x13x96 -> 136", conv_nhwc(DType::f16, {4, 15, 13, 96}, 136, 3, 2, 1, 1, false));
   add("wgmma conv 1x1 4x7x7x256 -> 256", conv_nhwc(DType::f16, {4, 7, 7, 256}, 256, 1, 1, 0, 1, false));
+  add("wgmma conv 1x1 stride 2 4x13x13x256 -> 256", conv_nhwc(DType::f16, {4, 13, 13, 256}, 256, 1, 2, 0, 1, false));
   add("wgmma bf16 conv 3x3 dilation 2 1x19x21x64 -> 128, bn relu", conv_nhwc(DType::bf16, {1, 19, 21, 64}, 128, 3, 1, 2, 2));
   add("wgmma persistent conv 3x3 16x40x40x32 -> 128", conv_nhwc(DType::f16, {16, 40, 40, 32}, 128, 3, 1, 1, 1, false));
   add("wgmma split conv 3x3 1x16x16x512 -> 128", conv_nhwc(DType::f16, {1, 16, 16, 512}, 128, 3, 1, 1, 1, false));
@@ -292,6 +294,22 @@ TEST_CASE("cuda mma: contraction groups take the tensor-core path, with the oper
   CHECK(ck.contraction->a_gather[2].check);
   CHECK_FALSE(ck.contraction->a_gather[3].check);
   CHECK(ck.source.find("struct TslGatherA") != std::string::npos);
+  // A 1 x 1 convolution with stride 1 and no padding is a matrix product: m = n x oh x ow folded,
+  // the input's rows read as they are (no gather); with stride 2 it stays an implicit GEMM.
+  const cuda::GeneratedKernel pw = roller_kernel(conv_nhwc(DType::f16, {2, 7, 9, 64}, 96, 1, 1, 0, 1, false));
+  REQUIRE(pw.path == "mma");
+  CHECK_FALSE(pw.contraction->implicit);
+  CHECK(pw.contraction->m == 2 * 7 * 9);
+  CHECK(pw.contraction->n == 96);
+  CHECK(pw.contraction->k == 64);
+  CHECK(pw.contraction->a.k_contiguous);
+  CHECK(pw.contraction->a.ld == 64);
+  CHECK(pw.contraction->b.k_contiguous);
+  CHECK(pw.source.find("struct TslGatherA") == std::string::npos);
+  const cuda::GeneratedKernel pw2 = roller_kernel(conv_nhwc(DType::f16, {2, 7, 9, 64}, 96, 1, 2, 0, 1, false));
+  REQUIRE(pw2.path == "mma");
+  CHECK(pw2.contraction->implicit);
+  CHECK(pw2.contraction->m == 2 * 4 * 5);
   // Welder fuses the folded batch norm and the ReLU into the convolution's kernel.
   const OpGraph cbr = conv_nhwc(DType::f16, {2, 14, 14, 64}, 64, 3, 1, 1, 1);
   const Schedule scbr = schedule_with(cbr, gpu_spec(), "welder");
@@ -736,7 +754,8 @@ TEST_CASE("cuda mma run: the tensor-core variants a tuner measures compile and m
   const cuda::CudaKernelFamilies families;
   const bool gpu = find_backend("cuda")->unavailable() == std::nullopt;
   const std::vector<MmaCase> cases = {{"matmul 200x256x392", matmul(DType::f16, 200, 256, 392)},
-                                      {"conv 1x1 NHWC 96 -> 160", conv_nhwc(DType::f16, {2, 14, 14, 96}, 160, 1, 1, 0, 1)}};
+                                      {"conv 1x1 stride 2 NHWC 96 -> 160", conv_nhwc(DType::f16, {2, 27, 27, 96}, 160, 1, 2, 0, 1)}};
+  int small_tiles = 0;
   for (const MmaCase& c : cases) {
     const Schedule s = schedule_with(c.graph, spec, "welder");
     int gi = -1;
@@ -750,6 +769,7 @@ TEST_CASE("cuda mma run: the tensor-core variants a tuner measures compile and m
       const KernelChoice& k = variants[i];
       const bool small_tile = k.params.at("implicit") && k.params.at("block_m") == 16 && k.params.at("block_k") == 32 &&
                               k.params.at("warps_n") == 4;
+      small_tiles += small_tile ? 1 : 0;
       if (!small_tile && i % (gpu ? 10 : 16) != 0) continue;
       ++tried;
       Schedule v = s;
@@ -765,6 +785,7 @@ TEST_CASE("cuda mma run: the tensor-core variants a tuner measures compile and m
     }
     CHECK(tried >= 3);
   }
+  CHECK(small_tiles >= 1);  // (the conv's implicit GEMM has the 16 x 32 A tile among its variants)
 }
 
 namespace {
