@@ -9,6 +9,7 @@
 
 #include "cost_model/cost_model.h"
 #include "hw_specs/probe.h"
+#include "kernels/kernel_cache.h"
 #include "policy/check_schedule.h"
 #include "policy/schedule_json.h"
 #include "tilegraph/error.h"
@@ -67,8 +68,24 @@ std::unique_ptr<Backend> backend_for(const HwSpec& spec) {
 HwSpec machine_spec(const Backend& backend) {
   ProbeOptions quick;
   quick.quick = true;
-  if (backend.name() == "cuda") return probe_cuda_gpu(0, quick);
-  return probe_host_cpu(quick);
+  const bool cuda = backend.name() == "cuda";
+  // A quick probe's measured numbers vary from run to run, and with them the schedule and every
+  // kernel's cache key: the first probe of a machine is kept in the kernel cache's directory,
+  // keyed by what identifies the machine (probe_identity), and later runs reuse it.
+  const std::string identity = probe_identity(cuda ? "cuda" : "cpu");
+  const KernelCache kept("", "spec");
+  const std::string key = identity.empty() ? "" : KernelCache::key({"quick probe", std::to_string(kProbeRevision), identity});
+  if (!key.empty())
+    if (std::optional<std::string> text = kept.load(key)) {
+      try {
+        return parse_hw_spec(*text, kept.path(key));
+      } catch (const UserError&) {
+        // (a spec this build cannot read: probed again and replaced below)
+      }
+    }
+  HwSpec spec = cuda ? probe_cuda_gpu(0, quick) : probe_host_cpu(quick);
+  if (!key.empty()) kept.store(key, write_hw_spec(spec));
+  return spec;
 }
 
 Schedule schedule_graph(const OpGraph& graph, const HwSpec& spec, const Policy& policy, const CostModel& cost,

@@ -134,7 +134,10 @@ std::unique_ptr<KernelFamilies> families_for(const HwSpec& spec);
 /// The backend that generates code for `spec`; UserError when none does.
 std::unique_ptr<Backend> backend_for(const HwSpec& spec);
 
-/// The quick probe of the machine `backend` runs on (the host CPU, or CUDA device 0).
+/// The quick probe of the machine `backend` runs on (the host CPU, or CUDA device 0): measured
+/// once per machine identity (probe_identity) and kept in the kernel cache's directory as a `.spec`
+/// entry, which later calls read back (a probe's numbers vary from run to run; the schedule and
+/// the kernels' cache keys should not).
 HwSpec machine_spec(const Backend& backend);
 
 /// `graph` scheduled for `spec` by `policy`, every candidate priced by `cost` as the family

@@ -565,6 +565,26 @@ double rounded(double v) {
 
 }  // namespace
 
+std::string cuda_identity(int device);  // probe_cuda.cpp
+
+std::string probe_identity(const std::string& device) {
+  if (device == "cuda") return cuda_identity(0);
+  if (device != "cpu") return "";
+  std::string model;
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 1);
+      break;
+    }
+  std::string flags;
+  for (const std::string& f : cpu_flags()) flags += " " + f;
+  const Topology t = read_topology();
+  std::string caches;
+  for (const CacheInfo& c : read_caches()) caches += cat(" L", c.level, ":", c.size_bytes, "/", c.sharers);
+  return cat("cpu:", model, "; ", t.threads, " threads, ", t.cores, " cores;", caches, "; ", physical_memory_bytes(), " bytes;", flags);
+}
+
 std::string probe_source_note() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};

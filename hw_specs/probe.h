@@ -35,4 +35,15 @@ HwSpec probe_cuda_gpu(int device, const ProbeOptions& options);
 /// "measured by tessel hw probe on YYYY-MM-DD" (today, UTC).
 std::string probe_source_note();
 
+/// What identifies the machine a probe of `device` ("cpu", or "cuda" for CUDA device 0) measures,
+/// read without measuring anything: for the CPU its model name, ISA flags, hardware threads and
+/// cores, caches and memory size; for the GPU its name, compute capability, SM count, memory and
+/// the driver's version. Two probes of one identity differ only in their measured numbers. Empty
+/// when there is no such device. (The driver keeps a probe per identity: machine_spec.)
+std::string probe_identity(const std::string& device);
+
+/// The probes' revision, part of a kept probe's key: bump it when what a probe measures or
+/// writes changes, so that probes kept by an older build are measured again.
+inline constexpr int kProbeRevision = 1;
+
 }  // namespace tessel

@@ -398,6 +398,21 @@ std::string spec_name(const std::string& device_name) {
 
 }  // namespace
 
+std::string cuda_identity(int device) {
+  try {
+    Driver driver;
+    open_driver(driver);
+    Gpu gpu(driver, device);
+    int version = 0;
+    driver.driver_get_version(&version);
+    return cat("cuda ", device, ": ", gpu.name(), ", sm_", gpu.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+               gpu.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), ", ", gpu.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+               " SMs, ", gpu.total_memory(), " bytes, ", gpu.attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE), " kHz, driver ", version);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 HwSpec probe_cuda_gpu(int device, const ProbeOptions& options) {
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);

@@ -12,7 +12,8 @@
 // checksums are SHA-256 (tilegraph/sha256.h): two compilations cannot share an entry by accident,
 // and a damaged or edited payload does not match its checksum (a writer who owns the directory
 // can still write a consistent entry: the directory's owner is the trust boundary). One file per
-// entry, `<key>.<kind>` (`.cubin`, `.o`), written to a temporary file in the same
+// entry, `<key>.<kind>` (`.cubin`, `.o`; `.spec`: a machine's kept quick probe, driver/compile.h's
+// machine_spec), written to a temporary file in the same
 // directory and renamed into place, so a reader never sees half an entry. Each entry carries a
 // header (magic, key, size, checksum of the payload); an entry that fails any check -- a truncated
 // or corrupt file -- counts as a miss, and the next store replaces it.

@@ -15,6 +15,8 @@
 #include "../test_util.h"
 #include "driver/compile.h"
 #include "driver/measure.h"
+#include "hw_specs/probe.h"
+#include "kernels/kernel_cache.h"
 #include "policy/measure_cache.h"
 #include "policy/welder.h"
 #include "policy/schedule_json.h"
@@ -263,6 +265,39 @@ TEST_CASE("driver: bad requests are user errors") {
   bad_json.schedule_source = "broken.json";
   bad_json.last = Stage::schedule;
   CHECK_THROWS_WITH_AS(compile(bad_json), doctest::Contains("broken.json"), UserError);
+}
+
+TEST_CASE("driver: the machine's probe is kept per machine identity and reused, not measured again") {
+  // Without --hw every run probes the machine; a quick probe's measured numbers vary, and a spec
+  // that differs from run to run gives other schedules and no kernel-cache hits. The first probe
+  // is kept in the cache directory under the machine's identity, and the next run reads it back.
+  const std::string identity = probe_identity("cpu");
+  REQUIRE_FALSE(identity.empty());
+  CHECK(identity == probe_identity("cpu"));
+  CHECK(probe_identity("tpu").empty());
+  TempDir dir;
+  const char* before = std::getenv("TESSEL_CACHE_DIR");
+  const std::string saved = before ? before : "";
+  ::setenv("TESSEL_CACHE_DIR", dir.path.c_str(), 1);
+  const std::unique_ptr<Backend> backend = find_backend("cpu");
+  REQUIRE(backend);
+  const Backend& cpu = *backend;
+  const HwSpec first = machine_spec(cpu);
+  std::vector<std::filesystem::path> kept;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path))
+    if (e.path().extension() == ".spec") kept.push_back(e.path());
+  REQUIRE(kept.size() == 1);
+  // The kept spec is what the next run uses: edit it (through the cache, so that its checksum
+  // holds) and the edit comes back.
+  HwSpec edited = first;
+  edited.description = "kept probe, edited by the test";
+  const KernelCache cache(dir.path.string(), "spec");
+  REQUIRE(cache.store(kept[0].stem().string(), write_hw_spec(edited)));
+  const HwSpec second = machine_spec(cpu);
+  CHECK(second.description == "kept probe, edited by the test");
+  CHECK(write_hw_spec(second) == write_hw_spec(edited));
+  if (before) ::setenv("TESSEL_CACHE_DIR", saved.c_str(), 1);
+  else ::unsetenv("TESSEL_CACHE_DIR");
 }
 
 }  // namespace tessel::testing
