@@ -793,20 +793,22 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
 
 // `cfg` with its register tile replaced by the CPU micro-kernel's blocking of `node` over its task
 // box (the outermost tile): MR points of the m axis by NR vectors of the n axis, one reduction
-// point at a time; nullopt when the micro-kernel does not take the node or the tile has no
-// register level below another.
-std::optional<TileConfig> microkernel_register_tile(const TeNode& node, const TileConfig& cfg, const HwSpec& spec) {
+// point at a time -- the blocking the group's kernel choice records for the node (`recorded`,
+// cpu::blocking_param), else the one the emitter derives; nullopt when the micro-kernel does not
+// take the node or the tile has no register level below another.
+std::optional<TileConfig> microkernel_register_tile(const TeNode& node, const TileConfig& cfg, const HwSpec& spec,
+                                                    std::optional<cpu::RegisterBlocking> recorded) {
   const std::optional<cpu::MicrokernelMatch> match = cpu::match_microkernel(node);
-  const int64_t registers = cpu::vector_registers(spec);
-  if (!match || registers <= 0 || cfg.levels.size() < 2 || cfg.levels.back().level != "registers") return std::nullopt;
+  if (!match || cfg.levels.size() < 2 || cfg.levels.back().level != "registers") return std::nullopt;
   const int ns = node.num_spatial();
   const LevelTile& box = cfg.levels.front();
-  if (static_cast<int>(box.spatial.size()) != ns) return std::nullopt;
+  const std::optional<cpu::RegisterBlocking> derived = cpu::derived_register_blocking(node, box.spatial, spec);
+  if (!derived) return std::nullopt;
+  const cpu::RegisterBlocking b = recorded.value_or(*derived);
   auto extent = [&](int a) { return std::min(box.spatial[a], node.axes()[a].extent); };
   const int lanes = cpu::vector_lanes(spec.compute.simd_width, node.body().dtype());
   const int64_t m_box = match->m_axis >= 0 ? extent(match->m_axis) : 1;
   const int64_t n_box = extent(match->n_axis);
-  const cpu::RegisterBlocking b = cpu::choose_register_blocking(registers, lanes, m_box, n_box, match->m_axis >= 0);
   TileConfig out = cfg;
   LevelTile& reg = out.levels.back();
   reg.spatial.assign(static_cast<size_t>(ns), 1);
@@ -1039,13 +1041,17 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
   // Step 3: memory traffic per level.
   std::map<std::string, double> bytes;  // level name -> bytes moved out of it
   double tile_bytes = 0, compulsory = 0, wave_set_per_block = 0, written = 0;
+  int contraction = 0;  // the micro-kernel's contractions so far (cpu::blocking_param's i)
   for (NodeId n : group.nodes) {
     const TeNode& node = graph.node(n);
     // The CPU micro-kernel blocks its registers itself (MR x NR vectors over the task box,
     // choose_register_blocking): its loads from the level above registers are that blocking's,
     // whatever register tile the schedule holds.
     std::optional<TileConfig> blocked;
-    if (!is_gpu(spec) && family == "microkernel") blocked = microkernel_register_tile(node, config(n), spec);
+    if (!is_gpu(spec) && family == "microkernel" && cpu::match_microkernel(node)) {
+      blocked = microkernel_register_tile(node, config(n), spec, cpu::recorded_register_blocking(group.kernel, contraction));
+      ++contraction;
+    }
     const TileConfig& cfg = blocked ? *blocked : config(n);
     for (size_t i = 0; i < cfg.levels.size(); ++i) {
       const LevelTile& lt = cfg.levels[i];

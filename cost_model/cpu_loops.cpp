@@ -140,4 +140,21 @@ RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int6
   return best;
 }
 
+std::optional<RegisterBlocking> derived_register_blocking(const TeNode& node, const std::vector<int64_t>& box, const HwSpec& spec) {
+  const std::optional<MicrokernelMatch> match = match_microkernel(node);
+  const int64_t registers = vector_registers(spec);
+  if (!match || registers <= 0 || static_cast<int>(box.size()) != node.num_spatial()) return std::nullopt;
+  auto extent = [&](int a) { return std::min(box[a], node.axes()[a].extent); };
+  const int lanes = vector_lanes(spec.compute.simd_width, node.body().dtype());
+  return choose_register_blocking(registers, lanes, match->m_axis >= 0 ? extent(match->m_axis) : 1, extent(match->n_axis), match->m_axis >= 0);
+}
+
+std::string blocking_param(const char* which, int i) { return std::string(which) + std::to_string(i); }
+
+std::optional<RegisterBlocking> recorded_register_blocking(const KernelChoice& k, int i) {
+  const auto mr = k.params.find(blocking_param("mr", i)), nr = k.params.find(blocking_param("nr", i));
+  if (mr == k.params.end() || nr == k.params.end()) return std::nullopt;
+  return RegisterBlocking{static_cast<int>(mr->second), static_cast<int>(nr->second)};
+}
+
 }  // namespace tessel::cpu

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "cost_model/cost_model.h"
 #include "hw_specs/hw_spec.h"
 #include "tilegraph/node.h"
 
@@ -106,5 +109,20 @@ struct RegisterBlocking {
 /// left. Under MR * NR + NR + 1 <= registers (one register holds the broadcast); NR is at most the
 /// box's vectors, MR at most its rows. Ties keep the smaller NR, then the smaller MR.
 RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m);
+
+/// The blocking choose_register_blocking gives contraction `node` over the box `box` (the
+/// node's outermost tile, clamped to its axes; a microkernel group's task box) with `spec`'s
+/// vector registers; nullopt when the micro-kernel does not take the node or the spec has no
+/// vector registers.
+std::optional<RegisterBlocking> derived_register_blocking(const TeNode& node, const std::vector<int64_t>& box, const HwSpec& spec);
+
+/// A microkernel kernel choice records the blocking of each contraction it runs on the
+/// micro-kernel -- the i-th node of the group (in its node order) that match_microkernel takes --
+/// as the parameters "mr<i>" (rows) and "nr<i>" (vectors): a decision of the schedule, which the
+/// emitter follows and the model prices. The parameter's name.
+std::string blocking_param(const char* which, int i);
+/// The blocking `k` records for its i-th contraction (both "mr<i>" and "nr<i>"), or nullopt: a
+/// schedule from before blockings were recorded, which the emitter and the model derive.
+std::optional<RegisterBlocking> recorded_register_blocking(const KernelChoice& k, int i);
 
 }  // namespace tessel::cpu

@@ -74,7 +74,13 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   const int64_t n_extent = box_limit(c.n_axis);
   const int64_t m_extent = c.m_axis >= 0 ? box_limit(c.m_axis) : 1;
   if (vw < 2 || n_extent < 2) return false;  // nothing to vectorize: the generic nest does it
-  RegisterBlocking blocking = choose_register_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0);
+  // The blocking the schedule records (CpuGroupPlan::blocking), else the one the model derives.
+  RegisterBlocking blocking = plan_.blocking.at(static_cast<size_t>(s.position))
+                                  .value_or(choose_register_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0));
+  // (No block larger than the box: a recorded blocking is for the node's tile, which the largest
+  // task box equals unless the tile overhangs the axis.)
+  blocking.mr = static_cast<int>(std::min<int64_t>(blocking.mr, std::max<int64_t>(1, m_extent)));
+  blocking.nr = static_cast<int>(std::min<int64_t>(blocking.nr, (n_extent + vw - 1) / vw));
   // A block-sparse B (CpuGroupPlan::sparse): column blocks lie inside one block column where NR
   // vectors divide block_n (the policy offers blocks that are multiples of the dense blocking's
   // columns, so this keeps it); a column block that still straddles checks every block it covers.

@@ -90,6 +90,12 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
     throw UserError("schedule", where, cat("unknown CPU kernel family '", family, "' (microkernel, loops)"));
   }
   plan.sparse = plan_sparse_skip(graph, sg, group);
+  int contraction = 0;
+  for (NodeId n : plan.nodes) {
+    const bool takes = plan.microkernel && cpu::match_microkernel(graph.node(n)).has_value();
+    plan.blocking.push_back(takes ? cpu::recorded_register_blocking(sg.kernel, contraction) : std::nullopt);
+    contraction += takes ? 1 : 0;
+  }
   const NodeId sink = sg.nodes.back();
   const TeNode& sink_node = graph.node(sink);
   const int ns = sink_node.num_spatial();

@@ -101,6 +101,10 @@ struct CpuGroupPlan {
   bool microkernel = true;
   /// The contraction walking a block-sparse weight, when the group has one (at most one).
   std::optional<CpuSparseSkip> sparse;
+  /// Per node (same order), the micro-kernel blocking the schedule records for it (the kernel
+  /// choice's mr<i> / nr<i>, cost_model/cpu_loops.h's blocking_param), or nullopt: not a
+  /// contraction on the micro-kernel, or a schedule that records none (the emitter derives it).
+  std::vector<std::optional<cpu::RegisterBlocking>> blocking;
 
   /// Position of `node` in `nodes`, or -1.
   int position(NodeId node) const;

@@ -26,7 +26,7 @@ int64_t param_or(const KernelChoice& k, const char* name, int64_t fallback) {
 
 std::vector<KernelFamilies::Family> CpuKernelFamilies::families() const {
   return {{"microkernel", "contractions on the register-blocked FMA micro-kernel, other nodes as vector loops",
-           {"contractions", "block_k", "block_n"}},
+           {"contractions", "mr<i>", "nr<i>", "block_k", "block_n"}},
           {"loops", "every node as vector loop nests", {}}};
 }
 
@@ -93,6 +93,19 @@ KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGrou
   if (n > 0 && lane_rows < n) {
     k.family = "microkernel";
     k.params = {{"contractions", n}};
+    // Each contraction's register blocking over its task box (the node's outermost tile).
+    int i = 0;
+    for (NodeId id : group.nodes) {
+      const TeNode& node = graph.node(id);
+      if (!matches_contraction(node)) continue;
+      auto cfg = group.tiles.find(id);
+      if (cfg != group.tiles.end() && !cfg->second.levels.empty())
+        if (const std::optional<RegisterBlocking> b = derived_register_blocking(node, cfg->second.levels.front().spatial, spec)) {
+          k.params[blocking_param("mr", i)] = b->mr;
+          k.params[blocking_param("nr", i)] = b->nr;
+        }
+      ++i;
+    }
     return k;
   }
   k.rejected.push_back(n == 0 ? "microkernel: no node is a contraction the micro-kernel takes"
@@ -140,6 +153,33 @@ std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const 
   const KernelChoice& k = group.kernel;
   if (k.family == "microkernel" && microkernel_nodes(graph, group) == 0)
     return "kernel family 'microkernel' cannot emit this group: no node is a contraction the micro-kernel takes";
+  if (k.family == "microkernel") {
+    // Recorded blockings: of contractions the group has, each within the vector registers (MR x NR
+    // accumulators, NR B vectors and the broadcast), one row where there is no m axis.
+    const int64_t registers = vector_registers(spec);
+    int i = 0;
+    for (NodeId id : group.nodes) {
+      const TeNode& node = graph.node(id);
+      const std::optional<MicrokernelMatch> match = match_microkernel(node);
+      if (!match) continue;
+      const bool has_mr = k.params.count(blocking_param("mr", i)) > 0, has_nr = k.params.count(blocking_param("nr", i)) > 0;
+      if (has_mr != has_nr)
+        return cat("kernel family 'microkernel' records ", blocking_param(has_mr ? "mr" : "nr", i), " without ", blocking_param(has_mr ? "nr" : "mr", i));
+      if (const std::optional<RegisterBlocking> b = recorded_register_blocking(k, i)) {
+        const std::string what = cat("kernel family 'microkernel': the blocking ", blocking_param("mr", i), " = ", b->mr, ", ",
+                                     blocking_param("nr", i), " = ", b->nr, " of '", node.name(), "'");
+        if (b->mr < 1 || b->nr < 1) return cat(what, " is not at least 1 x 1");
+        if (int64_t{b->mr} * b->nr + b->nr + 1 > registers)
+          return cat(what, " needs ", int64_t{b->mr} * b->nr + b->nr + 1, " vector registers, more than the ", registers, " of '", spec.name, "'");
+        if (match->m_axis < 0 && b->mr != 1) return cat(what, " blocks rows of a contraction without an m axis");
+      }
+      ++i;
+    }
+    for (const auto& [name, value] : k.params)
+      if ((name.rfind("mr", 0) == 0 || name.rfind("nr", 0) == 0) && name.size() > 2 &&
+          std::all_of(name.begin() + 2, name.end(), [](char c) { return c >= '0' && c <= '9'; }) && std::stoi(name.substr(2)) >= i)
+        return cat("kernel family 'microkernel' records ", name, " but the group has ", i, " contraction(s) on the micro-kernel");
+  }
   if (std::string why = sparse_walk(graph, group).problem; !why.empty()) return why;
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 
 #include "../model_builder.h"
 #include "cpu_check.h"
+#include "cost_model/cpu_loops.h"
 #include "kernels/cpu/kernel_families.h"
 #include "policy/check_schedule.h"
 #include "policy/kernel_families.h"
@@ -137,6 +138,66 @@ TEST_CASE("cpu families: the micro-kernel is priced by its own register blocking
   const std::vector<double> loops_narrow = served(group);
   cfg.levels.back().spatial = scheduled_tile;
   CHECK(served(group) != loops_narrow);
+}
+
+TEST_CASE("cpu families: the micro-kernel's register blocking is a decision the schedule records, the model prices and the emitter follows") {
+  // choose() records MR x NR per contraction (mr0, nr0); a recorded blocking other than the
+  // derived one is priced as such, emitted as such (the LLVM IR changes, the result still matches
+  // the interpreter), and refused when it does not fit the registers or names no contraction.
+  const HwSpec& spec = cpu_spec("x86-64-avx512-server");
+  ModelBuilder b(DType::f32);
+  const std::string y = b.op("MatMul", {b.input("x", {96, 160}), b.weight("w", {160, 128}, 3)});
+  const OpGraph g = b.graph(b.op("Relu", {y}));
+  const AnalyticCostModel cost;
+  const cpu::CpuKernelFamilies families;
+  Schedule s;
+  for (const auto& p : policies())
+    if (p->name() == "welder") s = schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  REQUIRE(s.groups.size() == 1);
+  const ScheduledGroup& group = s.groups[0].group;
+  REQUIRE(group.kernel.family == "microkernel");
+  REQUIRE(group.kernel.params.count("mr0"));
+  REQUIRE(group.kernel.params.count("nr0"));
+  const int64_t mr = group.kernel.params.at("mr0"), nr = group.kernel.params.at("nr0");
+  CHECK(mr >= 1);
+  CHECK(nr >= 1);
+  CHECK(mr * nr + nr + 1 <= cpu::vector_registers(spec));
+  CHECK_FALSE(families.check(g, group, spec));
+  // Another blocking (one row, one vector): priced apart from the derived one, and run.
+  Schedule narrow = s;
+  narrow.groups[0].group.kernel.params["mr0"] = 1;
+  narrow.groups[0].group.kernel.params["nr0"] = 1;
+  CHECK_FALSE(families.check(g, narrow.groups[0].group, spec));
+  auto l1_bytes = [&](const ScheduledGroup& gr) {
+    double bytes = 0;
+    for (const LevelCost& l : cost.estimate(g, gr, spec).memory) bytes = std::max(bytes, l.bytes);
+    return bytes;
+  };
+  CHECK(l1_bytes(narrow.groups[0].group) > l1_bytes(group));
+  CHECK(emitted_ir(g, narrow, spec) != emitted_ir(g, s, spec));
+  const std::vector<HostTensor> inputs = random_inputs(g, 5);
+  const CompiledCheck ran = run_compiled(g, spec, narrow, inputs);
+  CHECK_MESSAGE(ran.ok, ran.message);
+  // Without a record (an older schedule): the derived blocking, the same code as recorded.
+  Schedule unrecorded = s;
+  unrecorded.groups[0].group.kernel.params.erase("mr0");
+  unrecorded.groups[0].group.kernel.params.erase("nr0");
+  CHECK(emitted_ir(g, unrecorded, spec) == emitted_ir(g, s, spec));
+  // Refused: more accumulators than registers, half a record, a contraction the group lacks.
+  ScheduledGroup bad = group;
+  bad.kernel.params["mr0"] = 8;
+  bad.kernel.params["nr0"] = 8;
+  REQUIRE(families.check(g, bad, spec));
+  CHECK(families.check(g, bad, spec)->find("vector registers") != std::string::npos);
+  bad = group;
+  bad.kernel.params.erase("nr0");
+  REQUIRE(families.check(g, bad, spec));
+  CHECK(families.check(g, bad, spec)->find("without nr0") != std::string::npos);
+  bad = group;
+  bad.kernel.params["mr1"] = 1;
+  bad.kernel.params["nr1"] = 1;
+  REQUIRE(families.check(g, bad, spec));
+  CHECK(families.check(g, bad, spec)->find("records mr1") != std::string::npos);
 }
 
 }  // namespace tessel::testing
