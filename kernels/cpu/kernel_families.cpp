@@ -169,9 +169,12 @@ std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const 
         const std::string what = cat("kernel family 'microkernel': the blocking ", blocking_param("mr", i), " = ", b->mr, ", ",
                                      blocking_param("nr", i), " = ", b->nr, " of '", node.name(), "'");
         if (b->mr < 1 || b->nr < 1) return cat(what, " is not at least 1 x 1");
-        if (int64_t{b->mr} * b->nr + b->nr + 1 > registers)
-          return cat(what, " needs ", int64_t{b->mr} * b->nr + b->nr + 1, " vector registers, more than the ", registers, " of '", spec.name, "'");
         if (match->m_axis < 0 && b->mr != 1) return cat(what, " blocks rows of a contraction without an m axis");
+        // (choose_register_blocking's bound: with rows, MR x NR accumulators, NR B vectors and the
+        // broadcast; one row streams its B vectors through one register.)
+        const int64_t needed = match->m_axis >= 0 ? int64_t{b->mr} * b->nr + b->nr + 1 : int64_t{b->nr} + 2;
+        if (needed > registers)
+          return cat(what, " needs ", needed, " vector registers, more than the ", registers, " of '", spec.name, "'");
       }
       ++i;
     }

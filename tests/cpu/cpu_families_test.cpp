@@ -161,7 +161,7 @@ TEST_CASE("cpu families: the micro-kernel's register blocking is a decision the 
   const int64_t mr = group.kernel.params.at("mr0"), nr = group.kernel.params.at("nr0");
   CHECK(mr >= 1);
   CHECK(nr >= 1);
-  CHECK(mr * nr + nr + 1 <= cpu::vector_registers(spec));
+  CHECK(mr * nr + nr + 1 <= cpu::vector_registers(spec));  // (the GEMM has an m axis)
   CHECK_FALSE(families.check(g, group, spec));
   // Another blocking (one row, one vector): priced apart from the derived one, and run.
   Schedule narrow = s;
