@@ -119,7 +119,26 @@ std::vector<KernelChoice> CpuKernelFamilies::variants(const OpGraph& graph, cons
   std::vector<KernelChoice> out{choose(graph, group, spec)};
   if (out.front().family != "microkernel") return out;
   const std::optional<SparseContraction> sc = sparse_contraction(graph, group);
-  if (!sc) return out;
+  if (!sc) {
+    // For the tuner: the first contraction's neighbouring register blockings (one row or one vector
+    // more or fewer, a quarter fewer vectors for more rows), each within the registers. The model
+    // prices them all by their loads, so the derived one stays first; measured on this project's
+    // 2-core VM they ran 0.95-1.22x its time (docs/cost-model.md, "Measured top-k").
+    const std::optional<RegisterBlocking> derived = recorded_register_blocking(out.front(), 0);
+    if (!derived) return out;
+    const int mr = derived->mr, nr = derived->nr;
+    const std::pair<int, int> moves[] = {{mr - 1, nr}, {mr + 1, nr}, {mr, nr - 1}, {mr, nr + 1}, {mr + 2, nr - 1}, {mr - 2, nr + 1}};
+    for (const auto& [m, n] : moves) {
+      if (m < 1 || n < 1) continue;
+      KernelChoice v = out.front();
+      v.params[blocking_param("mr", 0)] = m;
+      v.params[blocking_param("nr", 0)] = n;
+      ScheduledGroup probe = group;
+      probe.kernel = v;
+      if (!check(graph, probe, spec)) out.push_back(std::move(v));
+    }
+    return out;
+  }
   const TeNode& node = graph.node(sc->node);
   auto cfg = group.tiles.find(sc->node);
   if (cfg == group.tiles.end() || cfg->second.levels.empty()) return out;

@@ -3,6 +3,8 @@
 // and refuses a family it cannot emit.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "../model_builder.h"
 #include "cpu_check.h"
 #include "cost_model/cpu_loops.h"
@@ -198,6 +200,18 @@ TEST_CASE("cpu families: the micro-kernel's register blocking is a decision the 
   bad.kernel.params["nr1"] = 1;
   REQUIRE(families.check(g, bad, spec));
   CHECK(families.check(g, bad, spec)->find("records mr1") != std::string::npos);
+  // The tuner's variants: the derived blocking first, then its neighbours, each legal and distinct.
+  const std::vector<KernelChoice> variants = families.variants(g, group, spec);
+  REQUIRE(variants.size() >= 4);
+  CHECK(variants[0].params == group.kernel.params);
+  std::set<std::pair<int64_t, int64_t>> blockings;
+  for (const KernelChoice& v : variants) {
+    ScheduledGroup probe = group;
+    probe.kernel = v;
+    CHECK_FALSE(families.check(g, probe, spec));
+    blockings.insert({v.params.at("mr0"), v.params.at("nr0")});
+  }
+  CHECK(blockings.size() == variants.size());
 }
 
 }  // namespace tessel::testing
