@@ -115,7 +115,7 @@ int cmd_shard(const std::vector<std::string>& argv) {
   if (args.flag("help")) { std::cout << kShardHelp; return 0; }
   const Mesh mesh = mesh_option(args);
   const std::unique_ptr<CliPipeline> pipeline = pipeline_options(args, "");
-  const HwSpec spec = pipeline->request.spec ? *pipeline->request.spec : machine_spec(*find_backend("cpu"));
+  const HwSpec spec = pipeline->request.spec ? *pipeline->request.spec : machine_spec(*find_backend("cpu"), pipeline->request.options);
   const OpGraph g = normalized_graph(args, args.one_positional("MODEL"), pipeline->request);
   const ShardSearch s = search_shard_plan(g, mesh, spec, search_options(args, mesh));
   std::cout << format_shard_plan(g, s.plan, s.cost, spec);
@@ -182,7 +182,7 @@ int run_on_mesh(const Args& args) {
   CompileRequest& base = pipeline->request;
   HwSpec spec;
   if (base.spec) spec = *base.spec;
-  else if (!mpi || mpi->rank() == 0) spec = machine_spec(*find_backend(device.value_or("cpu")));
+  else if (!mpi || mpi->rank() == 0) spec = machine_spec(*find_backend(device.value_or("cpu")), base.options);
   // Every rank plans with rank 0's spec (a probe measures slightly different numbers on each),
   // so that every rank arrives at the same plan and program.
   if (mpi) spec = parse_hw_spec(mpi->broadcast(write_hw_spec(spec), 0), base.spec ? base.spec->file : "rank 0's probe");

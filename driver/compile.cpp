@@ -65,15 +65,15 @@ std::unique_ptr<Backend> backend_for(const HwSpec& spec) {
   throw UserError(spec.name, "/kind", cat("no backend generates code for a '", spec.kind, "' spec (backends: ", known, ")"));
 }
 
-HwSpec machine_spec(const Backend& backend) {
+HwSpec machine_spec(const Backend& backend, const CompileOptions& options) {
   ProbeOptions quick;
   quick.quick = true;
   const bool cuda = backend.name() == "cuda";
   // A quick probe's measured numbers vary from run to run, and with them the schedule and every
   // kernel's cache key: the first probe of a machine is kept in the kernel cache's directory,
   // keyed by what identifies the machine (probe_identity), and later runs reuse it.
-  const std::string identity = probe_identity(cuda ? "cuda" : "cpu");
-  const KernelCache kept("", "spec");
+  const std::string identity = options.use_cache ? probe_identity(cuda ? "cuda" : "cpu") : "";
+  const KernelCache kept(options.cache_dir, "spec");
   const std::string key = identity.empty() ? "" : KernelCache::key({"quick probe", std::to_string(kProbeRevision), identity});
   if (!key.empty())
     if (std::optional<std::string> text = kept.load(key)) {
@@ -151,7 +151,7 @@ Compilation compile(const CompileRequest& request) {
   // that probes rewrites the model as one given the probe's spec does.
   std::optional<HwSpec> spec;
   if (request.spec) spec = *request.spec;
-  else if (out.backend && request.last > Stage::normalize) spec = machine_spec(*out.backend);
+  else if (out.backend && request.last > Stage::normalize) spec = machine_spec(*out.backend, request.options);
 
   // normalize
   if (request.graph) {

@@ -138,7 +138,9 @@ std::unique_ptr<Backend> backend_for(const HwSpec& spec);
 /// once per machine identity (probe_identity) and kept in the kernel cache's directory as a `.spec`
 /// entry, which later calls read back (a probe's numbers vary from run to run; the schedule and
 /// the kernels' cache keys should not).
-HwSpec machine_spec(const Backend& backend);
+/// With `options.use_cache` false nothing is kept or read; `options.cache_dir` is the kernel
+/// cache's directory (empty: $TESSEL_CACHE_DIR, else ~/.cache/tessel).
+HwSpec machine_spec(const Backend& backend, const CompileOptions& options = {});
 
 /// `graph` scheduled for `spec` by `policy`, every candidate priced by `cost` as the family
 /// `families` would emit (the policy alone when `families` is null).

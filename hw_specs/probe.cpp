@@ -12,6 +12,8 @@
 //   attributes and picked at run time with __builtin_cpu_supports; a scalar kernel is the fallback.
 #include "hw_specs/probe.h"
 
+#include <sched.h>
+
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -582,7 +584,13 @@ std::string probe_identity(const std::string& device) {
   const Topology t = read_topology();
   std::string caches;
   for (const CacheInfo& c : read_caches()) caches += cat(" L", c.level, ":", c.size_bytes, "/", c.sharers);
-  return cat("cpu:", model, "; ", t.threads, " threads, ", t.cores, " cores;", caches, "; ", physical_memory_bytes(), " bytes;", flags);
+  // The CPUs this process may run on (a container's cpuset): two containers of one host with
+  // different sets measure differently.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int usable = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  return cat("cpu:", model, "; ", t.threads, " threads (", usable, " usable), ", t.cores, " cores;", caches, "; ", physical_memory_bytes(),
+             " bytes;", flags);
 }
 
 std::string probe_source_note() {

@@ -2,6 +2,8 @@
 #include "kernels/cpu/kernel_families.h"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 
 #include "cost_model/cpu_loops.h"
 
@@ -16,6 +18,23 @@ namespace {
 // keep the larger: fewer checks). Multiples of kNonzeroUnit, so the weight's non-zero map answers
 // each.
 constexpr int64_t kSparseBlockK[] = {64, 32, 16, 8};
+
+// Larger than any register file's vectors: a recorded MR or NR past it is refused before it is
+// narrowed to an int.
+constexpr int64_t kMaxBlocking = 1024;
+
+// i of a parameter named "mr<i>" or "nr<i>" (blocking_param), or nullopt for any other name (or
+// an i too large for an int).
+std::optional<int> blocking_index(const std::string& name) {
+  if (name.size() < 3 || (name.rfind("mr", 0) != 0 && name.rfind("nr", 0) != 0)) return std::nullopt;
+  int i = 0;
+  const char* end = name.data() + name.size();
+  const auto [ptr, ec] = std::from_chars(name.data() + 2, end, i);
+  if (ec != std::errc() || ptr != end) return name.size() > 2 && std::all_of(name.begin() + 2, name.end(), [](char c) { return c >= '0' && c <= '9'; })
+                                                  ? std::optional<int>(std::numeric_limits<int>::max())
+                                                  : std::nullopt;
+  return i;
+}
 
 int64_t param_or(const KernelChoice& k, const char* name, int64_t fallback) {
   auto it = k.params.find(name);
@@ -127,9 +146,23 @@ std::vector<KernelChoice> CpuKernelFamilies::variants(const OpGraph& graph, cons
     const std::optional<RegisterBlocking> derived = recorded_register_blocking(out.front(), 0);
     if (!derived) return out;
     const int mr = derived->mr, nr = derived->nr;
+    // (Blocks larger than the first contraction's box clamp to a blocking already listed.)
+    int64_t m_box = 1, vectors = 1;
+    for (NodeId id : group.nodes) {
+      const TeNode& node = graph.node(id);
+      const std::optional<MicrokernelMatch> match = match_microkernel(node);
+      auto cfg = group.tiles.find(id);
+      if (!match || cfg == group.tiles.end() || cfg->second.levels.empty()) continue;
+      const std::vector<int64_t>& box = cfg->second.levels.front().spatial;
+      auto extent = [&](int a) { return std::min(box[a], node.axes()[a].extent); };
+      m_box = match->m_axis >= 0 ? extent(match->m_axis) : 1;
+      const int64_t lanes = vector_lanes(spec.compute.simd_width, node.body().dtype());
+      vectors = (extent(match->n_axis) + lanes - 1) / lanes;
+      break;
+    }
     const std::pair<int, int> moves[] = {{mr - 1, nr}, {mr + 1, nr}, {mr, nr - 1}, {mr, nr + 1}, {mr + 2, nr - 1}, {mr - 2, nr + 1}};
     for (const auto& [m, n] : moves) {
-      if (m < 1 || n < 1) continue;
+      if (m < 1 || n < 1 || m > m_box || n > vectors) continue;
       KernelChoice v = out.front();
       v.params[blocking_param("mr", 0)] = m;
       v.params[blocking_param("nr", 0)] = n;
@@ -184,6 +217,9 @@ std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const 
       const bool has_mr = k.params.count(blocking_param("mr", i)) > 0, has_nr = k.params.count(blocking_param("nr", i)) > 0;
       if (has_mr != has_nr)
         return cat("kernel family 'microkernel' records ", blocking_param(has_mr ? "mr" : "nr", i), " without ", blocking_param(has_mr ? "nr" : "mr", i));
+      for (const char* which : {"mr", "nr"})
+        if (auto it = k.params.find(blocking_param(which, i)); it != k.params.end() && (it->second < 1 || it->second > kMaxBlocking))
+          return cat("kernel family 'microkernel': ", it->first, " = ", it->second, " of '", node.name(), "' is not in 1..", kMaxBlocking);
       if (const std::optional<RegisterBlocking> b = recorded_register_blocking(k, i)) {
         const std::string what = cat("kernel family 'microkernel': the blocking ", blocking_param("mr", i), " = ", b->mr, ", ",
                                      blocking_param("nr", i), " = ", b->nr, " of '", node.name(), "'");
@@ -198,10 +234,12 @@ std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const 
       ++i;
     }
     for (const auto& [name, value] : k.params)
-      if ((name.rfind("mr", 0) == 0 || name.rfind("nr", 0) == 0) && name.size() > 2 &&
-          std::all_of(name.begin() + 2, name.end(), [](char c) { return c >= '0' && c <= '9'; }) && std::stoi(name.substr(2)) >= i)
+      if (const std::optional<int> at = blocking_index(name); at && *at >= i)
         return cat("kernel family 'microkernel' records ", name, " but the group has ", i, " contraction(s) on the micro-kernel");
   }
+  if (k.family != "microkernel")
+    for (const auto& [name, value] : k.params)
+      if (blocking_index(name)) return cat("kernel family '", k.family, "' records ", name, ", which only the micro-kernel uses");
   if (std::string why = sparse_walk(graph, group).problem; !why.empty()) return why;
   return std::nullopt;
 }

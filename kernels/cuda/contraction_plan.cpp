@@ -1169,7 +1169,8 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     p = ContractionPlan{};
     p.node = cid;
     p.dtype = dt;
-    if (std::string r = plan_implicit(graph, c, *t0, *t1, p); !r.empty()) return fail(r);
+    if (std::string r = plan_implicit(graph, c, *t0, *t1, p); !r.empty())
+      return fail(as_matmul.empty() ? r : cat(r, " (nor as a matrix product: ", as_matmul, ")"));
     if (p.m >= (int64_t{1} << 31) || p.n >= (int64_t{1} << 31) || p.k >= (int64_t{1} << 31))
       return fail("an extent does not fit 32-bit tile indices");
   }

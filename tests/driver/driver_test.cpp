@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -276,8 +277,17 @@ TEST_CASE("driver: the machine's probe is kept per machine identity and reused, 
   CHECK(identity == probe_identity("cpu"));
   CHECK(probe_identity("tpu").empty());
   TempDir dir;
-  const char* before = std::getenv("TESSEL_CACHE_DIR");
-  const std::string saved = before ? before : "";
+  // $TESSEL_CACHE_DIR points at `dir` for this test only, restored however it ends.
+  struct EnvGuard {
+    std::optional<std::string> saved;
+    EnvGuard() {
+      if (const char* v = std::getenv("TESSEL_CACHE_DIR")) saved = v;
+    }
+    ~EnvGuard() {
+      if (saved) ::setenv("TESSEL_CACHE_DIR", saved->c_str(), 1);
+      else ::unsetenv("TESSEL_CACHE_DIR");
+    }
+  } guard;
   ::setenv("TESSEL_CACHE_DIR", dir.path.c_str(), 1);
   const std::unique_ptr<Backend> backend = find_backend("cpu");
   REQUIRE(backend);
@@ -296,8 +306,18 @@ TEST_CASE("driver: the machine's probe is kept per machine identity and reused, 
   const HwSpec second = machine_spec(cpu);
   CHECK(second.description == "kept probe, edited by the test");
   CHECK(write_hw_spec(second) == write_hw_spec(edited));
-  if (before) ::setenv("TESSEL_CACHE_DIR", saved.c_str(), 1);
-  else ::unsetenv("TESSEL_CACHE_DIR");
+  // Without the cache (--no-cache) nothing kept is read: a new probe.
+  CompileOptions uncached;
+  uncached.use_cache = false;
+  CHECK(machine_spec(cpu, uncached).description != "kept probe, edited by the test");
+  // Another cache directory (--cache DIR) keeps its own.
+  TempDir other;
+  CompileOptions elsewhere;
+  elsewhere.cache_dir = other.path.string();
+  CHECK(machine_spec(cpu, elsewhere).description != "kept probe, edited by the test");
+  int kept_there = 0;
+  for (const auto& e : std::filesystem::directory_iterator(other.path)) kept_there += e.path().extension() == ".spec";
+  CHECK(kept_there == 1);
 }
 
 }  // namespace tessel::testing
