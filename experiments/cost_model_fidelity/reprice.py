@@ -20,33 +20,14 @@ import math
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from collections import defaultdict
 
-
-def spearman(a, b):
-    def ranks(x):
-        order = sorted(range(len(x)), key=lambda i: x[i])
-        r = [0.0] * len(x)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                r[order[k]] = (i + j) / 2
-            i = j + 1
-        return r
-    ra, rb = ranks(a), ranks(b)
-    n = len(a)
-    ma, mb = sum(ra) / n, sum(rb) / n
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va, vb = sum((x - ma) ** 2 for x in ra), sum((y - mb) ** 2 for y in rb)
-    return cov / math.sqrt(va * vb) if va > 0 and vb > 0 else float("nan")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "op_sweep"))
+from run_sweep import geomean, spearman  # noqa: E402  (the op sweep's: ties averaged, None below 3 points)
 
 
-def geomean(v):
-    return math.exp(sum(map(math.log, v)) / len(v))
 
 
 def main():
@@ -90,7 +71,7 @@ def main():
         if len(rs) < 3:
             continue
         rho = spearman([r["predicted_s"] for r in rs], [r["measured_s"] for r in rs])
-        if rho == rho:
+        if rho is not None:
             rhos.append(rho)
         best = min(r["measured_s"] for r in rs)
         regrets.append(min(rs, key=lambda r: r["predicted_s"])["measured_s"] / best)

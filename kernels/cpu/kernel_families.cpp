@@ -19,10 +19,6 @@ namespace {
 // each.
 constexpr int64_t kSparseBlockK[] = {64, 32, 16, 8};
 
-// Larger than any register file's vectors: a recorded MR or NR past it is refused before it is
-// narrowed to an int.
-constexpr int64_t kMaxBlocking = 1024;
-
 // i of a parameter named "mr<i>" or "nr<i>" (blocking_param), or nullopt for any other name (or
 // an i too large for an int).
 std::optional<int> blocking_index(const std::string& name) {
@@ -217,9 +213,11 @@ std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const 
       const bool has_mr = k.params.count(blocking_param("mr", i)) > 0, has_nr = k.params.count(blocking_param("nr", i)) > 0;
       if (has_mr != has_nr)
         return cat("kernel family 'microkernel' records ", blocking_param(has_mr ? "mr" : "nr", i), " without ", blocking_param(has_mr ? "nr" : "mr", i));
+      // (Each of MR and NR within the vector registers, before either is narrowed to an int.)
       for (const char* which : {"mr", "nr"})
-        if (auto it = k.params.find(blocking_param(which, i)); it != k.params.end() && (it->second < 1 || it->second > kMaxBlocking))
-          return cat("kernel family 'microkernel': ", it->first, " = ", it->second, " of '", node.name(), "' is not in 1..", kMaxBlocking);
+        if (auto it = k.params.find(blocking_param(which, i)); it != k.params.end() && (it->second < 1 || it->second > registers))
+          return cat("kernel family 'microkernel': ", it->first, " = ", it->second, " of '", node.name(), "' is not in 1..", registers,
+                     " (the vector registers of '", spec.name, "')");
       if (const std::optional<RegisterBlocking> b = recorded_register_blocking(k, i)) {
         const std::string what = cat("kernel family 'microkernel': the blocking ", blocking_param("mr", i), " = ", b->mr, ", ",
                                      blocking_param("nr", i), " = ", b->nr, " of '", node.name(), "'");

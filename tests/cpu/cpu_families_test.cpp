@@ -14,6 +14,18 @@
 
 namespace tessel::testing {
 
+namespace {
+
+/// Welder's schedule of `g` for `spec`, each group's CPU kernel family recorded.
+Schedule welder_with_cpu_families(const OpGraph& g, const HwSpec& spec, const CostModel& cost, const cpu::CpuKernelFamilies& families) {
+  for (const auto& p : policies())
+    if (p->name() == "welder") return schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  FAIL("no welder policy");
+  return {};
+}
+
+}  // namespace
+
 TEST_CASE("cpu families: recorded by the policy, obeyed by the backend") {
   const HwSpec& spec = cpu_spec("x86-64-avx2-generic");
   ModelBuilder b(DType::f32);
@@ -21,9 +33,7 @@ TEST_CASE("cpu families: recorded by the policy, obeyed by the backend") {
   const OpGraph g = b.graph(b.op("Relu", {b.op("Add", {y, b.weight("bias", {80}, 4)})}));
   const AnalyticCostModel cost;
   const cpu::CpuKernelFamilies families;
-  Schedule s;
-  for (const auto& p : policies())
-    if (p->name() == "welder") s = schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  Schedule s = welder_with_cpu_families(g, spec, cost, families);
   REQUIRE(!s.groups.empty());
   int microkernel = 0;
   for (const ScheduleGroup& sg : s.groups) {
@@ -116,9 +126,7 @@ TEST_CASE("cpu families: the micro-kernel is priced by its own register blocking
   const OpGraph g = b.graph(b.op("MatMul", {b.input("x", {256, 512}), b.weight("w", {512, 384}, 3)}));
   const AnalyticCostModel cost;
   const cpu::CpuKernelFamilies families;
-  Schedule s;
-  for (const auto& p : policies())
-    if (p->name() == "welder") s = schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  Schedule s = welder_with_cpu_families(g, spec, cost, families);
   REQUIRE(s.groups.size() == 1);
   ScheduledGroup group = s.groups[0].group;
   REQUIRE(group.kernel.family == "microkernel");
@@ -152,9 +160,7 @@ TEST_CASE("cpu families: the micro-kernel's register blocking is a decision the 
   const OpGraph g = b.graph(b.op("Relu", {y}));
   const AnalyticCostModel cost;
   const cpu::CpuKernelFamilies families;
-  Schedule s;
-  for (const auto& p : policies())
-    if (p->name() == "welder") s = schedule_with_families(*p, PolicyContext{g, spec, cost}, &families);
+  Schedule s = welder_with_cpu_families(g, spec, cost, families);
   REQUIRE(s.groups.size() == 1);
   const ScheduledGroup& group = s.groups[0].group;
   REQUIRE(group.kernel.family == "microkernel");
