@@ -72,10 +72,17 @@ bool is_gpu(const HwSpec& spec) { return spec.kind == "gpu"; }
 
 // The fraction of the roofline the group's kernel family reaches (HwSpec's family_efficiency;
 // 1 when the spec does not say), noted in the breakdown when it is not 1.
+// An mma group whose contraction is 2:4 sparse runs the sparse tensor cores' kernel
+// (kernels/cuda/device/mma.cuh's SparseBlockGemm), fitted on its own as "mma_sparse" where the
+// spec lists it.
 double family_efficiency(const HwSpec& spec, const ScheduledGroup& group, CostBreakdown& out) {
-  auto it = spec.compute.family_efficiency.find(group.kernel.family);
+  std::string family = group.kernel.family;
+  if (family == "mma" && spec.compute.family_efficiency.count("mma_sparse"))
+    for (const auto& [n, cfg] : group.tiles)
+      if (std::holds_alternative<NmSparseProps>(cfg.kind)) family = "mma_sparse";
+  auto it = spec.compute.family_efficiency.find(family);
   if (it == spec.compute.family_efficiency.end()) return 1;
-  out.notes.push_back(cat("the ", group.kernel.family, " family reaches ", it->second, " of the roofline on ", spec.name,
+  out.notes.push_back(cat("the ", family, " family reaches ", it->second, " of the roofline on ", spec.name,
                           " (measured: the spec's family_efficiency)"));
   return it->second;
 }
@@ -573,13 +580,24 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // block of the sparse operand holds a non-zero, a fraction `density` of them on average.
   double density = 1;
   int sparse_input = -1;
-  if (auto cfg = group.tiles.find(c); cfg != group.tiles.end())
+  // A 2:4 sparse operand (the nm_sparse tile kind): the sparse tensor cores multiply n of every m
+  // values of it (twice the dense rate for 2:4), and it is read compressed: n / m of its values
+  // plus metadata_bits per kept value.
+  double nm_work = 1, nm_bytes = 1;
+  int nm_input = -1;
+  if (auto cfg = group.tiles.find(c); cfg != group.tiles.end()) {
     if (const auto* bsr = std::get_if<BlockSparseProps>(&cfg->second.kind)) {
       density = bsr->density;
       sparse_input = bsr->input;
     }
-  double compute_s = per_unit_blocks * density * block_flops / (peak / static_cast<double>(units));
-  out.flops = density * static_cast<double>(node.flops());
+    if (const auto* nm = std::get_if<NmSparseProps>(&cfg->second.kind); nm && nm->m > 0) {
+      nm_input = nm->input;
+      nm_work = static_cast<double>(nm->n) / static_cast<double>(nm->m);
+      nm_bytes = nm_work * (1.0 + static_cast<double>(nm->metadata_bits) / (8.0 * static_cast<double>(in_bytes)));
+    }
+  }
+  double compute_s = per_unit_blocks * density * nm_work * block_flops / (peak / static_cast<double>(units));
+  out.flops = density * nm_work * static_cast<double>(node.flops());
   // An operand whose rows do not start 16-byte aligned is read in narrower pieces (a_align,
   // b_align: elements per read, device/mma.cuh's TileCopy): one issue per read, and where rows
   // start at odd elements a load and a packing step per element; on the SIMT issue slots, at an
@@ -652,15 +670,17 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
                             " elements per access: ", static_cast<int64_t>(epilogue_reads), " B more than once each"));
   // DRAM reads the sparse operand's non-zero blocks only; the dense one is needed by some tile
   // almost everywhere.
-  const double a_bytes = static_cast<double>(bytes_of(node.inputs()[0].type)) * (sparse_input == 0 ? density : 1.0);
-  const double b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type)) * (sparse_input == 1 ? density : 1.0);
+  const double a_scale = nm_input == 0 ? nm_bytes : 1.0, b_scale = nm_input == 1 ? nm_bytes : 1.0;
+  const double a_bytes = static_cast<double>(bytes_of(node.inputs()[0].type)) * (sparse_input == 0 ? density : 1.0) * a_scale;
+  const double b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type)) * (sparse_input == 1 ? density : 1.0) * b_scale;
   const double written = static_cast<double>(bytes_of(graph.node(group.nodes.back()).output()));
   // Operand panels through the cache: each tile reads block_m x K of A and K x block_n of B; the
   // split parts add their f32 partial sums through the cluster. (A wgmma cluster sharing B,
   // cluster_m, reads half the B panels, but its kernels ran 1.5-2.8x slower than the unshared
   // ones on an H100 (2026-11-27c, cause not found): the model does not credit the sharing, so it
   // never ranks it first; --tune can still measure it.)
-  const double panels = density * static_cast<double>(tiles) * static_cast<double>((bm + bn) * k) * static_cast<double>(in_bytes);
+  const double panels = density * static_cast<double>(tiles) * (static_cast<double>(bm) * a_scale + static_cast<double>(bn) * b_scale) *
+                        static_cast<double>(k) * static_cast<double>(in_bytes);
   const double partials = split > 1 ? static_cast<double>(tiles * (split - 1) * bm * bn * 4) : 0;
   const int device = device_level_index(spec);
   const int llc = last_level_cache_index(spec, device);
@@ -678,8 +698,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     const int64_t raster = std::clamp<int64_t>(param("raster_group", 1), 1, tiles_m);
     int64_t rows = std::min(raster, wave), cols = std::min(tiles_n, (wave + rows - 1) / rows);
     if (wave > raster * tiles_n) rows = std::min(tiles_m, (wave + tiles_n - 1) / tiles_n), cols = tiles_n;
-    const double wave_set = std::min(a_bytes + b_bytes, density * static_cast<double>((rows * bm + cols * bn) * k) *
-                                                            static_cast<double>(in_bytes));
+    const double wave_set = std::min(a_bytes + b_bytes, density * (static_cast<double>(rows * bm) * a_scale + static_cast<double>(cols * bn) * b_scale) *
+                                                            static_cast<double>(k) * static_cast<double>(in_bytes));
     const double hit = wave_set > 0 ? std::min(1.0, static_cast<double>(cache.chip_capacity_bytes()) / wave_set) : 1.0;
     dram_bytes += (panels - (a_bytes + b_bytes)) * std::max(0.0, 1.0 - hit);
     const double l2_bytes = panels + partials + side_bytes + epilogue_reads + written;
@@ -716,6 +736,9 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
                           " stages", split > 1 ? cat(", K split in ", split) : std::string(), ", ", tiles, " tiles"));
   if (sparse_input >= 0)
     out.notes.push_back(cat("block-sparse input ", sparse_input, ": ", density, " of its K tiles non-zero, the others skipped"));
+  if (nm_input >= 0)
+    out.notes.push_back(cat("N:M sparse input ", nm_input, ": ", nm_work, " of its products on the sparse tensor cores, read compressed (",
+                            nm_bytes, " of its bytes)"));
   out.term_ref("compute") = compute_s;
   out.term_ref("launch") = spec.compute.launch_overhead_us * 1e-6;
   // The wgmma kernel (one block per SM, device/wgmma.cuh) runs its epilogue after each tile's

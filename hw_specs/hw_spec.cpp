@@ -705,7 +705,7 @@ int HwSpec::level_index(std::string_view level_name) const {
 }
 
 const std::vector<std::string>& known_gpu_features() {
-  static const std::vector<std::string> known{"mma_sync", "cp_async", "ldmatrix", "wgmma", "tma"};
+  static const std::vector<std::string> known{"mma_sync", "mma_sparse", "cp_async", "ldmatrix", "wgmma", "tma"};
   return known;
 }
 

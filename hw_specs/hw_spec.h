@@ -157,6 +157,8 @@ struct InterconnectSpec {
 /// The instruction features a GPU target may list (`target.gpu_features`), which code generators
 /// ask for instead of comparing architecture names:
 ///   "mma_sync"  warp-level m16n8k16 tensor-core products of f16 and bf16 (mma.sync; sm_80 on)
+///   "mma_sparse" warp-level m16n8k32 products with a 2:4 sparse f16 or bf16 operand on the sparse
+///               tensor cores (mma.sp with ordered metadata; sm_80 on)
 ///   "cp_async"  asynchronous global-to-shared copies (cp.async; sm_80 on)
 ///   "ldmatrix"  shared-to-register matrix fragment loads (ldmatrix; sm_75 on)
 ///   "wgmma"     warpgroup tensor-core products from shared memory (wgmma.mma_async; sm_90a)

@@ -456,12 +456,13 @@ HwSpec probe_cuda_gpu(int device, const ProbeOptions& options) {
   spec.target.arch = cat("sm_", cc, cc_major >= 9 ? "a" : "");
   spec.target.triple = "nvptx64-nvidia-cuda";
   // The instruction features of this compute capability (PTX ISA: ldmatrix from sm_75; mma.sync
-  // m16n8k16 for bf16 and cp.async from sm_80; the bulk tensor copies from sm_90; wgmma on sm_90a
+  // m16n8k16 for bf16, mma.sp with ordered metadata and cp.async from sm_80; the bulk tensor copies from sm_90; wgmma on sm_90a
   // only). This is the one place that maps a device's version to features; the compiler asks for
   // the features.
   if (cc >= 75) spec.target.gpu_features.push_back("ldmatrix");
   if (cc >= 80) {
     spec.target.gpu_features.push_back("mma_sync");
+    spec.target.gpu_features.push_back("mma_sparse");
     spec.target.gpu_features.push_back("cp_async");
   }
   if (cc >= 90) spec.target.gpu_features.push_back("tma");

@@ -43,7 +43,7 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
   // weight's values (generated and pruned), which dominates the pass.
   std::vector<TensorId> sparse_weights;
   for (TensorId t : graph.weights())
-    if (graph.tensor(t).sparsity) sparse_weights.push_back(t);
+    if (graph.tensor(t).sparsity && graph.tensor(t).sparsity->pattern == Sparsity::Pattern::block) sparse_weights.push_back(t);
   {
     std::atomic<size_t> next{0};
     const size_t workers = std::min<size_t>(sparse_weights.size(), std::max(1u, std::thread::hardware_concurrency()));
@@ -69,21 +69,32 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
       const TensorId t = graph.node_inputs(cid)[i];
       const TensorInfo& info = graph.tensor(t);
       if (info.kind != TensorKind::weight || !info.sparsity) continue;
-      if (!check_block_sparse(node, BlockSparseProps{.input = i, .block_m = 1, .block_n = 1}).empty()) continue;
+      const bool nm = info.sparsity->pattern == Sparsity::Pattern::nm;
+      const NmSparseProps nm_props{.input = i, .n = info.sparsity->nm_n, .m = info.sparsity->nm_m};
+      if (nm ? !check_nm_sparse(node, nm_props).empty()
+             : !check_block_sparse(node, BlockSparseProps{.input = i, .block_m = 1, .block_n = 1}).empty())
+        continue;
       const int rank = node.inputs()[i].type.rank();
-      // Every block-sparse kernel the backend can emit, cheapest predicted first.
+      // Every sparse kernel the backend can emit, cheapest predicted first: for a block pattern
+      // the kernels that walk blocks, with the weight's density at their tiles; for N:M the
+      // mma.sync kernels, whose K loop the sparse tensor cores run (the backend refuses the
+      // parameters they cannot take).
       std::vector<GroupVariant> sparse;
       for (const KernelChoice& v : families->variants(graph, sg.group, spec)) {
-        if ((v.family != "mma" && v.family != "wgmma" && v.family != "microkernel") ||
-            (v.params.count("split_k") && v.params.at("split_k") > 1))
+        if ((v.params.count("split_k") && v.params.at("split_k") > 1) ||
+            (nm ? v.family != "mma" : v.family != "mma" && v.family != "wgmma" && v.family != "microkernel"))
           continue;
-        const int64_t rows = tile_edge(node, i, rank - 2, v.params), cols = tile_edge(node, i, rank - 1, v.params);
-        if (rows <= 0 || cols <= 0 || rows % kNonzeroUnit != 0 || cols % kNonzeroUnit != 0) continue;
         GroupVariant c{sg.group, {}};
         c.group.kernel = v;
         c.group.kernel.rejected.clear();
-        const double density = graph.nonzero_map(t)->density(rows, cols);
-        c.group.tiles.at(cid).kind = BlockSparseProps{.input = i, .block_m = rows, .block_n = cols, .density = density};
+        if (nm) {
+          c.group.tiles.at(cid).kind = nm_props;
+        } else {
+          const int64_t rows = tile_edge(node, i, rank - 2, v.params), cols = tile_edge(node, i, rank - 1, v.params);
+          if (rows <= 0 || cols <= 0 || rows % kNonzeroUnit != 0 || cols % kNonzeroUnit != 0) continue;
+          const double density = graph.nonzero_map(t)->density(rows, cols);
+          c.group.tiles.at(cid).kind = BlockSparseProps{.input = i, .block_m = rows, .block_n = cols, .density = density};
+        }
         c.predicted = cost.estimate(graph, c.group, spec);
         if (std::isfinite(c.predicted.latency_s)) sparse.push_back(std::move(c));
       }
@@ -99,22 +110,30 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
         if (!families->check(graph, c.group, spec)) legal.push_back(std::move(c));
       }
       sparse = std::move(legal);
+      const char* kind_name = nm ? "nm_sparse" : "block_sparse";
       if (sparse.empty()) {
-        sg.kind_choice = cat("dense: no block-sparse kernel of '", info.name, "' can be emitted here");
+        sg.kind_choice = cat("dense: no ", nm ? "N:M sparse" : "block-sparse", " kernel of '", info.name, "' can be emitted here");
         break;
       }
       const GroupVariant& best = sparse.front();
-      const auto& props = std::get<BlockSparseProps>(best.group.tiles.at(cid).kind);
       const double dense_s = sg.predicted.latency_s, sparse_s = best.predicted.latency_s;
-      // Where they would break even: the sparse kernel's time above its launch scales with the
-      // density (the K tiles it walks).
-      const double launch = best.predicted.term("launch");
-      const double even = sparse_s > launch && props.density > 0
-                              ? std::min(1.0, props.density * (dense_s - launch) / (sparse_s - launch)) : 1.0;
-      const std::string comparison =
-          cat("'", info.name, "' has density ", props.density, " at ", props.block_m, "x", props.block_n, " blocks: block-sparse ",
-              best.group.kernel.family, " ", ms(sparse_s), " vs dense ", sg.group.kernel.family, " ", ms(dense_s),
-              " predicted; they break even near density ", std::round(even * 1000) / 1000);
+      std::string comparison;
+      if (nm) {
+        comparison = cat("'", info.name, "' is ", nm_props.n, ":", nm_props.m, " sparse: ", nm_props.n, ":", nm_props.m, " ",
+                         best.group.kernel.family, " (sparse tensor cores) ", ms(sparse_s), " vs dense ", sg.group.kernel.family, " ",
+                         ms(dense_s), " predicted");
+      } else {
+        const auto& props = std::get<BlockSparseProps>(best.group.tiles.at(cid).kind);
+        // Where they would break even: the sparse kernel's time above its launch scales with the
+        // density (the K tiles it walks).
+        const double launch = best.predicted.term("launch");
+        const double even = sparse_s > launch && props.density > 0
+                                ? std::min(1.0, props.density * (dense_s - launch) / (sparse_s - launch)) : 1.0;
+        comparison =
+            cat("'", info.name, "' has density ", props.density, " at ", props.block_m, "x", props.block_n, " blocks: block-sparse ",
+                best.group.kernel.family, " ", ms(sparse_s), " vs dense ", sg.group.kernel.family, " ", ms(dense_s),
+                " predicted; they break even near density ", std::round(even * 1000) / 1000);
+      }
       const double before = sg.predicted.latency_s;
       if (tuning.measurer && tuning.k > 0 && mode == SparseKernels::cost) {
         // Measured: the dense kernel first (the model's reference), then the sparse candidates.
@@ -127,12 +146,13 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
         }
         ScheduleGroup out = sg;
         measure_top_k(PolicyContext{graph, spec, cost, families}, *tuning.measurer, *cache, policy, variants, tuning.k, out);
-        const auto* kept = std::get_if<BlockSparseProps>(&out.group.tiles.at(cid).kind);
-        const std::string measured = out.measured_s ? cat(", kept ", kept ? "block-sparse " : "dense ", out.group.kernel.family,
-                                                          " measured ", ms(*out.measured_s)) : ", none could be measured";
+        const bool kept = !std::holds_alternative<DenseProps>(out.group.tiles.at(cid).kind);
+        const std::string measured = out.measured_s ? cat(", kept ", kept ? (nm ? "N:M sparse " : "block-sparse ") : "dense ",
+                                                          out.group.kernel.family, " measured ", ms(*out.measured_s))
+                                                    : ", none could be measured";
         sg = std::move(out);
-        sg.kind_choice = cat(kept ? "block_sparse" : "dense", " (measured): ", comparison, measured);
-        chosen += kept != nullptr;
+        sg.kind_choice = cat(kept ? kind_name : "dense", " (measured): ", comparison, measured);
+        chosen += kept;
       } else {
         const bool take = mode == SparseKernels::block_sparse || (mode == SparseKernels::cost && sparse_s < dense_s);
         const char* forced = mode == SparseKernels::cost ? "" : " (forced by --sparse-kernels)";
@@ -142,7 +162,7 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
           sg.measured_s.reset();  // a tuned time was the dense kernel's
           ++chosen;
         }
-        sg.kind_choice = cat(take ? "block_sparse" : "dense", forced, ": ", comparison);
+        sg.kind_choice = cat(take ? kind_name : "dense", forced, ": ", comparison);
       }
       schedule.predicted_latency_s += sg.predicted.latency_s - before;
       break;  // one sparse operand per contraction

@@ -79,4 +79,14 @@ inline Schedule schedule_with(const OpGraph& g, const HwSpec& spec, const std::s
   return {};
 }
 
+/// The group of `s` holding the first node with a reduction (a contraction); fails the test when
+/// there is none.
+inline const ScheduleGroup& reducing_group(const OpGraph& g, const Schedule& s) {
+  for (const ScheduleGroup& sg : s.groups)
+    for (NodeId n : sg.group.nodes)
+      if (g.node(n).num_reduction() > 0) return sg;
+  FAIL("no group with a reduction");
+  return s.groups.front();
+}
+
 }  // namespace tessel::testing

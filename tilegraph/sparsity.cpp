@@ -1,4 +1,4 @@
-// Block sparsity of weights (sparsity.h).
+// Block and N:M sparsity of weights (sparsity.h).
 #include "tilegraph/sparsity.h"
 
 #include <algorithm>
@@ -13,15 +13,72 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The N:M axis counted from the front of a tensor of `rank` dimensions (may lie outside
+// [0, rank): check_sparsity says so).
+int64_t nm_axis(int axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+// A tensor seen as [outer, extent, inner] around dimension `axis` (in range).
+struct AxisView {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+
+AxisView view_along(const std::vector<int64_t>& shape, int64_t axis) {
+  AxisView v;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < axis) v.outer *= shape[d];
+    else if (d > axis) v.inner *= shape[d];
+  }
+  v.extent = shape[axis];
+  return v;
+}
+
+std::string check_nm(const Sparsity& s, const std::vector<int64_t>& shape) {
+  if (!(s.nm_n > 0 && s.nm_n < s.nm_m)) return cat("N:M pattern ", s.nm_n, ":", s.nm_m, " needs 0 < n < m");
+  const int64_t axis = nm_axis(s.axis, shape.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
+    return cat("axis ", s.axis, " is not a dimension of a tensor of rank ", shape.size());
+  if (shape[axis] % s.nm_m != 0)
+    return cat("dimension ", axis, " has extent ", shape[axis], ", not a multiple of m = ", s.nm_m);
+  return "";
+}
+
+// In every group of nm_m consecutive values along the axis, the nm_n of largest magnitude are
+// kept (a NaN counts as the largest; ties keep the earlier), the others set to zero.
+HostTensor prune_nm(HostTensor values, const Sparsity& s) {
+  const std::vector<int64_t>& shape = values.shape();
+  TESSEL_ASSERT(check_nm(s, shape).empty(), check_nm(s, shape));
+  const AxisView view = view_along(shape, nm_axis(s.axis, shape.size()));
+  double* v = values.data();
+  const auto magnitude = [](double x) { return std::isnan(x) ? HUGE_VAL : std::fabs(x); };
+  std::vector<int64_t> group(s.nm_m);
+  for (int64_t o = 0; o < view.outer; ++o)
+    for (int64_t g = 0; g < view.extent; g += s.nm_m)
+      for (int64_t i = 0; i < view.inner; ++i) {
+        const int64_t first = (o * view.extent + g) * view.inner + i;
+        // The group's positions by decreasing magnitude, the earlier first on a tie (an insertion
+        // sort: stable, and m is small).
+        for (int64_t j = 0; j < s.nm_m; ++j) {
+          const int64_t at = first + j * view.inner;
+          int64_t k = j;
+          for (; k > 0 && magnitude(v[group[k - 1]]) < magnitude(v[at]); --k) group[k] = group[k - 1];
+          group[k] = at;
+        }
+        for (int64_t j = s.nm_n; j < s.nm_m; ++j) v[group[j]] = 0.0;
+      }
+  return values;
+}
+
 }  // namespace
 
 std::string print_sparsity(const Sparsity& s) {
+  if (s.pattern == Sparsity::Pattern::nm) return cat(s.nm_n, ":", s.nm_m, " along dimension ", s.axis);
   std::string out = cat("block ", s.block_rows, "x", s.block_cols);
   if (s.density > 0) out += cat(", pruned to density ", s.density);
   return out;
 }
 
 std::string check_sparsity(const Sparsity& s, const std::vector<int64_t>& shape) {
+  if (s.pattern == Sparsity::Pattern::nm) return check_nm(s, shape);
   if (shape.size() < 2) return cat("a block pattern needs a matrix (rank 2 or more), the tensor has rank ", shape.size());
   const int64_t rows = shape[shape.size() - 2], cols = shape.back();
   if (s.block_rows <= 0 || s.block_cols <= 0) return cat("block ", s.block_rows, "x", s.block_cols, " is not positive");
@@ -32,6 +89,7 @@ std::string check_sparsity(const Sparsity& s, const std::vector<int64_t>& shape)
 }
 
 HostTensor apply_sparsity(HostTensor values, const Sparsity& s) {
+  if (s.pattern == Sparsity::Pattern::nm) return prune_nm(std::move(values), s);
   if (s.density <= 0) return values;
   const std::vector<int64_t>& shape = values.shape();
   TESSEL_ASSERT(check_sparsity(s, shape).empty(), check_sparsity(s, shape));
@@ -91,6 +149,21 @@ double NonzeroMap::density(int64_t tile_rows, int64_t tile_cols) const {
   const std::vector<uint8_t> t = tiles(tile_rows, tile_cols);
   if (t.empty()) return 1.0;
   return static_cast<double>(std::count(t.begin(), t.end(), 1)) / static_cast<double>(t.size());
+}
+
+bool is_nm_sparse(const HostTensor& values, int n, int m, int axis) {
+  const Sparsity s{.pattern = Sparsity::Pattern::nm, .nm_n = n, .nm_m = m, .axis = axis};
+  if (!check_nm(s, values.shape()).empty()) return false;
+  const AxisView view = view_along(values.shape(), nm_axis(axis, values.shape().size()));
+  for (int64_t o = 0; o < view.outer; ++o)
+    for (int64_t g = 0; g < view.extent; g += m)
+      for (int64_t i = 0; i < view.inner; ++i) {
+        const int64_t first = (o * view.extent + g) * view.inner + i;
+        int nonzero = 0;
+        for (int64_t j = 0; j < m; ++j) nonzero += values[first + j * view.inner] != 0.0;
+        if (nonzero > n) return false;
+      }
+  return true;
 }
 
 }  // namespace tessel

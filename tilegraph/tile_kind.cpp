@@ -1,4 +1,4 @@
-// The tile-kind registry and the dense tile kind (tile_kind.h).
+// The tile-kind registry and the dense, block_sparse and nm_sparse tile kinds (tile_kind.h).
 #include "tilegraph/tile_kind.h"
 
 #include <algorithm>
@@ -137,15 +137,16 @@ int64_t index_bytes_of(const Region& box, const BlockSparseProps& p) {
   return static_cast<int64_t>(std::ceil(p.density * blocks)) * p.index_bytes + p.index_bytes;
 }
 
-}  // namespace
-
-std::string check_block_sparse(const TeNode& node, const BlockSparseProps& p) {
-  if (p.input < 0 || p.input >= static_cast<int>(node.inputs().size()))
-    return cat("block_sparse input ", p.input, " but '", node.name(), "' has ", node.inputs().size(), " inputs");
-  const Access& acc = node.inputs()[p.input];
+// Why input `input` of `node` is not a plain matrix read for a sparse kind named `kind`: each of
+// its last two dimensions must walk one axis of the node with unit coefficient and no offset.
+// `reductions` counts the matrix dimensions that walk a reduction axis. "" when it is.
+std::string check_matrix_read(const TeNode& node, int input, std::string_view kind, int& reductions) {
+  reductions = 0;
+  if (input < 0 || input >= static_cast<int>(node.inputs().size()))
+    return cat(kind, " input ", input, " but '", node.name(), "' has ", node.inputs().size(), " inputs");
+  const Access& acc = node.inputs()[input];
   const int rank = acc.type.rank();
-  if (rank < 2 || acc.is_gather()) return cat("input ", p.input, " of '", node.name(), "' is not a matrix read");
-  bool reduction = false;
+  if (rank < 2 || acc.is_gather()) return cat("input ", input, " of '", node.name(), "' is not a matrix read");
   for (int d = rank - 2; d < rank; ++d) {
     const AffineExpr& row = acc.map.result(d);
     int axes = 0;
@@ -153,12 +154,20 @@ std::string check_block_sparse(const TeNode& node, const BlockSparseProps& p) {
       if (row.coeffs[a] != 0) {
         ++axes;
         if (row.coeffs[a] != 1) axes += 2;
-        reduction |= a >= node.num_spatial();
+        reductions += a >= node.num_spatial();
       }
     if (axes != 1 || row.offset != 0)
-      return cat("dimension ", d, " of input ", p.input, " of '", node.name(), "' is not read along one axis");
+      return cat("dimension ", d, " of input ", input, " of '", node.name(), "' is not read along one axis");
   }
-  if (!reduction) return cat("input ", p.input, " of '", node.name(), "' is not summed over: no block can be skipped");
+  return "";
+}
+
+}  // namespace
+
+std::string check_block_sparse(const TeNode& node, const BlockSparseProps& p) {
+  int reductions = 0;
+  if (std::string why = check_matrix_read(node, p.input, "block_sparse", reductions); !why.empty()) return why;
+  if (reductions == 0) return cat("input ", p.input, " of '", node.name(), "' is not summed over: no block can be skipped");
   if (p.block_m <= 0 || p.block_n <= 0) return cat("block ", p.block_m, "x", p.block_n, " is not positive");
   if (!(p.density >= 0 && p.density <= 1)) return cat("density ", p.density, " is not in [0, 1]");
   if (p.index_bytes <= 0) return cat("index_bytes ", p.index_bytes, " is not positive");
@@ -227,10 +236,125 @@ StorePlan BlockSparseTileKind::store_plan(const TileQuery& q) const {
   return dense.store_plan(q);
 }
 
+// ---- nm_sparse ----
+
+namespace {
+
+const NmSparseProps& nm(const TileKindProps& props) {
+  const auto* p = std::get_if<NmSparseProps>(&props);
+  TESSEL_ASSERT(p, "tile kind 'nm_sparse' got the properties of '", tile_kind_name(props), "'");
+  TESSEL_ASSERT(p->n >= 0 && p->m > 0 && p->metadata_bits >= 0, "nm_sparse ", p->n, ":", p->m, " with ", p->metadata_bits,
+                " metadata bits");
+  return *p;
+}
+
+// n / m of `amount` (bytes, values or FLOPs of the dense operand), rounded up.
+int64_t kept(int64_t amount, const NmSparseProps& p) { return (amount * p.n + p.m - 1) / p.m; }
+
+// Metadata of `elements` dense values of the sparse operand: metadata_bits per kept value.
+int64_t metadata_bytes_of(int64_t elements, const NmSparseProps& p) { return (kept(elements, p) * p.metadata_bits + 7) / 8; }
+
+// The axis of `node` that the matrix dimensions of input `input` sum over, or -1 when not exactly
+// one of them walks a reduction axis.
+int nm_reduction_axis(const TeNode& node, int input) {
+  const Access& acc = node.inputs()[input];
+  int found = -1, count = 0;
+  for (int d = acc.type.rank() - 2; d < acc.type.rank(); ++d)
+    for (int a = node.num_spatial(); a < node.num_axes(); ++a)
+      if (acc.map.result(d).coeffs[a] != 0) found = a, ++count;
+  return count == 1 ? found : -1;
+}
+
+}  // namespace
+
+std::string check_nm_sparse(const TeNode& node, const NmSparseProps& p) {
+  int reductions = 0;
+  if (std::string why = check_matrix_read(node, p.input, "nm_sparse", reductions); !why.empty()) return why;
+  if (reductions == 0) return cat("input ", p.input, " of '", node.name(), "' is not summed over: the N:M groups run along a reduction");
+  if (reductions > 1)
+    return cat("both matrix dimensions of input ", p.input, " of '", node.name(), "' are summed over: the N:M groups run along one");
+  if (!(p.n > 0 && p.n < p.m)) return cat("nm_sparse ", p.n, ":", p.m, " needs 0 < n < m");
+  if (p.metadata_bits <= 0) return cat("metadata_bits ", p.metadata_bits, " is not positive");
+  return "";
+}
+
+TileFootprint NmSparseTileKind::footprint(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                                          const TileKindProps& props) const {
+  const NmSparseProps& p = nm(props);
+  TileFootprint f = tile_footprint(node, tile, params);
+  // The sparse operand holds n / m of its values plus the metadata of the kept ones, per stage.
+  const DomainTile step = representative_tile(node, tile, /*whole_reduction=*/false);
+  const int64_t elements = num_elements(bounding_box(read_region(node, p.input, step)));
+  const int64_t bytes = kept(f.input_bytes[p.input], p) + params.pipeline_stages * metadata_bytes_of(elements, p);
+  f.total_bytes += bytes - f.input_bytes[p.input];
+  f.input_bytes[p.input] = bytes;
+  return f;
+}
+
+TileTraffic NmSparseTileKind::traffic(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                                      const TileKindProps& props) const {
+  const NmSparseProps& p = nm(props);
+  TileTraffic t = tile_traffic(node, tile, params);
+  // The sparse operand moves n / m of its dense bytes plus the metadata of the kept values, at
+  // every load (every reduction step; once per tile for an operand hoisted out of the reduction).
+  // The other inputs and the output are dense.
+  const bool reused = t.input_reused[p.input];
+  const DomainTile box = representative_tile(node, tile, /*whole_reduction=*/reused);
+  const int64_t loads = t.num_tiles * (reused ? 1 : t.reduction_steps);
+  const int64_t meta = loads * metadata_bytes_of(num_elements(bounding_box(read_region(node, p.input, box))), p);
+  const int64_t bytes = kept(t.input_bytes[p.input], p) + meta;
+  t.total_bytes += bytes - t.input_bytes[p.input];
+  t.input_bytes[p.input] = bytes;
+  return t;
+}
+
+int64_t NmSparseTileKind::effective_flops(const TileQuery& q) const {
+  TESSEL_ASSERT(q.node && q.config, "TileQuery without node or config");
+  return kept(q.node->flops(), nm(q.config->kind));
+}
+
+std::optional<std::string> NmSparseTileKind::check_legal(const TileQuery& q) const {
+  TESSEL_ASSERT(q.node && q.config, "TileQuery without node or config");
+  const auto* p = std::get_if<NmSparseProps>(&q.config->kind);
+  if (!p) return "tile kind 'nm_sparse' got the properties of another kind";
+  if (q.level < 0 || q.level >= static_cast<int>(q.config->levels.size()))
+    return cat("level index ", q.level, " but the config has ", q.config->levels.size(), " levels");
+  if (std::string why = check_nm_sparse(*q.node, *p); !why.empty()) return why;
+  if (auto why = check_tile_config(*q.node, *q.config)) return why;
+  // A group of m never straddles two reduction steps of the level asked about (check_tile asks
+  // about the outermost, where the block's tile is). The kernel's own K step -- a tensor-core
+  // family's block_k, not the policy's inner levels -- is the backend's check
+  // (kernels/cuda/contraction_plan.cpp's plan_nm: multiples of 64).
+  const int axis = nm_reduction_axis(*q.node, p->input);
+  const int r = axis - q.node->num_spatial();
+  const LevelTile& lt = q.config->levels[q.level];
+  if (lt.reduction[r] % p->m != 0)
+    return cat("reduction step ", lt.reduction[r], " of axis '", q.node->axes()[axis].name, "' at level '", lt.level,
+               "' is not a multiple of m = ", p->m, " (the N:M groups would straddle steps)");
+  return std::nullopt;
+}
+
+std::vector<LoadPlan> NmSparseTileKind::load_plans(const TileQuery& q) const {
+  static const DenseTileKind dense;
+  std::vector<LoadPlan> plans = dense.load_plans(q);
+  const NmSparseProps& p = nm(q.config->kind);
+  LoadPlan& sparse = plans.at(p.input);
+  sparse.kind = LoadKind::nm_compressed;
+  sparse.metadata_bytes = metadata_bytes_of(num_elements(sparse.box), p);
+  sparse.data_bytes = kept(sparse.data_bytes, p);
+  return plans;
+}
+
+StorePlan NmSparseTileKind::store_plan(const TileQuery& q) const {
+  static const DenseTileKind dense;
+  return dense.store_plan(q);
+}
+
 const std::vector<const TileKind*>& tile_kinds() {
   static const DenseTileKind dense;
   static const BlockSparseTileKind block_sparse;
-  static const std::vector<const TileKind*> kinds = {&dense, &block_sparse};
+  static const NmSparseTileKind nm_sparse;
+  static const std::vector<const TileKind*> kinds = {&dense, &block_sparse, &nm_sparse};
   return kinds;
 }
 

@@ -1,9 +1,9 @@
 // Tile kinds: how a tile is stored and moved (DESIGN.md, "Tile kind"; STYLE.md habit 9). Every
 // kind implements one capability interface -- footprint per memory level, traffic for the cost
 // model, legality, and codegen hooks for loads and stores -- and keeps its properties in a named
-// struct. `dense` and `block_sparse` are implemented; `nm_sparse` and `sharded` are expressible
-// through the same interface (their property structs are here) and docs/tile-kinds.md says how
-// each maps onto it.
+// struct. `dense`, `block_sparse` and `nm_sparse` are implemented; `sharded` is expressible
+// through the same interface (its property struct is in tile_kind_props.h) and docs/tile-kinds.md
+// says how each maps onto it.
 //
 // Which operand a kind applies to: a kind describes the tiles of one node; properties name the
 // input they change (a sparse weight) or the tensor dimensions they split (a sharded tensor).
@@ -144,6 +144,32 @@ class BlockSparseTileKind final : public TileKind {
   std::vector<LoadPlan> load_plans(const TileQuery& q) const override;
   StorePlan store_plan(const TileQuery& q) const override;
 };
+
+/// N:M structured sparse operand (NmSparseProps; 2:4 on sparse tensor cores): input `input` is
+/// stored compressed -- n of every m values along the reduction, plus `metadata_bits` of index per
+/// kept value -- and the tensor cores multiply only the kept values. Footprint and traffic of the
+/// operand are n / m of the dense ones plus the metadata; effective FLOPs n / m of the dense ones
+/// (what the sparse instructions execute). Which instruction shapes and dtypes exist is the
+/// backend's check (kernels/cuda's contraction plan).
+class NmSparseTileKind final : public TileKind {
+ public:
+  std::string_view name() const override { return "nm_sparse"; }
+  TileFootprint footprint(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                          const TileKindProps& props) const override;
+  TileTraffic traffic(const TeNode& node, const LevelTile& tile, const TrafficParams& params,
+                      const TileKindProps& props) const override;
+  int64_t communication_bytes(const TileQuery& q) const override { return 0; }
+  int64_t effective_flops(const TileQuery& q) const override;
+  std::optional<std::string> check_legal(const TileQuery& q) const override;
+  std::vector<LoadPlan> load_plans(const TileQuery& q) const override;
+  StorePlan store_plan(const TileQuery& q) const override;
+};
+
+/// Why `props` cannot describe input `props.input` of `node` as N:M sparse: the input must be a
+/// plain matrix read (its last two dimensions each one axis of the node with unit coefficient),
+/// exactly one of them a reduction axis (the groups run along it), 0 < n < m, metadata_bits > 0.
+/// "" when it can.
+std::string check_nm_sparse(const TeNode& node, const NmSparseProps& props);
 
 /// Why `props` cannot describe input `props.input` of `node`: the input must be a plain matrix
 /// read (its last two dimensions each one axis of the node, at least one of them a reduction

@@ -27,10 +27,13 @@ square block b, density d):
     baseline's output is compared with cuBLAS on the same masked weight (relative L2 error), and
     the GPU kernels one call launches are recorded (torch.profiler), so a table says what each
     entry point actually ran.
-With --nm, one 2:4 point per shape (baselines only, Tessel has no 2:4 kernel): the weight 2:4-pruned
-along K (two largest magnitudes of every four), torch.sparse.to_sparse_semi_structured on the
-cuSPARSELt backend and then on CUTLASS (SparseSemiStructuredTensor._FORCE_CUTLASS), timed as
-F.linear(x, W) against dense F.linear.
+With --nm, one 2:4 point per shape: Tessel's model whose weight carries {"sparsity": {"pattern":
+"nm", "n": 2, "m": 4, "axis": <K's dimension>}} (the compiler prunes it to the two largest magnitudes
+of every four along K, and its policy picks dense or the sparse tensor cores by its cost model;
+--force-sparse-args times the 2:4 kernel where the policy picked dense); the baselines' weight
+2:4-pruned the same way, torch.sparse.to_sparse_semi_structured on the cuSPARSELt backend and then
+on CUTLASS (SparseSemiStructuredTensor._FORCE_CUTLASS), timed as F.linear(x, W) against dense
+F.linear.
 
 Two phases keep the GPU to one timed thing at a time (as ../op_sweep/run_sweep.py does):
   A. (parallel, --jobs) Tessel compiles, checks and explains every model; no timing;
@@ -175,6 +178,11 @@ def build_model(p):
         init = weight.pop("init")
         weight["sparsity"] = {"pattern": "block", "block": [p["block"], p["block"]], "density": p["density"]}
         weight["init"] = init
+    elif p["pattern"] == "2:4":  # pruned along K: w [K, N] (kn) or [N, K] (nk)
+        weight = m.weights[-1]
+        init = weight.pop("init")
+        weight["sparsity"] = {"pattern": "nm", "n": 2, "m": 4, "axis": 0 if p["layout"] == "kn" else 1}
+        weight["init"] = init
     if p["layout"] == "kn":
         m.output(m.op("y", "MatMul", [x, w]))
     else:
@@ -183,11 +191,11 @@ def build_model(p):
 
 
 def tessel_models(points, dense, args):
-    """Every (model id, point) Tessel compiles: the dense entries, the block points, and with
-    --force-sparse-args a second run of every block point with those arguments."""
+    """Every (model id, point) Tessel compiles: the dense entries, the block and 2:4 points, and with
+    --force-sparse-args a second run of every such point with those arguments."""
     models = [(d["id"], d) for d in dense]
     for p in points:
-        if p["pattern"] == "block":
+        if p["pattern"] in ("block", "2:4"):
             models.append((p["id"], p))
             if args.force_sparse_args:
                 models.append((p["id"] + ".forced", p))
@@ -209,7 +217,7 @@ def list_points(points, dense):
         if p["pattern"] == "block":
             what = "block %dx%d, density %g" % (p["block"], p["block"], p["density"])
         else:
-            what = {"dense": "Tessel dense (no sparsity key)", "2:4": "2:4 semi-structured (baselines only)"}[p["pattern"]]
+            what = {"dense": "Tessel dense (no sparsity key)", "2:4": "2:4 along K"}[p["pattern"]]
         print("%-40s %6d %6d %6d  %-6s %s" % (p["id"], p["m"], p["k"], p["n"], p["layout"], what))
     print("%d points, %d dense shapes" % (len(points), len(dense)), file=sys.stderr)
 
@@ -240,7 +248,12 @@ def kernel_kind(explain_text):
     lines = re.findall(r"^\s*kind\s+(\w+)\b:?\s*(.*)$", explain_text, re.M)
     fields = {}
     if lines:
-        kind = "block_sparse" if any(k == "block_sparse" for k, _ in lines) else "dense"
+        kinds = [k for k, _ in lines]
+        kind = "block_sparse" if "block_sparse" in kinds else "nm_sparse" if "nm_sparse" in kinds else "dense"
+        m = re.search(r"is 2:4 sparse: 2:4 \S+ \(sparse tensor cores\) ([0-9.]+) ms vs dense (\S+) ([0-9.]+) ms predicted", explain_text)
+        if m:
+            fields.update({"predicted_sparse_ms": float(m.group(1)), "dense_family": m.group(2),
+                           "predicted_dense_ms": float(m.group(3))})
         fields["kind_line"] = " | ".join("%s: %s" % kl for kl in lines)[:600]
         m = re.search(r"has density ([0-9.eE+-]+) at (\d+)x(\d+) blocks: block-sparse \S+ ([0-9.]+) ms vs dense (\S+) "
                       r"([0-9.]+) ms predicted; they break even near density ([0-9.]+)", explain_text)
@@ -1034,10 +1047,25 @@ def targets(block_rows, rows):
         at = sum(1 for r in both if r["tessel_ms"] <= r[base + "_ms"] * (1 + TIE))
         out.append("- At or ahead of %s at every density (within %d%%): %s -- %d of %d points" % (
             label, round(100 * TIE), ("met" if at == len(both) else "not met") if both else "no points", at, len(both)))
-    semi = [r for r in rows if r["pattern"] == "2:4" and r.get("speedup_semi")]
+    nm_rows = [r for r in rows if r["pattern"] == "2:4"]
+    semi = [r for r in nm_rows if r.get("speedup_semi")]
     best = ", ".join("%s %s (%s)" % (r["key"], fmt_x(r["speedup_semi"]), r.get("semi_backend")) for r in semi)
-    out.append("- 2:4 >= 1.35x dense: not evaluable, Tessel has no 2:4 kernel yet; PyTorch's 2:4 for reference: %s"
-               % (best or "not measured"))
+    # Tessel's 2:4 kernel: the model's pick, or the forced 2:4 kernel where the pick was dense.
+    def nm_ms(r):
+        if r.get("tessel_kind") == "nm_sparse":
+            return r.get("tessel_ms")
+        return r.get("tessel_forced_sparse_ms") if r.get("tessel_forced_kind") == "nm_sparse" else None
+    measured = [(r, nm_ms(r)) for r in nm_rows if nm_ms(r) and r.get("dense_ms")]
+    ok = measured and all(r["dense_ms"] / t >= 1.35 for r, t in measured)
+    out.append("- 2:4 >= 1.35x dense cuBLAS on large GEMMs: %s -- %s" % (
+        ("met" if ok else "not met") if measured else "not measured",
+        "; ".join("%s %s" % (r["key"], fmt_x(r["dense_ms"] / t)) for r, t in measured) or "no Tessel 2:4 time"))
+    ahead = [(r, t) for r, t in measured if r.get("semi_ms")]
+    out.append("- 2:4 at or ahead of PyTorch's 2:4 kernels (within %d%%): %s -- %s" % (
+        round(100 * TIE), ("met" if all(t <= r["semi_ms"] * (1 + TIE) for r, t in ahead) else "not met") if ahead else "not measured",
+        "; ".join("%s Tessel %s ms vs %s %s ms" % (r["key"], fmt_ms(t), r.get("semi_backend"), fmt_ms(r["semi_ms"])) for r, t in ahead)
+        or "no pair"))
+    out.append("  (PyTorch's 2:4 over dense cuBLAS: %s)" % (best or "not measured"))
     judged = [r for r in block_rows if r.get("policy_verdict") in ("faster", "slower", "slower (inferred)")]
     right = sum(1 for r in judged if r["policy_verdict"] == "faster")
     out.append("- Cost model picks the faster of dense and sparse on >= 90%% of points: %s -- %d of %d judged "
@@ -1114,10 +1142,15 @@ def shape_section(key, shape, rs):
                                                           for b in blocks)))
         out.append("")
     for r in (r for r in rs if r["pattern"] == "2:4"):
-        out.append("2:4: cuSPARSELt %s ms (%s), CUTLASS %s ms (%s); Tessel: no 2:4 kernel." % (
+        out.append("2:4: cuSPARSELt %s ms (%s), CUTLASS %s ms (%s); Tessel %s ms (%s, picked %s, correct %s), "
+                   "forced 2:4 %s ms (%s), Tessel dense %s ms." % (
             fmt_ms(r.get("semi_cusparselt_ms")), fmt_x(dense_ms / r["semi_cusparselt_ms"] if dense_ms and r.get(
                 "semi_cusparselt_ms") else None), fmt_ms(r.get("semi_cutlass_ms")),
-            fmt_x(dense_ms / r["semi_cutlass_ms"] if dense_ms and r.get("semi_cutlass_ms") else None)))
+            fmt_x(dense_ms / r["semi_cutlass_ms"] if dense_ms and r.get("semi_cutlass_ms") else None),
+            fmt_ms(r.get("tessel_ms")), fmt_x(dense_ms / r["tessel_ms"] if dense_ms and r.get("tessel_ms") else None),
+            r.get("tessel_kind"), r.get("tessel_correct"), fmt_ms(r.get("tessel_forced_sparse_ms")),
+            fmt_x(dense_ms / r["tessel_forced_sparse_ms"] if dense_ms and r.get("tessel_forced_sparse_ms") else None),
+            fmt_ms(r.get("tessel_dense_ms"))))
         out.append("")
     return out
 
@@ -1255,7 +1288,7 @@ def main():
     p.add_argument("--blocks", nargs="+", type=int, metavar="B", help="square block sides; default %s" % BLOCKS)
     p.add_argument("--weight-layout", choices=["kn", "nk", "both"], default="kn",
                    help="kn: MatMul with w [K, N]; nk: Gemm transB=1 with w [N, K] (exported linear layers)")
-    p.add_argument("--nm", action="store_true", help="add a 2:4 point per shape (PyTorch baselines only)")
+    p.add_argument("--nm", action="store_true", help="add a 2:4 point per shape (Tessel and PyTorch's 2:4 kernels)")
     p.add_argument("--nm-only", action="store_true", help="only the 2:4 points (and the dense references)")
     p.add_argument("--scale", type=int, default=1, help="divide M, K, N by this (a small dry run)")
     p.add_argument("--force-sparse-args", default="--sparse-kernels block_sparse",

@@ -784,6 +784,54 @@ std::string plan_sparse(const OpGraph& graph, NodeId cid, const BlockSparseProps
   return "";
 }
 
+// Shared memory of one stage of the 2:4 kernel (device/mma.cuh's SparseBlockGemm::kStageBytes):
+// X's tile, W's compressed tile (half the K step) and its metadata (64 elements per 16 rows of
+// W^T and 32 of k), each row padded.
+constexpr int kSpInstK = 32, kSpMetaElems = 64;
+int64_t nm_stage_bytes(const ContractionPlan& p) {
+  const int64_t x = p.a.k_contiguous ? int64_t{p.block_m} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_m + kPadElems);
+  const int64_t w = int64_t{p.block_n} * (p.block_k / 2 + kPadElems);
+  const int64_t e = int64_t{p.block_n} / kMmaShape.m * (p.block_k / kSpInstK * kSpMetaElems + kPadElems);
+  return (x + w + e) * dtype_bytes(p.dtype);
+}
+
+// Step 8 of plan_contraction for a 2:4 sparse B (ContractionPlan::nm_sparse).
+std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props, const HwSpec& spec, ContractionPlan& p) {
+  const TeNode& c = graph.node(cid);
+  if (std::string why = check_nm_sparse(c, props); !why.empty()) return why;
+  if (props.m != 4 || props.n > 2) return cat(props.n, ":", props.m, " sparsity does not run on 2:4 sparse tensor cores");
+  if (!spec.target.has_gpu_feature("mma_sparse"))
+    return cat("spec '", spec.name, "' lists no mma_sparse (target.gpu_features): no sparse tensor cores");
+  if (p.warpgroup) return "the 2:4 kernel runs on mma.sync's pipeline, not the wgmma kernel";
+  if (p.implicit) return "a 2:4 sparse convolution (implicit GEMM) is not supported";
+  if (p.split_k > 1) return "the 2:4 kernel's K loop is not split";
+  const TensorId t = graph.node_inputs(cid)[props.input];
+  const TensorInfo& info = graph.tensor(t);
+  if (t != p.b.tensor)
+    return cat("the 2:4 input '", info.name, "' is not B read directly (mma.sp's sparse operand is the weight B, transposed)");
+  if (info.kind != TensorKind::weight || !info.sparsity || info.sparsity->pattern != Sparsity::Pattern::nm)
+    return cat("the 2:4 input '", info.name, "' is not a weight with an N:M sparsity attribute");
+  const int rank = info.type.rank();
+  const int axis = info.sparsity->axis < 0 ? info.sparsity->axis + rank : info.sparsity->axis;
+  if (axis != (p.b.k_contiguous ? rank - 1 : rank - 2))
+    return cat("the 2:4 groups of '", info.name, "' run along dimension ", axis, ", not along the contraction's k");
+  if (info.sparsity->nm_m != props.m || info.sparsity->nm_n != props.n)
+    return cat("nm_sparse ", props.n, ":", props.m, " is not the weight's ", info.sparsity->nm_n, ":", info.sparsity->nm_m);
+  for (int64_t s : p.b.batch_strides)
+    if (s != 0) return cat("the 2:4 weight '", info.name, "' differs per batch point");
+  if (p.block_k % (2 * kSpInstK) != 0) return cat("the 2:4 kernel steps K by multiples of ", 2 * kSpInstK, ", not ", p.block_k);
+  if (p.block_n / p.warps_n % kMmaShape.m != 0 || p.block_m / p.warps_m % (2 * kMmaShape.n) != 0)
+    return cat("the 2:4 kernel's warp tiles are multiples of ", kMmaShape.m, " along m and n, not ", p.block_m / p.warps_m, "x",
+               p.block_n / p.warps_n);
+  p.persistent = 0;
+  p.nm_sparse = true;
+  p.nm_view = NmView{p.n, p.k, p.b.k_contiguous, p.b.ld, p.b.offset, ceil_div(p.k, p.block_k) * p.block_k};
+  p.smem_bytes = p.stages * nm_stage_bytes(p);
+  if (p.smem_bytes > spec.limits.smem_per_block_bytes)
+    return cat("the 2:4 pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes);
+  return "";
+}
+
 std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
   if (p.tiles() >= spec.compute.units) return "";
   if (spec.limits.max_cluster_blocks < 2) return cat("spec '", spec.name, "' has no thread-block clusters");
@@ -1308,9 +1356,11 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   // 6. Hopper: the wgmma kernel when it applies; else K split over clusters when the tiles leave
   //    SMs idle. (A block-sparse K loop walks the whole K.)
   const BlockSparseProps* sparse = cfg != group.tiles.end() ? std::get_if<BlockSparseProps>(&cfg->second.kind) : nullptr;
+  const NmSparseProps* nm = cfg != group.tiles.end() ? std::get_if<NmSparseProps>(&cfg->second.kind) : nullptr;
   p.warpgroup_reason = warpgroups ? use_warpgroups(p, spec, cfg != group.tiles.end() ? cfg->second.raster_group : 1)
                                   : "the mma family's default (asked for without warpgroups)";
   if (sparse) p.split_reason = "the block-sparse K loop is not split";
+  else if (nm) p.split_reason = "the 2:4 K loop is not split";
   else if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
   if (!p.warpgroup && p.split_k == 1) p.deepened = deepen_stream(p, spec);
   // 7. Parameters the schedule recorded for a tensor-core family (chosen among
@@ -1324,6 +1374,8 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   // 8. The block-sparse K loop.
   if (sparse)
     if (std::string why = plan_sparse(graph, cid, *sparse, p); !why.empty()) return fail(why);
+  if (nm)
+    if (std::string why = plan_nm(graph, cid, *nm, spec, p); !why.empty()) return fail(why);
   return ContractionMatch{p, ""};
 }
 
@@ -1339,6 +1391,10 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   plan.grid.push_back(c.tiles_n);
   plan.pool_bytes = c.smem_bytes;
   TESSEL_ASSERT(generic.outputs.size() == 1, "an mma group writes only its sink");
+  if (c.nm_sparse) {
+    plan.derived.push_back({DerivedBuffer::Kind::nm_values, c.b.tensor, c.nm_view});
+    plan.derived.push_back({DerivedBuffer::Kind::nm_metadata, c.b.tensor, c.nm_view});
+  }
   if (c.warpgroup) {
     // A: rows m, k contiguous, one box of the block's rows per stage; B: rows n (k contiguous)
     // in one box of the block's columns, or rows k in boxes of 64 columns (device/wgmma.cuh).
@@ -1467,8 +1523,10 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
                                       p.cluster_m > 1 ? cat(", clusters of ", p.cluster_m, " sharing B") : std::string())
                                 : std::string(),
                p.split_k > 1 ? cat("; K's ", p.k_tiles(), " tiles split in ", p.split_k, " parts over a cluster") : std::string());
-  return cat("tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '", cn.name(), "' ", shape, "; ", operand("A", p.a), ", ",
-             operand("B", p.b), "; block ", p.block_m, "x",
+  return cat(p.nm_sparse ? "sparse tensor cores (mma.sp m16n8k32 " : "tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '",
+             cn.name(), "' ", shape, "; ", operand("A", p.a), ", ", operand("B", p.b),
+             p.nm_sparse ? cat(" 2:4 sparse, read compressed (", p.nm_view.k_pad / 2, " values and ", p.nm_view.k_pad / kSpInstK,
+                               " metadata steps per row)") : std::string(), "; block ", p.block_m, "x",
              p.block_n, "x", p.block_k, p.tile_from_schedule ? " (the schedule's)" : " (default)", ", warps ", p.warps_m, "x",
              p.warps_n, ", ", p.stages, " stages, ", p.smem_bytes, " bytes of shared memory, raster group ", p.raster_group,
              p.split_k > 1 ? cat("; K's ", ceil_div(p.k, p.block_k), " tiles split in ", p.split_k, " parts over a cluster") : std::string(),

@@ -82,6 +82,11 @@
 // weight only (ContractionPlan::sparse_*): the weight must be A or B itself (no in-group copy),
 // broadcast over any batch axes, a plain product (not an implicit GEMM), and the kind's blocks
 // must be the kernel's tiles along the weight's two dimensions, its density theirs.
+//
+// A contraction whose tile kind is nm_sparse (a weight B with a 2:4 sparsity attribute along k)
+// runs on the sparse tensor cores (ContractionPlan::nm_sparse): the spec must list mma_sparse,
+// the weight must be B itself (no in-group copy), broadcast over any batch axes, a plain product,
+// f16 or bf16, the K step a multiple of 64 and the warp tiles multiples of 16 along m and n.
 #pragma once
 
 #include <algorithm>
@@ -239,6 +244,13 @@ struct ContractionPlan {
   int sparse_operand = -1;
   double sparse_density = 1;
   std::vector<int> sparse_ptr, sparse_tiles;
+  // A 2:4 sparse B (the contraction's tile kind is nm_sparse): the weight is read compressed --
+  // its kept values and their indices, derived from its values when the kernel is loaded
+  // (GroupPlan::derived, nm_compress.h, through `nm_view`) -- and multiplied on the sparse tensor
+  // cores (device/mma.cuh's SparseBlockGemm, mma.sp): C^T = W^T X^T, mma's m along C's n.
+  // Runs on mma.sync's pipeline, K steps of 64, K not split, one tile per block.
+  bool nm_sparse = false;
+  NmView nm_view;
 
   bool flat_m() const { return !m_axes.empty(); }
   int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }

@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <tuple>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +29,7 @@
 #include "kernels/cuda/cuda_driver.h"
 #include "kernels/cuda/row_plan.h"
 #include "kernels/cuda/kernel_emitter.h"
+#include "kernels/cuda/nm_compress.h"
 #include "kernels/cuda/nvrtc_compiler.h"
 #include "kernels/packed_tensor.h"
 #include "kernels/parallel_compile.h"
@@ -166,6 +169,10 @@ class CudaExecutable : public Executable {
       l.args.push_back(scratch_);
       l.args.push_back(status_);
       l.arg_tensors.insert(l.arg_tensors.end(), {-1, -1});
+      for (const DerivedBuffer& b : k.plan.derived) {
+        l.args.push_back(derived_buffer(b, k.name));
+        l.arg_tensors.push_back(-1);
+      }
       for (const TensorMapParam& m : k.plan.tensor_maps) {
         l.maps.push_back(tensor_map(m, where[m.tensor] + static_cast<CUdeviceptr>(m.offset * 2), k.name));
         l.map_params.push_back(m);
@@ -181,6 +188,32 @@ class CudaExecutable : public Executable {
     io_.inputs.assign(input_buffers_.begin(), input_buffers_.end());
     io_.outputs.assign(output_where_.begin(), output_where_.end());
     // (alloc() counted the arena, the scratch and every buffer in peak_bytes_.)
+  }
+
+  // The device buffer of `b`, derived from its weight's values the first time a kernel asks for
+  // it (kernels sharing a weight and its view share the buffers).
+  CUdeviceptr derived_buffer(const DerivedBuffer& b, const std::string& kernel) {
+    const auto key = std::make_tuple(b.tensor, b.view.n, b.view.k, b.view.k_contiguous, b.view.ld, b.view.offset, b.view.k_pad);
+    auto it = derived_.find(key);
+    if (it == derived_.end()) {
+      const TensorInfo& info = graph_.tensor(b.tensor);
+      TESSEL_ASSERT(info.kind == TensorKind::weight && dtype_bytes(info.type.dtype) == 2, "derived buffer of '", info.name, "' for ",
+                    kernel, ": not a 16-bit weight");
+      const std::vector<uint8_t> data = pack_tensor(graph_.weight_values(b.tensor));
+      std::vector<uint16_t> bits(data.size() / 2);
+      std::memcpy(bits.data(), data.data(), bits.size() * 2);
+      NmCompressed c;
+      const std::string why = compress_2_4(bits.data(), static_cast<int64_t>(bits.size()), b.view, c);
+      TESSEL_ASSERT(why.empty(), "2:4 weight '", info.name, "' for ", kernel, ": ", why);
+      std::pair<CUdeviceptr, CUdeviceptr> bufs{alloc(static_cast<int64_t>(c.values.size() * 2)),
+                                               alloc(static_cast<int64_t>(c.metadata.size() * 2))};
+      upload(bufs.first, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(c.values.data()),
+                                              reinterpret_cast<const uint8_t*>(c.values.data()) + c.values.size() * 2));
+      upload(bufs.second, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(c.metadata.data()),
+                                               reinterpret_cast<const uint8_t*>(c.metadata.data()) + c.metadata.size() * 2));
+      it = derived_.emplace(key, bufs).first;
+    }
+    return b.kind == DerivedBuffer::Kind::nm_values ? it->second.first : it->second.second;
   }
 
   // The TMA tensor map of `m` over the 16-bit tensor at `at` (device/wgmma.cuh): dimensions
@@ -411,6 +444,8 @@ class CudaExecutable : public Executable {
   std::vector<CUdeviceptr> output_where_;
   std::vector<CUdeviceptr> where_;  // per tensor of the graph: its address
   std::vector<Launch> launches_;
+  // The 2:4 weights' compressed values and metadata (GroupPlan::derived), per weight and view.
+  std::map<std::tuple<TensorId, int64_t, int64_t, bool, int64_t, int64_t, int64_t>, std::pair<CUdeviceptr, CUdeviceptr>> derived_;
   size_t groups_ = 0;  // the schedule's groups (a group with an empty output has no launch)
   BufferPlan plan_;
   CUdeviceptr arena_ = 0, scratch_ = 0, status_ = 0;
@@ -712,8 +747,18 @@ class CudaBackend : public Backend {
       e["scratch_bytes"] = k.plan.scratch_bytes();
       e["inputs"] = names(k.plan.inputs);
       e["outputs"] = names(k.plan.outputs);
-      e["params"] = k.plan.tensor_maps.empty() ? "inputs..., outputs..., scratch, status"
-                                               : "inputs..., outputs..., scratch, status, tensor_maps...";
+      e["params"] = cat("inputs..., outputs..., scratch, status", k.plan.derived.empty() ? "" : ", derived...",
+                        k.plan.tensor_maps.empty() ? "" : ", tensor_maps...");
+      if (!k.plan.derived.empty()) {
+        // A 2:4 weight's compressed values and metadata, which the runtime derives from its
+        // values at load time (kernels/cuda/nm_compress.h says how).
+        nlohmann::ordered_json derived = nlohmann::ordered_json::array();
+        for (const DerivedBuffer& b : k.plan.derived)
+          derived.push_back({{"kind", b.kind == DerivedBuffer::Kind::nm_values ? "nm_values" : "nm_metadata"},
+                             {"tensor", graph.tensor(b.tensor).name}, {"n", b.view.n}, {"k", b.view.k},
+                             {"k_contiguous", b.view.k_contiguous}, {"ld", b.view.ld}, {"offset", b.view.offset}, {"k_pad", b.view.k_pad}});
+        e["derived"] = std::move(derived);
+      }
       if (!k.plan.tensor_maps.empty()) {
         nlohmann::ordered_json maps = nlohmann::ordered_json::array();
         for (const TensorMapParam& m : k.plan.tensor_maps)

@@ -227,6 +227,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_m, ", ", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                           ", ", k_param, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
+      : c.nm_sparse ? cat("tsl::mma::SparseBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
+                          c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld,
+                          "LL", c.a.align < kChunkElems ? cat(", ", c.a.align) : std::string(), ">")
                   : cat("tsl::mma::BlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                         c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                         ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL",
@@ -239,6 +242,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
         << " && TslGemm::BK == " << c.block_k << " && TslGemm::kSmemBytes == " << c.smem_bytes
         << ", \"the wgmma plan and device/wgmma.cuh disagree\");\n";
   }
+  if (c.nm_sparse)
+    os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::KC == " << c.nm_view.k_pad / 2
+        << ", \"the 2:4 plan and device/mma.cuh disagree\");\n";
   if (c.split_k > 1)
     os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
         << ", \"the partial sums of a split K must fit the kernel's shared memory\");\n";
@@ -357,6 +363,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  tsl::mma::ListCopy<TslGemm::CopyA> tsl_copy_a(tsl_dense_a, " << name << "_sparse_tiles + tsl_first_tile);\n";
     os_ << "  tsl::mma::ListCopy<TslGemm::CopyB> tsl_copy_b(tsl_dense_b, " << name << "_sparse_tiles + tsl_first_tile);\n";
     os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b, tsl_ktiles);\n";
+  } else if (c.nm_sparse) {
+    os_ << "  (void)tsl_b;  // read compressed: tsl_derived0 (values), tsl_derived1 (metadata)\n";
+    os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_derived0, tsl_derived1, tsl_m0, tsl_n0);\n";
   } else if (c.implicit) {
     os_ << "  TslGatherA tsl_copy_a(tsl_a, tsl_m0);\n";
     os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";

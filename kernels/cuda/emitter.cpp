@@ -654,6 +654,9 @@ void Emitter::emit_signature(const std::string& name, int min_blocks_per_sm) {
         << ti.type.print() << "\n";
   }
   os_ << "    unsigned char* __restrict__ tsl_scratch, unsigned int* __restrict__ tsl_status";
+  for (size_t k = 0; k < plan_.derived.size(); ++k)
+    os_ << ",\n    // " << (plan_.derived[k].kind == DerivedBuffer::Kind::nm_values ? "the 2:4 compressed values" : "the 2:4 metadata")
+        << " of " << g_.tensor(plan_.derived[k].tensor).name << "\n    const unsigned short* __restrict__ tsl_derived" << k;
   for (size_t k = 0; k < plan_.tensor_maps.size(); ++k)
     os_ << ",\n    // the tensor map of " << g_.tensor(plan_.tensor_maps[k].tensor).name
         << "\n    const __grid_constant__ tsl::wg::TensorMap tsl_map" << k;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cost_model/cost_model.h"
+#include "kernels/cuda/nm_compress.h"
 
 namespace tessel::cuda {
 
@@ -70,6 +71,16 @@ struct TensorMapParam {
   std::vector<int> batch_box, element_strides;
 };
 
+/// A buffer the runtime derives once from a weight's values when it loads the kernel, passed
+/// after the status word (before the tensor maps) as `tsl_derived<i>`: the compressed values or
+/// the metadata of a 2:4 sparse weight read through `view` (nm_compress.h).
+struct DerivedBuffer {
+  enum class Kind : uint8_t { nm_values, nm_metadata };
+  Kind kind = Kind::nm_values;
+  TensorId tensor = -1;
+  NmView view;
+};
+
 struct GroupPlan {
   std::vector<NodePlan> nodes;        // the group's nodes, in its (topological) order; sink last
   std::vector<int64_t> sink_tile;     // block tile per sink spatial axis (clamped to the extent)
@@ -84,7 +95,8 @@ struct GroupPlan {
   int64_t reduce_scratch_bytes = 0;   // static shared memory for cross-warp reductions
   std::vector<TensorId> inputs;       // tensors read from device memory, in parameter order
   std::vector<TensorId> outputs;      // tensors written to device memory, in parameter order
-  std::vector<TensorMapParam> tensor_maps;  // parameters after the status word (wgmma path)
+  std::vector<DerivedBuffer> derived;       // parameters after the status word (2:4 sparse weights)
+  std::vector<TensorMapParam> tensor_maps;  // parameters after those (wgmma path)
 
   /// Position of node n in `nodes`, or -1.
   int position(NodeId n) const;

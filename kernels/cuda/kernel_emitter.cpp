@@ -62,9 +62,12 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   const KernelChoice& choice = group.kernel;
   TESSEL_ASSERT(!choice.family.empty(), "group ", index, " of the schedule records no kernel family (record_missing_kernel_families)");
   const std::string where = cat("/groups/", index, "/kernel");
-  // The tile kinds' load/store plans: the tensor-core kernels also walk BSR blocks (contraction_plan.h).
+  // The tile kinds' load/store plans: the tensor-core kernels also walk BSR blocks, and mma.sync's
+  // reads 2:4 compressed weights (contraction_plan.h).
   require_emittable_tiles(graph, group, index, "cuda",
-                          choice.family == "mma" || choice.family == "wgmma" ? std::vector<LoadKind>{LoadKind::bsr_blocks} : std::vector<LoadKind>{});
+                          choice.family == "mma"     ? std::vector<LoadKind>{LoadKind::bsr_blocks, LoadKind::nm_compressed}
+                          : choice.family == "wgmma" ? std::vector<LoadKind>{LoadKind::bsr_blocks}
+                                                     : std::vector<LoadKind>{});
   GeneratedKernel k;
   k.path = choice.family;
   k.attention_reason = declined(choice, "flash");

@@ -31,17 +31,6 @@ Schedule sparse_schedule(const OpGraph& g, const std::string& policy) {
   return {};
 }
 
-
-
-/// The group of `s` holding the contraction, and its tile kind.
-const ScheduleGroup& contraction_group(const OpGraph& g, const Schedule& s) {
-  for (const ScheduleGroup& sg : s.groups)
-    for (NodeId n : sg.group.nodes)
-      if (g.node(n).num_reduction() > 0) return sg;
-  FAIL("no contraction group");
-  return s.groups.front();
-}
-
 const BlockSparseProps* sparse_kind(const OpGraph& g, const ScheduleGroup& sg) {
   for (const auto& [n, cfg] : sg.group.tiles)
     if (g.node(n).num_reduction() > 0) return std::get_if<BlockSparseProps>(&cfg.kind);
@@ -74,7 +63,7 @@ TEST_CASE("cuda sparse: a sparse weight gets a block-sparse kernel when the mode
     INFO(policy);
     const OpGraph sparse = sparse_gemm(DType::f16, 2048, 2048, 2048, block(64, 64, 0.1));
     const Schedule s = sparse_schedule(sparse, policy);
-    const ScheduleGroup& sg = contraction_group(sparse, s);
+    const ScheduleGroup& sg = reducing_group(sparse, s);
     const BlockSparseProps* props = sparse_kind(sparse, sg);
     REQUIRE(props != nullptr);
     INFO(sg.kind_choice);
@@ -93,7 +82,7 @@ TEST_CASE("cuda sparse: a sparse weight gets a block-sparse kernel when the mode
     // The same weight with its pattern declared but every block kept: dense, and it says so.
     const OpGraph full = sparse_gemm(DType::f16, 2048, 2048, 2048, block(64, 64, 0));
     const Schedule d = sparse_schedule(full, policy);
-    const ScheduleGroup& dg = contraction_group(full, d);
+    const ScheduleGroup& dg = reducing_group(full, d);
     CHECK(sparse_kind(full, dg) == nullptr);
     CHECK(dg.kind_choice.rfind("dense: 'w' has density 1 ", 0) == 0);
   }
@@ -103,7 +92,7 @@ TEST_CASE("cuda sparse: the cases cover both block-sparse kernels: mma.sync's Li
   std::set<std::string> families;
   for (const SparseCase& c : cases()) {
     const Schedule s = sparse_schedule(c.graph, "welder");
-    const ScheduleGroup& sg = contraction_group(c.graph, s);
+    const ScheduleGroup& sg = reducing_group(c.graph, s);
     INFO(c.name, ": ", sg.kind_choice);
     REQUIRE(sparse_kind(c.graph, sg) != nullptr);
     families.insert(sg.group.kernel.family);
@@ -122,7 +111,7 @@ TEST_CASE("cuda sparse: every case's kernels compile with NVRTC, and replay from
   for (const SparseCase& c : cases()) {
     INFO(c.name);
     const Schedule s = sparse_schedule(c.graph, "welder");
-    CHECK(sparse_kind(c.graph, contraction_group(c.graph, s)) != nullptr);
+    CHECK(sparse_kind(c.graph, reducing_group(c.graph, s)) != nullptr);
     CHECK(nvrtc_compile_all(c.graph, s, gpu_spec()) >= 1);
     const Schedule back = schedule_from_json(schedule_to_json(s, c.graph), "replayed", c.graph);
     for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
@@ -133,7 +122,7 @@ TEST_CASE("cuda sparse: every case's kernels compile with NVRTC, and replay from
 TEST_CASE("cuda sparse: a schedule whose blocks or density do not match the weight is refused with the reason") {
   const OpGraph g = sparse_gemm(DType::f16, 1024, 1024, 1024, block(64, 64, 0.1));
   const Schedule s = sparse_schedule(g, "welder");
-  const int gi = static_cast<int>(&contraction_group(g, s) - s.groups.data());
+  const int gi = static_cast<int>(&reducing_group(g, s) - s.groups.data());
   for (const auto& [n, cfg] : s.groups[gi].group.tiles) {
     const auto* p = std::get_if<BlockSparseProps>(&cfg.kind);
     if (!p) continue;
@@ -151,7 +140,7 @@ TEST_CASE("cuda sparse run: block-sparse kernels match the interpreter (odd shap
     for (const std::string policy : {"welder", "roller"}) {
       INFO(c.name, " (", policy, ")");
       const Schedule s = sparse_schedule(c.graph, policy);
-      REQUIRE(sparse_kind(c.graph, contraction_group(c.graph, s)) != nullptr);
+      REQUIRE(sparse_kind(c.graph, reducing_group(c.graph, s)) != nullptr);
       const std::vector<HostTensor> inputs = gpu_test_inputs(c.graph, 11);
       const Compilation compiled = compile_with(c.graph, gpu_spec(), s, "cuda");
       const std::vector<HostTensor> got = compiled.executable->run(inputs);
@@ -173,7 +162,7 @@ TEST_CASE("cuda sparse: --sparse-kernels forces either kind and still records th
   const std::unique_ptr<Policy> welder = std::move(policies().front());
   for (const SparseKernels mode : {SparseKernels::dense, SparseKernels::block_sparse}) {
     const Schedule s = schedule_with_families(*welder, PolicyContext{g, gpu_spec(), cost, nullptr, mode}, &families);
-    const ScheduleGroup& sg = contraction_group(g, s);
+    const ScheduleGroup& sg = reducing_group(g, s);
     INFO(sg.kind_choice);
     CHECK((sparse_kind(g, sg) != nullptr) == (mode == SparseKernels::block_sparse));
     CHECK(sg.kind_choice.find("(forced by --sparse-kernels)") != std::string::npos);
@@ -182,7 +171,7 @@ TEST_CASE("cuda sparse: --sparse-kernels forces either kind and still records th
   // A dense-favoured point forced sparse: full density, still emitted and compiled.
   const OpGraph full = sparse_gemm(DType::f16, 512, 512, 512, block(32, 32, 0));
   const Schedule forced = schedule_with_families(*welder, PolicyContext{full, gpu_spec(), cost, nullptr, SparseKernels::block_sparse}, &families);
-  CHECK(sparse_kind(full, contraction_group(full, forced)) != nullptr);
+  CHECK(sparse_kind(full, reducing_group(full, forced)) != nullptr);
   CHECK(nvrtc_compile_all(full, forced, gpu_spec()) >= 1);
 }
 
@@ -213,7 +202,7 @@ TEST_CASE("cuda sparse: with --tune, the dense and block-sparse kernels are meas
   const std::unique_ptr<Policy> welder = std::move(policies().front());
   REQUIRE(welder->tune_with(&slow, &cache, 3));
   const Schedule s = schedule_with_families(*welder, PolicyContext{g, gpu_spec(), cost}, &families);
-  const ScheduleGroup& sg = contraction_group(g, s);
+  const ScheduleGroup& sg = reducing_group(g, s);
   INFO(sg.kind_choice);
   CHECK(sparse_kind(g, sg) == nullptr);  // the model predicted sparse faster; the measurements say dense
   CHECK(sg.kind_choice.rfind("dense (measured): 'w' has density ", 0) == 0);

@@ -218,14 +218,14 @@ TEST_CASE("driver: a tile kind without an implementation is refused by the check
   Schedule s = schedule_as_cli(g, spec, "welder");
   REQUIRE(!s.groups.empty());
   auto& [node, cfg] = *s.groups[0].group.tiles.begin();
-  cfg.kind = NmSparseProps{};
+  cfg.kind = ShardedProps{};
   CompileRequest r;
   r.graph = &g;
   r.spec = spec;
   r.schedule = s;
   r.schedule_source = "sparse.json";
   r.last = Stage::schedule;
-  CHECK_THROWS_WITH_AS(compile(r), doctest::Contains("tile kind 'nm_sparse' has no implementation yet"), UserError);
+  CHECK_THROWS_WITH_AS(compile(r), doctest::Contains("tile kind 'sharded' has no implementation yet"), UserError);
   // Handed to a backend directly (no checker in between), the backend refuses it, naming the group.
   const std::string name = g.node(node).name();
   for (const char* backend : {"cpu", "cuda"}) {

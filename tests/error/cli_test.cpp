@@ -428,6 +428,58 @@ TEST_CASE("cli: sparsify prunes linear weights choosing blocks, detect marks the
   fs::remove_all(dir);
 }
 
+TEST_CASE("cli: sparsify --pattern nm marks linear weights 2:4 along their reduction dimension, detect finds them again") {
+  const fs::path dir = temp_dir("sparsify_nm");
+  // MatMul's w is [K, N] (groups along dimension 0), Gemm's g with transB is [N, K] (dimension 1).
+  const std::string model = (dir / "mlp.json").string(), nm = (dir / "nm.json").string();
+  std::ofstream(model) << R"({"format": "tessel-model", "version": 1, "name": "mlp", "inputs": [{"name": "x", "dtype": "f32", "shape": [4, 32]}],
+    "weights": [{"name": "w", "dtype": "f32", "shape": [32, 16], "init": {"dist": "normal", "std": 0.02, "seed": 3}},
+                {"name": "g", "dtype": "f32", "shape": [8, 16], "init": {"dist": "normal", "std": 0.02, "seed": 4}}],
+    "ops": [{"name": "mm", "op": "MatMul", "inputs": ["x", "w"], "outputs": ["h"]},
+            {"name": "gemm", "op": "Gemm", "inputs": ["h", "g"], "outputs": ["y"], "attrs": {"transB": 1}}], "outputs": ["y"]})";
+  Result r = tessel("sparsify " + model + " --pattern nm -o " + nm);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("2:4 along dimension 0") != std::string::npos);
+  CHECK(r.output.find("2:4 along dimension 1") != std::string::npos);
+  CHECK(r.output.find("pruned 2 of 2 linear weights to 2:4") != std::string::npos);
+  CHECK(r.output.find("proxy for accuracy") != std::string::npos);
+  std::stringstream text;
+  text << std::ifstream(nm).rdbuf();
+  CHECK(text.str().find(R"("sparsity": {"pattern": "nm", "n": 2, "m": 4, "axis": 0})") != std::string::npos);
+  CHECK(text.str().find(R"("sparsity": {"pattern": "nm", "n": 2, "m": 4, "axis": 1})") != std::string::npos);
+  // 1:8 along dimension 1 of g (16 columns) and 0 of w (32 rows).
+  r = tessel("sparsify " + model + " --pattern nm --n 1 --m 8 -o " + nm);
+  CHECK(r.output.find("1:8 along dimension 1") != std::string::npos);
+  // The dense model is neither block-sparse nor 2:4; the pruned one is 2:4 again, attributes unchanged.
+  const std::string marked = (dir / "marked.json").string();
+  r = tessel("sparsify " + model + " --detect -o " + marked);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("marked 0 of 2 linear weights") != std::string::npos);
+  CHECK(r.output.find("below --min-zero, not 2:4") != std::string::npos);
+  tessel("sparsify " + model + " --pattern nm -o " + nm);
+  r = tessel("sparsify " + nm + " --detect -o " + marked);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("marked 2 of 2 linear weights") != std::string::npos);
+  std::stringstream again;
+  again << std::ifstream(marked).rdbuf();
+  CHECK(again.str() == text.str());
+  const Result a = tessel("run " + nm + " --interp"), b = tessel("run " + marked + " --interp");
+  CHECK(a.status == 0);
+  REQUIRE(a.output.find("'y':") != std::string::npos);
+  CHECK(a.output.substr(a.output.find("'y':")) == b.output.substr(b.output.find("'y':")));
+  // Bad input: exit 2, one line.
+  r = tessel("sparsify " + model + " --pattern nm --density 0.5 -o " + nm);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("applies to the block pattern") != std::string::npos);
+  CHECK(tessel("sparsify " + model + " --pattern diagonal -o " + nm).output.find("expected block or nm") != std::string::npos);
+  CHECK(tessel("sparsify " + model + " --pattern nm --n 4 -o " + nm).output.find("--n expects an integer from 1 to 3, got 4") !=
+        std::string::npos);
+  CHECK(tessel("sparsify " + model + " --pattern nm --detect -o " + nm).status == 2);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("cli: shard prints a plan with its collectives, run --mesh on thread ranks matches the interpreter, bad meshes exit 2") {
   const std::string small = std::string(TESSEL_SOURCE_DIR) + "/tests/distributed/llama_block_small.json";
   const std::string pins = " --shard \"attn_q_w=S1 attn_k_w=S1 attn_v_w=S1 attn_o_w=S0 mlp_gate_w=S1 mlp_up_w=S1 mlp_down_w=S0\"";

@@ -127,9 +127,10 @@ TEST_CASE("the dense tile kind reports the same numbers through the TileKind int
   config.vector_width = 4;
   const TileKind* dense = find_tile_kind("dense");
   REQUIRE(dense != nullptr);
-  CHECK(tile_kinds().size() == 2);  // dense, block_sparse (sparsity_test.cpp)
+  CHECK(tile_kinds().size() == 3);  // dense, block_sparse, nm_sparse (sparsity_test.cpp)
   CHECK(find_tile_kind("block_sparse") != nullptr);
-  CHECK(find_tile_kind("nm_sparse") == nullptr);
+  CHECK(find_tile_kind("nm_sparse") != nullptr);
+  CHECK(find_tile_kind("sharded") == nullptr);
   TileQuery q{mm.get(), &config, 0, {.transaction_bytes = 128}};
   CHECK_FALSE(dense->check_legal(q).has_value());
   CHECK(dense->footprint_bytes(q) == 8192);
@@ -166,11 +167,11 @@ TEST_CASE("a tile kind without an implementation is refused by every check, nami
   NodeRef mm = matmul_node();
   TileConfig config;
   config.levels = {kMatmulTile};
-  config.kind = NmSparseProps{1, 2, 4, 2};
-  CHECK(tile_kind_name(config.kind) == "nm_sparse");
-  CHECK(print_tile_config(config).ends_with("; kind nm_sparse"));
-  CHECK(check_tile(*mm, config).value_or("").find("tile kind 'nm_sparse' has no implementation yet (implemented: dense, block_sparse)") == 0);
-  CHECK_THROWS_WITH_AS(tile_kind_of(config), doctest::Contains("'nm_sparse' has no implementation"), UserError);
+  config.kind = ShardedProps{{2}, {{-1, 0}, {0, -1}}, {-1, -1}, {Collective::none, Collective::none}, Collective::all_reduce};
+  CHECK(tile_kind_name(config.kind) == "sharded");
+  CHECK(print_tile_config(config).ends_with("; kind sharded"));
+  CHECK(check_tile(*mm, config).value_or("").find("tile kind 'sharded' has no implementation yet (implemented: dense, block_sparse, nm_sparse)") == 0);
+  CHECK_THROWS_WITH_AS(tile_kind_of(config), doctest::Contains("'sharded' has no implementation"), UserError);
   CHECK_THROWS_AS(non_dense_plan(*mm, config), UserError);
   // A broken dense config is still reported through the kind (check_tile_config's reason).
   TileConfig bad;

@@ -113,6 +113,7 @@ class ModelReader {
   HostTensor external_at(const json& j, const std::string& ptr, const TensorType& type) const;
   RandomInit init_at(const json& j, const std::string& ptr) const;
   Sparsity sparsity_at(const json& j, const std::string& ptr, const TensorType& type) const;
+  Sparsity nm_sparsity_at(const json& j, const std::string& ptr, const TensorType& type) const;
   AttrValue attr_at(const json& j, const std::string& ptr) const;
   AttrValue typed_attr_at(const json& j, const std::string& ptr) const;
   AttrValue list_attr_at(const json& j, const std::string& ptr) const;
@@ -434,9 +435,13 @@ WeightDef ModelReader::weight_at(const json& j, const std::string& ptr) const {
 }
 
 Sparsity ModelReader::sparsity_at(const json& j, const std::string& ptr, const TensorType& type) const {
-  check_keys(j, ptr, {"pattern", "block"}, {"density"});
+  if (!j.is_object()) expected(ptr, "an object", j);
+  if (!j.contains("pattern")) fail(ptr, "missing key \"pattern\"");
   const std::string pattern = string_at(j["pattern"], child(ptr, "pattern"));
-  if (pattern != "block") fail(child(ptr, "pattern"), cat("sparsity pattern ", quoted(pattern), " is not supported (supported: \"block\")"));
+  if (pattern == "nm") return nm_sparsity_at(j, ptr, type);
+  if (pattern != "block")
+    fail(child(ptr, "pattern"), cat("sparsity pattern ", quoted(pattern), " is not supported (supported: \"block\", \"nm\")"));
+  check_keys(j, ptr, {"pattern", "block"}, {"density"});
   Sparsity s;
   const json& block = array_at(j["block"], child(ptr, "block"));
   if (block.size() != 2) fail(child(ptr, "block"), cat("expected [rows, cols], got ", block.size(), " entries"));
@@ -449,6 +454,28 @@ Sparsity ModelReader::sparsity_at(const json& j, const std::string& ptr, const T
   if (std::string why = check_sparsity(s, type.shape); !why.empty()) fail(ptr, why);
   if (!is_float(type.dtype))
     fail(ptr, cat("block sparsity applies to float weights; this one is ", dtype_name(type.dtype)));
+  return s;
+}
+
+Sparsity ModelReader::nm_sparsity_at(const json& j, const std::string& ptr, const TensorType& type) const {
+  check_keys(j, ptr, {"pattern", "n", "m"}, {"axis"});
+  Sparsity s;
+  s.pattern = Sparsity::Pattern::nm;
+  const int64_t m = int_at(j["m"], child(ptr, "m"));
+  if (m < 2 || m > std::numeric_limits<int>::max()) fail(child(ptr, "m"), cat("m is ", m, ", expected an integer of 2 or more"));
+  const int64_t n = int_at(j["n"], child(ptr, "n"));
+  if (n <= 0 || n >= m) fail(child(ptr, "n"), cat("n is ", n, ", expected 0 < n < m = ", m));
+  s.nm_n = static_cast<int>(n);
+  s.nm_m = static_cast<int>(m);
+  if (j.contains("axis")) {
+    const int64_t axis = int_at(j["axis"], child(ptr, "axis"));
+    if (axis < -type.rank() || axis >= type.rank())
+      fail(child(ptr, "axis"), cat("axis ", axis, " is not a dimension of a weight of rank ", type.rank()));
+    s.axis = static_cast<int>(axis);
+  }
+  if (std::string why = check_sparsity(s, type.shape); !why.empty()) fail(j.contains("axis") ? child(ptr, "axis") : ptr, why);
+  if (!is_float(type.dtype))
+    fail(ptr, cat("N:M sparsity applies to float weights; this one is ", dtype_name(type.dtype)));
   return s;
 }
 
@@ -671,7 +698,14 @@ ordered_json weight_json(const WeightDef& w, Sidecar* sidecar) {
   j["name"] = w.name;
   j["dtype"] = dtype_name(w.type.dtype);
   j["shape"] = w.type.shape;
-  if (w.sparsity) {
+  if (w.sparsity && w.sparsity->pattern == Sparsity::Pattern::nm) {
+    ordered_json sp;
+    sp["pattern"] = "nm";
+    sp["n"] = w.sparsity->nm_n;
+    sp["m"] = w.sparsity->nm_m;
+    sp["axis"] = w.sparsity->axis;
+    j["sparsity"] = sp;
+  } else if (w.sparsity) {
     ordered_json sp;
     sp["pattern"] = "block";
     sp["block"] = {w.sparsity->block_rows, w.sparsity->block_cols};

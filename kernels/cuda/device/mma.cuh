@@ -462,5 +462,192 @@ struct BlockGemm {
   }
 };
 
+// ---- 2:4 sparse weights on the sparse tensor cores ---------------------------------------------
+//
+// C[m, n] = sum_k X[m, k] * W[k, n] with W 2:4 sparse along k (at most 2 non-zeros in every 4
+// consecutive k) and stored compressed at compile time (kernels/cuda/nm_compress.h):
+//   values: N x KC 16-bit elements, row n holding the 2 kept values of each group of 4 of W's
+//           column n, in k order (KC = K rounded up to whole BK tiles, halved);
+//   meta:   per 16 rows of W^T and 32 of k, 32 words of 2-bit indices in the order mma.sp's
+//           lanes take them (word[lane]), a ROWS16 x (K32 * 64) view of 16-bit elements.
+// mma.sp's sparse operand is its A, so the tensor cores compute C^T = W^T X^T: W^T's rows are
+// mma's m (16 per instruction), X's rows its n (8), and for_each_pair turns the transposed
+// accumulator pairs back into pairs along C's n with one shuffle. The main loop is BlockGemm's:
+// per stage X's tile (BM x BK, as B), W's compressed tile (BN x BK / 2, as A) and its metadata
+// (BN / 16 rows of BK * 2 16-bit elements), STAGES - 1 of them in flight through cp.async.
+
+// d += a * b for one m16n8k32 tile of 2:4 sparse A (compressed A fragment, metadata word `e`,
+// the lanes 4 g and 4 g + 1 supplying it: sparsity selector 0).
+template <bool BF16>
+__device__ __forceinline__ void mma_sp_16832(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[4], unsigned e) {
+  if (BF16)
+    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+  else
+    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+}
+
+constexpr int kSpInstK = 32;        // mma.sp.m16n8k32
+constexpr int kSpMetaElems = 64;    // 16-bit elements of metadata per 16 rows and 32 k (32 words)
+
+// One block's BM x BN tile of C (M x N x K) with W 2:4 sparse (see above). X_K_CONTIG: X stored
+// M x K (else K x M), LDX its row distance, GRAN_X its read granule (TileCopy); KC and K32 the
+// compressed operand's columns and the metadata's k32 steps.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool X_K_CONTIG, bool BF16, int M, int N, int K,
+          long long LDX, int GRAN_X = kChunkElems>
+struct SparseBlockGemm {
+  static constexpr int kThreads = WARPS_M * WARPS_N * kLanes;
+  static constexpr int kWarpM = BM / WARPS_M, kWarpN = BN / WARPS_N;
+  static constexpr int kTilesW = kWarpN / kInstM;   // m16 fragments of W^T per warp (C's n)
+  static constexpr int kTilesX = kWarpM / kInstN;   // n8 fragments of X per warp (C's m)
+  static constexpr int kSteps = BK / kSpInstK;      // k32 steps per tile
+  static constexpr int kKTiles = (K + BK - 1) / BK;
+  // The compressed operand covers K rounded up to whole tiles (nm_compress.h's k_pad): no copy
+  // reads past it, and its padding holds zeros with valid indices.
+  static constexpr int K32 = kKTiles * BK / kSpInstK;
+  static constexpr int KC = kKTiles * BK / 2;       // compressed columns
+  static constexpr int kMetaRows = (N + kInstM - 1) / kInstM;
+  static constexpr int kWRows = BN, kWCols = BK / 2;
+  static constexpr int kXRows = X_K_CONTIG ? BM : BK, kXCols = X_K_CONTIG ? BK : BM;
+  static constexpr int kERows = BN / kInstM, kECols = BK / kSpInstK * kSpMetaElems;
+  static constexpr int kWStride = kWCols + kPadElems, kXStride = kXCols + kPadElems, kEStride = kECols + kPadElems;
+  static constexpr int kWBytes = kWRows * kWStride * 2, kXBytes = kXRows * kXStride * 2;
+  static constexpr int kStageBytes = kWBytes + kXBytes + kERows * kEStride * 2;
+  static constexpr int kSmemBytes = STAGES * kStageBytes;
+  static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+  static_assert(kWarpN % kInstM == 0 && kWarpM % (2 * kInstN) == 0, "warp tile must be whole n16 x m16 fragments");
+  static_assert(BK % (2 * kSpInstK) == 0, "an even number of k32 steps per tile (fragment double buffering)");
+
+  float acc[kTilesW][kTilesX][4];
+  unsigned wf[2][kTilesW][4];
+  unsigned ef[2][kTilesW];
+
+  typedef TileCopy<kWRows, kWCols, kThreads, N, KC, KC, true> CopyW;
+  typedef TileCopy<kXRows, kXCols, kThreads, X_K_CONTIG ? M : K, X_K_CONTIG ? K : M, LDX, X_K_CONTIG, GRAN_X> CopyX;
+  typedef TileCopy<kERows, kECols, kThreads, kMetaRows, K32 * kSpMetaElems, K32 * kSpMetaElems, true> CopyE;
+
+  // The compressed W^T fragments and metadata of k32 step `step` of a stage into buffer `buf`
+  // (double buffered: read a step ahead).
+  __device__ __forceinline__ void load_fragments(int buf, unsigned stage, int step, int warp_m, int warp_n, int lane) {
+    (void)warp_m;
+    const unsigned sw = stage, se = stage + kWBytes + kXBytes;
+#pragma unroll
+    for (int i = 0; i < kTilesW; ++i) {
+      const int row = warp_n * kWarpN + i * kInstM;
+      // The compressed 16 x 16 of this k32 step, read as a dense m16 x k16 A fragment.
+      ldmatrix_x4(wf[buf][i], sw + static_cast<unsigned>(((row + lane % 16) * kWStride + step * (kSpInstK / 2) + (lane / 16) * 8) * 2));
+      asm volatile("ld.shared.b32 %0, [%1];\n"
+                   : "=r"(ef[buf][i])
+                   : "r"(se + static_cast<unsigned>(((row / kInstM) * kEStride + step * kSpMetaElems + lane * 2) * 2)));
+    }
+  }
+
+  // The products of k32 step `step` of `stage`: X's fragments are read per n8 tile as they are
+  // multiplied (an n8 x k32 fragment is 4 registers, twice a dense k16 one: double buffering them
+  // too would spill a 64 x 64 warp tile).
+  __device__ __forceinline__ void multiply(int buf, unsigned stage, int step, int warp_m, int lane) {
+    const unsigned sx = stage + kWBytes;
+    const int r8 = lane % 8, j = lane / 8, kk = step * kSpInstK;
+#pragma unroll
+    for (int t = 0; t < kTilesX; ++t) {
+      const int m = warp_m * kWarpM + t * kInstN;
+      unsigned xf[4];
+      // Matrices 0..3: (m 0-7, k 0-7), (k 8-15), (k 16-23), (k 24-31): b0..b3 of an n8 x k32 fragment.
+      if (X_K_CONTIG) ldmatrix_x4(xf, sx + static_cast<unsigned>(((m + r8) * kXStride + kk + j * 8) * 2));
+      else ldmatrix_x4_trans(xf, sx + static_cast<unsigned>(((kk + j * 8 + r8) * kXStride + m) * 2));
+#pragma unroll
+      for (int i = 0; i < kTilesW; ++i) mma_sp_16832<BF16>(acc[i][t], wf[buf][i], xf, ef[buf][i]);
+    }
+  }
+
+  // acc = the block's tile at (m0, n0) over all of K: `x` the dense operand, `w` the compressed
+  // values, `e` the metadata (16-bit view). Ends with every copy complete and a barrier.
+  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ x, const u16* __restrict__ w,
+                                      const u16* __restrict__ e, int m0, int n0) {
+#pragma unroll
+    for (int i = 0; i < kTilesW; ++i)
+#pragma unroll
+      for (int t = 0; t < kTilesX; ++t)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) acc[i][t][v] = 0.0f;
+    CopyW copy_w(w, n0, 0);
+    CopyX copy_x(x, X_K_CONTIG ? m0 : 0, X_K_CONTIG ? 0 : m0);
+    CopyE copy_e(e, n0 / kInstM, 0);
+    const unsigned base = smem_address(smem);
+    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    auto copy = [&](unsigned st) {
+      copy_w.copy(st);
+      copy_x.copy(st + kWBytes);
+      copy_e.copy(st + kWBytes + kXBytes);
+    };
+    auto advance = [&] {
+      copy_w.advance();
+      copy_x.advance();
+      copy_e.advance();
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < kKTiles) copy(base + s * kStageBytes);
+      advance();
+      cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    load_fragments(0, base, 0, warp_m, warp_n, lane);
+    for (int kt = 0; kt < kKTiles; ++kt) {
+      const unsigned cur = base + (kt % STAGES) * kStageBytes;
+#pragma unroll
+      for (int step = 0; step < kSteps; ++step) {
+        if (step == kSteps - 1) {
+          cp_async_wait<STAGES - 2>();
+          __syncthreads();
+        }
+        if (step == 0) {
+          const int fill = kt + STAGES - 1;
+          if (fill < kKTiles) copy(base + (fill % STAGES) * kStageBytes);
+          advance();
+          cp_async_commit();
+        }
+        if (step < kSteps - 1) load_fragments((step + 1) % 2, cur, step + 1, warp_m, warp_n, lane);
+        else if (kt + 1 < kKTiles) load_fragments(0, base + ((kt + 1) % STAGES) * kStageBytes, 0, warp_m, warp_n, lane);
+        multiply(step % 2, cur, step, warp_m, lane);
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  // Calls f(m, n, v0, v1) for pairs of horizontally adjacent values of C (v0 at (m, n), v1 at
+  // (m, n + 1), n even, relative to the block tile). The accumulators hold C^T: lane 4 g + q has
+  // C^T rows g, g + 8 (C's n) at columns 2 q, 2 q + 1 (C's m); lanes g and g ^ 1 exchange one
+  // value per row so that an even g keeps C's row 2 q and an odd g row 2 q + 1. Every lane of
+  // the warp must call it.
+  template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
+    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    const int g = lane / 4, q = lane % 4;
+    const bool even = g % 2 == 0;
+#pragma unroll
+    for (int i = 0; i < kTilesW; ++i)
+#pragma unroll
+      for (int t = 0; t < kTilesX; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float own0 = acc[i][t][2 * h], own1 = acc[i][t][2 * h + 1];
+          const float other = __shfl_xor_sync(0xffffffffu, even ? own1 : own0, 4);
+          const int n = warp_n * kWarpN + i * kInstM + h * 8 + (even ? g : g - 1);
+          const int m = warp_m * kWarpM + t * kInstN + 2 * q + (even ? 0 : 1);
+          if (even) f(m, n, own0, other);
+          else f(m, n, other, own1);
+        }
+  }
+};
+
 }  // namespace mma
 }  // namespace tsl

@@ -1,0 +1,220 @@
+// 2:4 sparse weights on the CUDA backend (the nm_sparse tile kind; kernels/cuda/nm_compress.h,
+// device/mma.cuh's SparseBlockGemm, contraction_plan.h's nm_sparse plan): the compressed values
+// and metadata in the order mma.sp's lanes take them, the policy's choice with its reason, the
+// kernel compiling with NVRTC (no GPU needed) for every layout the plan accepts, the refusals, and
+// on a GPU the kernels against the interpreter (odd shapes, K tails, transposed weights, bf16,
+// fused epilogues).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+
+#include "../model_builder.h"
+#include "cuda_check.h"
+#include "kernels/cuda/kernel_families.h"
+#include "kernels/cuda/nm_compress.h"
+#include "kernels/packed_tensor.h"
+#include "policy/kernel_families.h"
+#include "policy/schedule_json.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+Sparsity two_four(int axis) {
+  Sparsity s;
+  s.pattern = Sparsity::Pattern::nm;
+  s.nm_n = 2;
+  s.nm_m = 4;
+  s.axis = axis;
+  return s;
+}
+
+/// x[m, k] @ w with w 2:4 sparse along k ([k, n], or [n, k] through Gemm's transB); optionally
+/// + bias and GELU.
+OpGraph nm_gemm(DType dt, int64_t m, int64_t k, int64_t n, bool trans_b = false, bool epilogue = false) {
+  return sparse_gemm(dt, m, k, n, two_four(trans_b ? 1 : 0), trans_b, epilogue);
+}
+
+const NmSparseProps* nm_kind(const OpGraph& g, const ScheduleGroup& sg) {
+  for (const auto& [n, cfg] : sg.group.tiles)
+    if (g.node(n).num_reduction() > 0) return std::get_if<NmSparseProps>(&cfg.kind);
+  return nullptr;
+}
+
+Schedule schedule(const OpGraph& g, const HwSpec& spec, SparseKernels mode = SparseKernels::cost, const std::string& policy = "welder") {
+  const AnalyticCostModel cost;
+  const cuda::CudaKernelFamilies families;
+  for (const auto& p : policies())
+    if (p->name() == policy) return schedule_with_families(*p, PolicyContext{g, spec, cost, nullptr, mode}, &families);
+  FAIL("no policy ", policy);
+  return {};
+}
+
+struct NmCase {
+  std::string name;
+  OpGraph graph;
+};
+
+std::vector<NmCase> cases() {
+  std::vector<NmCase> out;
+  out.push_back({"2048x2048x2048 f16", nm_gemm(DType::f16, 2048, 2048, 2048)});
+  out.push_back({"1000x1000x1000 f16 (tails along m, n and k)", nm_gemm(DType::f16, 1000, 1000, 1000)});
+  out.push_back({"Gemm transB bf16 1024x1536x768", nm_gemm(DType::bf16, 1024, 1536, 768, true)});
+  out.push_back({"bias + GELU epilogue, 512x4096x1024 f16", nm_gemm(DType::f16, 512, 4096, 1024, false, true)});
+  out.push_back({"odd n, 300x200x97 f16", nm_gemm(DType::f16, 300, 200, 97)});
+  return out;
+}
+
+// A K x N 2:4 weight (along k) of random 16-bit values, stored k-contiguous or not.
+std::vector<uint16_t> random_two_four(int64_t k, int64_t n, bool k_contiguous, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint16_t> bits(static_cast<size_t>(k * n), 0);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t g = 0; g * 4 < k; ++g) {
+      const int keep = static_cast<int>(rng() % 3);  // 0, 1 or 2 non-zeros
+      int used = 0;
+      for (int i = 0; i < 4 && g * 4 + i < k; ++i) {
+        if (used == keep || rng() % 2) continue;
+        ++used;
+        const int64_t kk = g * 4 + i;
+        bits[static_cast<size_t>(k_contiguous ? j * k + kk : kk * n + j)] = static_cast<uint16_t>(0x3c00u + rng() % 0x3ffu + 1);
+      }
+    }
+  return bits;
+}
+
+}  // namespace
+
+TEST_CASE("cuda nm sparse: compressed values and metadata decompress to the weight, for both layouts and tails") {
+  for (const bool k_contiguous : {true, false})
+    for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{64, 16}, {100, 37}, {32, 8}, {200, 130}}) {
+      INFO("k ", k, " n ", n, (k_contiguous ? " k contiguous" : " n contiguous"));
+      const std::vector<uint16_t> bits = random_two_four(k, n, k_contiguous, static_cast<uint64_t>(k * 1000 + n));
+      const cuda::NmView view{n, k, k_contiguous, k_contiguous ? k : n, 0, (k + 63) / 64 * 64};
+      cuda::NmCompressed c;
+      REQUIRE(cuda::compress_2_4(bits.data(), static_cast<int64_t>(bits.size()), view, c) == "");
+      CHECK(c.values.size() == static_cast<size_t>(n * view.k_pad / 2));
+      CHECK(c.metadata.size() == static_cast<size_t>((n + 15) / 16 * view.k_pad / 32 * 64));
+      const std::vector<uint16_t> dense = cuda::decompress_2_4(c, view);
+      bool same = true;
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < n; ++j)
+          same &= dense[static_cast<size_t>(kk * n + j)] == bits[static_cast<size_t>(k_contiguous ? j * k + kk : kk * n + j)];
+      CHECK(same);
+    }
+}
+
+TEST_CASE("cuda nm sparse: the metadata words follow mma.sp's lanes (hand-computed), and three non-zeros in a group are refused") {
+  // W^T row 0 keeps k 1 and 3 of its first group; row 8 keeps k 16 and 18 (group 4, the second
+  // half of the first k32 step); row 3 keeps only k 34 (step 1, group 0: indices 0 and 2).
+  const int64_t k = 64, n = 16;
+  std::vector<uint16_t> bits(static_cast<size_t>(k * n), 0);  // [n][k], k contiguous
+  auto set = [&](int64_t row, int64_t kk, uint16_t v) { bits[static_cast<size_t>(row * k + kk)] = v; };
+  set(0, 1, 0x3c00);
+  set(0, 3, 0x4000);
+  set(8, 16, 0x4200);
+  set(8, 18, 0x4400);
+  set(3, 34, 0x4500);
+  const cuda::NmView view{n, k, true, k, 0, 64};
+  cuda::NmCompressed c;
+  REQUIRE(cuda::compress_2_4(bits.data(), static_cast<int64_t>(bits.size()), view, c) == "");
+  auto word = [&](int64_t step, int lane) {
+    return static_cast<uint32_t>(c.metadata[static_cast<size_t>(step * 64 + 2 * lane)]) |
+           (static_cast<uint32_t>(c.metadata[static_cast<size_t>(step * 64 + 2 * lane + 1)]) << 16);
+  };
+  // Lane 0 (g 0, q 0): row 0's groups 0..3 in the low half (group 0: 1 | 3 << 2 = 0xd; the empty
+  // groups 0 | 1 << 2 = 0x4), row 8's in the high half (all empty).
+  CHECK(word(0, 0) == ((0x4444u << 16) | 0x444du));
+  // Lane 1 (g 0, q 1): k 16..31 -- row 8's group 4 keeps 0 and 2 (0 | 2 << 2 = 0x8).
+  CHECK(word(0, 1) == ((0x4448u << 16) | 0x4444u));
+  // Lanes 2 and 3 repeat lanes 0 and 1.
+  CHECK(word(0, 2) == word(0, 0));
+  CHECK(word(0, 3) == word(0, 1));
+  // Lane 12 (g 3, q 0) of step 1: row 3's group 8 keeps 2 and the lowest free index 0: 0 | 2 << 2.
+  CHECK(word(1, 12) == ((0x4444u << 16) | 0x4448u));
+  // Row 0's values: its first group's two kept values in k order.
+  CHECK(c.values[0] == 0x3c00);
+  CHECK(c.values[1] == 0x4000);
+  set(0, 2, 0x3c00);
+  const std::string why = cuda::compress_2_4(bits.data(), static_cast<int64_t>(bits.size()), view, c);
+  CHECK(why.find("more than 2 non-zeros in the group of 4 at k 0, n 0") != std::string::npos);
+}
+
+TEST_CASE("cuda nm sparse: forced 2:4 kernels emit mma.sp with the derived buffers and compile with NVRTC") {
+  for (const NmCase& c : cases()) {
+    INFO(c.name);
+    const Schedule s = schedule(c.graph, gpu_spec(), SparseKernels::block_sparse);
+    const ScheduleGroup& sg = reducing_group(c.graph, s);
+    INFO(sg.kind_choice);
+    REQUIRE(nm_kind(c.graph, sg) != nullptr);
+    CHECK(sg.group.kernel.family == "mma");
+    CHECK(sg.kind_choice.find("nm_sparse (forced by --sparse-kernels): 'w' is 2:4 sparse") == 0);
+    const cuda::GeneratedKernel k = emit_kernel(c.graph, s, static_cast<int>(&sg - s.groups.data()), gpu_spec());
+    CHECK(k.source.find("tsl::mma::SparseBlockGemm<") != std::string::npos);
+    CHECK(k.source.find("tsl_derived1") != std::string::npos);
+    REQUIRE(k.plan.derived.size() == 2);
+    CHECK(k.plan.derived[0].kind == cuda::DerivedBuffer::Kind::nm_values);
+    CHECK(k.plan.derived[1].kind == cuda::DerivedBuffer::Kind::nm_metadata);
+    CHECK(k.plan.derived[0].view.k_pad % 64 == 0);
+    CHECK(nvrtc_compile_all(c.graph, s, gpu_spec()) >= 1);
+    // Replayed from JSON to the same kernel.
+    const Schedule back = schedule_from_json(schedule_to_json(s, c.graph), "replayed", c.graph);
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
+      CHECK(emit_kernel(c.graph, back, i, gpu_spec()).source == emit_kernel(c.graph, s, i, gpu_spec()).source);
+  }
+}
+
+TEST_CASE("cuda nm sparse: the model weighs 2:4 against dense and says why, and without sparse tensor cores it stays dense") {
+  // On an A100 both kernels are mma.sync: the sparse one does half the products and reads about
+  // half the weight, so the model takes it for a large product.
+  const OpGraph g = nm_gemm(DType::f16, 4096, 4096, 4096);
+  const Schedule s = schedule(g, gpu_spec("nvidia-a100-sxm-80g"));
+  const ScheduleGroup& sg = reducing_group(g, s);
+  INFO(sg.kind_choice);
+  CHECK(nm_kind(g, sg) != nullptr);
+  CHECK(sg.kind_choice.find("nm_sparse: 'w' is 2:4 sparse: 2:4 mma (sparse tensor cores) ") == 0);
+  CHECK(sg.kind_choice.find(" predicted") != std::string::npos);
+
+  // A spec without mma_sparse: the 2:4 plan is refused by name, and the policy keeps dense.
+  HwSpec plain = gpu_spec("nvidia-a100-sxm-80g");
+  std::erase(plain.target.gpu_features, std::string("mma_sparse"));
+  const Schedule d = schedule(g, plain);
+  const ScheduleGroup& dg = reducing_group(g, d);
+  INFO(dg.kind_choice);
+  CHECK(nm_kind(g, dg) == nullptr);
+  CHECK(dg.kind_choice == "dense: no N:M sparse kernel of 'w' can be emitted here");
+  Schedule forced = s;
+  CHECK_THROWS_WITH_AS(emit_kernel(g, forced, static_cast<int>(&sg - s.groups.data()), plain), doctest::Contains("lists no mma_sparse"),
+                       UserError);
+}
+
+TEST_CASE("cuda nm sparse: a 2:4 pattern along the weight's other dimension is not run on the sparse tensor cores") {
+  // w [k, n] with its groups along n: mma.sp needs them along k.
+  const OpGraph g = sparse_gemm(DType::f16, 512, 512, 512, two_four(1));
+  const Schedule s = schedule(g, gpu_spec(), SparseKernels::block_sparse);
+  const ScheduleGroup& sg = reducing_group(g, s);
+  INFO(sg.kind_choice);
+  CHECK(nm_kind(g, sg) == nullptr);
+  CHECK(sg.kind_choice.find("dense") == 0);
+}
+
+TEST_CASE("cuda nm sparse run: 2:4 kernels match the interpreter (odd shapes, tails, transposed weights, bf16, epilogues)") {
+  if (!gpu_available()) return;
+  for (const NmCase& c : cases()) {
+    INFO(c.name);
+    const Schedule s = schedule(c.graph, gpu_spec(), SparseKernels::block_sparse);
+    REQUIRE(nm_kind(c.graph, reducing_group(c.graph, s)) != nullptr);
+    const std::vector<HostTensor> inputs = gpu_test_inputs(c.graph, 11);
+    const Compilation compiled = compile_with(c.graph, gpu_spec(), s, "cuda");
+    const std::vector<HostTensor> got = compiled.executable->run(inputs);
+    const std::vector<HostTensor> expected = interpret(c.graph, inputs);
+    REQUIRE(got.size() == expected.size());
+    for (size_t o = 0; o < expected.size(); ++o) {
+      const CompareResult r = compare_compiled(got[o], expected[o], computed_precision(c.graph, c.graph.outputs()[o]));
+      INFO(r.message);
+      CHECK(r.ok);
+    }
+  }
+}
