@@ -72,14 +72,14 @@ bool is_gpu(const HwSpec& spec) { return spec.kind == "gpu"; }
 
 // The fraction of the roofline the group's kernel family reaches (HwSpec's family_efficiency;
 // 1 when the spec does not say), noted in the breakdown when it is not 1.
-// An mma group whose contraction is 2:4 sparse runs the sparse tensor cores' kernel
-// (kernels/cuda/device/mma.cuh's SparseBlockGemm), fitted on its own as "mma_sparse" where the
-// spec lists it.
+// An mma or wgmma group whose contraction is 2:4 sparse runs a sparse tensor-core kernel
+// (kernels/cuda/device/mma.cuh's SparseBlockGemm, wgmma.cuh's SparseWarpgroupGemm), fitted on its
+// own as "mma_sparse" or "wgmma_sparse" where the spec lists it.
 double family_efficiency(const HwSpec& spec, const ScheduledGroup& group, CostBreakdown& out) {
   std::string family = group.kernel.family;
-  if (family == "mma" && spec.compute.family_efficiency.count("mma_sparse"))
+  if ((family == "mma" || family == "wgmma") && spec.compute.family_efficiency.count(family + "_sparse"))
     for (const auto& [n, cfg] : group.tiles)
-      if (std::holds_alternative<NmSparseProps>(cfg.kind)) family = "mma_sparse";
+      if (std::holds_alternative<NmSparseProps>(cfg.kind)) family += "_sparse";
   auto it = spec.compute.family_efficiency.find(family);
   if (it == spec.compute.family_efficiency.end()) return 1;
   out.notes.push_back(cat("the ", family, " family reaches ", it->second, " of the roofline on ", spec.name,
@@ -753,11 +753,12 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   if (group.kernel.family == "wgmma") {
     const double unit_peak = peak / static_cast<double>(units);
     TESSEL_ASSERT(unit_issue > 0, "hardware spec '", spec.name, "' has no f32 peak");
-    const double t_main = density * block_flops / unit_peak;
+    const double t_main = density * nm_work * block_flops / unit_peak;
     // (A K split stores 1 / split of the tile per block: the ranks reduce-scatter the sums.)
     const double t_epilogue = static_cast<double>(std::max(bm, kWgTwoConsumerBlockM) * bn) * kWgEpilogueIssuesPerOutput / unit_issue /
                               static_cast<double>(split);
-    const bool pingpong = param("pingpong", 0) > 0, persistent = param("persistent", 0) > 0;
+    // (The 2:4 wgmma kernel runs one tile per block, whatever the recorded wgmma plan says.)
+    const bool pingpong = nm_input < 0 && param("pingpong", 0) > 0, persistent = nm_input < 0 && param("persistent", 0) > 0;
     const double t_turn = kWgPingpongEpilogueFactor * t_epilogue;
     exposed = pingpong ? t_turn + per_unit_blocks * std::max(0.0, t_turn - t_main) : per_unit_blocks * t_epilogue;
     const double fill = spec.memory_levels[device].latency_ns * 1e-9 * (persistent ? 1.0 : per_unit_blocks);

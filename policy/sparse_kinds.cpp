@@ -77,12 +77,12 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
       const int rank = node.inputs()[i].type.rank();
       // Every sparse kernel the backend can emit, cheapest predicted first: for a block pattern
       // the kernels that walk blocks, with the weight's density at their tiles; for N:M the
-      // mma.sync kernels, whose K loop the sparse tensor cores run (the backend refuses the
-      // parameters they cannot take).
+      // tensor-core kernels, whose products the sparse tensor cores run (mma.sp for mma.sync's,
+      // wgmma.sp for wgmma's; the backend refuses the parameters they cannot take).
       std::vector<GroupVariant> sparse;
       for (const KernelChoice& v : families->variants(graph, sg.group, spec)) {
         if ((v.params.count("split_k") && v.params.at("split_k") > 1) ||
-            (nm ? v.family != "mma" : v.family != "mma" && v.family != "wgmma" && v.family != "microkernel"))
+            (nm ? v.family != "mma" && v.family != "wgmma" : v.family != "mma" && v.family != "wgmma" && v.family != "microkernel"))
           continue;
         GroupVariant c{sg.group, {}};
         c.group.kernel = v;
@@ -105,14 +105,20 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
       const size_t wanted = tuning.measurer && tuning.k > 0 && mode == SparseKernels::cost
                                 ? static_cast<size_t>(tuning.k) * kTuneCandidatesPerMeasured : 1;
       std::vector<GroupVariant> legal;
+      std::string refused;  // why the cheapest candidate the backend refused cannot be emitted
       for (GroupVariant& c : sparse) {
         if (legal.size() >= wanted) break;
-        if (!families->check(graph, c.group, spec)) legal.push_back(std::move(c));
+        if (const std::optional<std::string> why = families->check(graph, c.group, spec)) {
+          if (refused.empty()) refused = *why;
+        } else {
+          legal.push_back(std::move(c));
+        }
       }
       sparse = std::move(legal);
       const char* kind_name = nm ? "nm_sparse" : "block_sparse";
       if (sparse.empty()) {
-        sg.kind_choice = cat("dense: no ", nm ? "N:M sparse" : "block-sparse", " kernel of '", info.name, "' can be emitted here");
+        sg.kind_choice = cat("dense: no ", nm ? "N:M sparse" : "block-sparse", " kernel of '", info.name, "' can be emitted here",
+                             refused.empty() ? std::string() : cat(" (the cheapest: ", refused, ")"));
         break;
       }
       const GroupVariant& best = sparse.front();

@@ -61,7 +61,10 @@ std::optional<SparseContraction> sparse_contraction(const OpGraph& graph, const 
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const TensorId t = graph.node_inputs(n)[i];
       const TensorInfo& info = graph.tensor(t);
-      if (info.kind != TensorKind::weight || !info.sparsity || node.num_reduction() == 0) continue;
+      // (An N:M weight runs dense on the CPU: its pruned values.)
+      if (info.kind != TensorKind::weight || !info.sparsity || info.sparsity->pattern != Sparsity::Pattern::block ||
+          node.num_reduction() == 0)
+        continue;
       const std::string name = cat("'", info.name, "' of '", node.name(), "'");
       if (!matches_contraction(node)) return fail(cat(name, ": the micro-kernel does not take the node"));
       if (node.num_reduction() != 1) return fail(cat(name, ": the node has ", node.num_reduction(), " reduction axes, not one"));

@@ -785,14 +785,24 @@ std::string plan_sparse(const OpGraph& graph, NodeId cid, const BlockSparseProps
 }
 
 // Shared memory of one stage of the 2:4 kernel (device/mma.cuh's SparseBlockGemm::kStageBytes):
-// X's tile, W's compressed tile (half the K step) and its metadata (64 elements per 16 rows of
-// W^T and 32 of k), each row padded.
-constexpr int kSpInstK = 32, kSpMetaElems = 64;
+// X's tile, W's compressed tile (half the K step) and its metadata (32 16-bit elements per 16
+// rows of W^T and 32 of k), each row padded.
+constexpr int kSpInstK = 32, kSpMetaElems = 32;
+// The 2:4 wgmma kernel's ring keeps STAGES - 2 K tiles ahead of the one multiplied (device/wgmma.cuh).
+constexpr int kWgSparseMinStages = 3;
 int64_t nm_stage_bytes(const ContractionPlan& p) {
   const int64_t x = p.a.k_contiguous ? int64_t{p.block_m} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_m + kPadElems);
   const int64_t w = int64_t{p.block_n} * (p.block_k / 2 + kPadElems);
   const int64_t e = int64_t{p.block_n} / kMmaShape.m * (p.block_k / kSpInstK * kSpMetaElems + kPadElems);
   return (x + w + e) * dtype_bytes(p.dtype);
+}
+
+// One stage of the 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm::kStageBytes): W's
+// compressed rows (64 bytes: half a K tile of 64), X's rows (128 bytes) and each 16 rows' metadata
+// (two k32 steps of 16 words).
+int64_t wgmma_sparse_stage_bytes(const ContractionPlan& p) {
+  return int64_t{p.block_n} * kWgRowBytes / 2 + int64_t{p.block_m} * kWgRowBytes +
+         int64_t{p.block_n} / kMmaShape.m * (p.block_k / kSpInstK) * (kSpMetaElems / 2) * 4;
 }
 
 // Step 8 of plan_contraction for a 2:4 sparse B (ContractionPlan::nm_sparse).
@@ -802,7 +812,6 @@ std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props
   if (props.m != 4 || props.n > 2) return cat(props.n, ":", props.m, " sparsity does not run on 2:4 sparse tensor cores");
   if (!spec.target.has_gpu_feature("mma_sparse"))
     return cat("spec '", spec.name, "' lists no mma_sparse (target.gpu_features): no sparse tensor cores");
-  if (p.warpgroup) return "the 2:4 kernel runs on mma.sync's pipeline, not the wgmma kernel";
   if (p.implicit) return "a 2:4 sparse convolution (implicit GEMM) is not supported";
   if (p.split_k > 1) return "the 2:4 kernel's K loop is not split";
   const TensorId t = graph.node_inputs(cid)[props.input];
@@ -820,13 +829,40 @@ std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props
   for (int64_t s : p.b.batch_strides)
     if (s != 0) return cat("the 2:4 weight '", info.name, "' differs per batch point");
   if (p.block_k % (2 * kSpInstK) != 0) return cat("the 2:4 kernel steps K by multiples of ", 2 * kSpInstK, ", not ", p.block_k);
-  if (p.block_n / p.warps_n % kMmaShape.m != 0 || p.block_m / p.warps_m % (2 * kMmaShape.n) != 0)
+  if (p.warpgroup) {
+    // wgmma.mma_async.sp: two consumers of 64 rows of W^T (block_n 128) against block_m rows of X.
+    if (p.block_n != kWgConsumers * kWgInstM || (p.block_m != kWgBlockN && p.block_m != kWgBlockNWide))
+      return cat("the 2:4 wgmma kernel's blocks are ", kWgBlockN, " or ", kWgBlockNWide, " x ", kWgConsumers * kWgInstM, ", not ",
+                 p.block_m, " x ", p.block_n);
+    // (It runs one tile per block: a recorded persistent grid or ping-pong is not taken.)
+    if (p.cluster_m > 1) return "the 2:4 wgmma kernel shares no operand over a cluster";
+    p.nm_recorded = contraction_params(p);
+    p.pingpong = false;
+    if (!p.a.k_contiguous || p.a.align < kChunkElems)
+      return cat("the 2:4 wgmma kernel reads X with k contiguous and 16-byte aligned rows");
+    if (p.stages < kWgSparseMinStages) return cat("the 2:4 wgmma kernel keeps ", kWgSparseMinStages - 2, " K tiles ahead: ", kWgSparseMinStages, " stages at least");
+    // Two blocks share an SM (device/wgmma.cuh): as many of the recorded stages as fit half its
+    // shared memory.
+    const int64_t stage = wgmma_sparse_stage_bytes(p);
+    while (p.stages > kWgSparseMinStages && p.stages * stage + kWgAtomBytes > spec.limits.smem_per_sm_bytes / kWgSparseBlocksPerSm -
+                                                                                 (spec.limits.smem_per_sm_bytes - spec.limits.smem_per_block_bytes))
+      --p.stages;
+    p.warpgroup = false;
+    p.nm_wgmma = true;
+    p.warps_m = 2;
+    p.warps_n = kWarpgroupWarps;
+    p.tiles_m = ceil_div(p.m, p.block_m);
+    p.tiles_n = ceil_div(p.n, p.block_n);
+  } else if (p.block_n / p.warps_n % kMmaShape.m != 0 || p.block_m / p.warps_m % (2 * kMmaShape.n) != 0) {
     return cat("the 2:4 kernel's warp tiles are multiples of ", kMmaShape.m, " along m and n, not ", p.block_m / p.warps_m, "x",
                p.block_n / p.warps_n);
+  }
   p.persistent = 0;
   p.nm_sparse = true;
   p.nm_view = NmView{p.n, p.k, p.b.k_contiguous, p.b.ld, p.b.offset, ceil_div(p.k, p.block_k) * p.block_k};
-  p.smem_bytes = p.stages * nm_stage_bytes(p);
+  // (The wgmma.sp kernel's stage: W's 64-byte rows and X's 128-byte rows, aligned to a swizzle atom.)
+  p.smem_bytes = p.nm_wgmma ? p.stages * wgmma_sparse_stage_bytes(p) + kWgAtomBytes
+                            : p.stages * nm_stage_bytes(p);
   if (p.smem_bytes > spec.limits.smem_per_block_bytes)
     return cat("the 2:4 pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes);
   return "";
@@ -1064,6 +1100,7 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
 }  // namespace
 
 std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
+  if (p.nm_wgmma) return p.nm_recorded;
   std::map<std::string, int64_t> out{{"block_m", p.block_m}, {"block_n", p.block_n}, {"block_k", p.block_k},
                                      {"stages", p.stages}, {"split_k", p.split_k}, {"raster_group", p.raster_group},
                                      {"implicit", p.implicit}};
@@ -1523,7 +1560,10 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
                                       p.cluster_m > 1 ? cat(", clusters of ", p.cluster_m, " sharing B") : std::string())
                                 : std::string(),
                p.split_k > 1 ? cat("; K's ", p.k_tiles(), " tiles split in ", p.split_k, " parts over a cluster") : std::string());
-  return cat(p.nm_sparse ? "sparse tensor cores (mma.sp m16n8k32 " : "tensor cores (mma.sync m16n8k16 ", dtype_name(p.dtype), "): '",
+  return cat(p.nm_wgmma    ? cat("sparse tensor cores (wgmma.sp m64n", p.block_m, "k32 ")
+             : p.nm_sparse ? std::string("sparse tensor cores (mma.sp m16n8k32 ")
+                           : std::string("tensor cores (mma.sync m16n8k16 "),
+             dtype_name(p.dtype), "): '",
              cn.name(), "' ", shape, "; ", operand("A", p.a), ", ", operand("B", p.b),
              p.nm_sparse ? cat(" 2:4 sparse, read compressed (", p.nm_view.k_pad / 2, " values and ", p.nm_view.k_pad / kSpInstK,
                                " metadata steps per row)") : std::string(), "; block ", p.block_m, "x",

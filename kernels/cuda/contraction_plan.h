@@ -86,7 +86,10 @@
 // A contraction whose tile kind is nm_sparse (a weight B with a 2:4 sparsity attribute along k)
 // runs on the sparse tensor cores (ContractionPlan::nm_sparse): the spec must list mma_sparse,
 // the weight must be B itself (no in-group copy), broadcast over any batch axes, a plain product,
-// f16 or bf16, the K step a multiple of 64 and the warp tiles multiples of 16 along m and n.
+// f16 or bf16, the K step a multiple of 64 and the warp tiles multiples of 16 along m and n. Where
+// the recorded family is wgmma (a 128 x 128 or 256 x 128 block, no split or cluster; a recorded
+// persistent grid or ping-pong is not taken: one tile per block), X stored M x K with 16-byte
+// aligned rows, it runs on wgmma.mma_async.sp instead (nm_wgmma).
 #pragma once
 
 #include <algorithm>
@@ -116,6 +119,9 @@ constexpr int kWgConsumers = 2;
 constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
 constexpr int kWgPairedMaxBlockN = 128;
 constexpr int kWgPairedBlocks = 2;  // the launch bound's blocks per SM of those
+/// The 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm::kBlocksPerSm) is launched for two
+/// blocks per SM, its stages sized to fit.
+constexpr int kWgSparseBlocksPerSm = 2;
 /// The GEMM kernel's epilogue slab per consumer: 64 rows of 128 16-bit values (device/wgmma.cuh's
 /// kEpiSlabBytes), after the stages.
 constexpr int kWgEpiSlabBytes = kWgInstM * 128 * 2;
@@ -248,9 +254,17 @@ struct ContractionPlan {
   // its kept values and their indices, derived from its values when the kernel is loaded
   // (GroupPlan::derived, nm_compress.h, through `nm_view`) -- and multiplied on the sparse tensor
   // cores (device/mma.cuh's SparseBlockGemm, mma.sp): C^T = W^T X^T, mma's m along C's n.
-  // Runs on mma.sync's pipeline, K steps of 64, K not split, one tile per block.
+  // Runs on mma.sync's pipeline, K steps of 64, K not split, one tile per block. nm_wgmma: where
+  // the recorded plan is the wgmma kernel, on wgmma.mma_async.sp instead (device/wgmma.cuh's
+  // SparseWarpgroupGemm: two consumer warpgroups of 64 rows of W^T, block_m = X's rows = wgmma's N,
+  // 128 or 256; cp.async copies, no producer); warpgroup is then false and warps_m x warps_n are
+  // its 8 warps.
   bool nm_sparse = false;
+  bool nm_wgmma = false;
   NmView nm_view;
+  // nm_wgmma: the recorded wgmma parameters the kernel was chosen by (contraction_params reports
+  // them: the schedule records the family's parameters, the 2:4 form is derived from them).
+  std::map<std::string, int64_t> nm_recorded;
 
   bool flat_m() const { return !m_axes.empty(); }
   int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }

@@ -227,6 +227,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_m, ", ", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                           ", ", k_param, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
+      : c.nm_wgmma  ? cat("tsl::wg::SparseWarpgroupGemm<", c.block_m, ", ", c.stages, ", ", bf16, ", ", c.m, ", ", c.n, ", ", c.k, ", ",
+                          c.a.ld, "LL>")
       : c.nm_sparse ? cat("tsl::mma::SparseBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                           c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld,
                           "LL", c.a.align < kChunkElems ? cat(", ", c.a.align) : std::string(), ">")
@@ -244,6 +246,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   }
   if (c.nm_sparse)
     os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::KC == " << c.nm_view.k_pad / 2
+        << " && TslGemm::kThreads == " << plan_.threads << (c.nm_wgmma ? cat(" && TslGemm::kBlocksPerSm == ", kWgSparseBlocksPerSm) : std::string())
         << ", \"the 2:4 plan and device/mma.cuh disagree\");\n";
   if (c.split_k > 1)
     os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
@@ -264,7 +267,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   }
   // One block per SM is enough to hold the pipeline; the register budget is the compiler's. (A
   // wgmma block of one consumer up to kWgPairedMaxBlockN wide is launched for two per SM.)
-  emit_signature(name, c.warpgroup && !c.pingpong && c.warpgroups == 2 && c.block_n <= kWgPairedMaxBlockN ? kWgPairedBlocks : 1);
+  emit_signature(name, c.nm_wgmma ? kWgSparseBlocksPerSm : c.warpgroup && !c.pingpong && c.warpgroups == 2 && c.block_n <= kWgPairedMaxBlockN ? kWgPairedBlocks : 1);
   os_ << "  extern __shared__ __align__(16) unsigned char tsl_smem[];\n";
   os_ << "  (void)tsl_scratch; (void)tsl_status;\n";
 

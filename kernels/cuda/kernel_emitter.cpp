@@ -62,12 +62,12 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   const KernelChoice& choice = group.kernel;
   TESSEL_ASSERT(!choice.family.empty(), "group ", index, " of the schedule records no kernel family (record_missing_kernel_families)");
   const std::string where = cat("/groups/", index, "/kernel");
-  // The tile kinds' load/store plans: the tensor-core kernels also walk BSR blocks, and mma.sync's
-  // reads 2:4 compressed weights (contraction_plan.h).
+  // The tile kinds' load/store plans: the tensor-core kernels also walk BSR blocks and read 2:4
+  // compressed weights (contraction_plan.h).
   require_emittable_tiles(graph, group, index, "cuda",
-                          choice.family == "mma"     ? std::vector<LoadKind>{LoadKind::bsr_blocks, LoadKind::nm_compressed}
-                          : choice.family == "wgmma" ? std::vector<LoadKind>{LoadKind::bsr_blocks}
-                                                     : std::vector<LoadKind>{});
+                          choice.family == "mma" || choice.family == "wgmma"
+                              ? std::vector<LoadKind>{LoadKind::bsr_blocks, LoadKind::nm_compressed}
+                              : std::vector<LoadKind>{});
   GeneratedKernel k;
   k.path = choice.family;
   k.attention_reason = declined(choice, "flash");
@@ -111,7 +111,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
     emit(plan_attention(graph, group, generic, spec), k.attention, attention_group_plan, &Emitter::flash_kernel);
   } else if (choice.family == "wgmma" || choice.family == "mma") {
     const ContractionMatch match = plan_contraction(graph, group, generic, spec);
-    if (match.plan && match.plan->warpgroup != (choice.family == "wgmma"))
+    if (match.plan && (match.plan->warpgroup || match.plan->nm_wgmma) != (choice.family == "wgmma"))
       throw illegal(match.plan->warpgroup ? "the spec and tiles select warpgroup MMA (wgmma)"
                                           : cat("no warpgroup MMA: ", match.plan->warpgroup_reason));
     emit(match, k.contraction, mma_group_plan, &Emitter::mma_kernel);

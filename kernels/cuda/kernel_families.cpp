@@ -95,8 +95,9 @@ KernelChoice CudaKernelFamilies::choose(const OpGraph& graph, const ScheduledGro
   }
   const ContractionMatch m = plan_contraction(graph, group, generic, spec);
   if (m.plan) {
-    if (!m.plan->warpgroup && !m.plan->warpgroup_reason.empty()) k.rejected.push_back("wgmma: " + m.plan->warpgroup_reason);
-    k.family = m.plan->warpgroup ? "wgmma" : "mma";
+    const bool wg = m.plan->warpgroup || m.plan->nm_wgmma;  // (a 2:4 weight's wgmma form is wgmma.sp)
+    if (!wg && !m.plan->warpgroup_reason.empty()) k.rejected.push_back("wgmma: " + m.plan->warpgroup_reason);
+    k.family = wg ? "wgmma" : "mma";
     k.params = family_params(*m.plan);
     return k;
   }

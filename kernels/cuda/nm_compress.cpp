@@ -8,8 +8,9 @@ namespace {
 
 constexpr int kGroup = 4, kKept = 2;             // 2:4
 constexpr int kRows = 16, kStepK = 32;           // mma.sp.m16n8k32: rows of the sparse A, k per step
-constexpr int kLanes = 32, kHalfK = kStepK / 2;  // lanes; k described by one lane's word
-constexpr int kMetaElems = 2 * kLanes;           // 16-bit elements of metadata per 16 rows and step
+constexpr int kHalfK = kStepK / 2;               // k described by one word
+constexpr int kWords = kRows;                    // words per 16 rows and step: rows g = 0..7, halves q = 0, 1
+constexpr int kMetaElems = 2 * kWords;           // 16-bit elements of metadata per 16 rows and step
 
 int64_t meta_rows(const NmView& v) { return (v.n + kRows - 1) / kRows; }
 int64_t meta_cols(const NmView& v) { return v.k_pad / kStepK * kMetaElems; }
@@ -47,21 +48,21 @@ std::string compress_2_4(const uint16_t* bits, int64_t elements, const NmView& v
         out.values[static_cast<size_t>(n * kc + g * kKept + j)] = k < v.k ? bits[at] : 0;
       }
     }
-  // The metadata words in lane order.
+  // The metadata words: word 2 g + q for lane 4 g + q.
   out.metadata.assign(static_cast<size_t>(meta_rows(v) * meta_cols(v)), 0);
   const int64_t steps = v.k_pad / kStepK;
   for (int64_t t = 0; t < meta_rows(v); ++t)
     for (int64_t s = 0; s < steps; ++s)
-      for (int lane = 0; lane < kLanes; ++lane) {
-        const int g = lane / 4, half = lane % 2;  // q = 2, 3 repeat q = 0, 1
+      for (int word = 0; word < kWords; ++word) {
+        const int g = word / 2, half = word % 2;
         for (int r = 0; r < 2; ++r) {  // low 16 bits: row g; high: row g + 8
           const int64_t row = t * kRows + g + r * 8;
-          uint16_t word = 0;
+          uint16_t bits = 0;
           for (int c = 0; c < kHalfK / kGroup; ++c) {
             const int64_t group = (s * kStepK + half * kHalfK) / kGroup + c;
-            word = static_cast<uint16_t>(word | (nibble[static_cast<size_t>(row * groups + group)] << (4 * c)));
+            bits = static_cast<uint16_t>(bits | (nibble[static_cast<size_t>(row * groups + group)] << (4 * c)));
           }
-          out.metadata[static_cast<size_t>(t * meta_cols(v) + s * kMetaElems + 2 * lane + r)] = word;
+          out.metadata[static_cast<size_t>(t * meta_cols(v) + s * kMetaElems + 2 * word + r)] = bits;
         }
       }
   return "";
@@ -72,17 +73,16 @@ std::vector<uint16_t> decompress_2_4(const NmCompressed& c, const NmView& v) {
   const int64_t kc = v.k_pad / 2, steps = v.k_pad / kStepK;
   for (int64_t t = 0; t < meta_rows(v); ++t)
     for (int64_t s = 0; s < steps; ++s)
-      for (int lane = 0; lane < kLanes; ++lane) {
-        if (lane % 4 >= 2) continue;  // sparsity selector 0: lanes q = 0, 1
-        const int g = lane / 4, half = lane % 4;
+      for (int word = 0; word < kWords; ++word) {
+        const int g = word / 2, half = word % 2;
         for (int r = 0; r < 2; ++r) {
           const int64_t row = t * kRows + g + r * 8;
           if (row >= v.n) continue;
-          const uint16_t word = c.metadata[static_cast<size_t>(t * meta_cols(v) + s * kMetaElems + 2 * lane + r)];
+          const uint16_t bits = c.metadata[static_cast<size_t>(t * meta_cols(v) + s * kMetaElems + 2 * word + r)];
           for (int cg = 0; cg < kHalfK / kGroup; ++cg) {
             const int64_t group = (s * kStepK + half * kHalfK) / kGroup + cg;
             for (int j = 0; j < kKept; ++j) {
-              const int idx = (word >> (4 * cg + 2 * j)) & 3;
+              const int idx = (bits >> (4 * cg + 2 * j)) & 3;
               const int64_t k = group * kGroup + idx;
               const uint16_t val = c.values[static_cast<size_t>(row * kc + group * kKept + j)];
               if (k < v.k) dense[static_cast<size_t>(k * v.n + row)] = val;

@@ -9,12 +9,13 @@
 // to `k_pad` (whole K tiles of the kernel).
 //   values:   N x k_pad / 2 16-bit elements; row n holds, per group of 4, its two kept values in
 //             k order (a group with fewer non-zeros keeps zeros at the lowest free indices).
-//   metadata: ceil(N / 16) x (k_pad / 32 x 64) 16-bit elements: per 16 rows of W^T (C's n) and 32
-//             of k, 32 32-bit words, one per lane of mma.sp.m16n8k32 with sparsity selector 0:
-//             lane 4 g + q (q = 0, 1) describes k 16 q .. 16 q + 15 of the step for row g (low 16
-//             bits) and row g + 8 (high 16 bits), 4 bits per group of 4 (group c of the half at
-//             bits 4 c: the first kept index in the low 2 bits, the second above it). Lanes with
-//             q = 2, 3 repeat q - 2's word (the instruction ignores them).
+//   metadata: ceil(N / 16) x (k_pad / 32 x 32) 16-bit elements: per 16 rows of W^T (C's n) and 32
+//             of k, 16 32-bit words, word 2 g + q for lane 4 g + q (q = 0, 1) of mma.sp.m16n8k32
+//             and of each warp of wgmma.sp.m64nNk32 with sparsity selector 0: k 16 q .. 16 q + 15
+//             of the step for row g (low 16 bits) and row g + 8 (high 16 bits), 4 bits per group
+//             of 4 (group c of the half at bits 4 c: the first kept index in the low 2 bits, the
+//             second above it). Lanes with q = 2, 3 read the same words (the instructions ignore
+//             them): 2 bits per kept value in memory.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +35,7 @@ struct NmView {
 
 struct NmCompressed {
   std::vector<uint16_t> values;    // n x k_pad / 2
-  std::vector<uint16_t> metadata;  // ceil(n / 16) x (k_pad / 32 x 64)
+  std::vector<uint16_t> metadata;  // ceil(n / 16) x (k_pad / 32 x 32)
 };
 
 /// Compresses the 16-bit elements `bits` (the weight's storage) read through `view`. Returns ""

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "../model_builder.h"
 #include "cuda_check.h"
@@ -64,6 +65,16 @@ std::vector<NmCase> cases() {
   out.push_back({"Gemm transB bf16 1024x1536x768", nm_gemm(DType::bf16, 1024, 1536, 768, true)});
   out.push_back({"bias + GELU epilogue, 512x4096x1024 f16", nm_gemm(DType::f16, 512, 4096, 1024, false, true)});
   out.push_back({"odd n, 300x200x97 f16", nm_gemm(DType::f16, 300, 200, 97)});
+  {  // X stored K x M: read through the folded Transpose, k strided
+    ModelBuilder b(DType::f16);
+    const std::string xt = b.op("Transpose", {b.input("xt", {256, 192})}, {{"perm", std::vector<int64_t>{1, 0}}});
+    out.push_back({"X stored K x M, 192x256x320 f16", b.graph(b.op("MatMul", {xt, b.sparse_weight("w", {256, 320}, 7, two_four(0))}))});
+  }
+  {  // a batched X and one weight for every batch point
+    ModelBuilder b(DType::f16);
+    out.push_back({"batched 3x64x256 @ 256x192 f16",
+                   b.graph(b.op("MatMul", {b.input("x", {3, 64, 256}), b.sparse_weight("w", {256, 192}, 7, two_four(0))}))});
+  }
   return out;
 }
 
@@ -96,7 +107,7 @@ TEST_CASE("cuda nm sparse: compressed values and metadata decompress to the weig
       cuda::NmCompressed c;
       REQUIRE(cuda::compress_2_4(bits.data(), static_cast<int64_t>(bits.size()), view, c) == "");
       CHECK(c.values.size() == static_cast<size_t>(n * view.k_pad / 2));
-      CHECK(c.metadata.size() == static_cast<size_t>((n + 15) / 16 * view.k_pad / 32 * 64));
+      CHECK(c.metadata.size() == static_cast<size_t>((n + 15) / 16 * view.k_pad / 32 * 32));  // 2 bits per kept value
       const std::vector<uint16_t> dense = cuda::decompress_2_4(c, view);
       bool same = true;
       for (int64_t kk = 0; kk < k; ++kk)
@@ -120,18 +131,18 @@ TEST_CASE("cuda nm sparse: the metadata words follow mma.sp's lanes (hand-comput
   const cuda::NmView view{n, k, true, k, 0, 64};
   cuda::NmCompressed c;
   REQUIRE(cuda::compress_2_4(bits.data(), static_cast<int64_t>(bits.size()), view, c) == "");
+  // The word lane 4 g + q (q = 0, 1) supplies: word 2 g + q of the step's 16.
   auto word = [&](int64_t step, int lane) {
-    return static_cast<uint32_t>(c.metadata[static_cast<size_t>(step * 64 + 2 * lane)]) |
-           (static_cast<uint32_t>(c.metadata[static_cast<size_t>(step * 64 + 2 * lane + 1)]) << 16);
+    const int64_t w = 2 * (lane / 4) + lane % 4;
+    return static_cast<uint32_t>(c.metadata[static_cast<size_t>(step * 32 + 2 * w)]) |
+           (static_cast<uint32_t>(c.metadata[static_cast<size_t>(step * 32 + 2 * w + 1)]) << 16);
   };
+  REQUIRE(c.metadata.size() == 2 * 32);  // one row of 16, two steps, 16 words each
   // Lane 0 (g 0, q 0): row 0's groups 0..3 in the low half (group 0: 1 | 3 << 2 = 0xd; the empty
   // groups 0 | 1 << 2 = 0x4), row 8's in the high half (all empty).
   CHECK(word(0, 0) == ((0x4444u << 16) | 0x444du));
   // Lane 1 (g 0, q 1): k 16..31 -- row 8's group 4 keeps 0 and 2 (0 | 2 << 2 = 0x8).
   CHECK(word(0, 1) == ((0x4448u << 16) | 0x4444u));
-  // Lanes 2 and 3 repeat lanes 0 and 1.
-  CHECK(word(0, 2) == word(0, 0));
-  CHECK(word(0, 3) == word(0, 1));
   // Lane 12 (g 3, q 0) of step 1: row 3's group 8 keeps 2 and the lowest free index 0: 0 | 2 << 2.
   CHECK(word(1, 12) == ((0x4444u << 16) | 0x4448u));
   // Row 0's values: its first group's two kept values in k order.
@@ -142,17 +153,20 @@ TEST_CASE("cuda nm sparse: the metadata words follow mma.sp's lanes (hand-comput
   CHECK(why.find("more than 2 non-zeros in the group of 4 at k 0, n 0") != std::string::npos);
 }
 
-TEST_CASE("cuda nm sparse: forced 2:4 kernels emit mma.sp with the derived buffers and compile with NVRTC") {
+TEST_CASE("cuda nm sparse: forced 2:4 kernels emit mma.sp or wgmma.sp with the derived buffers and compile with NVRTC") {
+  std::set<std::string> kernels;
   for (const NmCase& c : cases()) {
     INFO(c.name);
     const Schedule s = schedule(c.graph, gpu_spec(), SparseKernels::block_sparse);
     const ScheduleGroup& sg = reducing_group(c.graph, s);
     INFO(sg.kind_choice);
     REQUIRE(nm_kind(c.graph, sg) != nullptr);
-    CHECK(sg.group.kernel.family == "mma");
     CHECK(sg.kind_choice.find("nm_sparse (forced by --sparse-kernels): 'w' is 2:4 sparse") == 0);
     const cuda::GeneratedKernel k = emit_kernel(c.graph, s, static_cast<int>(&sg - s.groups.data()), gpu_spec());
-    CHECK(k.source.find("tsl::mma::SparseBlockGemm<") != std::string::npos);
+    // mma.sync's family runs mma.sp, wgmma's wgmma.sp.
+    const bool wg = sg.group.kernel.family == "wgmma";
+    CHECK(k.source.find(wg ? "tsl::wg::SparseWarpgroupGemm<" : "tsl::mma::SparseBlockGemm<") != std::string::npos);
+    kernels.insert(sg.group.kernel.family);
     CHECK(k.source.find("tsl_derived1") != std::string::npos);
     REQUIRE(k.plan.derived.size() == 2);
     CHECK(k.plan.derived[0].kind == cuda::DerivedBuffer::Kind::nm_values);
@@ -164,6 +178,8 @@ TEST_CASE("cuda nm sparse: forced 2:4 kernels emit mma.sp with the derived buffe
     for (int i = 0; i < static_cast<int>(s.groups.size()); ++i)
       CHECK(emit_kernel(c.graph, back, i, gpu_spec()).source == emit_kernel(c.graph, s, i, gpu_spec()).source);
   }
+  // The cases cover both kernels.
+  CHECK(kernels == std::set<std::string>{"mma", "wgmma"});
 }
 
 TEST_CASE("cuda nm sparse: the model weighs 2:4 against dense and says why, and without sparse tensor cores it stays dense") {
@@ -184,7 +200,9 @@ TEST_CASE("cuda nm sparse: the model weighs 2:4 against dense and says why, and 
   const ScheduleGroup& dg = reducing_group(g, d);
   INFO(dg.kind_choice);
   CHECK(nm_kind(g, dg) == nullptr);
-  CHECK(dg.kind_choice == "dense: no N:M sparse kernel of 'w' can be emitted here");
+  CHECK(dg.kind_choice ==
+        "dense: no N:M sparse kernel of 'w' can be emitted here (the cheapest: kernel family 'mma' cannot emit this group: spec "
+        "'nvidia-a100-sxm-80g' lists no mma_sparse (target.gpu_features): no sparse tensor cores)");
   Schedule forced = s;
   CHECK_THROWS_WITH_AS(emit_kernel(g, forced, static_cast<int>(&sg - s.groups.data()), plain), doctest::Contains("lists no mma_sparse"),
                        UserError);
@@ -197,7 +215,8 @@ TEST_CASE("cuda nm sparse: a 2:4 pattern along the weight's other dimension is n
   const ScheduleGroup& sg = reducing_group(g, s);
   INFO(sg.kind_choice);
   CHECK(nm_kind(g, sg) == nullptr);
-  CHECK(sg.kind_choice.find("dense") == 0);
+  CHECK(sg.kind_choice.find("dense: no N:M sparse kernel of 'w' can be emitted here (the cheapest: ") == 0);
+  CHECK(sg.kind_choice.find("the 2:4 groups of 'w' run along dimension 1, not along the contraction's k") != std::string::npos);
 }
 
 TEST_CASE("cuda nm sparse run: 2:4 kernels match the interpreter (odd shapes, tails, transposed weights, bf16, epilogues)") {

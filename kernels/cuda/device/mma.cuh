@@ -468,8 +468,10 @@ struct BlockGemm {
 // consecutive k) and stored compressed at compile time (kernels/cuda/nm_compress.h):
 //   values: N x KC 16-bit elements, row n holding the 2 kept values of each group of 4 of W's
 //           column n, in k order (KC = K rounded up to whole BK tiles, halved);
-//   meta:   per 16 rows of W^T and 32 of k, 32 words of 2-bit indices in the order mma.sp's
-//           lanes take them (word[lane]), a ROWS16 x (K32 * 64) view of 16-bit elements.
+//   meta:   per 16 rows of W^T and 32 of k, 16 words of 2-bit indices, word 2 g + q for the lanes
+//           4 g + q (q = 0, 1) that supply mma.sp's metadata (sparsity selector 0; lanes with
+//           q = 2, 3 read the same word, which the instruction ignores), a ROWS16 x (K32 * 32) view
+//           of 16-bit elements.
 // mma.sp's sparse operand is its A, so the tensor cores compute C^T = W^T X^T: W^T's rows are
 // mma's m (16 per instruction), X's rows its n (8), and for_each_pair turns the transposed
 // accumulator pairs back into pairs along C's n with one shuffle. The main loop is BlockGemm's:
@@ -493,7 +495,10 @@ __device__ __forceinline__ void mma_sp_16832(float (&d)[4], const unsigned (&a)[
 }
 
 constexpr int kSpInstK = 32;        // mma.sp.m16n8k32
-constexpr int kSpMetaElems = 64;    // 16-bit elements of metadata per 16 rows and 32 k (32 words)
+constexpr int kSpMetaElems = 32;    // 16-bit elements of metadata per 16 rows and 32 k (16 words)
+// The metadata word of lane `lane` within a step's 16 (nm_compress.h's order).
+__device__ __forceinline__ int sp_meta_word(int lane) { return 2 * (lane / 4) + (lane & 1); }
+constexpr unsigned kSpMetaFill = 0x44444444u;  // indices 0 and 1 in every group: valid metadata for zero rows
 
 // One block's BM x BN tile of C (M x N x K) with W 2:4 sparse (see above). X_K_CONTIG: X stored
 // M x K (else K x M), LDX its row distance, GRAN_X its read granule (TileCopy); KC and K32 the
@@ -526,6 +531,7 @@ struct SparseBlockGemm {
   float acc[kTilesW][kTilesX][4];
   unsigned wf[2][kTilesW][4];
   unsigned ef[2][kTilesW];
+  int meta_row0 = 0;  // the block's first row of 16 of W^T
 
   typedef TileCopy<kWRows, kWCols, kThreads, N, KC, KC, true> CopyW;
   typedef TileCopy<kXRows, kXCols, kThreads, X_K_CONTIG ? M : K, X_K_CONTIG ? K : M, LDX, X_K_CONTIG, GRAN_X> CopyX;
@@ -541,9 +547,13 @@ struct SparseBlockGemm {
       const int row = warp_n * kWarpN + i * kInstM;
       // The compressed 16 x 16 of this k32 step, read as a dense m16 x k16 A fragment.
       ldmatrix_x4(wf[buf][i], sw + static_cast<unsigned>(((row + lane % 16) * kWStride + step * (kSpInstK / 2) + (lane / 16) * 8) * 2));
-      asm volatile("ld.shared.b32 %0, [%1];\n"
-                   : "=r"(ef[buf][i])
-                   : "r"(se + static_cast<unsigned>(((row / kInstM) * kEStride + step * kSpMetaElems + lane * 2) * 2)));
+      // (Rows of W^T past its last 16 read zeros from the copy: invalid metadata, so a fill.)
+      if (meta_row0 + row / kInstM < kMetaRows)
+        asm volatile("ld.shared.b32 %0, [%1];\n"
+                     : "=r"(ef[buf][i])
+                     : "r"(se + static_cast<unsigned>(((row / kInstM) * kEStride + step * kSpMetaElems + sp_meta_word(lane) * 2) * 2)));
+      else
+        ef[buf][i] = kSpMetaFill;
     }
   }
 
@@ -578,6 +588,7 @@ struct SparseBlockGemm {
     CopyW copy_w(w, n0, 0);
     CopyX copy_x(x, X_K_CONTIG ? m0 : 0, X_K_CONTIG ? 0 : m0);
     CopyE copy_e(e, n0 / kInstM, 0);
+    meta_row0 = n0 / kInstM;
     const unsigned base = smem_address(smem);
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
@@ -604,19 +615,25 @@ struct SparseBlockGemm {
       const unsigned cur = base + (kt % STAGES) * kStageBytes;
 #pragma unroll
       for (int step = 0; step < kSteps; ++step) {
-        if (step == kSteps - 1) {
-          cp_async_wait<STAGES - 2>();
-          __syncthreads();
-        }
         if (step == 0) {
+          // Refill the stage of tile kt - 1: every warp finished reading it (X's fragments too)
+          // before the last barrier.
           const int fill = kt + STAGES - 1;
           if (fill < kKTiles) copy(base + (fill % STAGES) * kStageBytes);
           advance();
           cp_async_commit();
         }
-        if (step < kSteps - 1) load_fragments((step + 1) % 2, cur, step + 1, warp_m, warp_n, lane);
-        else if (kt + 1 < kKTiles) load_fragments(0, base + ((kt + 1) % STAGES) * kStageBytes, 0, warp_m, warp_n, lane);
-        multiply(step % 2, cur, step, warp_m, lane);
+        if (step < kSteps - 1) {
+          load_fragments((step + 1) % 2, cur, step + 1, warp_m, warp_n, lane);
+          multiply(step % 2, cur, step, warp_m, lane);
+        } else {
+          // X's fragments are read from the stage as they are multiplied: the barrier that lets
+          // the next refill overwrite this stage comes after the last step's multiplies.
+          multiply(step % 2, cur, step, warp_m, lane);
+          cp_async_wait<STAGES - 2>();
+          __syncthreads();
+          if (kt + 1 < kKTiles) load_fragments(0, base + ((kt + 1) % STAGES) * kStageBytes, 0, warp_m, warp_n, lane);
+        }
       }
     }
     cp_async_wait<0>();

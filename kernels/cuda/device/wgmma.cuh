@@ -278,6 +278,25 @@ __device__ __forceinline__ void wgmma_n64_acc(float (&d)[32], u64 da, u64 db, in
   if (BF16) TSL_WG_MMA_P("m64n64k16", "bf16", TSL_WG_D32 ", %32, %33, p, 1, 1, 0, %34;\n}\n", "35", TSL_WG_OUT32);
   else TSL_WG_MMA_P("m64n64k16", "f16", TSL_WG_D32 ", %32, %33, p, 1, 1, 0, %34;\n}\n", "35", TSL_WG_OUT32);
 }
+// ---- wgmma.mma_async.sp m64nNk32 (2:4 sparse A from shared memory; SparseWarpgroupGemm, below) ----
+#define TSL_WG_MMA_SP(SHAPE, TYPE, D, OPERANDS, OUT)                                                                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sp.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " D \
+               OPERANDS ";\n}\n"                                                                                     \
+               : OUT                                                                                                 \
+               : "l"(da), "l"(db), "r"(e))
+
+// d += A B for a 64 x 32 slice of 2:4 sparse A (compressed: 64 x 16) and a 32 x N slice of B (K-major),
+// metadata word `e` (sparsity selector 0).
+template <bool BF16> __device__ __forceinline__ void wgmma_sp_n256(float (&d)[128], u64 da, u64 db, unsigned e) {
+  if (BF16) TSL_WG_MMA_SP("m64n256k32", "bf16", TSL_WG_D128, ", %128, %129, %130, 0, p, 1, 1, 0, 0", TSL_WG_OUT128);
+  else TSL_WG_MMA_SP("m64n256k32", "f16", TSL_WG_D128, ", %128, %129, %130, 0, p, 1, 1, 0, 0", TSL_WG_OUT128);
+}
+template <bool BF16> __device__ __forceinline__ void wgmma_sp_n128(float (&d)[64], u64 da, u64 db, unsigned e) {
+  if (BF16) TSL_WG_MMA_SP("m64n128k32", "bf16", TSL_WG_D64, ", %64, %65, %66, 0, p, 1, 1, 0, 0", TSL_WG_OUT64);
+  else TSL_WG_MMA_SP("m64n128k32", "f16", TSL_WG_D64, ", %64, %65, %66, 0, p, 1, 1, 0, 0", TSL_WG_OUT64);
+}
+
+#undef TSL_WG_MMA_SP
 #undef TSL_WG_MMA_P
 #undef TSL_WG_D32
 #undef TSL_WG_OUT32
@@ -951,6 +970,166 @@ struct WarpgroupPingpong {
         store_slab<BF16, CHUNK, 0>(slab, acc1, 3 + c, kInstM, 0, epilogue);
       }
     }
+  }
+};
+
+// ---- 2:4 sparse weights: wgmma.mma_async.sp -------------------------------------------------------
+//
+// C[m, n] = sum_k X[m, k] W[k, n] with W 2:4 sparse along k, read compressed (mma.cuh's
+// SparseBlockGemm has the layout, kernels/cuda/nm_compress.h makes it). wgmma.sp's sparse operand
+// is its A, so a block computes C^T = W^T X^T: two consumer warpgroups of 64 rows of W^T (C's n;
+// the block's 128) against BM rows of X (C's m; wgmma's N, 128 or 256). No producer warpgroup:
+// every thread copies with cp.async into a STAGES-deep ring (then fence.proxy.async, so that the
+// tensor cores' reads see the copies), STAGES - 2 K tiles of 64 ahead; one barrier per K tile, one
+// tile's wgmmas in flight while the next is issued (their metadata operands are registers: even
+// and odd tiles use their own), two blocks on an SM.
+// W's tile is 128 rows of 32 compressed values (64 bytes: the 64-byte swizzle, chunk c of row r at
+// c ^ ((r / 2) % 4)); X's is BM rows of 64 k (the 128-byte swizzle of the dense kernel). The
+// metadata words of each warp's 16 rows come from device memory (read-only cache), one per k32
+// step, copied with the stage. The accumulators lie as the m16n8 fragments of mma.sync (C^T rows 16 w + l / 4 + 8 h,
+// columns 8 j + 2 (l % 4) + {0, 1}); for_each_pair turns them into pairs along C's n.
+
+// A descriptor of a K-major tile with the 64-byte swizzle (mode 2 in bits 62-63): 8-row groups
+// `sbo` bytes apart.
+__device__ __forceinline__ u64 smem_desc_64b(unsigned addr, unsigned sbo) {
+  return static_cast<u64>((addr & 0x3FFFFu) >> 4) | (static_cast<u64>(1) << 16) | (static_cast<u64>(sbo >> 4) << 32) | (2ull << 62);
+}
+
+template <int BM, int STAGES, bool BF16, int M, int N, int K, long long LDX>
+struct SparseWarpgroupGemm {
+  static constexpr int BN = 2 * kInstM;  // W^T rows: two consumers of 64
+  static constexpr int BK = kRowElems;   // k per stage
+  static constexpr int kThreads = 2 * kWarpgroup;
+  static constexpr int kAccs = BM / 2;
+  static constexpr int kSpK = 32;                    // wgmma.sp's k
+  static constexpr int kWRowBytes = BK;              // 32 compressed 16-bit values: the 64-byte swizzle span
+  static constexpr int kWAtomBytes = 8 * kWRowBytes;  // its period: 8 rows
+  static constexpr int kMetaWords = 16;  // per 16 rows and k32 step (mma.cuh's kSpMetaElems / 2)
+  static constexpr int kERowBytes = BK / kSpK * kMetaWords * 4;  // a K tile's metadata of 16 rows: 128 bytes
+  static constexpr int kWBytes = BN * kWRowBytes, kXBytes = BM * kRowBytes, kEBytes = BN / 16 * kERowBytes;
+  static constexpr int kStageBytes = kWBytes + kXBytes + kEBytes;
+  static constexpr int kKTiles = (K + BK - 1) / BK;
+  static constexpr int KC = kKTiles * BK / 2, K32 = kKTiles * BK / kSpK;  // as SparseBlockGemm's
+  static constexpr int kMetaRows = (N + 15) / 16;
+  static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes;
+  static_assert(BM == 128 || BM == 256, "wgmma.sp tiles are 64 x 128 or 64 x 256 per consumer");
+  static_assert(STAGES >= 3, "the ring keeps STAGES - 2 tiles ahead of the one multiplied");
+  static constexpr int kBlocksPerSm = 2;  // the launch bound (contraction_plan.cpp sizes the stages for it)
+  static_assert(kWBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0, "tiles start swizzle-atom aligned");
+
+  float acc[kAccs];
+
+  // Starts the copies of K tile `kt` into the stage at `st` (rows past M or N and k past K read
+  // zeros): W's and X's tiles and the metadata of the block's rows of 16 (rows past the last read
+  // zeros, replaced by a fill when read).
+  __device__ __forceinline__ void copy(unsigned st, int kt, const u16* __restrict__ x, const u16* __restrict__ w, const u16* __restrict__ e,
+                                       int m0, int n0) const {
+    const int t = static_cast<int>(threadIdx.x);
+    constexpr int kWChunks = kWRowBytes / 16, kXChunks = kRowBytes / 16, kEChunks = kERowBytes / 16;
+    if (t < BN / 16 * kEChunks) {
+      const int r = t / kEChunks, c = t % kEChunks, row = n0 / 16 + r;
+      const u16* src = e + (static_cast<long long>(row) * K32 + kt * (BK / kSpK)) * kMetaWords * 2 + c * 8;
+      mma::cp_async_16(st + static_cast<unsigned>(kWBytes + kXBytes + r * kERowBytes + c * 16), row < kMetaRows ? src : e,
+                       row < kMetaRows ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = t; i < BN * kWChunks; i += kThreads) {
+      const int r = i / kWChunks, c = i % kWChunks, row = n0 + r;
+      const u16* src = w + static_cast<long long>(row) * KC + kt * (BK / 2) + c * 8;
+      mma::cp_async_16(st + static_cast<unsigned>(r * kWRowBytes + ((c ^ ((r >> 1) & 3)) * 16)), row < N ? src : w, row < N ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = t; i < BM * kXChunks; i += kThreads) {
+      const int r = i / kXChunks, c = i % kXChunks, row = m0 + r, k = kt * BK + c * 8;
+      const int v = row < M ? (K - k < 0 ? 0 : (K - k > 8 ? 8 : K - k)) : 0;
+      const u16* src = x + static_cast<long long>(row) * LDX + k;
+      mma::cp_async_16(st + static_cast<unsigned>(kWBytes + r * kRowBytes + ((c ^ (r & 7)) * 16)), v > 0 ? src : x, v * 2);
+    }
+  }
+
+  // acc = the block's tile at (m0, n0) over all of K: `x` the dense operand (M x K, rows LDX
+  // apart, 16-byte aligned), `w` the compressed values, `e` the metadata (16-bit view, pairs are
+  // the 32-bit words). Ends with every copy complete and a barrier.
+  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ x, const u16* __restrict__ w,
+                                      const u16* __restrict__ e, int m0, int n0) {
+    const unsigned raw = mma::smem_address(smem);
+    const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
+    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup, warp = (static_cast<int>(threadIdx.x) % kWarpgroup) / 32,
+              lane = static_cast<int>(threadIdx.x) % 32;
+    const int tile16 = (n0 + wg * kInstM + warp * 16) / 16;
+    // This warp's metadata words in a stage: its row of 16, the lane's word of each k32 step.
+    const unsigned meta_at = static_cast<unsigned>(kWBytes + kXBytes + (wg * kInstM / 16 + warp) * kERowBytes + mma::sp_meta_word(lane) * 4);
+#pragma unroll
+    for (int i = 0; i < kAccs; ++i) acc[i] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; ++s) {
+      if (s < kKTiles) copy(base + s * kStageBytes, s, x, w, e, m0, n0);
+      mma::cp_async_commit();
+    }
+    // The metadata of even and odd K tiles in their own registers: a tile's wgmmas read theirs
+    // asynchronously until they complete (the next tile's wgmma_wait), so the next tile's words go
+    // to the other pair, and the fence after each wait keeps all four live.
+    unsigned ea0 = mma::kSpMetaFill, ea1 = mma::kSpMetaFill, eb0 = mma::kSpMetaFill, eb1 = mma::kSpMetaFill;
+    for (int kt = 0; kt < kKTiles; ++kt) {
+      mma::cp_async_wait<STAGES - 3>();
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      __syncthreads();
+      // Every warpgroup has waited for tile kt - 2's wgmmas (in iteration kt - 1): its stage is free.
+      const int fill = kt + STAGES - 2;
+      if (fill < kKTiles) copy(base + (fill % STAGES) * kStageBytes, fill, x, w, e, m0, n0);
+      mma::cp_async_commit();
+      const unsigned st = base + (kt % STAGES) * kStageBytes;
+      const unsigned sw = st + wg * kInstM * kWRowBytes, sx = st + kWBytes;
+      // The tile's metadata into one pair, its two k32 steps' wgmmas reading it.
+      auto issue = [&](unsigned& e0, unsigned& e1) __attribute__((always_inline)) {
+        if (tile16 < kMetaRows) {
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + meta_at) : "memory");
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + meta_at + kMetaWords * 4) : "memory");
+        }
+        fence_registers(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int step = 0; step < BK / kSpK; ++step) {
+          // A: 16 compressed values (32 bytes) per step inside the 64-byte rows, 8-row groups one
+          // atom apart; B: 32 k (64 bytes) per step inside the 128-byte rows.
+          const u64 da = smem_desc_64b(sw + step * (kSpK / 2) * 2, kWAtomBytes);
+          const u64 db = smem_desc(sx + step * kSpK * 2, 16, kAtomBytes);
+          if constexpr (BM == 256) wgmma_sp_n256<BF16>(acc, da, db, step ? e1 : e0);
+          else wgmma_sp_n128<BF16>(acc, da, db, step ? e1 : e0);
+        }
+      };
+      if (kt % 2 != 0) issue(eb0, eb1);
+      else issue(ea0, ea1);
+      wgmma_commit();
+      fence_registers(acc);
+      wgmma_wait<1>();  // the previous tile's wgmmas are done (their stage and metadata pair are free)
+      fence_registers(acc);
+      asm volatile("" : "+r"(ea0), "+r"(ea1), "+r"(eb0), "+r"(eb1)::"memory");
+    }
+    wgmma_wait<0>();
+    fence_registers(acc);
+    mma::cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  // As SparseBlockGemm::for_each_pair: f(m, n, v0, v1), v0 at (m, n) and v1 at (m, n + 1) of C,
+  // relative to the tile. Every lane must call it.
+  template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
+    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup, warp = (static_cast<int>(threadIdx.x) % kWarpgroup) / 32,
+              lane = static_cast<int>(threadIdx.x) % 32;
+    const int g = lane / 4, q = lane % 4;
+    const bool even = g % 2 == 0;
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float own0 = acc[4 * j + 2 * h], own1 = acc[4 * j + 2 * h + 1];
+        const float other = __shfl_xor_sync(0xffffffffu, even ? own1 : own0, 4);
+        const int n = wg * kInstM + warp * 16 + h * 8 + (even ? g : g - 1);
+        const int m = 8 * j + 2 * q + (even ? 0 : 1);
+        if (even) f(m, n, own0, other);
+        else f(m, n, other, own1);
+      }
   }
 };
 
