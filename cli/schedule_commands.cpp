@@ -39,7 +39,8 @@ const char* kScheduleHelp =
     "  --tune K   measure the K best tilings of every group on the device SPEC is for and keep the\n"
     "             fastest; each group's candidates, predicted and measured, are in its \"trials\"\n"
     "  --sparse-kernels  a contraction reading a sparse weight gets the kernel the cost model\n"
-    "             predicts faster (cost, default), or always dense / block_sparse (docs/sparsity.md)\n";
+    "             predicts faster (cost, default), or always dense / block_sparse (the sparse kernel of\n"
+    "             the weight's pattern, block or N:M; docs/sparsity.md)\n";
 const char* kExplainHelp =
     "usage: tessel explain MODEL [--hw SPEC | --device cpu|cuda] [--policy P] [--schedule FILE]\n"
     "                      [--format text|dot|html] [-o FILE] [--tune K [--cache DIR]]\n"

@@ -278,7 +278,7 @@ int cmd_sparsify(const std::vector<std::string>& argv) {
       const Sparsity s{Sparsity::Pattern::block, blocks[b].rows, blocks[b].cols, density};
       if (!check_sparsity(s, w.type.shape).empty()) continue;
       const HostTensor v = values_of(w), pruned = apply_sparsity(v, s);
-      w.sparsity = s;
+      set_sparsity(w, v, s);  // (values an earlier attribute pruned are kept)
       double all = 0, kept = 0;
       for (int64_t e = 0; e < v.size(); ++e) all += std::fabs(v[e]), kept += std::fabs(pruned[e]);
       score[c][b].kept = all > 0 ? kept / all : 1.0;
@@ -312,7 +312,7 @@ int cmd_sparsify(const std::vector<std::string>& argv) {
                 << (s.seconds > 0 ? cat(std::round(s.seconds * 1e6) / 1e3, " ms") : std::string("-"))
                 << (static_cast<int>(b) == pick ? "  <- kept" : "") << "\n";
     }
-    if (pick >= 0) w.sparsity = Sparsity{Sparsity::Pattern::block, blocks[pick].rows, blocks[pick].cols, density};
+    if (pick >= 0) set_sparsity(w, values_of(w), Sparsity{Sparsity::Pattern::block, blocks[pick].rows, blocks[pick].cols, density});
   }
   save_model_json(model, *out_path);
   std::cout << "pruned " << chosen.size() << " linear weights to density " << density << " (kept |w|: the fraction of each "

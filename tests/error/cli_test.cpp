@@ -469,6 +469,16 @@ TEST_CASE("cli: sparsify --pattern nm marks linear weights 2:4 along their reduc
   CHECK(a.status == 0);
   REQUIRE(a.output.find("'y':") != std::string::npos);
   CHECK(a.output.substr(a.output.find("'y':")) == b.output.substr(b.output.find("'y':")));
+  // Block-pruning the 2:4 model keeps the 2:4 pruning: the values are written out (the random init
+  // of w, seed 3, would regenerate the unpruned weight).
+  const std::string blocks = (dir / "blocks.json").string();
+  r = tessel("sparsify " + nm + " --hw x86-64-avx512-server --density 0.5 --blocks 8x8 -o " + blocks);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  std::stringstream pruned;
+  pruned << std::ifstream(blocks).rdbuf();
+  CHECK(pruned.str().find(R"("pattern": "block")") != std::string::npos);
+  CHECK(pruned.str().find(R"("seed": 3)") == std::string::npos);
   // Bad input: exit 2, one line.
   r = tessel("sparsify " + model + " --pattern nm --density 0.5 -o " + nm);
   CHECK(r.status == 2);
