@@ -831,9 +831,8 @@ std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props
   if (p.block_k % (2 * kSpInstK) != 0) return cat("the 2:4 kernel steps K by multiples of ", 2 * kSpInstK, ", not ", p.block_k);
   if (p.warpgroup) {
     // wgmma.mma_async.sp: two consumers of 64 rows of W^T (block_n 128) against block_m rows of X.
-    if (p.block_n != kWgConsumers * kWgInstM || (p.block_m != kWgBlockN && p.block_m != kWgBlockNWide))
-      return cat("the 2:4 wgmma kernel's blocks are ", kWgBlockN, " or ", kWgBlockNWide, " x ", kWgConsumers * kWgInstM, ", not ",
-                 p.block_m, " x ", p.block_n);
+    if (p.block_n != kWgConsumers * kWgInstM || p.block_m != kWgBlockN)
+      return cat("the 2:4 wgmma kernel's blocks are ", kWgBlockN, " x ", kWgConsumers * kWgInstM, ", not ", p.block_m, " x ", p.block_n);
     // (It runs one tile per block: a recorded persistent grid or ping-pong is not taken.)
     if (p.cluster_m > 1) return "the 2:4 wgmma kernel shares no operand over a cluster";
     p.nm_recorded = contraction_params(p);
@@ -1128,6 +1127,9 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
 
 std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const HwSpec& spec) {
   std::vector<KernelChoice> out;
+  // A 2:4 plan's form is derived from the recorded family's parameters (plan_nm): the variants are
+  // the dense group's (choose_sparse_kinds sets the kind on each), none of its own.
+  if (p.nm_sparse) return out;
   // The variant `params` of `family` as apply_recorded plans it, where `keep` (if any) takes the plan.
   auto add = [&](const std::string& family, std::map<std::string, int64_t> params,
                  const std::function<bool(const ContractionPlan&)>& keep = nullptr) {

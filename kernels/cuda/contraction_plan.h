@@ -87,7 +87,7 @@
 // runs on the sparse tensor cores (ContractionPlan::nm_sparse): the spec must list mma_sparse,
 // the weight must be B itself (no in-group copy), broadcast over any batch axes, a plain product,
 // f16 or bf16, the K step a multiple of 64 and the warp tiles multiples of 16 along m and n. Where
-// the recorded family is wgmma (a 128 x 128 or 256 x 128 block, no split or cluster; a recorded
+// the recorded family is wgmma (a 128 x 128 block, no split or cluster; a recorded
 // persistent grid or ping-pong is not taken: one tile per block), X stored M x K with 16-byte
 // aligned rows, it runs on wgmma.mma_async.sp instead (nm_wgmma).
 #pragma once
@@ -256,8 +256,8 @@ struct ContractionPlan {
   // cores (device/mma.cuh's SparseBlockGemm, mma.sp): C^T = W^T X^T, mma's m along C's n.
   // Runs on mma.sync's pipeline, K steps of 64, K not split, one tile per block. nm_wgmma: where
   // the recorded plan is the wgmma kernel, on wgmma.mma_async.sp instead (device/wgmma.cuh's
-  // SparseWarpgroupGemm: two consumer warpgroups of 64 rows of W^T, block_m = X's rows = wgmma's N,
-  // 128 or 256; cp.async copies, no producer); warpgroup is then false and warps_m x warps_n are
+  // SparseWarpgroupGemm: two consumer warpgroups of 64 rows of W^T against block_m = 128 rows of
+  // X, wgmma's N; cp.async copies, no producer); warpgroup is then false and warps_m x warps_n are
   // its 8 warps.
   bool nm_sparse = false;
   bool nm_wgmma = false;

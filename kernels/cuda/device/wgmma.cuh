@@ -287,10 +287,6 @@ __device__ __forceinline__ void wgmma_n64_acc(float (&d)[32], u64 da, u64 db, in
 
 // d += A B for a 64 x 32 slice of 2:4 sparse A (compressed: 64 x 16) and a 32 x N slice of B (K-major),
 // metadata word `e` (sparsity selector 0).
-template <bool BF16> __device__ __forceinline__ void wgmma_sp_n256(float (&d)[128], u64 da, u64 db, unsigned e) {
-  if (BF16) TSL_WG_MMA_SP("m64n256k32", "bf16", TSL_WG_D128, ", %128, %129, %130, 0, p, 1, 1, 0, 0", TSL_WG_OUT128);
-  else TSL_WG_MMA_SP("m64n256k32", "f16", TSL_WG_D128, ", %128, %129, %130, 0, p, 1, 1, 0, 0", TSL_WG_OUT128);
-}
 template <bool BF16> __device__ __forceinline__ void wgmma_sp_n128(float (&d)[64], u64 da, u64 db, unsigned e) {
   if (BF16) TSL_WG_MMA_SP("m64n128k32", "bf16", TSL_WG_D64, ", %64, %65, %66, 0, p, 1, 1, 0, 0", TSL_WG_OUT64);
   else TSL_WG_MMA_SP("m64n128k32", "f16", TSL_WG_D64, ", %64, %65, %66, 0, p, 1, 1, 0, 0", TSL_WG_OUT64);
@@ -978,16 +974,17 @@ struct WarpgroupPingpong {
 // C[m, n] = sum_k X[m, k] W[k, n] with W 2:4 sparse along k, read compressed (mma.cuh's
 // SparseBlockGemm has the layout, kernels/cuda/nm_compress.h makes it). wgmma.sp's sparse operand
 // is its A, so a block computes C^T = W^T X^T: two consumer warpgroups of 64 rows of W^T (C's n;
-// the block's 128) against BM rows of X (C's m; wgmma's N, 128 or 256). No producer warpgroup:
+// the block's 128) against BM = 128 rows of X (C's m; wgmma's N). No producer warpgroup:
 // every thread copies with cp.async into a STAGES-deep ring (then fence.proxy.async, so that the
 // tensor cores' reads see the copies), STAGES - 2 K tiles of 64 ahead; one barrier per K tile, one
-// tile's wgmmas in flight while the next is issued (their metadata operands are registers: even
-// and odd tiles use their own), two blocks on an SM.
+// tile's wgmmas in flight while the next is issued (their metadata operands are registers: the K
+// loop runs tiles in pairs, even and odd tiles on their own registers), two blocks on an SM.
 // W's tile is 128 rows of 32 compressed values (64 bytes: the 64-byte swizzle, chunk c of row r at
 // c ^ ((r / 2) % 4)); X's is BM rows of 64 k (the 128-byte swizzle of the dense kernel). The
-// metadata words of each warp's 16 rows come from device memory (read-only cache), one per k32
-// step, copied with the stage. The accumulators lie as the m16n8 fragments of mma.sync (C^T rows 16 w + l / 4 + 8 h,
-// columns 8 j + 2 (l % 4) + {0, 1}); for_each_pair turns them into pairs along C's n.
+// block's metadata words (16 per 16 rows and k32 step) are copied with the stage, and each warp
+// reads its two per K tile from shared memory. The accumulators lie as the m16n8 fragments of
+// mma.sync (C^T rows 16 w + l / 4 + 8 h, columns 8 j + 2 (l % 4) + {0, 1}); for_each_pair turns
+// them into pairs along C's n.
 
 // A descriptor of a K-major tile with the 64-byte swizzle (mode 2 in bits 62-63): 8-row groups
 // `sbo` bytes apart.
@@ -1012,7 +1009,7 @@ struct SparseWarpgroupGemm {
   static constexpr int KC = kKTiles * BK / 2, K32 = kKTiles * BK / kSpK;  // as SparseBlockGemm's
   static constexpr int kMetaRows = (N + 15) / 16;
   static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes;
-  static_assert(BM == 128 || BM == 256, "wgmma.sp tiles are 64 x 128 or 64 x 256 per consumer");
+  static_assert(BM == 128, "wgmma.sp tiles are 64 x 128 per consumer (256 wide measured slower, and two blocks per SM would spill)");
   static_assert(STAGES >= 3, "the ring keeps STAGES - 2 tiles ahead of the one multiplied");
   static constexpr int kBlocksPerSm = 2;  // the launch bound (contraction_plan.cpp sizes the stages for it)
   static_assert(kWBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0, "tiles start swizzle-atom aligned");
@@ -1070,41 +1067,41 @@ struct SparseWarpgroupGemm {
     // asynchronously until they complete (the next tile's wgmma_wait), so the next tile's words go
     // to the other pair, and the fence after each wait keeps all four live.
     unsigned ea0 = mma::kSpMetaFill, ea1 = mma::kSpMetaFill, eb0 = mma::kSpMetaFill, eb1 = mma::kSpMetaFill;
-    for (int kt = 0; kt < kKTiles; ++kt) {
+    // One K tile with its metadata in (e0, e1); the loop below runs even tiles on one pair and odd
+    // ones on the other, with no branch between them.
+    auto tile = [&](int kt, unsigned& e0, unsigned& e1) __attribute__((always_inline)) {
       mma::cp_async_wait<STAGES - 3>();
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       __syncthreads();
-      // Every warpgroup has waited for tile kt - 2's wgmmas (in iteration kt - 1): its stage is free.
+      // Every warpgroup has waited for tile kt - 2's wgmmas (in tile kt - 1): its stage is free.
       const int fill = kt + STAGES - 2;
       if (fill < kKTiles) copy(base + (fill % STAGES) * kStageBytes, fill, x, w, e, m0, n0);
       mma::cp_async_commit();
       const unsigned st = base + (kt % STAGES) * kStageBytes;
       const unsigned sw = st + wg * kInstM * kWRowBytes, sx = st + kWBytes;
-      // The tile's metadata into one pair, its two k32 steps' wgmmas reading it.
-      auto issue = [&](unsigned& e0, unsigned& e1) __attribute__((always_inline)) {
-        if (tile16 < kMetaRows) {
-          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + meta_at) : "memory");
-          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + meta_at + kMetaWords * 4) : "memory");
-        }
-        fence_registers(acc);
-        wgmma_fence();
+      if (tile16 < kMetaRows) {
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + meta_at) : "memory");
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + meta_at + kMetaWords * 4) : "memory");
+      }
+      fence_registers(acc);
+      wgmma_fence();
 #pragma unroll
-        for (int step = 0; step < BK / kSpK; ++step) {
-          // A: 16 compressed values (32 bytes) per step inside the 64-byte rows, 8-row groups one
-          // atom apart; B: 32 k (64 bytes) per step inside the 128-byte rows.
-          const u64 da = smem_desc_64b(sw + step * (kSpK / 2) * 2, kWAtomBytes);
-          const u64 db = smem_desc(sx + step * kSpK * 2, 16, kAtomBytes);
-          if constexpr (BM == 256) wgmma_sp_n256<BF16>(acc, da, db, step ? e1 : e0);
-          else wgmma_sp_n128<BF16>(acc, da, db, step ? e1 : e0);
-        }
-      };
-      if (kt % 2 != 0) issue(eb0, eb1);
-      else issue(ea0, ea1);
+      for (int step = 0; step < BK / kSpK; ++step) {
+        // A: 16 compressed values (32 bytes) per step inside the 64-byte rows, 8-row groups one
+        // atom apart; B: 32 k (64 bytes) per step inside the 128-byte rows.
+        const u64 da = smem_desc_64b(sw + step * (kSpK / 2) * 2, kWAtomBytes);
+        const u64 db = smem_desc(sx + step * kSpK * 2, 16, kAtomBytes);
+        wgmma_sp_n128<BF16>(acc, da, db, step ? e1 : e0);
+      }
       wgmma_commit();
       fence_registers(acc);
       wgmma_wait<1>();  // the previous tile's wgmmas are done (their stage and metadata pair are free)
       fence_registers(acc);
       asm volatile("" : "+r"(ea0), "+r"(ea1), "+r"(eb0), "+r"(eb1)::"memory");
+    };
+    for (int kt = 0; kt < kKTiles; kt += 2) {
+      tile(kt, ea0, ea1);
+      if (kt + 1 < kKTiles) tile(kt + 1, eb0, eb1);
     }
     wgmma_wait<0>();
     fence_registers(acc);
