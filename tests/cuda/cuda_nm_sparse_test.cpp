@@ -101,7 +101,8 @@ std::vector<uint16_t> random_two_four(int64_t k, int64_t n, bool k_contiguous, u
 
 TEST_CASE("cuda nm sparse: compressed values and metadata decompress to the weight, for both layouts and tails") {
   for (const bool k_contiguous : {true, false})
-    for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{64, 16}, {100, 37}, {32, 8}, {200, 130}}) {
+    for (const std::pair<int64_t, int64_t>& kn : std::vector<std::pair<int64_t, int64_t>>{{64, 16}, {100, 37}, {32, 8}, {200, 130}}) {
+      const int64_t k = kn.first, n = kn.second;  // (not a structured binding: INFO captures them)
       INFO("k ", k, " n ", n, (k_contiguous ? " k contiguous" : " n contiguous"));
       const std::vector<uint16_t> bits = random_two_four(k, n, k_contiguous, static_cast<uint64_t>(k * 1000 + n));
       const cuda::NmView view{n, k, k_contiguous, k_contiguous ? k : n, 0, (k + 63) / 64 * 64};
