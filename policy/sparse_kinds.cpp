@@ -118,7 +118,9 @@ int choose_sparse_kinds(const OpGraph& graph, const HwSpec& spec, const CostMode
       const char* kind_name = nm ? "nm_sparse" : "block_sparse";
       if (sparse.empty()) {
         sg.kind_choice = cat("dense: no ", nm ? "N:M sparse" : "block-sparse", " kernel of '", info.name, "' can be emitted here",
-                             refused.empty() ? std::string() : cat(" (the cheapest: ", refused, ")"));
+                             refused.empty() ? cat(" (no candidate: the group's kernel family is '", sg.group.kernel.family,
+                                                   "', and no family it offers takes the pattern)")
+                                             : cat(" (the cheapest: ", refused, ")"));
         break;
       }
       const GroupVariant& best = sparse.front();

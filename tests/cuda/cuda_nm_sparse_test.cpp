@@ -242,15 +242,6 @@ TEST_CASE("cuda nm sparse run: 2:4 kernels match the interpreter (odd shapes, ta
     const Schedule s = schedule(c.graph, nm_test_spec(), SparseKernels::block_sparse);
     REQUIRE(nm_kind(c.graph, reducing_group(c.graph, s)) != nullptr);
     CHECK(reducing_group(c.graph, s).group.kernel.family == c.family);
-    const std::vector<HostTensor> inputs = gpu_test_inputs(c.graph, 11);
-    const Compilation compiled = compile_with(c.graph, nm_test_spec(), s, "cuda");
-    const std::vector<HostTensor> got = compiled.executable->run(inputs);
-    const std::vector<HostTensor> expected = interpret(c.graph, inputs);
-    REQUIRE(got.size() == expected.size());
-    for (size_t o = 0; o < expected.size(); ++o) {
-      const CompareResult r = compare_compiled(got[o], expected[o], computed_precision(c.graph, c.graph.outputs()[o]));
-      INFO(r.message);
-      CHECK(r.ok);
-    }
+    check_schedule_on_gpu(c.graph, nm_test_spec(), s);
   }
 }

@@ -141,16 +141,7 @@ TEST_CASE("cuda sparse run: block-sparse kernels match the interpreter (odd shap
       INFO(c.name, " (", policy, ")");
       const Schedule s = sparse_schedule(c.graph, policy);
       REQUIRE(sparse_kind(c.graph, reducing_group(c.graph, s)) != nullptr);
-      const std::vector<HostTensor> inputs = gpu_test_inputs(c.graph, 11);
-      const Compilation compiled = compile_with(c.graph, gpu_spec(), s, "cuda");
-      const std::vector<HostTensor> got = compiled.executable->run(inputs);
-      const std::vector<HostTensor> expected = interpret(c.graph, inputs);
-      REQUIRE(got.size() == expected.size());
-      for (size_t o = 0; o < expected.size(); ++o) {
-        const CompareResult r = compare_compiled(got[o], expected[o], computed_precision(c.graph, c.graph.outputs()[o]));
-        INFO(r.message);
-        CHECK(r.ok);
-      }
+      check_schedule_on_gpu(c.graph, gpu_spec(), s, {}, 11, policy);
     }
   }
 }
