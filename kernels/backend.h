@@ -112,12 +112,15 @@ class Executable {
   /// Device-resident running, for runtimes that chain executables on one device (distributed/):
   /// the device addresses of the graph's inputs and outputs, in graph order. nullptr for a backend
   /// whose buffers are host memory.
+  /// The alignment (bytes) of the device addresses bind_inputs and run_on_queue take: the widest
+  /// vector access and TMA's base-address rule.
+  static constexpr int64_t kDeviceAlignment = 16;
   struct DeviceIo {
     std::vector<uint64_t> inputs, outputs;
   };
   virtual const DeviceIo* device_io() const { return nullptr; }
   /// Reads the graph's inputs at these device addresses (graph order; each holding the input's
-  /// packed values, 16-byte aligned) from now on instead of its own buffers: device_io() then names
+  /// packed values, kDeviceAlignment-aligned) from now on instead of its own buffers: device_io() then names
   /// them and nothing is copied in. Only where device_io() is not null; the addresses must outlive
   /// the runs that read them.
   virtual void bind_inputs(const std::vector<uint64_t>& addresses);
@@ -125,6 +128,22 @@ class Executable {
   /// writing the outputs where device_io() says: no copies, no poisoning, no synchronization.
   /// Only where device_io() is not null.
   virtual void enqueue();
+  /// One run queued on the caller's queue (CUDA: a CUstream of the device's primary context; 0 is
+  /// the legacy default stream), reading the inputs at `inputs` and writing the outputs at
+  /// `outputs`: device addresses in graph order, each holding the tensor's packed values,
+  /// kDeviceAlignment-aligned, the caller's, and alive until the run is done. Nothing is copied in; an output that
+  /// no kernel writes (a graph input or weight, or a tensor listed twice) is copied on the queue.
+  /// It returns once the run is queued. Runs are ordered among themselves whatever queue they are
+  /// on (they share the executable's intermediates); a run queued while the queue is being
+  /// captured into a graph is captured with no such ordering. A kernel's error (a gather index out
+  /// of range) is raised by wait_queued(), or by a later run_on_queue once the run is done; not
+  /// for captured runs. A captured run holds the executable's buffers and kernels: the
+  /// executable must outlive the graph, whose replays are not ordered against its other runs.
+  /// Only where device_io() is not null.
+  virtual void run_on_queue(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs, void* queue);
+  /// Waits until the runs run_on_queue queued are done; raises the error a kernel of the last one
+  /// reported.
+  virtual void wait_queued();
 };
 
 /// One device's memory and its ordered queue of work, for runtimes that chain executables and

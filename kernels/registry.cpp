@@ -33,4 +33,10 @@ void Executable::enqueue() {
   TESSEL_ASSERT(false, "Executable::enqueue on an executable without device-resident buffers");
 }
 
+void Executable::run_on_queue(const std::vector<uint64_t>&, const std::vector<uint64_t>&, void*) {
+  TESSEL_ASSERT(false, "Executable::run_on_queue on an executable without device-resident buffers");
+}
+
+void Executable::wait_queued() {}
+
 }  // namespace tessel

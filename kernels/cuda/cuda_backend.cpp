@@ -185,6 +185,7 @@ class CudaExecutable : public Executable {
     }
     for (TensorId t : graph.outputs()) output_where_.push_back(where[t]);
     where_ = std::move(where);
+    launch_where_ = where_;
     io_.inputs.assign(input_buffers_.begin(), input_buffers_.end());
     io_.outputs.assign(output_where_.begin(), output_where_.end());
     // (alloc() counted the arena, the scratch and every buffer in peak_bytes_.)
@@ -249,6 +250,13 @@ class CudaExecutable : public Executable {
 
   // Never throws: errors while tearing down are ignored.
   void release() {
+    if (queued_done_) {  // a queued run may still read the buffers about to be freed
+      d_.cuEventSynchronize(queued_done_);
+      d_.cuEventDestroy(queued_done_);
+      queued_done_ = nullptr;
+    }
+    if (queued_status_) d_.cuMemFreeHost(queued_status_);
+    queued_status_ = nullptr;
     if (graph_exec_) d_.cuGraphExecDestroy(graph_exec_);
     for (CUdeviceptr p : allocations_) d_.cuMemFree(p);
     for (CUmodule m : modules_) d_.cuModuleUnload(m);
@@ -264,6 +272,7 @@ class CudaExecutable : public Executable {
  public:
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) override {
     d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    settle();
     upload_inputs(inputs);
     d_.check(d_.cuMemsetD8Async(arena_, 0xFF, static_cast<size_t>(std::max<int64_t>(plan_.arena_bytes, 1)), stream_),
              "cuMemsetD8 (poison the arena)");
@@ -297,6 +306,7 @@ class CudaExecutable : public Executable {
 
   std::vector<double> time(const std::vector<HostTensor>& inputs, const TimingOptions& options) override {
     d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    settle();
     upload_inputs(inputs);
     for (int i = 0; i < options.warmup; ++i) launch_all();
     d_.check(d_.cuStreamSynchronize(stream_), "warm-up runs");
@@ -346,6 +356,7 @@ class CudaExecutable : public Executable {
 
   std::vector<double> profile(const std::vector<HostTensor>& inputs, int repeats) override {
     d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    settle();
     upload_inputs(inputs);
     for (int i = 0; i < 3; ++i) launch_all();
     d_.check(d_.cuStreamSynchronize(stream_), "warm-up runs");
@@ -393,20 +404,83 @@ class CudaExecutable : public Executable {
   int64_t peak_memory_bytes() const override { return peak_bytes_; }
   int launches_per_run() const override { return static_cast<int>(launches_.size()); }
   const DeviceIo* device_io() const override { return &io_; }
-  void enqueue() override { launch_all(); }
+  void enqueue() override {
+    settle();
+    launch_all();
+  }
+
+  void run_on_queue(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs, void* queue) override {
+    const std::vector<TensorId>& ins = graph_.inputs();
+    const std::vector<TensorId>& outs = graph_.outputs();
+    TESSEL_ASSERT(inputs.size() == ins.size() && outputs.size() == outs.size(), "run_on_queue: ", inputs.size(), " inputs and ",
+                  outputs.size(), " outputs for a graph of ", ins.size(), " and ", outs.size());
+    d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    CUstream q = static_cast<CUstream>(queue);
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    d_.check(d_.cuStreamIsCapturing(q, &capture), "cuStreamIsCapturing (the caller's stream)");
+    const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;  // (no event queries while capturing)
+    if (!captured && queued_pending_ && d_.cuEventQuery(queued_done_) == CUDA_SUCCESS) {  // the last queued run's status is known
+      queued_pending_ = false;
+      raise_status(*queued_status_);
+    }
+    // This run's addresses: the caller's inputs, and the caller's outputs for the tensors kernels
+    // write; the other outputs are copied once the kernels are done.
+    std::vector<CUdeviceptr> where = where_;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      TESSEL_ASSERT(inputs[i] % kDeviceAlignment == 0 || bytes_of(ins[i]) == 0, "run_on_queue: input '", graph_.tensor(ins[i]).name,
+                    "' at an address not ", kDeviceAlignment, "-byte aligned");
+      where[ins[i]] = inputs[i];
+    }
+    std::vector<bool> bound(where.size(), false);
+    std::vector<std::pair<size_t, CUdeviceptr>> copies;  // (output, from)
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const TensorId t = outs[o];
+      TESSEL_ASSERT(outputs[o] % kDeviceAlignment == 0 || bytes_of(t) == 0, "run_on_queue: output '", graph_.tensor(t).name,
+                    "' at an address not ", kDeviceAlignment, "-byte aligned");
+      const TensorKind kind = graph_.tensor(t).kind;
+      if (kind == TensorKind::input || kind == TensorKind::weight || bound[t]) {
+        copies.emplace_back(o, where[t]);
+      } else {
+        where[t] = outputs[o];
+        bound[t] = true;
+      }
+    }
+    point_launches(where);
+    if (!captured && queued_done_) d_.check(d_.cuStreamWaitEvent(q, queued_done_, 0), "cuStreamWaitEvent (the last queued run)");
+    // The status word is cleared only once the last queued run's is read: runs queued back to back
+    // collect their flags in it (kernels set them with atomicOr), so none is lost.
+    if (!queued_pending_) d_.check(d_.cuMemsetD8Async(status_, 0, sizeof(uint32_t), q), "cuMemsetD8 (status)");
+    for (const Launch& l : launches_) launch(l, q);
+    for (const auto& [o, from] : copies)
+      if (const int64_t bytes = bytes_of(outs[o]); bytes > 0)
+        d_.check(d_.cuMemcpyDtoDAsync(outputs[o], from, static_cast<size_t>(bytes), q), "cuMemcpyDtoD (output)");
+    if (captured) return;
+    if (!queued_done_) {
+      d_.check(d_.cuEventCreate(&queued_done_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      void* host = nullptr;
+      d_.check(d_.cuMemAllocHost(&host, sizeof(uint32_t)), "cuMemAllocHost (status)");
+      queued_status_ = static_cast<uint32_t*>(host);
+    }
+    d_.check(d_.cuMemcpyDtoHAsync(queued_status_, status_, sizeof(uint32_t), q), "cuMemcpyDtoH (status)");
+    d_.check(d_.cuEventRecord(queued_done_, q), "cuEventRecord");
+    queued_pending_ = true;
+  }
+
+  void wait_queued() override {
+    if (!queued_pending_) return;
+    d_.check(d_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    d_.check(d_.cuEventSynchronize(queued_done_), "the queued runs");
+    queued_pending_ = false;
+    raise_status(*queued_status_);
+  }
   void bind_inputs(const std::vector<uint64_t>& addresses) override {
     const std::vector<TensorId>& ins = graph_.inputs();
     TESSEL_ASSERT(addresses.size() == ins.size(), "bind_inputs: ", addresses.size(), " addresses for ", ins.size(), " inputs");
     for (size_t i = 0; i < ins.size(); ++i) {
-      TESSEL_ASSERT(addresses[i] % 16 == 0, "bind_inputs: input '", graph_.tensor(ins[i]).name, "' at an address not 16-byte aligned");
+      TESSEL_ASSERT(addresses[i] % kDeviceAlignment == 0, "bind_inputs: input '", graph_.tensor(ins[i]).name, "' at an address not 16-byte aligned");
       where_[ins[i]] = addresses[i];
     }
-    for (Launch& l : launches_) {
-      for (size_t a = 0; a < l.args.size(); ++a)
-        if (l.arg_tensors[a] >= 0) l.args[a] = where_[l.arg_tensors[a]];
-      for (size_t m = 0; m < l.maps.size(); ++m)
-        l.maps[m] = tensor_map(l.map_params[m], where_[l.map_params[m].tensor] + static_cast<CUdeviceptr>(l.map_params[m].offset * 2), l.name);
-    }
+    settle();
     // Its own input buffers are no longer read: freed, unless one of them is bound again (a bound
     // input is the caller's, never freed).
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -438,6 +512,13 @@ class CudaExecutable : public Executable {
   bool owns_stream_ = true;  // false: the stream is a DeviceContext's
   DeviceIo io_;
   CUgraphExec graph_exec_ = nullptr;
+  // The addresses the launches' arguments hold now: where_, or a run_on_queue's.
+  std::vector<CUdeviceptr> launch_where_;
+  // run_on_queue: an event recorded after the last queued run, the pinned word its status is
+  // copied to, and whether that status is still unread.
+  CUevent queued_done_ = nullptr;
+  uint32_t* queued_status_ = nullptr;
+  bool queued_pending_ = false;
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> allocations_;
   std::vector<CUdeviceptr> input_buffers_;  // where the inputs are read (its own, or bound ones)
@@ -533,8 +614,35 @@ class CudaExecutable : public Executable {
     uint32_t status = 0;
     d_.check(d_.cuMemcpyDtoHAsync(&status, status_, sizeof status, stream_), "cuMemcpyDtoH (status)");
     d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize (status)");
+    raise_status(status);
+  }
+
+  static void raise_status(uint32_t status) {
     if (status & 1u) throw UserError("", "", "a gather index is out of range for the dimension it indexes");
     TESSEL_ASSERT(status == 0 || status == 1u, "unknown kernel status ", status);
+  }
+
+  /// Before a run on the executable's own stream: the queued runs are done (their status read),
+  /// and the launches point at its own buffers again.
+  void settle() {
+    wait_queued();
+    point_launches(where_);
+  }
+
+  /// Points the launches' arguments at `where` (per tensor, its address); tensor maps are encoded
+  /// again only for the tensors that moved.
+  void point_launches(const std::vector<CUdeviceptr>& where) {
+    if (where == launch_where_) return;
+    for (Launch& l : launches_) {
+      for (size_t a = 0; a < l.args.size(); ++a)
+        if (l.arg_tensors[a] >= 0) l.args[a] = where[l.arg_tensors[a]];
+      for (size_t m = 0; m < l.maps.size(); ++m) {
+        const TensorMapParam& p = l.map_params[m];
+        if (where[p.tensor] != launch_where_[p.tensor])
+          l.maps[m] = tensor_map(p, where[p.tensor] + static_cast<CUdeviceptr>(p.offset * 2), l.name);
+      }
+    }
+    launch_where_ = where;
   }
 };
 

@@ -91,7 +91,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 /// UserError naming the input otherwise).
 std::vector<int64_t> checked_shape(const Array& a, const TensorType& type, const std::string& name) {
   if (a.device_type() != nb::device::cpu::value)
-    throw UserError("input", name, "is not in host memory (a device array goes through Compiled.run_device)");
+    throw UserError("input", name, "is not in host memory (device arrays go through Compiled.run_on_stream)");
   std::vector<int64_t> shape(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) shape[i] = a.shape(i);
   if (shape != type.shape)
@@ -154,6 +154,32 @@ OutArray to_array(const HostTensor& t) {
   nb::capsule owner(bytes, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   return OutArray(bytes->data(), shape.size(), shape.data(), owner, nullptr, dl_dtype(t.dtype()), nb::device::cpu::value);
+}
+
+/// A DLPack array in device memory as `Compiled.run` checks it: address (of its first element),
+/// shape, dtype (Tessel's name, or DLPack's when Tessel has none), CUDA device, and whether it is
+/// row-major contiguous. UserError when it is not in CUDA memory.
+nb::dict device_array(const Array& a) {
+  if (a.device_type() != nb::device::cuda::value)
+    throw UserError("run", "device array", cat("is in DLPack device type ", a.device_type(), ", not CUDA memory"));
+  nb::dict d;
+  d["address"] = reinterpret_cast<uintptr_t>(a.data());
+  std::vector<int64_t> shape(a.ndim());
+  bool contiguous = true;
+  int64_t expect = 1;
+  for (size_t i = a.ndim(); i-- > 0;) {
+    shape[i] = a.shape(i);
+    if (shape[i] != 1 && a.stride(i) != expect) contiguous = false;
+    expect *= shape[i];
+  }
+  d["shape"] = shape;
+  std::string dtype = dl_dtype_name(a.dtype());
+  for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::i8, DType::u8, DType::boolean})
+    if (dl_dtype(t) == a.dtype()) dtype = std::string(dtype_name(t));
+  d["dtype"] = dtype;
+  d["device"] = a.device_id();
+  d["contiguous"] = contiguous;
+  return d;
 }
 
 nb::dict tensor_info(const OpGraph& g, TensorId t) {
@@ -263,22 +289,39 @@ class Compiled {
     return out;
   }
 
-  /// Device-resident run (GPU backends): copies the inputs from the caller's device addresses
-  /// into the executable's buffers, runs, copies the outputs to the caller's addresses, waits.
-  void run_device(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs) {
+  /// Zero-copy run on the caller's stream (GPU backends; Executable::run_on_queue): the kernels
+  /// read the inputs at the caller's device addresses and write the outputs at the caller's, on
+  /// the caller's CUDA stream (a CUstream handle; 0: the legacy default stream). Returns once
+  /// the run is queued.
+  void run_on_stream(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs, uint64_t stream) {
     Executable& exe = executable();
-    const Executable::DeviceIo* io = exe.device_io();
-    if (!io || !context_) throw UserError("run_device", "", cat("the ", c_.backend->name(), " executable does not run on device memory"));
-    if (inputs.size() != io->inputs.size() || outputs.size() != io->outputs.size())
-      throw UserError("run_device", "", cat("takes ", io->inputs.size(), " inputs and ", io->outputs.size(), " outputs, got ",
-                                            inputs.size(), " and ", outputs.size()));
+    if (!exe.device_io() || !context_)
+      throw UserError("run_on_stream", "", cat("the ", c_.backend->name(), " executable does not run on device memory"));
+    const OpGraph& g = c_.graph;
+    if (inputs.size() != g.inputs().size() || outputs.size() != g.outputs().size())
+      throw UserError("run_on_stream", "", cat("takes ", g.inputs().size(), " inputs and ", g.outputs().size(), " outputs, got ",
+                                               inputs.size(), " and ", outputs.size()));
+    const auto aligned = [&](uint64_t address, TensorId t, const char* what) {
+      if (address % Executable::kDeviceAlignment != 0 && type_bytes(t) > 0)
+        throw UserError(what, g.tensor(t).name, cat("is at device address ", address, ", not ", Executable::kDeviceAlignment, "-byte aligned"));
+    };
+    for (size_t i = 0; i < inputs.size(); ++i) aligned(inputs[i], g.inputs()[i], "input");
+    for (size_t o = 0; o < outputs.size(); ++o) aligned(outputs[o], g.outputs()[o], "output");
     nb::gil_scoped_release release;
-    context_->make_current();
-    for (size_t i = 0; i < inputs.size(); ++i) context_->copy(io->inputs[i], inputs[i], type_bytes(c_.graph.inputs()[i]));
-    exe.enqueue();
-    for (size_t i = 0; i < outputs.size(); ++i) context_->copy(outputs[i], io->outputs[i], type_bytes(c_.graph.outputs()[i]));
-    context_->synchronize();
+    const std::lock_guard<std::mutex> lock(run_mutex_);
+    exe.run_on_queue(inputs, outputs, reinterpret_cast<void*>(static_cast<uintptr_t>(stream)));
   }
+
+  /// Waits for the runs run_on_stream queued; raises the error a kernel reported.
+  void synchronize() {
+    if (!c_.executable) return;
+    nb::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(run_mutex_);
+    c_.executable->wait_queued();
+  }
+
+  /// The GPU the executable runs on (-1 for a host backend).
+  int device_index() const { return context_ ? context_->device() : -1; }
 
   std::vector<double> time(const std::vector<Array>& arrays, int warmup, int repeats, bool cold_cache, bool graph) {
     const std::vector<HostTensor> inputs = inputs_or_random(arrays, 0);
@@ -421,8 +464,18 @@ std::unique_ptr<Compiled> compile_model(const CompileArgs& a) {
   const Args args("compile", argv, {"no-cache", "no-normalize"},
                   {"hw", "policy", "cost-model", "schedule", "cache", "sparse-kernels", "policy-opt", "threads", "tune"});
 
-  // The device: as given, else the one the spec is for, else this host's CPU.
+  // The device: as given, else the one the spec is for, else this host's CPU; "cuda:N" is the
+  // backend "cuda" on GPU N.
   std::string device = a.device.value_or("");
+  int device_index = 0;
+  if (const size_t colon = device.find(':'); colon != std::string::npos) {
+    const std::string index = device.substr(colon + 1);
+    if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos)
+      throw UserError("compile", "device", cat("'", device, "': the device index after ':' is not a number"));
+    device_index = std::stoi(index);
+    device = device.substr(0, colon);
+    if (device != "cuda") throw UserError("compile", "device", cat("'", a.device.value_or(""), "': only cuda takes a device index"));
+  }
   if (device.empty() && a.hw) device = std::string(backend_for(load_cli_hw_spec(*a.hw))->name());
   if (device.empty()) device = "cpu";
   std::unique_ptr<Backend> backend = find_backend(device);  // UserError naming the known ones
@@ -435,7 +488,7 @@ std::unique_ptr<Compiled> compile_model(const CompileArgs& a) {
   std::unique_ptr<DeviceContext> context;
   if (r.last == Stage::load) {
     if (auto why = backend->unavailable()) throw UserError("device", device, cat("cannot run here: ", *why));
-    context = backend->device_context(0);  // null for the CPU
+    context = backend->device_context(device_index);  // null for the CPU
     r.options.context = context.get();
   }
   Compilation c;
@@ -510,7 +563,8 @@ NB_MODULE(_tessel, m) {
       .def("run", &Compiled::run, "inputs"_a)
       .def("reference", &Compiled::reference, "inputs"_a)
       .def("check", &Compiled::check, "inputs"_a, "seed"_a = 0)
-      .def("run_device", &Compiled::run_device, "inputs"_a, "outputs"_a)
+      .def("run_on_stream", &Compiled::run_on_stream, "inputs"_a, "outputs"_a, "stream"_a)
+      .def("synchronize", &Compiled::synchronize)
       .def("time", &Compiled::time, "inputs"_a, "warmup"_a, "repeats"_a, "cold_cache"_a, "graph"_a)
       .def("schedule_json", &Compiled::schedule_json)
       .def("explain", &Compiled::explain, "format"_a, "measured_s"_a)
@@ -520,7 +574,8 @@ NB_MODULE(_tessel, m) {
       .def("outputs", &Compiled::outputs)
       .def("ir", &Compiled::ir)
       .def_prop_ro("loaded", &Compiled::loaded)
-      .def_prop_ro("device_resident", &Compiled::device_resident);
+      .def_prop_ro("device_resident", &Compiled::device_resident)
+      .def_prop_ro("device_index", &Compiled::device_index);
 
   m.def(
       "compile",
@@ -554,6 +609,8 @@ NB_MODULE(_tessel, m) {
   m.def("hw_resolve", &hw_resolve, "name_or_path"_a, "The file a shipped spec name stands for.");
   m.def("hw_spec_dirs", &hw_spec_dirs, "The folders shipped specs are looked up in, in order.");
   m.def("hw_probe", &hw_probe, "device"_a, "quick"_a, "This machine's spec as JSON text.");
+  m.attr("DEVICE_ALIGNMENT") = Executable::kDeviceAlignment;
+  m.def("device_array", &device_array, "array"_a, "A DLPack device array's address, shape, dtype, device and contiguity.");
   m.def("policies", &list_policies);
   m.def("backends", &list_backends);
   m.def("cli_main", &run_cli, "args"_a, "Runs the `tessel` command line; returns its exit status.");

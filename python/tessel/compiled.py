@@ -35,6 +35,42 @@ def _as_host_array(x):
     return np.asarray(x)
 
 
+_DLPACK_CUDA = 2  # DLPack's device type of CUDA memory (kDLCUDA)
+_TORCH_DTYPES = ("f64", "float64"), ("f32", "float32"), ("f16", "float16"), ("bf16", "bfloat16"), ("i64", "int64"), \
+    ("i32", "int32"), ("i8", "int8"), ("u8", "uint8"), ("bool", "bool")
+
+
+def _on_cuda(x):
+    """Whether `x` is an array in CUDA device memory (a torch tensor, or any DLPack producer)."""
+    if _framework(x) == "torch":
+        return x.is_cuda
+    try:
+        return x.__dlpack_device__()[0] == _DLPACK_CUDA
+    except (AttributeError, TypeError):
+        return False
+
+
+def _stream_handle(stream, like, device):
+    """The CUstream handle a run goes on: `stream` as given (a handle, or an object with
+    `.cuda_stream` (torch) or `.ptr` (CuPy)); else the caller's current stream (torch, CuPy);
+    else 0, the legacy default stream."""
+    if stream is None:
+        if like == "torch":
+            import torch
+
+            return torch.cuda.current_stream(device).cuda_stream
+        if like == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(device):
+                return cupy.cuda.get_current_stream().ptr
+        return 0
+    for attr in ("cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    return int(stream)
+
+
 def _convert_output(out, like, device=None):
     if like == "torch":
         import torch
@@ -53,11 +89,15 @@ class Compiled:
     """A model compiled by Tessel for one device: call it on arrays.
 
     `m(*inputs)` returns the outputs (one, or a tuple), as the same kind of array as the inputs:
-    numpy in, numpy out; torch in, torch out (on the inputs' device). On a GPU, torch tensors on
-    the device are copied device-to-device into the compiled model's buffers (no host round trip);
-    host arrays are copied in and out. On the CPU, contiguous host arrays of the model's dtypes
-    are used in place (Executable::run_in_place: the kernels read the inputs' memory and write the
-    outputs' directly); strided ones are converted first.
+    numpy in, numpy out; torch in, torch out (on the inputs' device).
+
+    On a GPU, arrays in device memory (torch tensors, or any DLPack producer) are used in place:
+    the kernels read the inputs' memory and write the outputs', queued on the caller's CUDA stream
+    (torch's or CuPy's current stream, or `stream=`), and the call returns once they are queued,
+    as a PyTorch operator does. Outputs are new torch (or CuPy) arrays, or the arrays given as
+    `out=`. Inputs that are strided or not 16-byte aligned are copied first (torch). Host arrays
+    are copied in and out, and the call waits. On the CPU, contiguous host arrays of the model's
+    dtypes are used in place (Executable::run_in_place); strided ones are converted first.
     """
 
     def __init__(self, impl, source):
@@ -65,35 +105,109 @@ class Compiled:
         self._source = source
 
     # ---- running -----------------------------------------------------------------------
-    def __call__(self, *inputs):
-        outs = self.run(*inputs)
+    def __call__(self, *inputs, out=None, stream=None):
+        outs = self.run(*inputs, out=out, stream=stream)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def run(self, *inputs):
-        """The outputs as a list, in the model's output order."""
+    def run(self, *inputs, out=None, stream=None):
+        """The outputs as a list, in the model's output order. `out` (device runs): the arrays to
+        write the outputs into; `stream`: the CUDA stream to queue the run on (see the class)."""
         like = _framework(inputs[0]) if inputs else None
-        if like == "torch" and self._impl.device_resident and all(t.is_cuda for t in inputs):
-            return self._run_device(inputs)
+        if self._impl.device_resident and inputs and all(_on_cuda(x) for x in inputs):
+            return self._run_on_stream(inputs, out, stream)
+        if out is not None or stream is not None:
+            raise _tessel.UserError("run: out= and stream= are for device arrays on a GPU (these inputs are host arrays)")
         device = inputs[0].device if like == "torch" else None
         outs = self._impl.run([_as_host_array(x) for x in inputs])
         return [_convert_output(o, like, device) for o in outs]
 
-    def _run_device(self, inputs):
+    def synchronize(self):
+        """Waits for the runs queued on device arrays; raises the error a kernel reported (a
+        gather index out of range). A later run raises it too, once the run that hit it is done."""
+        self._impl.synchronize()
+
+    def _run_on_stream(self, inputs, out, stream):
+        """Device arrays: the kernels read and write them in place on the caller's stream."""
+        if len(inputs) != len(self.inputs):
+            raise _tessel.UserError(f"run: the model takes {len(self.inputs)} inputs, got {len(inputs)}")
+        if out is not None:
+            out = list(out) if isinstance(out, (list, tuple)) else [out]
+            if len(out) != len(self.outputs):
+                raise _tessel.UserError(f"run: out: the model has {len(self.outputs)} outputs, got {len(out)} arrays")
+        like = _framework(inputs[0]) or type(inputs[0]).__module__.split(".")[0]
+        if like == "torch":
+            return self._run_torch(inputs, out, stream)
+        handle = _stream_handle(stream, like, self._impl.device_index)
+        in_ptrs = [self._device_address(x, spec, "input") for x, spec in zip(inputs, self.inputs)]
+        if out is None:
+            if like != "cupy":
+                raise _tessel.UserError(
+                    f"run: the outputs of a {type(inputs[0]).__name__} run need out= arrays (torch and CuPy outputs are made for you)")
+            import cupy
+
+            with cupy.cuda.Device(self._impl.device_index):
+                out = [cupy.empty(o["shape"], dtype=dict(_TORCH_DTYPES)[o["dtype"]]) for o in self.outputs]
+            if stream is not None:  # (made on CuPy's current stream: the run's must wait for it)
+                cupy.cuda.ExternalStream(handle).wait_event(cupy.cuda.get_current_stream().record())
+        out_ptrs = [self._device_address(x, spec, "output") for x, spec in zip(out, self.outputs)]
+        self._impl.run_on_stream(in_ptrs, out_ptrs, handle)
+        return out
+
+    def _device_address(self, x, spec, what):
+        """The device address of a DLPack array `x` after checking it against `spec`."""
+        a = _tessel.device_array(x)
+        if a["device"] != self._impl.device_index:
+            raise _tessel.UserError(f"{what}: {spec['name']}: is on cuda:{a['device']}; the model runs on cuda:{self._impl.device_index}")
+        if a["shape"] != spec["shape"] or a["dtype"] != spec["dtype"]:
+            raise _tessel.UserError(
+                f"{what}: {spec['name']}: is {a['dtype']}{a['shape']}; the model expects {spec['dtype']}{spec['shape']}")
+        if not a["contiguous"]:
+            raise _tessel.UserError(f"{what}: {spec['name']}: is strided (pass a contiguous array)")
+        return a["address"]
+
+    def _run_torch(self, inputs, out, stream):
         import torch
 
-        dtypes = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
-                  "i64": torch.int64, "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}
+        dtypes = {name: getattr(torch, t) for name, t in _TORCH_DTYPES}
+        device = torch.device("cuda", self._impl.device_index)
+        align = _tessel.DEVICE_ALIGNMENT
         ins = []
         for spec, t in zip(self.inputs, inputs):
             if list(t.shape) != spec["shape"] or t.dtype != dtypes[spec["dtype"]]:
                 raise _tessel.UserError(
                     f"input: {spec['name']}: is {t.dtype}{list(t.shape)}; the model expects {spec['dtype']}{spec['shape']}")
-            ins.append(t.contiguous())
-        device = ins[0].device if ins else torch.device("cuda")
-        outs = [torch.empty(o["shape"], dtype=dtypes[o["dtype"]], device=device) for o in self.outputs]
-        torch.cuda.current_stream(device).synchronize()  # the caller's work on its inputs is done
-        self._impl.run_device([t.data_ptr() for t in ins], [t.data_ptr() for t in outs])
-        return outs
+            if t.device != device:
+                raise _tessel.UserError(f"input: {spec['name']}: is on {t.device}; the model runs on {device}")
+            if not t.is_contiguous():
+                t = t.contiguous()
+            if t.data_ptr() % align:
+                t = t.clone()
+            ins.append(t)
+        if out is None:
+            out = [torch.empty(o["shape"], dtype=dtypes[o["dtype"]], device=device) for o in self.outputs]
+        else:
+            for spec, t in zip(self.outputs, out):
+                if list(t.shape) != spec["shape"] or t.dtype != dtypes[spec["dtype"]] or t.device != device:
+                    raise _tessel.UserError(
+                        f"output: {spec['name']}: out= is {t.dtype}{list(t.shape)} on {t.device}; the model writes "
+                        f"{spec['dtype']}{spec['shape']} on {device}")
+                if not t.is_contiguous() or t.data_ptr() % align:
+                    raise _tessel.UserError(f"output: {spec['name']}: out= must be contiguous and {align}-byte aligned")
+        if getattr(stream, "device", device) != device:
+            raise _tessel.UserError(f"run: stream= is a stream of {stream.device}; the model runs on {device}")
+        handle = _stream_handle(stream, "torch", device)
+        current = torch.cuda.current_stream(device)
+        other = torch.cuda.ExternalStream(handle, device=device) if handle != current.cuda_stream else None
+        if other is not None:
+            # The copies and outputs made here were queued or allocated on the current stream: the
+            # run waits for it, and the allocator must not hand that memory out again before the
+            # run's stream is done with it.
+            other.wait_stream(current)
+        self._impl.run_on_stream([t.data_ptr() for t in ins], [t.data_ptr() for t in out], handle)
+        if other is not None:
+            for t in ins + out:
+                t.record_stream(other)
+        return out
 
     def reference(self, *inputs):
         """The reference interpreter's outputs (the model as imported, fp64 accumulation)."""
@@ -231,7 +345,7 @@ def compile(model, example_inputs=None, *, hw=None, device=None, policy=None, po
                    dict, or a torch.nn.Module with `example_inputs` (exported through torch.onnx)
     hw             a shipped spec's name (tessel.hw.specs()), a spec file, or a spec dict; default:
                    a quick probe of the device
-    device         "cpu" or "cuda"; default: the one the spec is for, else this host's CPU
+    device         "cpu", "cuda" or "cuda:N" (GPU N); default: the one the spec is for, else this host's CPU
     policy         a policy's name (tessel.policies()) or a Policy instance (registered for you)
     policy_options {"name": value} -- the policy's options (`--policy-opt`)
     shapes         {"input": [dims]} for inputs the model leaves unknown

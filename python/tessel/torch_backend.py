@@ -59,12 +59,12 @@ def tessel_backend(gm, example_inputs, **options):
         log.warning("tessel: graph kept in PyTorch: non-tensor inputs (%s)",
                     ", ".join(sorted({type(x).__name__ for x in example_inputs if not isinstance(x, torch.Tensor)})))
         return gm.forward
-    devices = {t.device.type for t in tensors}
+    devices = {str(t.device) for t in tensors}
     if len(devices) > 1:
         log.warning("tessel: graph kept in PyTorch: inputs on several devices (%s)", ", ".join(sorted(devices)))
         return gm.forward
     device = devices.pop() if devices else "cpu"
-    if device not in ("cpu", "cuda"):
+    if device.split(":")[0] not in ("cpu", "cuda"):
         log.warning("tessel: graph kept in PyTorch: inputs on %s", device)
         return gm.forward
 

@@ -153,6 +153,12 @@ def test_bad_inputs_are_one_line_user_errors(small_bert):
         tessel.compile(small_bert, device="cpu", stage="schedule").explain("pdf")
     with pytest.raises(ValueError):  # UserError is a ValueError
         tessel.compile(small_bert, device="gpu")
+    with pytest.raises(tessel.UserError, match="only cuda takes a device index"):
+        tessel.compile(small_bert, device="cpu:1")
+    with pytest.raises(tessel.UserError, match="is not a number"):
+        tessel.compile(small_bert, device="cuda:x")
+    with pytest.raises(tessel.UserError, match="out= and stream= are for device arrays"):
+        m(x, out=[x])
 
 
 def test_bert_base_layer_matches_the_interpreter(root):
