@@ -90,6 +90,8 @@ double family_efficiency(const HwSpec& spec, const ScheduledGroup& group, CostBr
 // Issue slots per element of an operand whose rows start at odd elements (a_align or b_align 1):
 // device/mma.cuh's TileCopy loads each 16-bit element and packs it into a 32-bit word.
 constexpr double kOddRowIssuesPerElement = 2;
+// The widest global read of the tiled contraction kernels' copies: a 16-byte cp.async chunk.
+constexpr int64_t kWholeReadBytes = 16;
 // Registers a tensor-core kernel's thread holds besides its f32 accumulators: operand fragments,
 // addresses and loop state (an estimate of the code device/mma.cuh and wgmma.cuh compile to).
 constexpr int64_t kContractionBaseRegisters = 40;
@@ -487,8 +489,9 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
   return out;
 }
 
-// A contraction group emitted by a tensor-core family whose plan is recorded (KernelChoice
-// params block_m, block_n, block_k, stages, split_k, and warpgroups or warps_m x warps_n): the
+// A contraction group emitted by a tiled family whose plan is recorded (mma, wgmma, or simt -- f32
+// on the CUDA cores, priced at the f32 peak; KernelChoice params block_m, block_n, block_k,
+// stages, split_k, and warpgroups or warps_m x warps_n): the
 // kernel's own block tile, not the schedule's, decides the grid, the waves, the occupancy and the
 // traffic, so they are priced from the plan (kernels/cuda/contraction_plan.h):
 //   - tiles = batch x ceil(m / block_m) x ceil(n / block_n), each split in split_k parts over K;
@@ -546,7 +549,9 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   const int64_t tiles = batch * tiles_m * ((n + bn - 1) / bn);
 
   CostBreakdown out;
-  out.tensor_cores = true;
+  // The simt family (f32) runs the same pipeline with fused multiply-adds on the CUDA cores.
+  const bool simt_family = group.kernel.family == "simt";
+  out.tensor_cores = !simt_family;
   out.blocks = tiles * split;
   const int64_t units = spec.compute.units;
   const LimitSpec& lim = spec.limits;
@@ -571,8 +576,8 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(out.blocks_per_unit * units));
 
   // Compute: the busiest SM's share of the padded block FLOPs at one SM's share of the peak.
-  const double peak = spec.peak_flops(dt, true);
-  TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no tensor-core peak for ", dtype_name(dt));
+  const double peak = simt_family ? spec.peak_flops(DType::f32, false) : spec.peak_flops(dt, true);
+  TESSEL_ASSERT(peak > 0, "hardware spec '", spec.name, "' has no ", simt_family ? "f32" : "tensor-core", " peak for ", dtype_name(dt));
   const int64_t k_part = k_tiles > 0 ? (k_tiles + split - 1) / split * bk : (k + split - 1) / split;
   const double block_flops = 2.0 * static_cast<double>(bm * bn) * static_cast<double>((k_part + bk - 1) / bk * bk);
   const double per_unit_blocks = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(units));
@@ -603,11 +608,14 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // start at odd elements a load and a packing step per element; on the SIMT issue slots, at an
   // SM's share of the f32 FMA rate, serial with the block's mma.sync issues.
   const double simt_issue = spec.peak_flops(DType::f32, false) / 2 / static_cast<double>(units);
+  // (align counts elements of the operand's dtype: kWholeReadBytes of them need no narrower read;
+  // the simt family's single f32 element is a 4-byte cp.async, not the 16-bit load-and-pack path.)
+  const int64_t whole_read = kWholeReadBytes / in_bytes;
   for (const auto& [key, rows] : {std::pair<const char*, int64_t>{"a_align", bm}, {"b_align", bn}}) {
     const int64_t align = param(key, 0);
-    if (align <= 0 || simt_issue <= 0) continue;
+    if (align <= 0 || align >= whole_read || simt_issue <= 0) continue;
     const double elements = static_cast<double>(rows) * static_cast<double>((k_part + bk - 1) / bk * bk);
-    const double issues = align == 1 ? kOddRowIssuesPerElement * elements : elements / static_cast<double>(align);
+    const double issues = align == 1 && !simt_family ? kOddRowIssuesPerElement * elements : elements / static_cast<double>(align);
     compute_s += per_unit_blocks * density * issues / simt_issue;
     out.notes.push_back(cat(key[0] == 'a' ? "A" : "B", " is read ", align, " elements at a time (rows not 16-byte aligned)"));
   }
@@ -712,7 +720,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   // below the bandwidth; deeper pipelines or more blocks (a K split) lift it. (The wgmma kernel's
   // deep TMA ring is priced with its first stages' latency instead, below.)
   double dram_s = dram_bytes / (dram.bandwidth_gbps * 1e9 * active);
-  if (group.kernel.family == "mma") {
+  if (group.kernel.family == "mma" || simt_family) {
     const double in_flight = pipeline_bytes_in_flight(
         spec, {out.blocks, out.blocks_per_unit, stages, (k + split * bk - 1) / (split * bk), std::min(bm, m), std::min(bn, n), bk, in_bytes});
     const double rate = in_flight_rate(spec, in_flight);
@@ -854,7 +862,7 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     return estimate_streamed(graph, group, spec, *a);
   }
   // A tensor-core family with its plan recorded: priced as that plan.
-  if (is_gpu(spec) && (group.kernel.family == "mma" || group.kernel.family == "wgmma") &&
+  if (is_gpu(spec) && (group.kernel.family == "mma" || group.kernel.family == "wgmma" || group.kernel.family == "simt") &&
       group.kernel.params.count("block_m") && group.kernel.params.count("block_n")) {
     NodeId c = -1;
     for (NodeId n : group.nodes)

@@ -39,6 +39,9 @@ constexpr int kDefaultBlockM = 128, kDefaultBlockN = 256;  // block tile when th
 constexpr int kBlockK = 32;            // K step per pipeline stage
 constexpr int kMaxBlockK = 64;         // the largest K step taken from a schedule
 constexpr int kMaxStages = 4;          // deepest cp.async pipeline
+// The f32 kernel on the CUDA cores (device/mma.cuh's SimtBlockGemm): warp tiles of
+// kSimtWarpM x kSimtWarpN, blocks of 1 or 2 of them along each axis, K steps of kSimtBlockK.
+constexpr int kSimtWarpM = 64, kSimtWarpN = 32, kSimtMaxWarpsPerAxis = 2, kSimtBlockK = 16;
 // How far a block_sparse kind's recorded density may be from the weight's (both are the same
 // count ratio; a schedule's JSON keeps doubles to 17 digits).
 constexpr double kDensityTolerance = 1e-9;
@@ -720,9 +723,12 @@ std::string use_warpgroups(ContractionPlan& p, const HwSpec& spec, int schedule_
 }
 
 int64_t stage_bytes(const ContractionPlan& p) {
-  const int64_t a = p.a.k_contiguous ? int64_t{p.block_m} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_m + kPadElems);
-  const int64_t b = p.b.k_contiguous ? int64_t{p.block_n} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_n + kPadElems);
-  return (a + b) * dtype_bytes(p.dtype);
+  // Rows of block_k (k contiguous) or block_m / block_n elements, each padded by kPadElems 16-bit
+  // elements (device/mma.cuh: BlockGemm, and SimtBlockGemm's f32 rows seen as 16-bit pairs).
+  const int64_t e = dtype_bytes(p.dtype);
+  const int64_t a = p.a.k_contiguous ? int64_t{p.block_m} * (p.block_k * e + kPadElems * 2) : int64_t{p.block_k} * (p.block_m * e + kPadElems * 2);
+  const int64_t b = p.b.k_contiguous ? int64_t{p.block_n} * (p.block_k * e + kPadElems * 2) : int64_t{p.block_k} * (p.block_n * e + kPadElems * 2);
+  return a + b;
 }
 
 /// Splits the K loop of an mma.sync plan over a cluster when its tiles leave SMs idle
@@ -1127,6 +1133,7 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
 
 std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const HwSpec& spec) {
   std::vector<KernelChoice> out;
+  if (p.simt) return out;  // (one form, derived: plan_simt)
   // A 2:4 plan's form is derived from the recorded family's parameters (plan_nm): the variants are
   // the dense group's (choose_sparse_kinds sets the kind on each), none of its own.
   if (p.nm_sparse) return out;
@@ -1194,6 +1201,44 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
   return out;
 }
 
+/// Step 5 for an f32 product (the simt form, device/mma.cuh's SimtBlockGemm): blocks of 1 or 2 warp
+/// tiles along each axis, the largest that still gives every SM a block (down to one warp tile),
+/// K steps of kSimtBlockK, as many stages as fit half an SM's shared memory up to kMaxStages. It
+/// is derived from the problem and the spec alone; a recorded plan must match it (no variants).
+ContractionMatch plan_simt(int raster_group, const HwSpec& spec, ContractionPlan& p) {
+  int wm = kSimtMaxWarpsPerAxis, wn = kSimtMaxWarpsPerAxis;
+  auto blocks = [&] { return p.batch * ceil_div(p.m, int64_t{wm} * kSimtWarpM) * ceil_div(p.n, int64_t{wn} * kSimtWarpN); };
+  // (An axis shrinks while its block is at least twice the problem, then both while the grid
+  // leaves SMs without a block.)
+  for (;;) {
+    const bool m_wide = wm > 1 && int64_t{wm} * kSimtWarpM >= 2 * p.m, n_wide = wn > 1 && int64_t{wn} * kSimtWarpN >= 2 * p.n;
+    if (m_wide) --wm;
+    else if (n_wide) --wn;
+    else if (wm * wn > 1 && blocks() < spec.compute.units) (wn >= wm && wn > 1 ? wn : wm) -= 1;
+    else break;
+  }
+  p.warps_m = wm;
+  p.warps_n = wn;
+  p.block_m = wm * kSimtWarpM;
+  p.block_n = wn * kSimtWarpN;
+  p.block_k = kSimtBlockK;
+  p.tiles_m = ceil_div(p.m, p.block_m);
+  p.tiles_n = ceil_div(p.n, p.block_n);
+  p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, raster_group > 1 ? raster_group : kRasterGroup));
+  const int64_t ktiles = ceil_div(p.k, p.block_k);
+  const int64_t half_sm = std::min(spec.limits.smem_per_block_bytes, spec.limits.smem_per_sm_bytes / 2);
+  p.stages = static_cast<int>(std::clamp<int64_t>(ktiles, 2, kMaxStages));
+  while (p.stages > 2 && p.stages * stage_bytes(p) > half_sm) --p.stages;
+  p.smem_bytes = p.stages * stage_bytes(p);
+  if (p.smem_bytes > spec.limits.smem_per_block_bytes)
+    return fail(cat("the pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes));
+  if (p.threads(kMmaLanes) > spec.limits.max_threads_per_block) return fail("too many threads per block");
+  if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
+  p.warpgroup_reason = "f32 operands (no tensor cores)";
+  p.split_reason = "the f32 kernel's K loop is not split";
+  return ContractionMatch{p, ""};
+}
+
 ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
                                   const HwSpec& spec, bool warpgroups) {
   // 2 (first: most groups are not contractions, and the reason should say so). The contraction.
@@ -1213,8 +1258,10 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
                                     (is_plain_input(body.operands()[0], 1) && is_plain_input(body.operands()[1], 0))))
     return fail(cat("the body of '", c.name(), "' is not in0 * in1: ", print_expr(body)));
   const DType dt = c.output().dtype;
-  if (dt != DType::f16 && dt != DType::bf16)
-    return fail(cat("'", c.name(), "' is ", dtype_name(dt), " (the tensor-core path takes f16 and bf16)"));
+  // f32: the same pipeline with fused multiply-adds on the CUDA cores (the simt form).
+  const bool simt = dt == DType::f32;
+  if (dt != DType::f16 && dt != DType::bf16 && !simt)
+    return fail(cat("'", c.name(), "' is ", dtype_name(dt), " (the tiled kernels take f16, bf16 (tensor cores) and f32 (CUDA cores))"));
   for (const Access& acc : c.inputs())
     if (acc.type.dtype != dt || acc.is_gather()) return fail(cat("the operands of '", c.name(), "' are not both ", dtype_name(dt)));
   const int cpos = generic.position(cid);
@@ -1222,18 +1269,24 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     if (c.axes()[a].extent == 0) return fail("the output is empty");
 
   // 1. The target.
-  for (const char* feature : {"mma_sync", "cp_async", "ldmatrix"})
-    if (!spec.target.has_gpu_feature(feature))
-      return fail(cat("spec '", spec.name, "' lists no ", feature, " (target.gpu_features): the mma kernel needs mma_sync, cp_async and ldmatrix"));
+  if (simt) {
+    if (!spec.target.has_gpu_feature("cp_async"))
+      return fail(cat("spec '", spec.name, "' lists no cp_async (target.gpu_features): the f32 kernel's pipeline needs it"));
+  } else {
+    for (const char* feature : {"mma_sync", "cp_async", "ldmatrix"})
+      if (!spec.target.has_gpu_feature(feature))
+        return fail(cat("spec '", spec.name, "' lists no ", feature, " (target.gpu_features): the mma kernel needs mma_sync, cp_async and ldmatrix"));
+  }
   if (spec.compute.simd_width != kMmaLanes) return fail(cat("warp width ", spec.compute.simd_width, " is not mma.sync's ", kMmaLanes));
   auto shapes = spec.compute.tensor_core_shapes.find(dt);
-  if (shapes == spec.compute.tensor_core_shapes.end() ||
-      std::find(shapes->second.begin(), shapes->second.end(), kMmaShape) == shapes->second.end())
+  if (!simt && (shapes == spec.compute.tensor_core_shapes.end() ||
+                std::find(shapes->second.begin(), shapes->second.end(), kMmaShape) == shapes->second.end()))
     return fail(cat("spec '", spec.name, "' lists no m16n8k16 tensor-core shape for ", dtype_name(dt)));
 
   ContractionPlan p;
   p.node = cid;
   p.dtype = dt;
+  p.simt = simt;
   std::string why;
   std::optional<Traced> t0 = trace_operand(graph, group, generic, cid, 0, why);
   if (!t0) return fail(why);
@@ -1256,6 +1309,7 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     p = ContractionPlan{};
     p.node = cid;
     p.dtype = dt;
+    p.simt = simt;
     if (std::string r = plan_implicit(graph, c, *t0, *t1, p); !r.empty())
       return fail(as_matmul.empty() ? r : cat(r, " (nor as a matrix product: ", as_matmul, ")"));
     if (p.m >= (int64_t{1} << 31) || p.n >= (int64_t{1} << 31) || p.k >= (int64_t{1} << 31))
@@ -1335,6 +1389,11 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   //    and until the grid covers the SMs (down to warp tiles of kMmaShape.m x 2 kMmaShape.n).
   auto cfg = group.tiles.find(cid);
   if (cfg == group.tiles.end()) cfg = group.tiles.find(group.nodes.back());
+  if (simt) {
+    if (cfg != group.tiles.end() && !std::holds_alternative<DenseProps>(cfg->second.kind))
+      return fail(cat("'", c.name(), "' has a sparse tile kind (the f32 kernel reads dense operands only)"));
+    return plan_simt(cfg != group.tiles.end() ? cfg->second.raster_group : 1, spec, p);
+  }
   bool from_schedule = false;
   int bm = 0, bn = 0;
   // (A flattened m -- an implicit GEMM, folded batch axes -- spans several axes of the schedule's
@@ -1564,6 +1623,7 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
                p.split_k > 1 ? cat("; K's ", p.k_tiles(), " tiles split in ", p.split_k, " parts over a cluster") : std::string());
   return cat(p.nm_wgmma    ? cat("sparse tensor cores (wgmma.sp m64n", p.block_m, "k32 ")
              : p.nm_sparse ? std::string("sparse tensor cores (mma.sp m16n8k32 ")
+             : p.simt      ? std::string("CUDA cores (fused multiply-adds, ")
                            : std::string("tensor cores (mma.sync m16n8k16 "),
              dtype_name(p.dtype), "): '",
              cn.name(), "' ", shape, "; ", operand("A", p.a), ", ", operand("B", p.b),

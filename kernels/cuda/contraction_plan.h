@@ -261,6 +261,11 @@ struct ContractionPlan {
   // its 8 warps.
   bool nm_sparse = false;
   bool nm_wgmma = false;
+  // f32 operands: the same cp.async pipeline and epilogue with fused multiply-adds on the CUDA
+  // cores (device/mma.cuh's SimtBlockGemm; the family "simt"): warp tiles of 64 x 32, K steps of
+  // 16, no K split, no sparse kinds; convolutions as the implicit GEMM (16-byte chunks of 4
+  // channels, the same channel and stride conditions as the 16-bit one).
+  bool simt = false;
   NmView nm_view;
   // nm_wgmma: the recorded wgmma parameters the kernel was chosen by (contraction_params reports
   // them: the schedule records the family's parameters, the 2:4 form is derived from them).

@@ -33,10 +33,16 @@ void Emitter::emit_gather_copy(const ContractionPlan& c) {
   for (int d = 0; d < static_cast<int>(c.a_gather.size()); ++d)
     if (c.a_gather[d].check) checked.push_back(d);
   auto axis = [](int a) { return cat("x", a); };
+  // (f32 -- the simt kernel -- reads chunks of 4 elements into rows padded by kSimtPad floats; the
+  // pointer stays 16-bit, its offsets doubled.)
+  const char* chunk = c.simt ? "4" : "tsl::mma::kChunkElems";
+  const char* pad = c.simt ? "tsl::mma::kSimtPad" : "tsl::mma::kPadElems";
+  const int scale = dtype_bytes(c.dtype) / 2, elem_bytes = dtype_bytes(c.dtype);
   os_ << "// A of the implicit GEMM: '" << g_.tensor(c.a.tensor).name << "' gathered, 16-byte chunks of the innermost k axis.\n";
   os_ << "struct TslGatherA {\n";
   os_ << "  static constexpr int kRows = " << c.block_m << ", kCols = " << c.block_k << ", kThreads = TslGemm::kThreads;\n";
-  os_ << "  static constexpr int kChunksPerRow = kCols / tsl::mma::kChunkElems, kRowStep = kThreads / kChunksPerRow;\n";
+  os_ << "  static constexpr int kChunkElems = " << chunk << ", kPad = " << pad << ";\n";
+  os_ << "  static constexpr int kChunksPerRow = kCols / kChunkElems, kRowStep = kThreads / kChunksPerRow;\n";
   os_ << "  static constexpr int kChunks = kRows * kChunksPerRow, kIters = (kChunks + kThreads - 1) / kThreads;\n";
   os_ << "  static_assert(kThreads % kChunksPerRow == 0, \"a thread's chunks share one column\");\n";
   os_ << "  const unsigned short* base;\n  long long off[kIters];  // the row's part of the offset\n";
@@ -44,8 +50,8 @@ void Emitter::emit_gather_copy(const ContractionPlan& c) {
   os_ << "  bool ok[kIters];\n  int k;  // this thread's column of the next tile\n  unsigned dst;\n";
   os_ << "  __device__ __forceinline__ TslGatherA(const unsigned short* g, int m0) : base(g) {\n";
   os_ << "    const int t = static_cast<int>(threadIdx.x);\n";
-  os_ << "    k = (t % kChunksPerRow) * tsl::mma::kChunkElems;\n";
-  os_ << "    dst = static_cast<unsigned>(((t / kChunksPerRow) * (kCols + tsl::mma::kPadElems) + k) * 2);\n";
+  os_ << "    k = (t % kChunksPerRow) * kChunkElems;\n";
+  os_ << "    dst = static_cast<unsigned>(((t / kChunksPerRow) * (kCols + kPad) + k) * " << elem_bytes << ");\n";
   os_ << "#pragma unroll\n    for (int i = 0; i < kIters; ++i) {\n";
   os_ << "      const long long m = m0 + t / kChunksPerRow + i * kRowStep;\n";
   os_ << "      ok[i] = (kChunks % kThreads == 0 || t + i * kThreads < kChunks) && m < " << c.m << "LL;\n";
@@ -80,8 +86,8 @@ void Emitter::emit_gather_copy(const ContractionPlan& c) {
     const std::string idx = g.k_axis >= 0 ? cat("idx", d, "[i] + ", g.k_coeff, "LL * ", axis(g.k_axis)) : cat("idx", d, "[i]");
     os_ << "      v = v && static_cast<unsigned long long>(" << idx << ") < " << g.extent << "ULL;\n";
   }
-  os_ << "      tsl::mma::cp_async_16(stage + dst + static_cast<unsigned>(i * kRowStep * (kCols + tsl::mma::kPadElems) * 2), "
-         "v ? base + off[i] + koff : base, v ? 16 : 0);\n";
+  os_ << "      tsl::mma::cp_async_16(stage + dst + static_cast<unsigned>(i * kRowStep * (kCols + kPad) * " << elem_bytes << "), "
+      << "v ? base + " << (scale > 1 ? cat(scale, " * (off[i] + koff)") : std::string("off[i] + koff")) << " : base, v ? 16 : 0);\n";
   os_ << "    }\n  }\n";
   os_ << "  __device__ __forceinline__ void advance() { k += kCols; }\n};\n";
 }
@@ -229,6 +235,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
       : c.nm_wgmma  ? cat("tsl::wg::SparseWarpgroupGemm<", c.block_m, ", ", c.stages, ", ", bf16, ", ", c.m, ", ", c.n, ", ", c.k, ", ",
                           c.a.ld, "LL>")
+      : c.simt      ? cat("tsl::mma::SimtBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
+                          c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", c.m, ", ",
+                          c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL, ", c.a.align, ", ", c.b.align, ">")
       : c.nm_sparse ? cat("tsl::mma::SparseBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                           c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld,
                           "LL", c.a.align < kChunkElems ? cat(", ", c.a.align) : std::string(), ">")
@@ -248,6 +257,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::KC == " << c.nm_view.k_pad / 2
         << " && TslGemm::kThreads == " << plan_.threads << (c.nm_wgmma ? cat(" && TslGemm::kBlocksPerSm == ", kWgSparseBlocksPerSm) : std::string())
         << ", \"the 2:4 plan and device/mma.cuh disagree\");\n";
+  if (c.simt)
+    os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::kThreads == " << plan_.threads
+        << ", \"the f32 plan and device/mma.cuh disagree\");\n";
   if (c.split_k > 1)
     os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
         << ", \"the partial sums of a split K must fit the kernel's shared memory\");\n";
@@ -344,10 +356,12 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(c.batch_axes, strides); };
   const char* elem = "unsigned short";
   if (!c.warpgroup) {
-    os_ << "  const " << elem << "* const tsl_a = g_in" << input_param(c.a.tensor) << " + (" << batch_offset(c.a.batch_strides)
-        << ")" << (c.a.offset ? cat(" + ", c.a.offset, "LL") : "") << ";  // A: " << g_.tensor(c.a.tensor).name << "\n";
-    os_ << "  const " << elem << "* const tsl_b = g_in" << input_param(c.b.tensor) << " + (" << batch_offset(c.b.batch_strides)
-        << ")" << (c.b.offset ? cat(" + ", c.b.offset, "LL") : "") << ";  // B: " << g_.tensor(c.b.tensor).name << "\n";
+    // (The f32 kernel's copies read its rows as pairs of 16-bit elements.)
+    const std::string open = c.simt ? "reinterpret_cast<const unsigned short*>(" : "", close = c.simt ? ")" : "";
+    os_ << "  const " << elem << "* const tsl_a = " << open << "g_in" << input_param(c.a.tensor) << " + (" << batch_offset(c.a.batch_strides)
+        << ")" << (c.a.offset ? cat(" + ", c.a.offset, "LL") : "") << close << ";  // A: " << g_.tensor(c.a.tensor).name << "\n";
+    os_ << "  const " << elem << "* const tsl_b = " << open << "g_in" << input_param(c.b.tensor) << " + (" << batch_offset(c.b.batch_strides)
+        << ")" << (c.b.offset ? cat(" + ", c.b.offset, "LL") : "") << close << ";  // B: " << g_.tensor(c.b.tensor).name << "\n";
   }
 
   // 3. The main loop (the wgmma kernel runs it with the epilogue, below).
@@ -371,7 +385,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_derived0, tsl_derived1, tsl_m0, tsl_n0);\n";
   } else if (c.implicit) {
     os_ << "  TslGatherA tsl_copy_a(tsl_a, tsl_m0);\n";
-    os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : "0, tsl_n0") << ");\n";
+    // (The f32 kernel's copies count 16-bit halves along a row: B's n columns twice.)
+    os_ << "  TslGemm::CopyB tsl_copy_b(tsl_b, " << (c.b.k_contiguous ? "tsl_n0, 0" : c.simt ? "0, 2 * tsl_n0" : "0, tsl_n0") << ");\n";
     os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b);\n";
   } else if (c.split_k > 1) {
     os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_b, tsl_m0, tsl_n0, tsl_kt0, tsl_kt1 - tsl_kt0);\n";

@@ -45,7 +45,7 @@ std::string declined_comments(const KernelChoice& k) {
   std::string out;
   const std::pair<const char*, const char*> labels[] = {{"flash", "streamed attention kernel not used: "},
                                                         {"wgmma", "warpgroup MMA not used: "},
-                                                        {"mma", "tensor cores not used: "},
+                                                        {"mma", "tiled contraction kernel not used: "},
                                                         {"row", "row kernel not used: "},
                                                         {"transpose", "tiled transpose not used: "},
                                                         {"vector", "vector kernel not used: "}};
@@ -109,9 +109,11 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   if (choice.family == "flash") {
     if (group.stream_chunk <= 0) throw illegal("the group does not stream attention (stream_chunk 0)");
     emit(plan_attention(graph, group, generic, spec), k.attention, attention_group_plan, &Emitter::flash_kernel);
-  } else if (choice.family == "wgmma" || choice.family == "mma") {
+  } else if (choice.family == "wgmma" || choice.family == "mma" || choice.family == "simt") {
     const ContractionMatch match = plan_contraction(graph, group, generic, spec);
-    if (match.plan && (match.plan->warpgroup || match.plan->nm_wgmma) != (choice.family == "wgmma"))
+    if (match.plan && match.plan->simt != (choice.family == "simt"))
+      throw illegal(match.plan->simt ? "its operands are f32 (the simt family)" : "its operands are not f32 (the simt family takes f32)");
+    if (match.plan && !match.plan->simt && (match.plan->warpgroup || match.plan->nm_wgmma) != (choice.family == "wgmma"))
       throw illegal(match.plan->warpgroup ? "the spec and tiles select warpgroup MMA (wgmma)"
                                           : cat("no warpgroup MMA: ", match.plan->warpgroup_reason));
     emit(match, k.contraction, mma_group_plan, &Emitter::mma_kernel);

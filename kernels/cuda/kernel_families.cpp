@@ -20,6 +20,9 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
       {"mma", "contraction + elementwise epilogue on mma.sync tensor-core instructions",
        {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit", "a_align", "b_align",
         "epilogue_instructions"}},
+      {"simt", "f32 contraction + elementwise epilogue: the mma family's pipeline with fused multiply-adds on the CUDA cores",
+       {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit", "a_align", "b_align",
+        "epilogue_instructions"}},
       {"row", "rows reduced and normalized in registers, or streamed in passes when too long (softmax, layer norm)",
        {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes", "shifted", "online", "splits"}},
       {"transpose", "a permuting copy through shared-memory tiles, read and written along each side's contiguous axis",
@@ -97,7 +100,7 @@ KernelChoice CudaKernelFamilies::choose(const OpGraph& graph, const ScheduledGro
   if (m.plan) {
     const bool wg = m.plan->warpgroup || m.plan->nm_wgmma;  // (a 2:4 weight's wgmma form is wgmma.sp)
     if (!wg && !m.plan->warpgroup_reason.empty()) k.rejected.push_back("wgmma: " + m.plan->warpgroup_reason);
-    k.family = wg ? "wgmma" : "mma";
+    k.family = wg ? "wgmma" : m.plan->simt ? "simt" : "mma";
     k.params = family_params(*m.plan);
     return k;
   }

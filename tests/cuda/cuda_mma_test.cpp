@@ -650,16 +650,17 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
   auto reason = [](const OpGraph& g, const std::string& policy = "roller") {
     const cuda::GeneratedKernel k = last_kernel(g, policy);
     CHECK(k.path == "generic");
-    CHECK(k.source.find("tensor cores not used: " + k.mma_reason) != std::string::npos);
+    CHECK(k.source.find("tiled contraction kernel not used: " + k.mma_reason) != std::string::npos);
     return k.mma_reason;
   };
-  CHECK(reason(matmul(DType::f32, 16, 32, 16)).find("f32") != std::string::npos);
+  CHECK(reason(matmul(DType::i32, 16, 32, 16)).find("i32") != std::string::npos);
   {  // Softmax is not a contraction: it takes the row path (cuda_row_test.cpp), saying why not mma.
     const cuda::GeneratedKernel sm = last_kernel(op_graph("Softmax", {random_f32({7, 33}, 1)}, {{"axis", int64_t{-1}}}), "welder");
     CHECK(sm.path == "row");
     CHECK(sm.mma_reason.find("more than one reducing node") != std::string::npos);
   }
-  CHECK(reason(op_graph("Conv", {random_f32({1, 3, 9, 9}, 1), random_f32({4, 3, 3, 3}, 2)})).find("f32") != std::string::npos);
+  // (An f32 channels-last convolution takes the simt family; this one is NCHW.)
+  CHECK(reason(op_graph("Conv", {random_f32({1, 3, 9, 9}, 1), random_f32({4, 3, 3, 3}, 2)})).find("channels-last") != std::string::npos);
   {  // An NCHW convolution reads its input's channels strided: no 16-byte chunks along k.
     ModelBuilder b(DType::f16);
     const std::string y = b.op("Conv", {b.input("x", {1, 16, 9, 9}), b.weight("w", {8, 16, 3, 3}, 1)});
@@ -674,6 +675,73 @@ TEST_CASE("cuda mma: groups outside the path keep the generic kernel and say why
   const Schedule s = schedule_with(g, old, "roller");
   CHECK(emit_kernel(g, s, 0, old).path == "generic");
 }
+
+/// f32 products (the simt family: the mma pipeline with fused multiply-adds on the CUDA cores):
+/// odd sizes and unaligned rows, both operand layouts, batches, folded batch axes, epilogues, and
+/// a 1x1 convolution planned as a product.
+namespace {
+std::vector<MmaCase> simt_cases() {
+  std::vector<MmaCase> out;
+  auto add = [&](std::string name, OpGraph g) { out.push_back({std::move(name), std::move(g)}); };
+  add("f32 matmul 256x512x384", matmul(DType::f32, 256, 512, 384));
+  add("f32 matmul odd 127x61x97", matmul(DType::f32, 127, 61, 97));
+  add("f32 gemm transA 130x72x66", gemm(DType::f32, 130, 72, 66, true, false));
+  add("f32 gemm transB 64x40x200", gemm(DType::f32, 64, 40, 200, false, true));
+  add("f32 gemm transA transB 33x20x40", gemm(DType::f32, 33, 20, 40, true, true));
+  add("f32 batched 3x70x48 @ 3x48x90", batched(DType::f32, {3, 70, 48}, {3, 48, 90}));
+  add("f32 folded batch 2x50x72 @ 72x136", batched(DType::f32, {2, 50, 72}, {72, 136}));
+  add("f32 bias gelu 96x128x200", bias_gelu(DType::f32, 96, 128, 200));
+  add("f32 1x1 conv NHWC", conv_nhwc(DType::f32, {2, 7, 7, 24}, 40, 1, 1, 0, 1, false));
+  add("f32 3x3 conv NHWC + epilogue", conv_nhwc(DType::f32, {2, 9, 9, 16}, 24, 3, 1, 1, 1, true));
+  add("f32 3x3 conv stride 2", conv_nhwc(DType::f32, {1, 14, 14, 32}, 64, 3, 2, 1, 1, false));
+  add("f32 3x3 conv dilation 2", conv_nhwc(DType::f32, {1, 11, 11, 8}, 8, 3, 1, 2, 2, false));
+  add("f32 grouped 3x3 conv", conv_nhwc(DType::f32, {1, 8, 8, 64}, 64, 3, 1, 1, 1, false, 4));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("cuda mma: f32 products take the simt family (CUDA cores), planned, recorded, priced and compiled") {
+  const HwSpec& spec = gpu_spec();
+  const AnalyticCostModel cost;
+  for (const MmaCase& c : simt_cases()) {
+    INFO(c.name);
+    const Schedule s = with_families(c.graph, spec, "welder");
+    int simt = 0;
+    for (int i = 0; i < static_cast<int>(s.groups.size()); ++i) {
+      const ScheduledGroup& g = s.groups[i].group;
+      if (g.kernel.family != "simt") continue;
+      ++simt;
+      const cuda::GeneratedKernel k = emit_kernel(c.graph, s, i, spec);
+      CHECK(k.path == "simt");
+      CHECK(k.source.find("typedef tsl::mma::SimtBlockGemm<") != std::string::npos);
+      REQUIRE(k.contraction.has_value());
+      CHECK(k.contraction->simt);
+      CHECK(k.contraction->block_m % 64 == 0);
+      CHECK(k.contraction->block_n % 32 == 0);
+      // Priced at the f32 peak on the CUDA cores: no faster than the FLOPs at that peak.
+      const CostBreakdown b = cost.estimate(c.graph, g, spec);
+      CHECK_FALSE(b.tensor_cores);
+      double flops = 0;
+      for (NodeId n : g.nodes) flops += static_cast<double>(c.graph.node(n).flops());
+      CHECK(b.latency_s >= flops / spec.peak_flops(DType::f32, false));
+    }
+    std::string families;  // (for a failure: each group's family and the reasons it did not take the others)
+    for (const auto& sg : s.groups) {
+      families += sg.group.kernel.family + " [";
+      for (const std::string& why : sg.group.kernel.rejected) families += why + "; ";
+      families += "] ";
+    }
+    INFO(families);
+    CHECK(simt >= 1);
+    CHECK(nvrtc_compile_all(c.graph, s, spec) >= 1);
+  }
+  // An NCHW f32 convolution (the normalize stage is not run here) keeps the generic kernel, and says why.
+  const cuda::GeneratedKernel conv = last_kernel(op_graph("Conv", {random_f32({1, 3, 9, 9}, 1), random_f32({4, 3, 3, 3}, 2)}), "roller");
+  CHECK(conv.path == "generic");
+  CHECK(conv.mma_reason.find("channels-last") != std::string::npos);
+}
+
+TEST_CASE("cuda mma run: f32 products on the CUDA cores (simt) match the interpreter") { check_cases_on_gpu(simt_cases()); }
 
 TEST_CASE("cuda mma: rows that do not start 16-byte aligned are read in narrower pieces on mma.sync, recorded and priced") {
   const HwSpec& spec = gpu_spec();

@@ -573,9 +573,9 @@ TEST_CASE("cuda vector: grouped convolutions are grouped windows, their channels
   const cuda::GeneratedKernel odd = welder_kernel(grouped(DType::f16, 1, 5, 5, 12, 16, 4, 3, 1, 1));
   REQUIRE(odd.path == "vector");
   CHECK(odd.source.find("tsl_c += 1") != std::string::npos);
-  // A dense convolution sums channels of no group: not a window (here, in f32, generic; in f16 the
-  // tensor-core families take it).
-  ModelBuilder b(DType::f32);
+  // A dense convolution sums channels of no group: not a window (here, in f64, generic; in f32 the
+  // simt family takes it, in f16 the tensor-core families).
+  ModelBuilder b(DType::f64);
   const OpGraph dense_graph = b.graph(b.op("Conv", {b.input("x", {1, 6, 6, 16}), b.weight("w", {8, 3, 3, 16}, 6)},
                                           {{"layout", std::string("NHWC")}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
   const cuda::GeneratedKernel dense = welder_kernel(dense_graph);

@@ -196,15 +196,16 @@ TEST_CASE("cli: schedule saves JSON, explain replays it, a bad policy exits 2, n
   CHECK(gpu_spec_run.output.find("a 'gpu' spec") == std::string::npos);
   CHECK(fresh.output.find("not fused") != std::string::npos);
   CHECK(fresh.output.find("totals:") != std::string::npos);
-  CHECK(fresh.output.find("  family    generic") != std::string::npos);  // the f32 layer's CUDA families
+  CHECK(fresh.output.find("  family    simt") != std::string::npos);  // the f32 layer's CUDA families
   {  // a saved family the backend does not have, and one that cannot emit its group
     std::ifstream in(json);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t at = text.find("\"family\": \"generic\"");
+    const std::string simt = "\"family\": \"simt\"";
+    const size_t at = text.find(simt);
     REQUIRE(at != std::string::npos);
     const std::string unknown = (dir / "unknown.json").string(), wrong = (dir / "wrong.json").string();
-    std::ofstream(unknown) << text.substr(0, at) << "\"family\": \"tpu\"" << text.substr(at + 19);
-    std::ofstream(wrong) << text.substr(0, at) << "\"family\": \"wgmma\"" << text.substr(at + 19);
+    std::ofstream(unknown) << text.substr(0, at) << "\"family\": \"tpu\"" << text.substr(at + simt.size());
+    std::ofstream(wrong) << text.substr(0, at) << "\"family\": \"wgmma\"" << text.substr(at + simt.size());
     r = tessel("explain " + model + " --hw " + spec + " --schedule " + unknown);
     CHECK(r.status == 2);
     CHECK(r.output.find(unknown) != std::string::npos);

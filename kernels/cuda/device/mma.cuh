@@ -666,5 +666,147 @@ struct SparseBlockGemm {
   }
 };
 
+// ---- f32 products on the CUDA cores -------------------------------------------------------------
+//
+// One block's BM x BN tile of C = A B for f32 operands, with fused multiply-adds on the CUDA cores
+// (the tensor cores take no f32 operands at f32 precision). The interface is BlockGemm's (run,
+// for_each_pair, kThreads, kSmemBytes), so the emitter's epilogue is shared; the operands are
+// the same views, A M x K or K x M, B N x K or K x N (A_K_CONTIG, B_K_CONTIG), rows LDA and LDB
+// f32 elements apart, read in GRAN_A- and GRAN_B-element pieces (4: 16-byte cp.async).
+//
+// The stages are TileCopy's, each f32 row seen as twice as many 16-bit elements: a tile is
+// [rows][cols + kSimtPad] floats, STAGES - 1 tiles in flight. A warp computes kSimtWarpM x
+// kSimtWarpN of the tile with its lanes as 8 along m by 4 along n, each lane 8 x 8 outputs in
+// registers. Per group of 4 k steps a lane reads its A and B values with 16-byte shared loads:
+// along k where the operand is stored k-contiguous (its rows then interleaved 8 apart, so the 8
+// lanes of a load phase read 8 rows on distinct banks), along m or n otherwise (4 consecutive
+// elements per load). A lane's n values come in adjacent pairs, as for_each_pair hands them on.
+constexpr int kSimtWarpM = 64, kSimtWarpN = 32;  // the warp tile
+constexpr int kSimtPad = kPadElems / 2;         // floats of padding per shared-memory row
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_K_CONTIG, bool B_K_CONTIG, int M, int N, int K,
+          long long LDA, long long LDB, int GRAN_A = 4, int GRAN_B = 4>
+struct SimtBlockGemm {
+  static constexpr int kThreads = WARPS_M * WARPS_N * kLanes;
+  static constexpr int kLanesM = 8, kLanesN = 4;
+  static constexpr int TM = kSimtWarpM / kLanesM, TN = kSimtWarpN / kLanesN;  // 8 x 8 per lane
+  static constexpr int kARows = A_K_CONTIG ? BM : BK, kACols = A_K_CONTIG ? BK : BM;
+  static constexpr int kBRows = B_K_CONTIG ? BN : BK, kBCols = B_K_CONTIG ? BK : BN;
+  static constexpr int kAStride = kACols + kSimtPad, kBStride = kBCols + kSimtPad;  // floats
+  static constexpr int kStageBytes = (kARows * kAStride + kBRows * kBStride) * 4;
+  static constexpr int kSmemBytes = STAGES * kStageBytes;
+  static constexpr int kKTiles = (K + BK - 1) / BK;
+  static_assert(BM == WARPS_M * kSimtWarpM && BN == WARPS_N * kSimtWarpN, "the block is whole warp tiles");
+  static_assert(BK % 4 == 0 && STAGES >= 2, "K tiles of whole groups of 4, two stages at least");
+  // (16-bit view for the copies: a 16-byte chunk is 4 floats.)
+  static constexpr int kGranA = GRAN_A >= 4 ? kChunkElems : 2 * GRAN_A, kGranB = GRAN_B >= 4 ? kChunkElems : 2 * GRAN_B;
+  typedef TileCopy<kARows, 2 * kACols, kThreads, A_K_CONTIG ? M : K, 2 * (A_K_CONTIG ? K : M), 2 * LDA, A_K_CONTIG, kGranA> CopyA;
+  typedef TileCopy<kBRows, 2 * kBCols, kThreads, B_K_CONTIG ? N : K, 2 * (B_K_CONTIG ? K : N), 2 * LDB, B_K_CONTIG, kGranB> CopyB;
+
+  float acc[TM][TN];
+
+  // The tile rows of this lane's i-th m value and j-th n value.
+  static __device__ __forceinline__ int row_of(int warp_m, int lm, int i) {
+    return warp_m * kSimtWarpM + (A_K_CONTIG ? i * kLanesM + lm : (i / 4) * (4 * kLanesM) + lm * 4 + i % 4);
+  }
+  static __device__ __forceinline__ int col_of(int warp_n, int ln, int j) {
+    return warp_n * kSimtWarpN + (B_K_CONTIG ? (j / 2) * (2 * kLanesN) + ln * 2 + j % 2 : (j / 4) * (4 * kLanesN) + ln * 4 + j % 4);
+  }
+
+  // v[q][e] = an operand's value at k step kk + q for this lane's e-th row of A or column of B,
+  // `at(e)` its index in the tile, rows of STRIDE floats in shared memory: one 16-byte load along
+  // k per element where the operand is k-contiguous, else one along the elements per 4 of them.
+  template <bool K_CONTIG, int COUNT, int STRIDE, class At>
+  static __device__ __forceinline__ void load4(const float* s, int kk, At at, float (&v)[4][COUNT]) {
+#pragma unroll
+    for (int e = 0; e < COUNT; e += K_CONTIG ? 1 : 4) {
+      if (K_CONTIG) {
+        const float4 x = *reinterpret_cast<const float4*>(s + at(e) * STRIDE + kk);
+        v[0][e] = x.x, v[1][e] = x.y, v[2][e] = x.z, v[3][e] = x.w;
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float4 x = *reinterpret_cast<const float4*>(s + (kk + q) * STRIDE + at(e));
+          v[q][e] = x.x, v[q][e + 1] = x.y, v[q][e + 2] = x.z, v[q][e + 3] = x.w;
+        }
+      }
+    }
+  }
+
+  // acc += the products of k steps kk .. kk + 3 of the stage at `sa` (A) and `sb` (B).
+  __device__ __forceinline__ void multiply4(const float* sa, const float* sb, int kk, int warp_m, int warp_n, int lm, int ln) {
+    float a[4][TM], b[4][TN];
+    load4<A_K_CONTIG, TM, kAStride>(sa, kk, [&](int i) { return row_of(warp_m, lm, i); }, a);
+    load4<B_K_CONTIG, TN, kBStride>(sb, kk, [&](int j) { return col_of(warp_n, ln, j); }, b);
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[q][i], b[q][j], acc[i][j]);
+  }
+
+  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ a, const u16* __restrict__ b, int m0, int n0) {
+    CopyA copy_a(a, A_K_CONTIG ? m0 : 0, A_K_CONTIG ? 0 : 2 * m0);
+    CopyB copy_b(b, B_K_CONTIG ? n0 : 0, B_K_CONTIG ? 0 : 2 * n0);
+    run_with(smem, copy_a, copy_b);
+  }
+
+  // The main loop over any copiers of the block's A and B tiles (BlockGemm::run_with's contract,
+  // stages laid out as above): the implicit GEMM's gathered A.
+  template <class CA, class CB>
+  __device__ __forceinline__ void run_with(unsigned char* smem, CA& copy_a, CB& copy_b) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    const unsigned base = smem_address(smem);
+    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N, lm = lane % kLanesM, ln = lane / kLanesM;
+    const unsigned b_offset = kARows * kAStride * 4;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < kKTiles) {
+        copy_a.copy(base + s * kStageBytes);
+        copy_b.copy(base + s * kStageBytes + b_offset);
+      }
+      copy_a.advance();
+      copy_b.advance();
+      cp_async_commit();
+    }
+    for (int kt = 0; kt < kKTiles; ++kt) {
+      // Tile kt has landed, and every warp is done with tile kt - 1, whose stage is refilled.
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      const int fill = kt + STAGES - 1;
+      if (fill < kKTiles) {
+        const unsigned st = base + (fill % STAGES) * kStageBytes;
+        copy_a.copy(st);
+        copy_b.copy(st + b_offset);
+      }
+      copy_a.advance();
+      copy_b.advance();
+      cp_async_commit();
+      const float* sa = reinterpret_cast<const float*>(smem + (kt % STAGES) * kStageBytes);
+      const float* sb = reinterpret_cast<const float*>(smem + (kt % STAGES) * kStageBytes + b_offset);
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += 4) multiply4(sa, sb, kk, warp_m, warp_n, lm, ln);
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  // Calls f(m, n, v0, v1) for every pair of horizontally adjacent accumulators of this thread:
+  // v0 at (m, n), v1 at (m, n + 1), m and n relative to the block tile (n is even).
+  template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
+    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N, lm = lane % kLanesM, ln = lane / kLanesM;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; j += 2) f(row_of(warp_m, lm, i), col_of(warp_n, ln, j), acc[i][j], acc[i][j + 1]);
+  }
+};
+
 }  // namespace mma
 }  // namespace tsl
