@@ -118,13 +118,14 @@ int64_t vector_registers(const HwSpec& spec) {
   return std::max<int64_t>(1, spec.memory_levels[regs].capacity_bytes / (spec.compute.simd_width * dtype_bytes(DType::f32)));
 }
 
-RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m) {
+RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m,
+                                          int64_t max_nr) {
   // The box's FMAs are m x vectors whatever the blocking: the best blocking takes the fewest loads.
   RegisterBlocking best;
   int64_t best_loads = -1;
   const int64_t vectors = std::max<int64_t>(1, (n_extent + lanes - 1) / lanes);  // the last one masked
   const int64_t m = has_m ? std::max<int64_t>(1, m_extent) : 1;
-  for (int64_t nr = 1; nr <= vectors && nr + 2 <= registers; ++nr) {
+  for (int64_t nr = 1; nr <= vectors && nr + 2 <= registers && (max_nr <= 0 || nr <= max_nr); ++nr) {
     const int64_t max_mr = std::min(has_m ? (registers - 1 - nr) / nr : 1, m);
     for (int64_t mr = 1; mr <= max_mr; ++mr) {
       // Loads (B vectors and A broadcasts) of the box's rows at one reduction point, for a column
@@ -140,13 +141,33 @@ RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int6
   return best;
 }
 
+int64_t microkernel_run_terms(const TeNode& node) {
+  int64_t terms = 1;
+  for (int r = node.num_spatial(); r < node.num_axes(); ++r) terms = std::min(kRunTerms, terms * node.axes()[r].extent);
+  return terms;
+}
+
+int64_t run_sliver_vectors(int64_t l1_bytes, int64_t vector_bytes, int64_t terms) {
+  if (l1_bytes <= 0 || vector_bytes <= 0) return 0;
+  return std::max<int64_t>(1, l1_bytes / (vector_bytes * std::max<int64_t>(1, terms)));
+}
+
+int64_t first_cache_bytes(const HwSpec& spec) {
+  int64_t bytes = 0;
+  for (const MemoryLevel& l : spec.memory_levels)
+    if (l.scope == MemoryScope::core && l.cache && !l.cache->shared && (bytes == 0 || l.capacity_bytes < bytes)) bytes = l.capacity_bytes;
+  return bytes;
+}
+
 std::optional<RegisterBlocking> derived_register_blocking(const TeNode& node, const std::vector<int64_t>& box, const HwSpec& spec) {
   const std::optional<MicrokernelMatch> match = match_microkernel(node);
   const int64_t registers = vector_registers(spec);
   if (!match || registers <= 0 || static_cast<int>(box.size()) != node.num_spatial()) return std::nullopt;
   auto extent = [&](int a) { return std::min(box[a], node.axes()[a].extent); };
   const int lanes = vector_lanes(spec.compute.simd_width, node.body().dtype());
-  return choose_register_blocking(registers, lanes, match->m_axis >= 0 ? extent(match->m_axis) : 1, extent(match->n_axis), match->m_axis >= 0);
+  const int64_t max_nr = run_sliver_vectors(first_cache_bytes(spec), spec.compute.simd_width * dtype_bytes(DType::f32), microkernel_run_terms(node));
+  return choose_register_blocking(registers, lanes, match->m_axis >= 0 ? extent(match->m_axis) : 1, extent(match->n_axis), match->m_axis >= 0,
+                                  max_nr);
 }
 
 std::string blocking_param(const char* which, int i) { return std::string(which) + std::to_string(i); }

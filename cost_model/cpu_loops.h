@@ -107,8 +107,23 @@ struct RegisterBlocking {
 /// reduction point: the box's rows in full MR blocks, then MR = 1 blocks; its columns in
 /// ceil(n / lanes) vectors (the last one masked), in full NR blocks, then one block of the vectors
 /// left. Under MR * NR + NR + 1 <= registers (one register holds the broadcast); NR is at most the
-/// box's vectors, MR at most its rows. Ties keep the smaller NR, then the smaller MR.
-RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m);
+/// box's vectors, MR at most its rows, and at most `max_nr` when that is positive (the B vectors
+/// of one run the first cache holds: run_sliver_vectors). Ties keep the smaller NR, then the
+/// smaller MR.
+RegisterBlocking choose_register_blocking(int64_t registers, int64_t lanes, int64_t m_extent, int64_t n_extent, bool has_m,
+                                          int64_t max_nr = 0);
+
+/// The reduction terms of one micro-kernel run of `node`: kRunTerms, or all of them when fewer (the emitter may round a run up to whole axes).
+int64_t microkernel_run_terms(const TeNode& node);
+/// The most B vectors whose run (run_terms points of each, `vector_bytes` a point) fit `l1_bytes`
+/// (the smallest private per-core cache: first_cache_bytes), at least 1; 0 (no limit) without a
+/// cache. Every MR-row block of a column block re-reads the run's B sliver: one that overflows
+/// L1 streams it from L2 for every block. On the 2-core Sapphire Rapids VM (48 KiB L1d) the
+/// suite's conv_bn_relu ran 1.05 ms at 6 x 4 (a 252-point run of 4 vectors: 64 KiB) and
+/// 0.85-0.87 ms at 8 x 2, 0.87 at 8 x 3 (experiments/cpu_suite/runs/cpu-2026-12-01/blocking.txt).
+int64_t run_sliver_vectors(int64_t l1_bytes, int64_t vector_bytes, int64_t terms);
+/// The smallest private per-core cache of `spec` in bytes (its L1 data cache), 0 when none.
+int64_t first_cache_bytes(const HwSpec& spec);
 
 /// The blocking choose_register_blocking gives contraction `node` over the box `box` (the
 /// node's outermost tile, clamped to its axes; a microkernel group's task box) with `spec`'s

@@ -51,7 +51,8 @@ int64_t microkernel_columns(const TeNode& node, int64_t m_box, int64_t n_box, co
   const CodegenParams params = codegen_params(spec);
   const int64_t vw = std::max<int64_t>(1, params.vector_bytes / compute_bytes(node.body().dtype()));
   if (vw < 2 || n_box < 2) return 0;
-  return vw * choose_register_blocking(params.vector_registers, vw, m_box, n_box, c->m_axis >= 0).nr;
+  const int64_t max_nr = run_sliver_vectors(params.l1_bytes, params.vector_bytes, microkernel_run_terms(node));
+  return vw * choose_register_blocking(params.vector_registers, vw, m_box, n_box, c->m_axis >= 0, max_nr).nr;
 }
 
 bool KernelEmitter::emit_contraction(NodeState& s) {
@@ -76,7 +77,8 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   if (vw < 2 || n_extent < 2) return false;  // nothing to vectorize: the generic nest does it
   // The blocking the schedule records (CpuGroupPlan::blocking), else the one the model derives.
   RegisterBlocking blocking = plan_.blocking.at(static_cast<size_t>(s.position))
-                                  .value_or(choose_register_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0));
+                                  .value_or(choose_register_blocking(params_.vector_registers, vw, m_extent, n_extent, c.m_axis >= 0,
+                                                                     run_sliver_vectors(params_.l1_bytes, params_.vector_bytes, microkernel_run_terms(node))));
   // (No block larger than the box: a recorded blocking is for the node's tile, which the largest
   // task box equals unless the tile overhangs the axis.)
   blocking.mr = static_cast<int>(std::min<int64_t>(blocking.mr, std::max<int64_t>(1, m_extent)));

@@ -18,7 +18,8 @@ bool fits(const RegisterBlocking& b, int64_t registers) { return b.mr * b.nr + b
 }  // namespace
 
 TEST_CASE("register blocking: the box's rows decide MR, no block wider than the box") {
-  // AVX-512 (32 registers, 16 f32 lanes), rows of 56 columns: 3 whole vectors.
+  // AVX-512 (32 registers, 16 f32 lanes), rows of 56 columns: 3 whole vectors. (No L1 limit on NR
+  // here: the last test case.)
   struct Case {
     int64_t registers, lanes, m, n;
     bool has_m;
@@ -62,4 +63,31 @@ TEST_CASE("register blocking: always within the budget and the box, for every bo
           REQUIRE(b.nr >= 1);
           REQUIRE(b.nr <= (n + lanes - 1) / lanes);
         }
+}
+
+TEST_CASE("register blocking: NR within the B vectors one run keeps in the first cache") {
+  using tessel::cpu::run_sliver_vectors;
+  // A 256-point run of 64-byte vectors is 16 KiB a vector: a 48 KiB L1d holds 3 of them, a 32 KiB
+  // one 2; without a cache there is no limit, and at least one vector always streams.
+  CHECK(run_sliver_vectors(48 * 1024, 64, 256) == 3);
+  CHECK(run_sliver_vectors(32 * 1024, 64, 256) == 2);
+  CHECK(run_sliver_vectors(0, 64, 256) == 0);
+  CHECK(run_sliver_vectors(1024, 64, 256) == 1);
+  CHECK(run_sliver_vectors(48 * 1024, 64, 9) == 85);  // a 9-point reduction: no limit in practice
+  // The suite's conv_bn_relu box (64 output channels x 56 columns, a 252-point run): 6 x 4 without
+  // the limit (its 4-vector sliver is 63 KiB), 8 x 2 within 3 vectors (8 x 3 loads as much; ties
+  // keep the smaller NR), and the limit holds for every box.
+  CHECK(choose_register_blocking(32, 16, 64, 56, true).nr == 4);
+  const RegisterBlocking limited = choose_register_blocking(32, 16, 64, 56, true, 3);
+  CHECK(limited.mr == 8);
+  CHECK(limited.nr == 2);
+  for (int64_t max_nr : {1, 2, 3})
+    for (int64_t m = 1; m <= 40; ++m)
+      for (int64_t n = 1; n <= 100; n += 3) {
+        const RegisterBlocking b = choose_register_blocking(32, 16, m, n, true, max_nr);
+        CAPTURE(m);
+        CAPTURE(n);
+        REQUIRE(b.nr <= max_nr);
+        REQUIRE(fits(b, 32));
+      }
 }
