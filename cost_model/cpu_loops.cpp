@@ -2,6 +2,7 @@
 #include "cost_model/cpu_loops.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "tilegraph/dtype.h"
 
@@ -159,15 +160,39 @@ int64_t first_cache_bytes(const HwSpec& spec) {
   return bytes;
 }
 
+int64_t compute_bound_rows(const HwSpec& spec) {
+  const double peak = spec.peak_flops(DType::f32, false);
+  if (peak <= 0 || spec.memory_levels.empty() || spec.memory_levels.back().bandwidth_gbps <= 0) return 0;
+  const double balance = peak / (spec.memory_levels.back().bandwidth_gbps * 1e9);  // FLOP per byte
+  return static_cast<int64_t>(std::ceil(balance * static_cast<double>(dtype_bytes(DType::f32)) / 2));
+}
+
+bool reads_padding(const TeNode& node, int k) {
+  const Access& access = node.inputs()[static_cast<size_t>(k)];
+  std::vector<int64_t> extents;
+  for (const Axis& axis : node.axes()) extents.push_back(axis.extent);
+  for (int d = 0; d < access.map.num_results(); ++d)
+    if (access.map.result(d).min_over(extents) < 0 || access.map.result(d).max_over(extents) >= access.type.shape[static_cast<size_t>(d)])
+      return true;
+  return false;
+}
+
+int64_t microkernel_nr_limit(const TeNode& node, const MicrokernelMatch& match, int64_t l1_bytes, int64_t vector_bytes, int64_t bound_rows) {
+  if (reads_padding(node, match.a)) return 0;
+  return sliver_limit(match.m_axis >= 0 ? node.axes()[match.m_axis].extent : 1, bound_rows,
+                      run_sliver_vectors(l1_bytes, vector_bytes, microkernel_run_terms(node)));
+}
+
 std::optional<RegisterBlocking> derived_register_blocking(const TeNode& node, const std::vector<int64_t>& box, const HwSpec& spec) {
   const std::optional<MicrokernelMatch> match = match_microkernel(node);
   const int64_t registers = vector_registers(spec);
   if (!match || registers <= 0 || static_cast<int>(box.size()) != node.num_spatial()) return std::nullopt;
   auto extent = [&](int a) { return std::min(box[a], node.axes()[a].extent); };
   const int lanes = vector_lanes(spec.compute.simd_width, node.body().dtype());
-  const int64_t max_nr = run_sliver_vectors(first_cache_bytes(spec), spec.compute.simd_width * dtype_bytes(DType::f32), microkernel_run_terms(node));
-  return choose_register_blocking(registers, lanes, match->m_axis >= 0 ? extent(match->m_axis) : 1, extent(match->n_axis), match->m_axis >= 0,
-                                  max_nr);
+  const int64_t m = match->m_axis >= 0 ? extent(match->m_axis) : 1;
+  const int64_t max_nr =
+      microkernel_nr_limit(node, *match, first_cache_bytes(spec), spec.compute.simd_width * dtype_bytes(DType::f32), compute_bound_rows(spec));
+  return choose_register_blocking(registers, lanes, m, extent(match->n_axis), match->m_axis >= 0, max_nr);
 }
 
 std::string blocking_param(const char* which, int i) { return std::string(which) + std::to_string(i); }

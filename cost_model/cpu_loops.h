@@ -23,6 +23,15 @@ namespace tessel::cpu {
 /// neither (experiments/cpu_suite/runs/cpu-2026-11-25e/).
 inline constexpr int64_t kRunTerms = 256;
 
+/// How far ahead the micro-kernel prefetches B where it reads B from its tensor
+/// (kernels/cpu/emit_contraction.cpp): the piece this many bytes of its stream ahead, i.e.
+/// 4096 / (NR x vector bytes) reduction points. On the Sapphire Rapids VM, against no prefetch
+/// (two rounds): LLaMA-7B's down projection at M = 32 26.7-29.0 -> 17.6-18.2 ms and
+/// at M = 4 9.5-10.8 -> 6.5-6.6 ms, GPT-2's at M = 64 5.9-6.2 -> 5.2-5.3 ms; the M = 1 GEMVs and
+/// GPT-2's lm_head at M = 8 0.98-1.08x their time. 16 KiB ahead gained less on the first two and
+/// slowed the GEMVs 1.1-1.2x (experiments/cpu_suite/runs/cpu-2026-12-01/prefetch.txt).
+inline constexpr int64_t kPrefetchAheadBytes = 4096;
+
 /// A lane reduction of at most this many terms in the compute type (a 3x3 to 7x7 depthwise
 /// convolution's taps) is instead written out term by term inside its innermost spatial loop, the
 /// sum an SSA value (registers, no array): the same terms in the same order, a product's as fused
@@ -124,6 +133,29 @@ int64_t microkernel_run_terms(const TeNode& node);
 int64_t run_sliver_vectors(int64_t l1_bytes, int64_t vector_bytes, int64_t terms);
 /// The smallest private per-core cache of `spec` in bytes (its L1 data cache), 0 when none.
 int64_t first_cache_bytes(const HwSpec& spec);
+/// The rows of A from which a contraction's box reuses each B element enough to be compute-bound
+/// rather than bound by streaming B from memory: the machine balance (f32 peak FLOP/s over the
+/// outermost level's bytes/s) x 4 bytes / 2 FLOPs a row, rounded up (20 on the Sapphire Rapids
+/// VM's probe); 0 when the spec lacks either. Below it NR is not limited to the L1d: a skinny
+/// GEMM streams B from memory once, and wide column blocks read it in longer contiguous pieces
+/// (GPT-2's lm_head at M = 8 ran 2.2x slower at 8 x 3 than at 4 x 6, LLaMA's M = 1 projections
+/// 1.3-1.5x slower at 1 x 3 than at 1 x 15: `ab_skinny.csv` beside blocking.txt).
+int64_t compute_bound_rows(const HwSpec& spec);
+/// The NR limit for a contraction whose m axis has `m_extent` rows in all (1 without one; the
+/// node's, not a task box's, so that a policy does not dodge the limit by cutting the rows): 0
+/// (none) below `bound_rows` (compute_bound_rows), else run_sliver_vectors.
+inline int64_t sliver_limit(int64_t m_extent, int64_t bound_rows, int64_t sliver_vectors) {
+  return bound_rows > 0 && m_extent >= bound_rows ? sliver_vectors : 0;
+}
+/// Whether input `k` of `node` reads outside its tensor somewhere in the node's domain (a padded
+/// convolution's input): every such read is guarded.
+bool reads_padding(const TeNode& node, int k);
+/// The micro-kernel's NR limit for contraction `match` of `node` (choose_register_blocking's
+/// `max_nr`; 0: none): sliver_limit, except that an A read through padding (an NHWC
+/// convolution's input) is not limited: every column block guards A's broadcasts again, which
+/// cost more than a sliver from L2 (ResNet-50's NHWC 3x3 over 64 channels: 1.31-1.36 ms at 6 x 4 in
+/// one column block, 1.76-2.10 ms at NR = 2 or 3: nhwc_blocking.txt beside blocking.txt).
+int64_t microkernel_nr_limit(const TeNode& node, const MicrokernelMatch& match, int64_t l1_bytes, int64_t vector_bytes, int64_t bound_rows);
 
 /// The blocking choose_register_blocking gives contraction `node` over the box `box` (the
 /// node's outermost tile, clamped to its axes; a microkernel group's task box) with `spec`'s

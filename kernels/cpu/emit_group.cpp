@@ -39,6 +39,7 @@ CodegenParams codegen_params(const HwSpec& spec) {
     throw UserError(spec.file, "/memory_levels", cat("spec '", spec.name, "' has no 'registers' level (the micro-kernel is sized from it)"));
   p.vector_registers = vector_registers(spec);
   p.l1_bytes = first_cache_bytes(spec);
+  p.bound_rows = compute_bound_rows(spec);
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.scope == MemoryScope::core && l.cache && !l.cache->shared) p.pack_bytes = std::max(p.pack_bytes, l.capacity_bytes / 2);
   p.reuse_bytes = p.pack_bytes;

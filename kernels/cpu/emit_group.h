@@ -31,6 +31,7 @@ struct CodegenParams {
   int64_t vector_bytes = 0;      // one SIMD register: compute.simd_width fp32 lanes
   int64_t vector_registers = 0;  // SIMD registers per core: the register level's capacity / vector_bytes
   int64_t l1_bytes = 0;          // the smallest private per-core cache (cpu_loops.h: first_cache_bytes)
+  int64_t bound_rows = 0;        // cpu_loops.h: compute_bound_rows
   /// The largest packed operand panel, in bytes: half the largest private per-core cache (0: the
   /// spec has none, so nothing is packed).
   int64_t pack_bytes = 0;

@@ -74,6 +74,15 @@ TEST_CASE("register blocking: NR within the B vectors one run keeps in the first
   CHECK(run_sliver_vectors(0, 64, 256) == 0);
   CHECK(run_sliver_vectors(1024, 64, 256) == 1);
   CHECK(run_sliver_vectors(48 * 1024, 64, 9) == 85);  // a 9-point reduction: no limit in practice
+  // Only contractions with enough rows to be compute-bound are limited: a skinny GEMM streams B
+  // once and wants wide column blocks (LLaMA's M = 1 projections keep 1 x 15).
+  using tessel::cpu::sliver_limit;
+  CHECK(sliver_limit(64, 20, 3) == 3);
+  CHECK(sliver_limit(20, 20, 3) == 3);
+  CHECK(sliver_limit(8, 20, 3) == 0);
+  CHECK(sliver_limit(1, 20, 3) == 0);
+  CHECK(sliver_limit(4096, 0, 3) == 0);  // a spec without the balance: no limit
+  CHECK(choose_register_blocking(32, 16, 1, 4096, true, sliver_limit(1, 20, 3)).nr == 15);
   // The suite's conv_bn_relu box (64 output channels x 56 columns, a 252-point run): 6 x 4 without
   // the limit (its 4-vector sliver is 63 KiB), 8 x 2 within 3 vectors (8 x 3 loads as much; ties
   // keep the smaller NR), and the limit holds for every box.
