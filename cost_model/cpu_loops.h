@@ -25,7 +25,7 @@ inline constexpr int64_t kRunTerms = 256;
 
 /// How far ahead the micro-kernel prefetches B where it reads B from its tensor
 /// (kernels/cpu/emit_contraction.cpp): the piece this many bytes of its stream ahead, i.e.
-/// 4096 / (NR x vector bytes) reduction points. On the Sapphire Rapids VM, against no prefetch
+/// 4096 / (the piece's bytes) reduction points. On the Sapphire Rapids VM, against no prefetch
 /// (two rounds): LLaMA-7B's down projection at M = 32 26.7-29.0 -> 17.6-18.2 ms and
 /// at M = 4 9.5-10.8 -> 6.5-6.6 ms, GPT-2's at M = 64 5.9-6.2 -> 5.2-5.3 ms; the M = 1 GEMVs and
 /// GPT-2's lm_head at M = 8 0.98-1.08x their time. 16 KiB ahead gained less on the first two and
@@ -128,8 +128,8 @@ int64_t microkernel_run_terms(const TeNode& node);
 /// (the smallest private per-core cache: first_cache_bytes), at least 1; 0 (no limit) without a
 /// cache. Every MR-row block of a column block re-reads the run's B sliver: one that overflows
 /// L1 streams it from L2 for every block. On the 2-core Sapphire Rapids VM (48 KiB L1d) the
-/// suite's conv_bn_relu ran 1.05 ms at 6 x 4 (a 252-point run of 4 vectors: 64 KiB) and
-/// 0.85-0.87 ms at 8 x 2, 0.87 at 8 x 3 (experiments/cpu_suite/runs/cpu-2026-12-01/blocking.txt).
+/// suite's conv_bn_relu ran 1.04-1.18 ms at 6 x 4 (a 252-point run of 4 vectors: 63 KiB) and
+/// 0.91-0.93 ms at 8 x 2, 0.93-0.94 at 8 x 3 (experiments/cpu_suite/runs/cpu-2026-12-01/blocking.txt).
 int64_t run_sliver_vectors(int64_t l1_bytes, int64_t vector_bytes, int64_t terms);
 /// The smallest private per-core cache of `spec` in bytes (its L1 data cache), 0 when none.
 int64_t first_cache_bytes(const HwSpec& spec);

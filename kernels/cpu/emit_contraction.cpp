@@ -235,12 +235,12 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   const bool prefetch_b = !skip && !b_checked && b_step == 1 && walk_inner >= 0 && params_.line_bytes > 0 &&
                           b_access.type.num_elements() * static_cast<int64_t>(dtype_bytes(b_access.type.dtype)) > 2 * params_.pack_bytes;
   auto prefetch_ahead = [&](std::vector<Value*> point, int nr) {
-    const int64_t ahead = std::max<int64_t>(1, kPrefetchAheadBytes / (nr * params_.vector_bytes));
+    const int64_t piece_bytes = nr * vw * static_cast<int64_t>(dtype_bytes(dtype));  // as stored: f16 B in halves
+    const int64_t ahead = std::max<int64_t>(1, kPrefetchAheadBytes / piece_bytes);
     point[walk_inner] = b_.CreateAdd(point[walk_inner], i64(ahead));
     Cache cache;
     Value* offset = element_offset(b_view, input_index(s, c.b, point, cache));
-    const int64_t lane_bytes = static_cast<int64_t>(dtype_bytes(dtype));
-    for (int64_t byte = 0; byte < nr * vw * lane_bytes; byte += params_.line_bytes) {
+    for (int64_t byte = 0; byte < piece_bytes; byte += params_.line_bytes) {
       // Not inbounds: past the last reduction point the address leaves B (a prefetch never faults).
       Value* ptr = b_.CreateGEP(b_.getInt8Ty(), b_.CreateGEP(storage_type(ctx_, dtype), b_view.base, offset), i64(byte));
       // read, locality 3 (every level), data

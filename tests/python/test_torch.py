@@ -1,10 +1,14 @@
-"""torch modules through tessel.compile, and torch.compile(backend="tessel"). Needs PyTorch (the
-GPU machine has it; CI's CPU machine does not: SKIP). The GPU cases need a CUDA device."""
+"""torch modules through tessel.compile, and torch.compile(backend="tessel"). Needs PyTorch and the
+onnx package (the GPU machine has both; CI's CPU machine does not: SKIP). The GPU cases need a
+CUDA device."""
 import logging
 
 import pytest
 
 torch = pytest.importorskip("torch")
+# Every case exports a module through torch.onnx, whose exporters need the onnx package (a PyTorch
+# installed without it, as from PyPI on its own: SKIP rather than fail on the missing module).
+pytest.importorskip("onnx", reason="torch.onnx's exporters need the onnx package")
 import tessel  # noqa: E402
 import tessel.torch_backend  # noqa: E402,F401  (registers the backend)
 
