@@ -209,6 +209,12 @@ int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwS
   return split;
 }
 
+double simt_issue_slots(const HwSpec& spec) {
+  const double lanes_per_clock = spec.peak_flops(DType::f32, false) / 2.0 /
+                                 (static_cast<double>(spec.compute.units) * spec.compute.clock_ghz * 1e9);
+  return spec.compute.clock_ghz > 0 && spec.compute.simd_width > 0 ? std::max(1.0, lanes_per_clock / spec.compute.simd_width) : 1.0;
+}
+
 double in_flight_rate(const HwSpec& spec, double bytes_in_flight) {
   const MemoryLevel& level = spec.memory_levels[device_level_index(spec)];
   const double bandwidth = level.bandwidth_gbps * 1e9;
@@ -514,8 +520,10 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   const bool implicit = param("implicit", 0) > 0;
   const int64_t bm = param("block_m", 128), bn = param("block_n", 128), bk = param("block_k", 32);
   const int64_t stages = param("stages", 2), split = param("split_k", 1);
+  // (The simt family's k slices: each slice's warps hold the whole tile's accumulators.)
+  const int64_t k_slices = param("k_slices", 1);
   const int64_t threads = p.count("warpgroups") ? param("warpgroups", 1) * 4 * spec.compute.simd_width
-                                                : param("warps_m", 1) * param("warps_n", 1) * spec.compute.simd_width;
+                                                : param("warps_m", 1) * param("warps_n", 1) * k_slices * spec.compute.simd_width;
   const auto extent = [&](int a) { return node.axes()[a].extent; };
   int64_t n = ns >= 1 ? extent(ns - 1) : 1, m = 1, batch = 1, k = 1;
   // Batch axes that B is broadcast over fold into m (the kernels' batch folding: a [batch, seq,
@@ -564,7 +572,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     smem += bm / kWgInstM * kWgEpiSlabBytes + stages * 2 * kWgMbarrierBytes + kWgAtomBytes +
             std::max<int64_t>(lim.smem_per_sm_bytes - lim.smem_per_block_bytes, 0);
   // Accumulators in f32 spread over the threads, plus operand fragments and addresses.
-  const int64_t regs = std::min<int64_t>(lim.max_registers_per_thread, bm * bn / std::max<int64_t>(threads, 1) + kContractionBaseRegisters);
+  const int64_t regs = std::min<int64_t>(lim.max_registers_per_thread, bm * bn * k_slices / std::max<int64_t>(threads, 1) + kContractionBaseRegisters);
   int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(threads, 1));
   if (smem > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / smem);
   if (regs > 0) per_sm = std::min(per_sm, lim.registers_per_sm / (regs * threads));
@@ -602,6 +610,17 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     }
   }
   double compute_s = per_unit_blocks * density * nm_work * block_flops / (peak / static_cast<double>(units));
+  // On the CUDA cores a warp issues one instruction a clock: an SM with fewer warps resident than
+  // its schedulers (simt_issue_slots) reaches that share of its peak.
+  if (simt_family) {
+    const double warps = std::min(per_unit_blocks, static_cast<double>(out.blocks_per_unit)) *
+                         static_cast<double>(threads) / static_cast<double>(spec.compute.simd_width);
+    const double slots = simt_issue_slots(spec);
+    if (warps < slots) {
+      compute_s *= slots / std::max(warps, 1.0);
+      out.notes.push_back(cat(warps, " warps an SM issue from ", slots, " schedulers"));
+    }
+  }
   out.flops = density * nm_work * static_cast<double>(node.flops());
   // An operand whose rows do not start 16-byte aligned is read in narrower pieces (a_align,
   // b_align: elements per read, device/mma.cuh's TileCopy): one issue per read, and where rows

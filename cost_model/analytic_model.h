@@ -41,6 +41,12 @@ bool uses_tensor_cores(const TeNode& node, const LevelTile& tile, const HwSpec& 
 /// one warp leave room for several; its parts then fill the units' slots, not the units).
 int reduction_split(int64_t tiles, int64_t k_steps, int64_t min_steps, const HwSpec& spec, int64_t per_unit = 1);
 
+/// Warp instructions a GPU unit issues per clock on its CUDA cores (its warp schedulers): the
+/// spec's f32 peak over units x clock x 2 (a fused multiply-add) x simd_width; 1 where the spec
+/// gives no clock. A kernel with fewer warps resident on a unit than this reaches that fraction of
+/// the unit's f32 peak at most.
+double simt_issue_slots(const HwSpec& spec);
+
 /// Little's law: the bytes per second the spec's device memory delivers to kernels that keep
 /// `bytes_in_flight` requested across the chip: its bandwidth, or less, bytes in flight over its
 /// loaded latency (MemoryLevel::loaded_latency_ns, when the spec gives one). A skinny product

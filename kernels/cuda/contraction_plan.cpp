@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <set>
 
@@ -39,9 +40,25 @@ constexpr int kDefaultBlockM = 128, kDefaultBlockN = 256;  // block tile when th
 constexpr int kBlockK = 32;            // K step per pipeline stage
 constexpr int kMaxBlockK = 64;         // the largest K step taken from a schedule
 constexpr int kMaxStages = 4;          // deepest cp.async pipeline
-// The f32 kernel on the CUDA cores (device/mma.cuh's SimtBlockGemm): warp tiles of
-// kSimtWarpM x kSimtWarpN, blocks of 1 or 2 of them along each axis, K steps of kSimtBlockK.
-constexpr int kSimtWarpM = 64, kSimtWarpN = 32, kSimtMaxWarpsPerAxis = 2, kSimtBlockK = 16;
+// The f32 kernel on the CUDA cores (device/mma.cuh's SimtBlockGemm): a lane computes
+// kSimtLaneTile x kSimtLaneTile outputs, a warp's lanes are 2, 4 or 8 along m (kSimtLanesM: warp
+// tiles of 16 x 128, 32 x 64 or 64 x 32), blocks of 1 or 2 warp tiles along each axis, K steps of
+// kSimtBlockK.
+constexpr int kSimtMaxWarpsPerAxis = 2, kSimtBlockK = 16;
+// The largest blocks a recorded plan or a tuner's variant may take: 2 x 4 warp tiles.
+constexpr int kSimtMaxWarpsM = 2, kSimtMaxWarpsN = 4;
+constexpr int kSimtLanesM[] = {2, 4, 8};
+// Its k slices (SimtBlockGemm's KSLICES): where single-warp tiles leave a warp scheduler of an SM
+// (cost_model's simt_issue_slots) without a warp, each stage's K is dealt out to 2 or 4 sets of
+// the block's warps, kSimtSliceGroups groups of 4 k steps each per stage, when K gives every
+// slice at least kSimtBlockK steps.
+constexpr int kSimtSlices[] = {2, 4};
+constexpr int kSimtSliceGroups = 2;
+// Registers a lane of it needs at least: its 8 x 8 accumulators and 4 k steps of its 8 + 8
+// operand values; blocks whose threads would get fewer spill (measured: 2 x 4 warp tiles in 4
+// k slices, 1024 threads, ran 3-10x slower than the same tiles in one).
+constexpr int64_t kSimtLaneRegisters = kSimtLaneTile * kSimtLaneTile + 4 * 2 * kSimtLaneTile;
+constexpr int kSimtChunkFloats = 4;  // a 16-byte copy: whole reads (MmaOperand::align)
 // How far a block_sparse kind's recorded density may be from the weight's (both are the same
 // count ratio; a schedule's JSON keeps doubles to 17 digits).
 constexpr double kDensityTolerance = 1e-9;
@@ -873,7 +890,7 @@ std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props
   return "";
 }
 
-std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
+std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget, int max_block_k, int64_t per_sm) {
   if (p.tiles() >= spec.compute.units) return "";
   if (spec.limits.max_cluster_blocks < 2) return cat("spec '", spec.name, "' has no thread-block clusters");
   if (p.implicit) return "an implicit GEMM's gather starts at k = 0";
@@ -881,15 +898,15 @@ std::string split_k(ContractionPlan& p, const HwSpec& spec, int64_t budget) {
   if (reduce_bytes > spec.limits.smem_per_block_bytes) return "the partial sums do not fit shared memory";
   int split = 1;
   int block_k = p.block_k;
-  for (int bk : {kMaxBlockK, p.block_k}) {
-    split = reduction_split(p.tiles(), ceil_div(p.k, bk), p.stages, spec);
+  for (int bk : {max_block_k, p.block_k}) {
+    split = reduction_split(p.tiles(), ceil_div(p.k, bk), p.stages, spec, per_sm);
     block_k = bk;
     if (split > 1) break;
   }
   const int64_t ktiles = ceil_div(p.k, block_k);
   if (split == 1) {
-    if (2 * p.tiles() > spec.compute.units)
-      return cat(p.tiles(), " tiles in 2 parts exceed the ", spec.compute.units, " SMs (some would run two parts)");
+    if (2 * p.tiles() > spec.compute.units * per_sm)
+      return cat(p.tiles(), " tiles in 2 parts exceed the ", spec.compute.units * per_sm, " blocks the SMs run at once");
     return cat("K has ", ktiles, " tiles of ", block_k, ", too few for two parts of ", p.stages);
   }
   ContractionPlan q = p;
@@ -1125,15 +1142,34 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
     // still match.)
     if (p.a.align < kChunkElems) out["a_align"] = p.a.align;
     if (p.b.align < kChunkElems) out["b_align"] = p.b.align;
+    if (p.k_slices > 1) out["k_slices"] = p.k_slices;
   }
   // (Recorded when there is an epilogue, so that schedules saved before it still match.)
   if (p.epilogue_instructions > 0) out["epilogue_instructions"] = p.epilogue_instructions;
   return out;
 }
 
+
+/// The f32 kernel's form a recorded plan or a variant fixes (plan_simt): warps 0 for the derived ones.
+struct SimtForm {
+  int warps_m = 0, warps_n = 0, k_slices = 0;
+};
+ContractionMatch plan_simt(int raster_group, const HwSpec& spec, ContractionPlan& p, SimtForm form = {});
+
 std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const HwSpec& spec) {
   std::vector<KernelChoice> out;
-  if (p.simt) return out;  // (one form, derived: plan_simt)
+  if (p.simt) {
+    // The f32 kernel's forms: its block's warp tiles and k slices (plan_simt derives the rest).
+    for (int wm = 1; wm <= kSimtMaxWarpsM; ++wm)
+      for (int wn = 1; wn <= kSimtMaxWarpsN; wn *= 2)
+        for (int slices : {1, kSimtSlices[0], kSimtSlices[1]}) {
+          ContractionPlan q = p;
+          if (!plan_simt(p.raster_group, spec, q, {wm, wn, slices}).plan) continue;
+          KernelChoice k{"simt", contraction_params(q), {}};
+          if (k.params != contraction_params(p)) out.push_back(std::move(k));
+        }
+    return out;
+  }
   // A 2:4 plan's form is derived from the recorded family's parameters (plan_nm): the variants are
   // the dense group's (choose_sparse_kinds sets the kind on each), none of its own.
   if (p.nm_sparse) return out;
@@ -1201,41 +1237,91 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
   return out;
 }
 
-/// Step 5 for an f32 product (the simt form, device/mma.cuh's SimtBlockGemm): blocks of 1 or 2 warp
-/// tiles along each axis, the largest that still gives every SM a block (down to one warp tile),
-/// K steps of kSimtBlockK, as many stages as fit half an SM's shared memory up to kMaxStages. It
-/// is derived from the problem and the spec alone; a recorded plan must match it (no variants).
-ContractionMatch plan_simt(int raster_group, const HwSpec& spec, ContractionPlan& p) {
+/// Step 5 for an f32 product (the simt form, device/mma.cuh's SimtBlockGemm): warp tiles of the
+/// fewest rows that cover m (16, 32 or 64); blocks of 1 or 2 of them along each axis, shrunk
+/// where twice the problem and, when both operands are read 16 bytes at a time, while the grid
+/// leaves an SM's warp schedulers without a warp each (down to one warp tile); k slices for
+/// single-warp tiles that still do (kSimtSlices); K steps of kSimtBlockK (sliced: kSimtSliceGroups
+/// groups of 4 per slice), as many stages as fit half an SM's shared memory up to kMaxStages;
+/// where the tiles leave SMs idle, K split over a cluster as the mma kernel splits it (split_k),
+/// with as many blocks per SM as fit. The rule was chosen by measuring every form on an H200
+/// (experiments/f32_simt/runs/h200-2026-12-01). `form` with warps > 0 fixes the block's warps
+/// and k slices instead (a recorded plan's, a tuner's variant: contraction_variants lists 1 or 2
+/// warp tiles along m by 1, 2 or 4 along n, each with 1, 2 and 4 k slices).
+ContractionMatch plan_simt(int raster_group, const HwSpec& spec, ContractionPlan& p, SimtForm form) {
+  p.split_k = 1;
+  const int slices = form.k_slices;
+  int lanes_m = kSimtLanesM[std::size(kSimtLanesM) - 1];
+  for (int l : kSimtLanesM)
+    if (int64_t{l} * kSimtLaneTile >= p.m) {
+      lanes_m = l;
+      break;
+    }
+  const int warp_rows = lanes_m * kSimtLaneTile, warp_cols = spec.compute.simd_width / lanes_m * kSimtLaneTile;
   int wm = kSimtMaxWarpsPerAxis, wn = kSimtMaxWarpsPerAxis;
-  auto blocks = [&] { return p.batch * ceil_div(p.m, int64_t{wm} * kSimtWarpM) * ceil_div(p.n, int64_t{wn} * kSimtWarpN); };
-  // (An axis shrinks while its block is at least twice the problem, then both while the grid
-  // leaves SMs without a block.)
-  for (;;) {
-    const bool m_wide = wm > 1 && int64_t{wm} * kSimtWarpM >= 2 * p.m, n_wide = wn > 1 && int64_t{wn} * kSimtWarpN >= 2 * p.n;
+  auto blocks = [&] { return p.batch * ceil_div(p.m, int64_t{wm} * warp_rows) * ceil_div(p.n, int64_t{wn} * warp_cols); };
+  if (form.warps_m > 0 || form.warps_n > 0) {
+    if (form.warps_m < 1 || form.warps_m > kSimtMaxWarpsM || form.warps_n < 1 || form.warps_n > kSimtMaxWarpsN)
+      return fail(cat("the f32 kernel's blocks are 1 to ", kSimtMaxWarpsM, " by 1 to ", kSimtMaxWarpsN, " warp tiles, not ", form.warps_m,
+                      " x ", form.warps_n));
+    wm = form.warps_m;
+    wn = form.warps_n;
+  }
+  // (An axis shrinks while its block is at least twice the problem; then, where both operands are
+  // read 16 bytes at a time, both while the grid leaves an SM's schedulers without a warp each.
+  // An operand read in narrower pieces keeps the blocks: their copies cost fewer issues per
+  // multiply-add, and the K split fills the SMs instead.)
+  const bool whole_reads = p.a.align >= kSimtChunkFloats && p.b.align >= kSimtChunkFloats;
+  const double slots = static_cast<double>(spec.compute.units) * simt_issue_slots(spec);
+  for (; form.warps_m == 0;) {
+    const bool m_wide = wm > 1 && int64_t{wm} * warp_rows >= 2 * p.m, n_wide = wn > 1 && int64_t{wn} * warp_cols >= 2 * p.n;
     if (m_wide) --wm;
     else if (n_wide) --wn;
-    else if (wm * wn > 1 && blocks() < spec.compute.units) (wn >= wm && wn > 1 ? wn : wm) -= 1;
+    else if (wm * wn > 1 && whole_reads && static_cast<double>(blocks() * wm * wn) < slots) (wn >= wm && wn > 1 ? wn : wm) -= 1;
     else break;
   }
   p.warps_m = wm;
   p.warps_n = wn;
-  p.block_m = wm * kSimtWarpM;
-  p.block_n = wn * kSimtWarpN;
-  p.block_k = kSimtBlockK;
+  p.block_m = wm * warp_rows;
+  p.block_n = wn * warp_cols;
+  p.k_slices = 1;
+  if (slices > 0) {
+    if (slices != 1 && std::find(std::begin(kSimtSlices), std::end(kSimtSlices), slices) == std::end(kSimtSlices))
+      return fail(cat("the f32 kernel's k slices are 1, 2 or 4, not ", slices));
+    p.k_slices = slices;
+  } else {
+    // (Single-warp blocks only, while their warps leave a scheduler without one: measured,
+    // slices lose to a block's own warps, and to more warps than that -- experiments/f32_simt.)
+    for (int s : kSimtSlices) {
+      if (wm * wn > 1 || static_cast<double>(blocks() * p.k_slices) >= slots || p.k < int64_t{s} * kSimtBlockK) break;
+      p.k_slices = s;
+    }
+  }
+  const int64_t threads_cap = std::min<int64_t>(spec.limits.max_threads_per_block, spec.limits.registers_per_sm / kSimtLaneRegisters);
+  if (int64_t{wm} * wn * p.k_slices * spec.compute.simd_width > threads_cap)
+    return fail(cat(wm * wn * p.k_slices, " warps a block leave fewer than ", kSimtLaneRegisters, " registers a thread"));
+  p.block_k = std::max(kSimtBlockK, 4 * kSimtSliceGroups * p.k_slices);
   p.tiles_m = ceil_div(p.m, p.block_m);
   p.tiles_n = ceil_div(p.n, p.block_n);
   p.raster_group = static_cast<int>(std::min<int64_t>(p.tiles_m, raster_group > 1 ? raster_group : kRasterGroup));
   const int64_t ktiles = ceil_div(p.k, p.block_k);
   const int64_t half_sm = std::min(spec.limits.smem_per_block_bytes, spec.limits.smem_per_sm_bytes / 2);
+  // (The k slices' sums meet in the stages' memory after the main loop: device/mma.cuh.)
+  const int64_t slice_bytes = int64_t{p.k_slices - 1} * p.block_m * p.block_n * 4;
   p.stages = static_cast<int>(std::clamp<int64_t>(ktiles, 2, kMaxStages));
   while (p.stages > 2 && p.stages * stage_bytes(p) > half_sm) --p.stages;
-  p.smem_bytes = p.stages * stage_bytes(p);
+  p.smem_bytes = std::max(p.stages * stage_bytes(p), slice_bytes);
   if (p.smem_bytes > spec.limits.smem_per_block_bytes)
     return fail(cat("the pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes));
-  if (p.threads(kMmaLanes) > spec.limits.max_threads_per_block) return fail("too many threads per block");
+  const int64_t threads = p.threads(kMmaLanes);
+  if (threads > spec.limits.max_threads_per_block) return fail("too many threads per block");
+  const LimitSpec& lim = spec.limits;
+  const int64_t per_sm =
+      std::max<int64_t>(1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / threads, lim.smem_per_sm_bytes / p.smem_bytes}));
+  p.split_reason = split_k(p, spec, half_sm, p.block_k, per_sm);
+  p.smem_bytes = std::max(p.smem_bytes, slice_bytes);
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
   p.warpgroup_reason = "f32 operands (no tensor cores)";
-  p.split_reason = "the f32 kernel's K loop is not split";
   return ContractionMatch{p, ""};
 }
 
@@ -1392,7 +1478,17 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   if (simt) {
     if (cfg != group.tiles.end() && !std::holds_alternative<DenseProps>(cfg->second.kind))
       return fail(cat("'", c.name(), "' has a sparse tile kind (the f32 kernel reads dense operands only)"));
-    return plan_simt(cfg != group.tiles.end() ? cfg->second.raster_group : 1, spec, p);
+    // (A recorded plan's warps and k slices are taken: no k_slices, 1.)
+    const KernelChoice& recorded = group.kernel;
+    SimtForm form;
+    if (recorded.family == "simt" && recorded.params.count("block_m")) {
+      auto param = [&](const char* name, int64_t fallback) {
+        const auto it = recorded.params.find(name);
+        return static_cast<int>(it == recorded.params.end() ? fallback : it->second);
+      };
+      form = {param("warps_m", 0), param("warps_n", 0), param("k_slices", 1)};
+    }
+    return plan_simt(cfg != group.tiles.end() ? cfg->second.raster_group : 1, spec, p, form);
   }
   bool from_schedule = false;
   int bm = 0, bn = 0;
@@ -1459,7 +1555,7 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
                                   : "the mma family's default (asked for without warpgroups)";
   if (sparse) p.split_reason = "the block-sparse K loop is not split";
   else if (nm) p.split_reason = "the 2:4 K loop is not split";
-  else if (!p.warpgroup) p.split_reason = split_k(p, spec, budget);
+  else if (!p.warpgroup) p.split_reason = split_k(p, spec, budget, kMaxBlockK, 1);
   if (!p.warpgroup && p.split_k == 1) p.deepened = deepen_stream(p, spec);
   // 7. Parameters the schedule recorded for a tensor-core family (chosen among
   //    contraction_variants, e.g. by tuning) replace the derived ones.

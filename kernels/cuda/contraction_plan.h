@@ -102,6 +102,9 @@
 
 namespace tessel::cuda {
 
+/// The outputs a lane of the f32 kernel computes along m and along n (device/mma.cuh's
+/// kSimtLaneRows and kSimtLaneCols).
+constexpr int kSimtLaneTile = 8;
 /// wgmma is issued by a warpgroup: 4 consecutive warps (a fact of the PTX instruction).
 constexpr int kWarpgroupWarps = 4;
 /// Facts of the wgmma kernels' instructions (device/wgmma.cuh, device/flash.cuh): wgmma's m64 x
@@ -262,21 +265,28 @@ struct ContractionPlan {
   bool nm_sparse = false;
   bool nm_wgmma = false;
   // f32 operands: the same cp.async pipeline and epilogue with fused multiply-adds on the CUDA
-  // cores (device/mma.cuh's SimtBlockGemm; the family "simt"): warp tiles of 64 x 32, K steps of
-  // 16, no K split, no sparse kinds; convolutions as the implicit GEMM (16-byte chunks of 4
-  // channels, the same channel and stride conditions as the 16-bit one).
+  // cores (device/mma.cuh's SimtBlockGemm; the family "simt"): lanes of kSimtLaneTile x
+  // kSimtLaneTile outputs, warp tiles of 16 x 128, 32 x 64 or 64 x 32 (the fewest rows that
+  // cover m; simt_lanes_m), K steps of 16, K split over a cluster as for mma.sync where the tiles
+  // leave SMs idle, no sparse kinds; convolutions as the implicit GEMM (16-byte chunks of 4
+  // channels, the same channel and stride conditions as the 16-bit one). k_slices: the block's
+  // warps come in that many sets, each summing its share of every stage's K (SimtBlockGemm's
+  // KSLICES), when the tiles alone leave the SMs' schedulers short of warps.
   bool simt = false;
+  int k_slices = 1;
   NmView nm_view;
   // nm_wgmma: the recorded wgmma parameters the kernel was chosen by (contraction_params reports
   // them: the schedule records the family's parameters, the 2:4 form is derived from them).
   std::map<std::string, int64_t> nm_recorded;
 
   bool flat_m() const { return !m_axes.empty(); }
-  int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * warp; }
+  int threads(int warp) const { return warpgroup ? warpgroups * kWarpgroupWarps * warp : warps_m * warps_n * k_slices * warp; }
   int64_t tiles() const { return batch * tiles_m * tiles_n; }
   /// K tiles of the main loop: of the flattened k, or the box-tiled convolution's taps x chunks.
   int64_t k_tiles() const { return conv_box ? taps * k_chunks : (k + block_k - 1) / std::max(block_k, 1); }
   int64_t blocks() const { return persistent > 0 ? persistent : tiles() * split_k; }
+  /// The simt kernel's lanes along m in a warp (SimtBlockGemm's LANES_M).
+  int simt_lanes_m() const { return block_m / std::max(warps_m, 1) / kSimtLaneTile; }
 };
 
 /// A plan for the tensor-core kernel, or why the group keeps the generic kernel.

@@ -237,7 +237,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
                           c.a.ld, "LL>")
       : c.simt      ? cat("tsl::mma::SimtBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                           c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", c.m, ", ",
-                          c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL, ", c.a.align, ", ", c.b.align, ">")
+                          c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL, ", c.a.align, ", ", c.b.align, ", ", c.simt_lanes_m(), ", ", c.k_slices, ">")
       : c.nm_sparse ? cat("tsl::mma::SparseBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                           c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", bf16, ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld,
                           "LL", c.a.align < kChunkElems ? cat(", ", c.a.align) : std::string(), ">")
@@ -257,9 +257,14 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::KC == " << c.nm_view.k_pad / 2
         << " && TslGemm::kThreads == " << plan_.threads << (c.nm_wgmma ? cat(" && TslGemm::kBlocksPerSm == ", kWgSparseBlocksPerSm) : std::string())
         << ", \"the 2:4 plan and device/mma.cuh disagree\");\n";
-  if (c.simt)
-    os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::kThreads == " << plan_.threads
+  if (c.simt) {
+    // (A split K's partial sums may need more shared memory than the stages: split_k.)
+    const std::string smem = c.split_k > 1 ? "(TslGemm::kSmemBytes > TslGemm::kReduceBytes ? TslGemm::kSmemBytes : TslGemm::kReduceBytes)"
+                                           : "TslGemm::kSmemBytes";
+    os_ << "static_assert(" << smem << " == " << c.smem_bytes << " && TslGemm::kThreads == " << plan_.threads
+        << " && TslGemm::TM == " << kSimtLaneTile << " && TslGemm::TN == " << kSimtLaneTile
         << ", \"the f32 plan and device/mma.cuh disagree\");\n";
+  }
   if (c.split_k > 1)
     os_ << "static_assert(TslGemm::kReduceBytes <= " << c.smem_bytes
         << ", \"the partial sums of a split K must fit the kernel's shared memory\");\n";

@@ -21,8 +21,8 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
        {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit", "a_align", "b_align",
         "epilogue_instructions"}},
       {"simt", "f32 contraction + elementwise epilogue: the mma family's pipeline with fused multiply-adds on the CUDA cores",
-       {"block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "split_k", "raster_group", "implicit", "a_align", "b_align",
-        "epilogue_instructions"}},
+       {"block_m", "block_n", "block_k", "warps_m", "warps_n", "k_slices", "stages", "split_k", "raster_group", "implicit", "a_align",
+        "b_align", "epilogue_instructions"}},
       {"row", "rows reduced and normalized in registers, or streamed in passes when too long (softmax, layer norm)",
        {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes", "shifted", "online", "splits"}},
       {"transpose", "a permuting copy through shared-memory tiles, read and written along each side's contiguous axis",
@@ -141,7 +141,7 @@ std::vector<KernelChoice> CudaKernelFamilies::variants(const OpGraph& graph, con
   ScheduledGroup g = group;
   g.kernel = {};
   std::vector<KernelChoice> out{choose(graph, g, spec)};
-  if (out.front().family != "mma" && out.front().family != "wgmma") return out;
+  if (out.front().family != "mma" && out.front().family != "wgmma" && out.front().family != "simt") return out;
   const GroupPlan generic = plan_group(graph, g, spec);
   const ContractionMatch m = plan_contraction(graph, g, generic, spec);
   if (!m.plan) return out;

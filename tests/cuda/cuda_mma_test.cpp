@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include <doctest/doctest.h>
 
@@ -24,6 +25,16 @@ using namespace tessel;
 using namespace tessel::testing;
 
 namespace {
+
+/// The index of the last group of `s` holding a reducing node (the contraction); fails the test
+/// when there is none.
+int contraction_group(const OpGraph& g, const Schedule& s) {
+  int gi = -1;
+  for (size_t i = 0; i < s.groups.size(); ++i)
+    for (NodeId n : s.groups[i].group.nodes) gi = g.node(n).num_reduction() > 0 ? static_cast<int>(i) : gi;
+  REQUIRE(gi >= 0);
+  return gi;
+}
 
 OpGraph matmul(DType dt, int64_t m, int64_t k, int64_t n) {
   ModelBuilder b(dt);
@@ -615,7 +626,7 @@ TEST_CASE("cuda mma: K is split over a thread-block cluster when the tiles leave
   REQUIRE(half.contraction);
   CHECK(half.contraction->tiles() == 100);
   CHECK(half.contraction->split_k == 1);
-  CHECK(half.contraction->split_reason.find("100 tiles in 2 parts exceed the 132 SMs") != std::string::npos);
+  CHECK(half.contraction->split_reason.find("100 tiles in 2 parts exceed the 132 blocks the SMs run at once") != std::string::npos);
 
   // Fewer: a part has at least `stages` K tiles (K = 256: 8 tiles, 2 parts of 4).
   const cuda::GeneratedKernel shortk = roller_kernel(matmul(DType::f16, 16, 256, 128));
@@ -696,6 +707,11 @@ std::vector<MmaCase> simt_cases() {
   add("f32 3x3 conv stride 2", conv_nhwc(DType::f32, {1, 14, 14, 32}, 64, 3, 2, 1, 1, false));
   add("f32 3x3 conv dilation 2", conv_nhwc(DType::f32, {1, 11, 11, 8}, 8, 3, 1, 2, 2, false));
   add("f32 grouped 3x3 conv", conv_nhwc(DType::f32, {1, 8, 8, 64}, 64, 3, 1, 1, 1, false, 4));
+  // Few rows: 16 x 128 and 32 x 64 warp tiles, K split over a cluster (a decoding step's tokens
+  // against a Linear weight; odd rows read 4 bytes at a time).
+  add("f32 decode 16x2048 @ (4096x2048)^T, K split", gemm(DType::f32, 16, 2048, 4096, false, true));
+  add("f32 skinny 24x300 @ 300x200", gemm(DType::f32, 24, 300, 200, false, false));
+  add("f32 odd 5x2999x130, K split", matmul(DType::f32, 5, 2999, 130));
   return out;
 }
 }  // namespace
@@ -716,8 +732,17 @@ TEST_CASE("cuda mma: f32 products take the simt family (CUDA cores), planned, re
       CHECK(k.source.find("typedef tsl::mma::SimtBlockGemm<") != std::string::npos);
       REQUIRE(k.contraction.has_value());
       CHECK(k.contraction->simt);
-      CHECK(k.contraction->block_m % 64 == 0);
-      CHECK(k.contraction->block_n % 32 == 0);
+      // Warp tiles of the fewest rows that cover m (16, 32 or 64), 8 x 8 outputs a lane.
+      const cuda::ContractionPlan& p = *k.contraction;
+      const int64_t warp_rows = p.block_m / p.warps_m, warp_cols = p.block_n / p.warps_n;
+      CHECK(warp_rows == (p.m <= 16 ? 16 : p.m <= 32 ? 32 : 64));
+      CHECK(warp_rows * warp_cols == 64 * spec.compute.simd_width);
+      // K is split where the tiles leave SMs idle and K is long enough (the decode-shaped cases).
+      if (p.k >= 2048 && !p.implicit) {
+        CHECK(p.tiles() < spec.compute.units);
+        CHECK(p.split_k > 1);
+        CHECK(k.source.find("reduce_cluster<") != std::string::npos);
+      }
       // Priced at the f32 peak on the CUDA cores: no faster than the FLOPs at that peak.
       const CostBreakdown b = cost.estimate(c.graph, g, spec);
       CHECK_FALSE(b.tensor_cores);
@@ -742,6 +767,41 @@ TEST_CASE("cuda mma: f32 products take the simt family (CUDA cores), planned, re
 }
 
 TEST_CASE("cuda mma run: f32 products on the CUDA cores (simt) match the interpreter") { check_cases_on_gpu(simt_cases()); }
+
+TEST_CASE("cuda mma run: the simt variants a tuner measures (warp tiles per block, k slices) are recorded, compile and match the interpreter") {
+  const HwSpec& spec = gpu_spec();
+  const cuda::CudaKernelFamilies families;
+  const bool gpu = !find_backend("cuda")->unavailable();
+  const std::vector<MmaCase> cases = {{"f32 decode 16x2048 @ (1024x2048)^T", gemm(DType::f32, 16, 2048, 1024, false, true)},
+                                      {"f32 odd 127x61x97", matmul(DType::f32, 127, 61, 97)},
+                                      {"f32 3x3 conv NHWC + epilogue", conv_nhwc(DType::f32, {2, 9, 9, 16}, 24, 3, 1, 1, 1, true)}};
+  for (const MmaCase& c : cases) {
+    INFO(c.name);
+    const Schedule s = schedule_with(c.graph, spec, "welder");
+    const int gi = contraction_group(c.graph, s);
+    const std::vector<KernelChoice> variants = families.variants(c.graph, s.groups[gi].group, spec);
+    std::set<int64_t> slices, shapes;
+    for (const KernelChoice& k : variants) {
+      CHECK(k.family == "simt");
+      const auto it = k.params.find("k_slices");
+      slices.insert(it == k.params.end() ? 1 : it->second);
+      Schedule v = s;
+      v.groups[gi].group.kernel = k;
+      // The recorded slices are the kernel's: the emitted SimtBlockGemm ends in them.
+      const cuda::GeneratedKernel g = emit_kernel(c.graph, v, gi, spec);
+      REQUIRE(g.contraction.has_value());
+      CHECK(g.contraction->k_slices == (it == k.params.end() ? 1 : it->second));
+      CHECK(g.contraction->warps_m == k.params.at("warps_m"));
+      CHECK(g.contraction->warps_n == k.params.at("warps_n"));
+      shapes.insert(k.params.at("warps_m") * 10 + k.params.at("warps_n"));
+      CHECK(g.source.find(cat(", ", g.contraction->k_slices, ">")) != std::string::npos);
+      if (gpu) check_schedule_on_gpu(c.graph, spec, v, {}, 11);
+      else CHECK(nvrtc_compile_all(c.graph, v, spec) >= 1);
+    }
+    CHECK(slices == std::set<int64_t>{1, 2, 4});
+    CHECK(shapes.size() >= 3);  // (1 or 2 warp tiles along m by 1, 2 or 4 along n, where the problem has them)
+  }
+}
 
 TEST_CASE("cuda mma: rows that do not start 16-byte aligned are read in narrower pieces on mma.sync, recorded and priced") {
   const HwSpec& spec = gpu_spec();
@@ -826,10 +886,7 @@ TEST_CASE("cuda mma run: the tensor-core variants a tuner measures compile and m
   int small_tiles = 0;
   for (const MmaCase& c : cases) {
     const Schedule s = schedule_with(c.graph, spec, "welder");
-    int gi = -1;
-    for (size_t i = 0; i < s.groups.size(); ++i)
-      for (NodeId n : s.groups[i].group.nodes) gi = c.graph.node(n).num_reduction() > 0 ? static_cast<int>(i) : gi;
-    REQUIRE(gi >= 0);
+    const int gi = contraction_group(c.graph, s);
     const std::vector<KernelChoice> variants = families.variants(c.graph, s.groups[gi].group, spec);
     REQUIRE(variants.size() > 10);
     int tried = 0;
@@ -863,10 +920,7 @@ namespace {
 Schedule with_wgmma_variant(const OpGraph& g, const std::function<bool(const KernelChoice&)>& pick, int& gi) {
   const cuda::CudaKernelFamilies families;
   Schedule s = schedule_with(g, gpu_spec(), "welder");
-  gi = -1;
-  for (size_t i = 0; i < s.groups.size(); ++i)
-    for (NodeId n : s.groups[i].group.nodes) gi = g.node(n).num_reduction() > 0 ? static_cast<int>(i) : gi;
-  REQUIRE(gi >= 0);
+  gi = contraction_group(g, s);
   const std::vector<KernelChoice> variants = families.variants(g, s.groups[gi].group, gpu_spec());
   auto it = std::find_if(variants.begin(), variants.end(), [&](const KernelChoice& k) { return k.family == "wgmma" && pick(k); });
   REQUIRE(it != variants.end());

@@ -67,6 +67,17 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 // Waits until at most N committed groups of this thread are still in flight.
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+// One step of the cp.async ring the main loops below share: starts the copies of K tile `tile`
+// into its stage (copy(stage address), when it is one of the `ktiles`), moves the copiers on to
+// the next tile (advance()) and commits one group -- empty past the end, so that the wait counts
+// stay the same at every step.
+template <int STAGES, int STAGE_BYTES, class Copy, class Advance>
+__device__ __forceinline__ void ring_fill(unsigned base, int tile, int ktiles, Copy&& copy, Advance&& advance) {
+  if (tile < ktiles) copy(base + static_cast<unsigned>((tile % STAGES) * STAGE_BYTES));
+  advance();
+  cp_async_commit();
+}
+
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
@@ -100,6 +111,52 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The partial sums of a K split over a thread-block cluster (sm_90), for the main loops below:
+// the SPLIT blocks of a cluster compute the same tile, each over its own part of K; their sums
+// meet in rank 0 through distributed shared memory. Ranks 1 .. SPLIT-1 store their COUNT
+// accumulators per thread in their own shared memory (COUNT x THREADS floats of `smem`, free
+// after the main loop's last barrier; thread t's float4 j at [(j THREADS + t) 16] bytes, so
+// consecutive threads write consecutive 16 bytes), the cluster synchronizes, rank 0 adds the
+// partial sums rank by rank (a fixed order: the result does not depend on timing) reading them
+// from the other blocks' shared memory, and the cluster synchronizes again so that no block exits
+// while its memory is read. Threads THREADS and above hold no sums (the f32 kernel's k slices
+// past the first) and take part in the barriers only. Returns whether this block holds the sums
+// (rank 0, which then runs the epilogue).
+template <int SPLIT, int THREADS, int COUNT>
+__device__ __forceinline__ bool reduce_partial_sums(unsigned char* smem, float (&acc)[COUNT]) {
+  static_assert(SPLIT >= 2, "a split K needs two blocks at least");
+  static_assert(COUNT % 4 == 0, "the sums move as float4");
+  const unsigned rank = cluster_rank();
+  const int t = static_cast<int>(threadIdx.x);
+  float4* mine = reinterpret_cast<float4*>(smem);
+  if (rank != 0 && t < THREADS) {
+#pragma unroll
+    for (int j = 0; j < COUNT / 4; ++j) mine[j * THREADS + t] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+  }
+  cluster_sync();
+  if (rank == 0 && t < THREADS) {
+    const unsigned local = smem_address(smem);
+#pragma unroll 1
+    for (unsigned r = 1; r < SPLIT; ++r) {
+      unsigned remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(r));
+#pragma unroll
+      for (int j = 0; j < COUNT / 4; ++j) {
+        float v0, v1, v2, v3;
+        asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                     : "r"(remote + static_cast<unsigned>((j * THREADS + t) * 16)));
+        acc[4 * j] += v0;
+        acc[4 * j + 1] += v1;
+        acc[4 * j + 2] += v2;
+        acc[4 * j + 3] += v3;
+      }
+    }
+  }
+  cluster_sync();
+  return rank == 0;
 }
 // The address of `p` (this block's shared memory) in the shared memory of the cluster's block
 // `rank`, and the value there (distributed shared memory; the vector kernel's sliced windows
@@ -342,17 +399,17 @@ struct BlockGemm {
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
     const unsigned b_offset = kARows * kAStride * 2;
-    // Prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty past the end).
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ktiles) {
-        copy_a.copy(base + s * kStageBytes);
-        copy_b.copy(base + s * kStageBytes + b_offset);
-      }
+    auto copy = [&](unsigned st) {
+      copy_a.copy(st);
+      copy_b.copy(st + b_offset);
+    };
+    auto advance = [&] {
       copy_a.advance();
       copy_b.advance();
-      cp_async_commit();
-    }
+    };
+    // Prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty past the end).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) ring_fill<STAGES, kStageBytes>(base, s, ktiles, copy, advance);
     cp_async_wait<STAGES - 2>();
     __syncthreads();
     load_fragments(0, base, 0, warp_m, warp_n, lane);
@@ -369,15 +426,7 @@ struct BlockGemm {
         if (step == 0) {
           // Refill the stage of tile kt - 1 (read completely before the last barrier) with tile
           // kt + STAGES - 1.
-          const int fill = kt + STAGES - 1;
-          if (fill < ktiles) {
-            const unsigned st = base + (fill % STAGES) * kStageBytes;
-            copy_a.copy(st);
-            copy_b.copy(st + b_offset);
-          }
-          copy_a.advance();
-          copy_b.advance();
-          cp_async_commit();
+          ring_fill<STAGES, kStageBytes>(base, kt + STAGES - 1, ktiles, copy, advance);
         }
         if (step < kSteps - 1) load_fragments((step + 1) % 2, cur, (step + 1) * kInstK, warp_m, warp_n, lane);
         else if (kt + 1 < ktiles) load_fragments(0, base + ((kt + 1) % STAGES) * kStageBytes, 0, warp_m, warp_n, lane);
@@ -388,59 +437,14 @@ struct BlockGemm {
     __syncthreads();
   }
 
-  // ---- split K over a thread-block cluster (sm_90) ----
-  //
-  // The SPLIT blocks of a cluster compute the same tile, each over its own part of K (run's kt0,
-  // ktiles); their partial sums meet in rank 0 through distributed shared memory: ranks 1 .. SPLIT-1
-  // store their accumulators in their own shared memory (kReduceBytes of it, after run's last
-  // barrier), the cluster synchronizes, rank 0 adds the partial sums rank by rank (the order is
-  // fixed: the result does not depend on timing) reading them from the other blocks' shared
-  // memory, and the cluster synchronizes again so that no block exits while its shared memory is
-  // read. Returns whether this block holds the sums (rank 0, which then runs the epilogue).
+  // ---- split K over a thread-block cluster (sm_90): reduce_partial_sums ----
   static constexpr int kAccPerThread = kTilesM * kTilesN * 4;
   static constexpr int kReduceBytes = kAccPerThread * kThreads * 4;
 
   static __device__ __forceinline__ unsigned cluster_rank() { return mma::cluster_rank(); }
-  static __device__ __forceinline__ void cluster_sync() { mma::cluster_sync(); }
 
   template <int SPLIT> __device__ __forceinline__ bool reduce_cluster(unsigned char* smem) {
-    static_assert(SPLIT >= 2, "a split K needs two blocks at least");
-    const unsigned rank = cluster_rank();
-    const int t = static_cast<int>(threadIdx.x);
-    // Thread t's accumulators as float4 j at [(j * kThreads + t) * 16] bytes: consecutive threads
-    // read and write consecutive 16 bytes.
-    float4* mine = reinterpret_cast<float4*>(smem);
-    if (rank != 0) {
-#pragma unroll
-      for (int i = 0; i < kTilesM; ++i)
-#pragma unroll
-        for (int n = 0; n < kTilesN; ++n)
-          mine[(i * kTilesN + n) * kThreads + t] = make_float4(acc[i][n][0], acc[i][n][1], acc[i][n][2], acc[i][n][3]);
-    }
-    cluster_sync();
-    if (rank == 0) {
-      const unsigned local = smem_address(smem);
-#pragma unroll 1
-      for (unsigned r = 1; r < SPLIT; ++r) {
-        unsigned remote;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(r));
-#pragma unroll
-        for (int i = 0; i < kTilesM; ++i)
-#pragma unroll
-          for (int n = 0; n < kTilesN; ++n) {
-            float v0, v1, v2, v3;
-            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
-                         : "r"(remote + static_cast<unsigned>(((i * kTilesN + n) * kThreads + t) * 16)));
-            acc[i][n][0] += v0;
-            acc[i][n][1] += v1;
-            acc[i][n][2] += v2;
-            acc[i][n][3] += v3;
-          }
-      }
-    }
-    cluster_sync();
-    return rank == 0;
+    return reduce_partial_sums<SPLIT, kThreads>(smem, *reinterpret_cast<float(*)[kAccPerThread]>(&acc[0][0][0]));
   }
 
   // Calls f(m, n, v0, v1) for every pair of horizontally adjacent accumulators of this thread:
@@ -603,11 +607,7 @@ struct SparseBlockGemm {
       copy_e.advance();
     };
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < kKTiles) copy(base + s * kStageBytes);
-      advance();
-      cp_async_commit();
-    }
+    for (int s = 0; s < STAGES - 1; ++s) ring_fill<STAGES, kStageBytes>(base, s, kKTiles, copy, advance);
     cp_async_wait<STAGES - 2>();
     __syncthreads();
     load_fragments(0, base, 0, warp_m, warp_n, lane);
@@ -618,10 +618,7 @@ struct SparseBlockGemm {
         if (step == 0) {
           // Refill the stage of tile kt - 1: every warp finished reading it (X's fragments too)
           // before the last barrier.
-          const int fill = kt + STAGES - 1;
-          if (fill < kKTiles) copy(base + (fill % STAGES) * kStageBytes);
-          advance();
-          cp_async_commit();
+          ring_fill<STAGES, kStageBytes>(base, kt + STAGES - 1, kKTiles, copy, advance);
         }
         if (step < kSteps - 1) {
           load_fragments((step + 1) % 2, cur, step + 1, warp_m, warp_n, lane);
@@ -670,47 +667,62 @@ struct SparseBlockGemm {
 //
 // One block's BM x BN tile of C = A B for f32 operands, with fused multiply-adds on the CUDA cores
 // (the tensor cores take no f32 operands at f32 precision). The interface is BlockGemm's (run,
-// for_each_pair, kThreads, kSmemBytes), so the emitter's epilogue is shared; the operands are
-// the same views, A M x K or K x M, B N x K or K x N (A_K_CONTIG, B_K_CONTIG), rows LDA and LDB
-// f32 elements apart, read in GRAN_A- and GRAN_B-element pieces (4: 16-byte cp.async).
+// run_with, reduce_cluster, for_each_pair, kThreads, kSmemBytes), so the emitter's split K and
+// epilogue are shared; the operands are the same views, A M x K or K x M, B N x K or K x N
+// (A_K_CONTIG, B_K_CONTIG), rows LDA and LDB f32 elements apart, read in GRAN_A- and GRAN_B-element
+// pieces (4: 16-byte cp.async).
 //
 // The stages are TileCopy's, each f32 row seen as twice as many 16-bit elements: a tile is
-// [rows][cols + kSimtPad] floats, STAGES - 1 tiles in flight. A warp computes kSimtWarpM x
-// kSimtWarpN of the tile with its lanes as 8 along m by 4 along n, each lane 8 x 8 outputs in
-// registers. Per group of 4 k steps a lane reads its A and B values with 16-byte shared loads:
-// along k where the operand is stored k-contiguous (its rows then interleaved 8 apart, so the 8
-// lanes of a load phase read 8 rows on distinct banks), along m or n otherwise (4 consecutive
-// elements per load). A lane's n values come in adjacent pairs, as for_each_pair hands them on.
-constexpr int kSimtWarpM = 64, kSimtWarpN = 32;  // the warp tile
-constexpr int kSimtPad = kPadElems / 2;         // floats of padding per shared-memory row
+// [rows][cols + kSimtPad] floats, STAGES - 1 tiles in flight. A warp's lanes are LANES_M along m
+// by 32 / LANES_M along n, each lane 8 x 8 outputs in registers: a warp tile of 64 x 32 (LANES_M
+// 8), 32 x 64 (4) or 16 x 128 (2, for a product of few rows: a decoding step's tokens). Per group
+// of 4 k steps a lane reads its A and B values with 16-byte shared loads: along k where the
+// operand is stored k-contiguous (its rows then interleaved LANES_M or 32 / LANES_M apart, so the
+// lanes of a load phase read distinct rows on distinct banks, or the same row: a broadcast),
+// along m or n otherwise (4 consecutive elements per load). A lane's n values come in adjacent
+// pairs, as for_each_pair hands them on.
+//
+// KSLICES > 1 slices each stage's K among that many sets of warps (the k groups of 4 dealt out in
+// turn), so that a tile of few warps still gives the SM's schedulers warps to issue from: after
+// the main loop the slices past the first leave their sums in shared memory and the first adds
+// them (a fixed order), and only the first slice's warps hold the tile (for_each_pair, the
+// cluster's reduction).
+constexpr int kSimtLaneRows = 8, kSimtLaneCols = 8;  // a lane's outputs
+constexpr int kSimtPad = kPadElems / 2;            // floats of padding per shared-memory row
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_K_CONTIG, bool B_K_CONTIG, int M, int N, int K,
-          long long LDA, long long LDB, int GRAN_A = 4, int GRAN_B = 4>
+          long long LDA, long long LDB, int GRAN_A = 4, int GRAN_B = 4, int LANES_M = 8, int KSLICES = 1>
 struct SimtBlockGemm {
-  static constexpr int kThreads = WARPS_M * WARPS_N * kLanes;
-  static constexpr int kLanesM = 8, kLanesN = 4;
-  static constexpr int TM = kSimtWarpM / kLanesM, TN = kSimtWarpN / kLanesN;  // 8 x 8 per lane
+  static constexpr int kTileThreads = WARPS_M * WARPS_N * kLanes;  // the threads of one k slice
+  static constexpr int kThreads = kTileThreads * KSLICES;
+  static constexpr int kLanesM = LANES_M, kLanesN = kLanes / LANES_M;
+  static constexpr int TM = kSimtLaneRows, TN = kSimtLaneCols;
+  static constexpr int kWarpM = kLanesM * TM, kWarpN = kLanesN * TN;  // the warp tile
   static constexpr int kARows = A_K_CONTIG ? BM : BK, kACols = A_K_CONTIG ? BK : BM;
   static constexpr int kBRows = B_K_CONTIG ? BN : BK, kBCols = B_K_CONTIG ? BK : BN;
   static constexpr int kAStride = kACols + kSimtPad, kBStride = kBCols + kSimtPad;  // floats
   static constexpr int kStageBytes = (kARows * kAStride + kBRows * kBStride) * 4;
-  static constexpr int kSmemBytes = STAGES * kStageBytes;
   static constexpr int kKTiles = (K + BK - 1) / BK;
-  static_assert(BM == WARPS_M * kSimtWarpM && BN == WARPS_N * kSimtWarpN, "the block is whole warp tiles");
-  static_assert(BK % 4 == 0 && STAGES >= 2, "K tiles of whole groups of 4, two stages at least");
+  static constexpr int kAccPerThread = TM * TN;
+  static constexpr int kReduceBytes = kAccPerThread * kTileThreads * 4;  // a cluster's partial sums: one tile
+  static constexpr int kSliceBytes = (KSLICES - 1) * kAccPerThread * kTileThreads * 4;  // the slices' sums
+  static constexpr int kSmemBytes = STAGES * kStageBytes > kSliceBytes ? STAGES * kStageBytes : kSliceBytes;
+  static_assert(LANES_M == 2 || LANES_M == 4 || LANES_M == 8, "a warp's lanes are 2, 4 or 8 along m");
+  static_assert(BM == WARPS_M * kWarpM && BN == WARPS_N * kWarpN, "the block is whole warp tiles");
+  static_assert(BK % (4 * KSLICES) == 0 && STAGES >= 2, "K tiles of whole groups of 4 per slice, two stages at least");
   // (16-bit view for the copies: a 16-byte chunk is 4 floats.)
   static constexpr int kGranA = GRAN_A >= 4 ? kChunkElems : 2 * GRAN_A, kGranB = GRAN_B >= 4 ? kChunkElems : 2 * GRAN_B;
   typedef TileCopy<kARows, 2 * kACols, kThreads, A_K_CONTIG ? M : K, 2 * (A_K_CONTIG ? K : M), 2 * LDA, A_K_CONTIG, kGranA> CopyA;
   typedef TileCopy<kBRows, 2 * kBCols, kThreads, B_K_CONTIG ? N : K, 2 * (B_K_CONTIG ? K : N), 2 * LDB, B_K_CONTIG, kGranB> CopyB;
 
-  float acc[TM][TN];
+  float acc[TM * TN];  // acc[i * TN + j]: this lane's i-th m value, j-th n value
 
   // The tile rows of this lane's i-th m value and j-th n value.
   static __device__ __forceinline__ int row_of(int warp_m, int lm, int i) {
-    return warp_m * kSimtWarpM + (A_K_CONTIG ? i * kLanesM + lm : (i / 4) * (4 * kLanesM) + lm * 4 + i % 4);
+    return warp_m * kWarpM + (A_K_CONTIG ? i * kLanesM + lm : (i / 4) * (4 * kLanesM) + lm * 4 + i % 4);
   }
   static __device__ __forceinline__ int col_of(int warp_n, int ln, int j) {
-    return warp_n * kSimtWarpN + (B_K_CONTIG ? (j / 2) * (2 * kLanesN) + ln * 2 + j % 2 : (j / 4) * (4 * kLanesN) + ln * 4 + j % 4);
+    return warp_n * kWarpN + (B_K_CONTIG ? (j / 2) * (2 * kLanesN) + ln * 2 + j % 2 : (j / 4) * (4 * kLanesN) + ln * 4 + j % 4);
   }
 
   // v[q][e] = an operand's value at k step kk + q for this lane's e-th row of A or column of B,
@@ -743,68 +755,95 @@ struct SimtBlockGemm {
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[q][i], b[q][j], acc[i][j]);
+        for (int j = 0; j < TN; ++j) acc[i * TN + j] = fmaf(a[q][i], b[q][j], acc[i * TN + j]);
   }
 
-  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ a, const u16* __restrict__ b, int m0, int n0) {
-    CopyA copy_a(a, A_K_CONTIG ? m0 : 0, A_K_CONTIG ? 0 : 2 * m0);
-    CopyB copy_b(b, B_K_CONTIG ? n0 : 0, B_K_CONTIG ? 0 : 2 * n0);
-    run_with(smem, copy_a, copy_b);
+  // acc = the block's tile summed over the K tiles kt0 .. kt0 + ktiles - 1 (all of K by default; a
+  // part of it when the K loop is split over a cluster, see reduce_cluster). Ends with every copy
+  // complete and a barrier.
+  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ a, const u16* __restrict__ b, int m0, int n0,
+                                      int kt0 = 0, int ktiles = kKTiles) {
+    // (Columns of the 16-bit view: two per float.)
+    CopyA copy_a(a, A_K_CONTIG ? m0 : kt0 * BK, A_K_CONTIG ? 2 * kt0 * BK : 2 * m0);
+    CopyB copy_b(b, B_K_CONTIG ? n0 : kt0 * BK, B_K_CONTIG ? 2 * kt0 * BK : 2 * n0);
+    run_with(smem, copy_a, copy_b, ktiles);
   }
 
   // The main loop over any copiers of the block's A and B tiles (BlockGemm::run_with's contract,
   // stages laid out as above): the implicit GEMM's gathered A.
   template <class CA, class CB>
-  __device__ __forceinline__ void run_with(unsigned char* smem, CA& copy_a, CB& copy_b) {
+  __device__ __forceinline__ void run_with(unsigned char* smem, CA& copy_a, CB& copy_b, int ktiles = kKTiles) {
 #pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-      for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
     const unsigned base = smem_address(smem);
-    const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int warp = static_cast<int>(threadIdx.x) / kLanes % (WARPS_M * WARPS_N), lane = static_cast<int>(threadIdx.x) % kLanes;
+    const int slice = static_cast<int>(threadIdx.x) / kTileThreads;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N, lm = lane % kLanesM, ln = lane / kLanesM;
     const unsigned b_offset = kARows * kAStride * 4;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < kKTiles) {
-        copy_a.copy(base + s * kStageBytes);
-        copy_b.copy(base + s * kStageBytes + b_offset);
-      }
+    auto copy = [&](unsigned st) {
+      copy_a.copy(st);
+      copy_b.copy(st + b_offset);
+    };
+    auto advance = [&] {
       copy_a.advance();
       copy_b.advance();
-      cp_async_commit();
-    }
-    for (int kt = 0; kt < kKTiles; ++kt) {
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) ring_fill<STAGES, kStageBytes>(base, s, ktiles, copy, advance);
+    for (int kt = 0; kt < ktiles; ++kt) {
       // Tile kt has landed, and every warp is done with tile kt - 1, whose stage is refilled.
       cp_async_wait<STAGES - 2>();
       __syncthreads();
-      const int fill = kt + STAGES - 1;
-      if (fill < kKTiles) {
-        const unsigned st = base + (fill % STAGES) * kStageBytes;
-        copy_a.copy(st);
-        copy_b.copy(st + b_offset);
-      }
-      copy_a.advance();
-      copy_b.advance();
-      cp_async_commit();
+      ring_fill<STAGES, kStageBytes>(base, kt + STAGES - 1, ktiles, copy, advance);
       const float* sa = reinterpret_cast<const float*>(smem + (kt % STAGES) * kStageBytes);
       const float* sb = reinterpret_cast<const float*>(smem + (kt % STAGES) * kStageBytes + b_offset);
 #pragma unroll
-      for (int kk = 0; kk < BK; kk += 4) multiply4(sa, sb, kk, warp_m, warp_n, lm, ln);
+      for (int kk = 0; kk < BK; kk += 4 * KSLICES) multiply4(sa, sb, kk + 4 * slice, warp_m, warp_n, lm, ln);
     }
     cp_async_wait<0>();
     __syncthreads();
+    if constexpr (KSLICES > 1) {
+      // Slice s > 0 leaves its sums at float4 j of its thread t: [((s - 1) kAccPerThread / 4 + j)
+      // kTileThreads + t]; slice 0 adds them slice by slice.
+      float4* parts = reinterpret_cast<float4*>(smem);
+      const int t = static_cast<int>(threadIdx.x) % kTileThreads;
+      if (slice > 0) {
+#pragma unroll
+        for (int j = 0; j < kAccPerThread / 4; ++j)
+          parts[((slice - 1) * kAccPerThread / 4 + j) * kTileThreads + t] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      __syncthreads();
+      if (slice == 0) {
+#pragma unroll 1
+        for (int s = 1; s < KSLICES; ++s)
+#pragma unroll
+          for (int j = 0; j < kAccPerThread / 4; ++j) {
+            const float4 v = parts[((s - 1) * kAccPerThread / 4 + j) * kTileThreads + t];
+            acc[4 * j] += v.x, acc[4 * j + 1] += v.y, acc[4 * j + 2] += v.z, acc[4 * j + 3] += v.w;
+          }
+      }
+      __syncthreads();  // (the memory is free again: a cluster's reduction reuses it)
+    }
+  }
+
+  static __device__ __forceinline__ unsigned cluster_rank() { return mma::cluster_rank(); }
+
+  // Split K: the cluster's partial sums meet in rank 0 (reduce_partial_sums).
+  template <int SPLIT> __device__ __forceinline__ bool reduce_cluster(unsigned char* smem) {
+    return reduce_partial_sums<SPLIT, kTileThreads>(smem, acc);
   }
 
   // Calls f(m, n, v0, v1) for every pair of horizontally adjacent accumulators of this thread:
-  // v0 at (m, n), v1 at (m, n + 1), m and n relative to the block tile (n is even).
+  // v0 at (m, n), v1 at (m, n + 1), m and n relative to the block tile (n is even). (The first
+  // slice's threads hold the tile; the others have none.)
   template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
+    if (static_cast<int>(threadIdx.x) >= kTileThreads) return;
     const int warp = static_cast<int>(threadIdx.x) / kLanes, lane = static_cast<int>(threadIdx.x) % kLanes;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N, lm = lane % kLanesM, ln = lane / kLanesM;
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
-      for (int j = 0; j < TN; j += 2) f(row_of(warp_m, lm, i), col_of(warp_n, ln, j), acc[i][j], acc[i][j + 1]);
+      for (int j = 0; j < TN; j += 2) f(row_of(warp_m, lm, i), col_of(warp_n, ln, j), acc[i * TN + j], acc[i * TN + j + 1]);
   }
 };
 
