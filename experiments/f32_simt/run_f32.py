@@ -53,6 +53,12 @@ def catalog(torch):
         "linear_bert_ffn": linear(1024, 768, 3072),
         "linear_odd": linear(1000, 999, 1001),
         "linear_decode": linear(16, 4096, 4096),
+        # (Added with the few-row warp tiles and the K split: rows not 16-byte aligned apart from an
+        # odd N; one token; 32 tokens into LLaMA-7B's MLP width; ResNet-50's classifier at batch 8.)
+        "linear_odd_k_aligned": linear(1000, 1000, 1001),
+        "linear_decode_m1": linear(1, 4096, 4096),
+        "linear_decode_m32": linear(32, 4096, 11008),
+        "linear_fc_8x2048": linear(8, 2048, 1000),
         "conv3x3_64_56": conv(8, 64, 56, 3, 1),
         "conv3x3_128_28_s2": conv(8, 128, 56, 3, 2),
         "mlp_f32": base["mlp_f32"],

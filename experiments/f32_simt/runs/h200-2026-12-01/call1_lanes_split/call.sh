@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# GPU call 1 (issue 23, twentieth session): the simt family's few-row warp tiles and K split;
+# the shared cp.async ring and cluster reduction in device/mma.cuh. Checks, then f32 timings.
+set -x
+tar -C dist -xJf dist/tessel-0.1.0-x86_64.tar.xz
+export TESSEL_SOURCE_DIR=$PWD TESSEL_CACHE_DIR=/tmp/tc
+Q=$OUT/c1; mkdir -p $Q
+cp dist/call1.sh $Q/call.sh
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $Q/device.txt
+python3 -m pip install --no-deps --no-index --target /tmp/pylib dist/tessel/wheels/*.whl > /dev/null
+cp python/tessel/*.py /tmp/pylib/tessel/
+export PYTHONPATH=/tmp/pylib LD_LIBRARY_PATH=$PWD/dist/tessel/lib
+T=dist/tessel/bin/tessel_tests
+timeout 240 $T -tc="cuda mma run: f32*,cuda mma run: tensor-core kernels match*,cuda nm sparse run*,cuda mma run: the tensor-core variants*" > $Q/cuda_tests.txt 2>&1
+tail -4 $Q/cuda_tests.txt
+timeout 300 python3 experiments/f32_simt/run_f32.py --out $Q/f32 \
+  --models linear_decode,linear_decode_m1,linear_decode_m32,linear_fc_8x2048,linear_odd,linear_odd_k_aligned,linear_4096,linear_bert_ffn,mlp_f32,bert2_f32,resnet50_f32 > $Q/f32.txt 2>&1
+tail -16 $Q/f32.txt
