@@ -197,6 +197,26 @@ std::optional<RegisterBlocking> derived_register_blocking(const TeNode& node, co
 
 std::string blocking_param(const char* which, int i) { return std::string(which) + std::to_string(i); }
 
+int64_t pack_bytes(const HwSpec& spec) {
+  int64_t bytes = 0;
+  for (const MemoryLevel& l : spec.memory_levels)
+    if (l.scope == MemoryScope::core && l.cache && !l.cache->shared) bytes = std::max(bytes, l.capacity_bytes / 2);
+  return bytes;
+}
+
+int64_t derived_prefetch_bytes(const TeNode& node, const MicrokernelMatch& match, const HwSpec& spec) {
+  int64_t line = 0;
+  for (const MemoryLevel& l : spec.memory_levels)
+    if (l.cache) line = std::max(line, l.transaction_bytes);
+  const Access& b = node.inputs()[static_cast<size_t>(match.b)];
+  return prefetch_bytes_for(b.type.num_elements() * static_cast<int64_t>(dtype_bytes(b.type.dtype)), pack_bytes(spec), line);
+}
+
+std::optional<int64_t> recorded_prefetch_bytes(const KernelChoice& k, int i) {
+  if (const auto it = k.params.find(blocking_param("pf", i)); it != k.params.end()) return it->second;
+  return std::nullopt;
+}
+
 std::optional<RegisterBlocking> recorded_register_blocking(const KernelChoice& k, int i) {
   const auto mr = k.params.find(blocking_param("mr", i)), nr = k.params.find(blocking_param("nr", i));
   if (mr == k.params.end() || nr == k.params.end()) return std::nullopt;

@@ -172,4 +172,25 @@ std::string blocking_param(const char* which, int i);
 /// schedule from before blockings were recorded, which the emitter and the model derive.
 std::optional<RegisterBlocking> recorded_register_blocking(const KernelChoice& k, int i);
 
+/// The largest packed operand panel, in bytes: half the largest private per-core cache (0: the
+/// spec has none). The micro-kernel packs B panels up to this (the CPU backend's codegen_params).
+int64_t pack_bytes(const HwSpec& spec);
+
+/// How far ahead the micro-kernel prefetches contraction `node`'s B (input match.b) where it reads
+/// B from its tensor (kernels/cpu/emit_contraction.cpp; not through padding, lane by lane or a
+/// sparse walk): kPrefetchAheadBytes when B is larger than twice pack_bytes and the spec's caches
+/// have lines, else 0 (a smaller B stays in the private caches from task to task, where the
+/// prefetches only cost: ResNet-50's NHWC 3x3 over 128 channels ran 1.11x slower with them). A
+/// decision of the schedule like the blocking: choose() records it as "pf<i>"
+/// (blocking_param("pf", i)) where it is not 0, a tuner's variant records 0 to switch it off; the
+/// emitter follows what is recorded and derives it where nothing is (0 for a schedule recorded
+/// since, the same distance as before for one saved earlier).
+int64_t derived_prefetch_bytes(const TeNode& node, const MicrokernelMatch& match, const HwSpec& spec);
+/// The same rule from B's bytes, the spec's pack_bytes and its largest cache line (0: no cache).
+inline int64_t prefetch_bytes_for(int64_t b_bytes, int64_t pack, int64_t line_bytes) {
+  return line_bytes > 0 && b_bytes > 2 * pack ? kPrefetchAheadBytes : 0;
+}
+/// The distance `k` records for its i-th contraction ("pf<i>"), or nullopt.
+std::optional<int64_t> recorded_prefetch_bytes(const KernelChoice& k, int i);
+
 }  // namespace tessel::cpu

@@ -227,16 +227,18 @@ bool KernelEmitter::emit_contraction(NodeState& s) {
   // micro-kernel takes one piece of NR vectors of B per reduction point, each a whole row of B
   // apart (a weight's rows: 40 KB for LLaMA-70B's QKV), so every piece starts a new page that the
   // hardware's stream prefetchers do not follow. Each such read also prefetches the piece
-  // kPrefetchAheadBytes ahead along the innermost walked axis. Only for a B larger than the
-  // private caches (2 x pack_bytes; a smaller one stays cached from task to task, and the
-  // prefetches only cost: ResNet-50's NHWC 3x3 over 128 channels ran 1.11x slower with them), and
-  // not for a sparse walk or a B read through padding or lane by lane.
+  // ahead_bytes ahead along the innermost walked axis: the schedule's distance (pf<i>, 0 for
+  // none; cost_model/cpu_loops.h's derived_prefetch_bytes: only for a B larger than the private
+  // caches), or the same rule's where it records none. Never for a sparse walk or a B read
+  // through padding or lane by lane.
   const int walk_inner = na > ns ? walk.back() : -1;
-  const bool prefetch_b = !skip && !b_checked && b_step == 1 && walk_inner >= 0 && params_.line_bytes > 0 &&
-                          b_access.type.num_elements() * static_cast<int64_t>(dtype_bytes(b_access.type.dtype)) > 2 * params_.pack_bytes;
+  const int64_t ahead_bytes = plan_.prefetch_bytes.at(static_cast<size_t>(s.position))
+                                  .value_or(prefetch_bytes_for(b_access.type.num_elements() * static_cast<int64_t>(dtype_bytes(b_access.type.dtype)),
+                                                               params_.pack_bytes, params_.line_bytes));
+  const bool prefetch_b = !skip && !b_checked && b_step == 1 && walk_inner >= 0 && params_.line_bytes > 0 && ahead_bytes > 0;
   auto prefetch_ahead = [&](std::vector<Value*> point, int nr) {
     const int64_t piece_bytes = nr * vw * static_cast<int64_t>(dtype_bytes(dtype));  // as stored: f16 B in halves
-    const int64_t ahead = std::max<int64_t>(1, kPrefetchAheadBytes / piece_bytes);
+    const int64_t ahead = std::max<int64_t>(1, ahead_bytes / piece_bytes);
     point[walk_inner] = b_.CreateAdd(point[walk_inner], i64(ahead));
     Cache cache;
     Value* offset = element_offset(b_view, input_index(s, c.b, point, cache));

@@ -40,8 +40,7 @@ CodegenParams codegen_params(const HwSpec& spec) {
   p.vector_registers = vector_registers(spec);
   p.l1_bytes = first_cache_bytes(spec);
   p.bound_rows = compute_bound_rows(spec);
-  for (const MemoryLevel& l : spec.memory_levels)
-    if (l.scope == MemoryScope::core && l.cache && !l.cache->shared) p.pack_bytes = std::max(p.pack_bytes, l.capacity_bytes / 2);
+  p.pack_bytes = pack_bytes(spec);
   p.reuse_bytes = p.pack_bytes;
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.cache) p.streaming_bytes = std::max(p.streaming_bytes, l.capacity_bytes * std::max<int64_t>(1, l.instances));

@@ -92,9 +92,10 @@ CpuGroupPlan plan_cpu_group(const OpGraph& graph, const Schedule& schedule, cons
   plan.sparse = plan_sparse_skip(graph, sg, group);
   int contraction = 0;
   for (NodeId n : plan.nodes) {
-    const bool takes = plan.microkernel && cpu::match_microkernel(graph.node(n)).has_value();
-    plan.blocking.push_back(takes ? cpu::recorded_register_blocking(sg.kernel, contraction) : std::nullopt);
-    contraction += takes ? 1 : 0;
+    const std::optional<cpu::MicrokernelMatch> match = plan.microkernel ? cpu::match_microkernel(graph.node(n)) : std::nullopt;
+    plan.blocking.push_back(match ? cpu::recorded_register_blocking(sg.kernel, contraction) : std::nullopt);
+    plan.prefetch_bytes.push_back(match ? cpu::recorded_prefetch_bytes(sg.kernel, contraction) : std::nullopt);
+    contraction += match ? 1 : 0;
   }
   const NodeId sink = sg.nodes.back();
   const TeNode& sink_node = graph.node(sink);

@@ -105,6 +105,11 @@ struct CpuGroupPlan {
   /// choice's mr<i> / nr<i>, cost_model/cpu_loops.h's blocking_param), or nullopt: not a
   /// contraction on the micro-kernel, or a schedule that records none (the emitter derives it).
   std::vector<std::optional<cpu::RegisterBlocking>> blocking;
+  /// Per node (same order), how far ahead the micro-kernel prefetches its B in bytes as the
+  /// schedule records it (the kernel choice's pf<i>; 0: no prefetch), or nullopt: not a
+  /// contraction on the micro-kernel, or none recorded (the emitter derives it,
+  /// cost_model/cpu_loops.h's prefetch_bytes_for).
+  std::vector<std::optional<int64_t>> prefetch_bytes;
 
   /// Position of `node` in `nodes`, or -1.
   int position(NodeId node) const;

@@ -19,10 +19,10 @@ namespace {
 // each.
 constexpr int64_t kSparseBlockK[] = {64, 32, 16, 8};
 
-// i of a parameter named "mr<i>" or "nr<i>" (blocking_param), or nullopt for any other name (or
-// an i too large for an int).
+// i of a parameter named "mr<i>", "nr<i>" or "pf<i>" (blocking_param), or nullopt for any other
+// name (or an i too large for an int).
 std::optional<int> blocking_index(const std::string& name) {
-  if (name.size() < 3 || (name.rfind("mr", 0) != 0 && name.rfind("nr", 0) != 0)) return std::nullopt;
+  if (name.size() < 3 || (name.rfind("mr", 0) != 0 && name.rfind("nr", 0) != 0 && name.rfind("pf", 0) != 0)) return std::nullopt;
   int i = 0;
   const char* end = name.data() + name.size();
   const auto [ptr, ec] = std::from_chars(name.data() + 2, end, i);
@@ -41,7 +41,7 @@ int64_t param_or(const KernelChoice& k, const char* name, int64_t fallback) {
 
 std::vector<KernelFamilies::Family> CpuKernelFamilies::families() const {
   return {{"microkernel", "contractions on the register-blocked FMA micro-kernel, other nodes as vector loops",
-           {"contractions", "mr<i>", "nr<i>", "block_k", "block_n"}},
+           {"contractions", "mr<i>", "nr<i>", "pf<i>", "block_k", "block_n"}},
           {"loops", "every node as vector loop nests", {}}};
 }
 
@@ -122,6 +122,7 @@ KernelChoice CpuKernelFamilies::choose(const OpGraph& graph, const ScheduledGrou
           k.params[blocking_param("mr", i)] = b->mr;
           k.params[blocking_param("nr", i)] = b->nr;
         }
+      if (const int64_t pf = derived_prefetch_bytes(node, *match_microkernel(node), spec); pf > 0) k.params[blocking_param("pf", i)] = pf;
       ++i;
     }
     return k;
@@ -144,6 +145,12 @@ std::vector<KernelChoice> CpuKernelFamilies::variants(const OpGraph& graph, cons
     // 2-core VM they ran 0.95-1.22x its time (docs/cost-model.md, "Measured top-k").
     const std::optional<RegisterBlocking> derived = recorded_register_blocking(out.front(), 0);
     if (!derived) return out;
+    // (And the derived blocking without B's prefetch, where it has one.)
+    if (recorded_prefetch_bytes(out.front(), 0).value_or(0) > 0) {
+      KernelChoice v = out.front();
+      v.params[blocking_param("pf", 0)] = 0;
+      out.push_back(std::move(v));
+    }
     const int mr = derived->mr, nr = derived->nr;
     // (Blocks larger than the first contraction's box clamp to a blocking already listed.)
     int64_t m_box = 1, vectors = 1;
@@ -221,6 +228,9 @@ std::optional<std::string> CpuKernelFamilies::check(const OpGraph& graph, const 
         if (auto it = k.params.find(blocking_param(which, i)); it != k.params.end() && (it->second < 1 || it->second > registers))
           return cat("kernel family 'microkernel': ", it->first, " = ", it->second, " of '", node.name(), "' is not in 1..", registers,
                      " (the vector registers of '", spec.name, "')");
+      if (const std::optional<int64_t> pf = recorded_prefetch_bytes(k, i); pf && *pf < 0)
+        return cat("kernel family 'microkernel': ", blocking_param("pf", i), " = ", *pf, " of '", node.name(),
+                   "' is negative (B's prefetch distance in bytes; 0: none)");
       if (const std::optional<RegisterBlocking> b = recorded_register_blocking(k, i)) {
         const std::string what = cat("kernel family 'microkernel': the blocking ", blocking_param("mr", i), " = ", b->mr, ", ",
                                      blocking_param("nr", i), " = ", b->nr, " of '", node.name(), "'");

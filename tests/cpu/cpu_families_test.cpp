@@ -3,6 +3,7 @@
 // and refuses a family it cannot emit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "../model_builder.h"
@@ -230,6 +231,54 @@ TEST_CASE("cpu families: the micro-kernel's register blocking is a decision the 
     blockings.insert({v.params.at("mr0"), v.params.at("nr0")});
   }
   CHECK(blockings.size() == variants.size());
+}
+
+TEST_CASE("cpu families: B's prefetch distance is a decision the schedule records and the emitter follows") {
+  // choose() records pf0 for a contraction whose B outgrows the private caches (a 1024 x 2048 f32
+  // weight, 8 MB), none for a small one; the emitter prefetches at the recorded distance, not at
+  // all for pf0 = 0 (a tuner's variant), and as derived where nothing is recorded.
+  const HwSpec& spec = cpu_spec("x86-64-avx512-server");
+  const AnalyticCostModel cost;
+  const cpu::CpuKernelFamilies families;
+  auto gemv_like = [](int64_t k, int64_t n) {
+    ModelBuilder b(DType::f32);
+    return b.graph(b.op("MatMul", {b.input("x", {4, k}), b.weight("w", {k, n}, 7)}));
+  };
+  auto prefetches = [](const std::string& ir) {
+    int n = 0;
+    for (size_t at = ir.find("call void @llvm.prefetch"); at != std::string::npos; at = ir.find("call void @llvm.prefetch", at + 1)) ++n;
+    return n;
+  };
+  const OpGraph small = gemv_like(160, 128);
+  CHECK(welder_with_cpu_families(small, spec, cost, families).groups[0].group.kernel.params.count("pf0") == 0);
+  const OpGraph g = gemv_like(1024, 2048);
+  Schedule s = welder_with_cpu_families(g, spec, cost, families);
+  REQUIRE(s.groups.size() == 1);
+  const ScheduledGroup& group = s.groups[0].group;
+  REQUIRE(group.kernel.params.count("pf0"));
+  CHECK(group.kernel.params.at("pf0") == cpu::kPrefetchAheadBytes);
+  const std::string recorded = emitted_ir(g, s, spec);
+  CHECK(prefetches(recorded) > 0);
+  Schedule unrecorded = s;
+  unrecorded.groups[0].group.kernel.params.erase("pf0");
+  CHECK(emitted_ir(g, unrecorded, spec) == recorded);
+  Schedule off = s;
+  off.groups[0].group.kernel.params["pf0"] = 0;
+  CHECK_FALSE(families.check(g, off.groups[0].group, spec));
+  CHECK(prefetches(emitted_ir(g, off, spec)) == 0);
+  const CompiledCheck ran = run_compiled(g, spec, off, random_inputs(g, 9));
+  CHECK_MESSAGE(ran.ok, ran.message);
+  // The tuner's variants offer it switched off; a negative distance is refused.
+  const std::vector<KernelChoice> variants = families.variants(g, group, spec);
+  CHECK(std::any_of(variants.begin(), variants.end(), [](const KernelChoice& v) { return v.params.count("pf0") && v.params.at("pf0") == 0; }));
+  ScheduledGroup bad = group;
+  bad.kernel.params["pf0"] = -1;
+  REQUIRE(families.check(g, bad, spec));
+  CHECK(families.check(g, bad, spec)->find("negative") != std::string::npos);
+  bad = group;
+  bad.kernel.params["pf1"] = 0;
+  REQUIRE(families.check(g, bad, spec));
+  CHECK(families.check(g, bad, spec)->find("records pf1") != std::string::npos);
 }
 
 }  // namespace tessel::testing
