@@ -1149,7 +1149,6 @@ std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
   return out;
 }
 
-
 /// The f32 kernel's form a recorded plan or a variant fixes (plan_simt): warps 0 for the derived ones.
 struct SimtForm {
   int warps_m = 0, warps_n = 0, k_slices = 0;
