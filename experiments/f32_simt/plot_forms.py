@@ -41,7 +41,7 @@ def main():
     right.set_xticks(range(len(groups)))
     right.set_xticklabels(list(groups), rotation=75, fontsize=7)
     right.set_ylabel("measured / the group's best form")
-    right.set_title("spread of the forms (the 1024-thread forms spill: the top points)")
+    right.set_title("spread of the forms (the top points: 1024-thread forms)")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 

@@ -55,8 +55,9 @@ constexpr int kSimtLanesM[] = {2, 4, 8};
 constexpr int kSimtSlices[] = {2, 4};
 constexpr int kSimtSliceGroups = 2;
 // Registers a lane of it needs at least: its 8 x 8 accumulators and 4 k steps of its 8 + 8
-// operand values; blocks whose threads would get fewer spill (measured: 2 x 4 warp tiles in 4
-// k slices, 1024 threads, ran 3-10x slower than the same tiles in one).
+// operand values. Blocks whose threads would get fewer are not planned (measured: 2 x 4 warp
+// tiles in 4 k slices, 1024 threads of 64 registers, ran 2.2-7.6x slower than the same tiles in
+// one slice, 3.4-17x slower than the best form).
 constexpr int64_t kSimtLaneRegisters = kSimtLaneTile * kSimtLaneTile + 4 * 2 * kSimtLaneTile;
 constexpr int kSimtChunkFloats = 4;  // a 16-byte copy: whole reads (MmaOperand::align)
 // How far a block_sparse kind's recorded density may be from the weight's (both are the same
