@@ -204,12 +204,16 @@ int64_t pack_bytes(const HwSpec& spec) {
   return bytes;
 }
 
-int64_t derived_prefetch_bytes(const TeNode& node, const MicrokernelMatch& match, const HwSpec& spec) {
+int64_t cache_line_bytes(const HwSpec& spec) {
   int64_t line = 0;
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.cache) line = std::max(line, l.transaction_bytes);
+  return line;
+}
+
+int64_t derived_prefetch_bytes(const TeNode& node, const MicrokernelMatch& match, const HwSpec& spec) {
   const Access& b = node.inputs()[static_cast<size_t>(match.b)];
-  return prefetch_bytes_for(b.type.num_elements() * static_cast<int64_t>(dtype_bytes(b.type.dtype)), pack_bytes(spec), line);
+  return prefetch_bytes_for(b.type.num_elements() * static_cast<int64_t>(dtype_bytes(b.type.dtype)), pack_bytes(spec), cache_line_bytes(spec));
 }
 
 std::optional<int64_t> recorded_prefetch_bytes(const KernelChoice& k, int i) {

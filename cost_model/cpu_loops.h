@@ -175,6 +175,8 @@ std::optional<RegisterBlocking> recorded_register_blocking(const KernelChoice& k
 /// The largest packed operand panel, in bytes: half the largest private per-core cache (0: the
 /// spec has none). The micro-kernel packs B panels up to this (the CPU backend's codegen_params).
 int64_t pack_bytes(const HwSpec& spec);
+/// The cache line: the largest transaction size of the spec's cache levels (0: no cache).
+int64_t cache_line_bytes(const HwSpec& spec);
 
 /// How far ahead the micro-kernel prefetches contraction `node`'s B (input match.b) where it reads
 /// B from its tensor (kernels/cpu/emit_contraction.cpp; not through padding, lane by lane or a

@@ -44,8 +44,7 @@ CodegenParams codegen_params(const HwSpec& spec) {
   p.reuse_bytes = p.pack_bytes;
   for (const MemoryLevel& l : spec.memory_levels)
     if (l.cache) p.streaming_bytes = std::max(p.streaming_bytes, l.capacity_bytes * std::max<int64_t>(1, l.instances));
-  for (const MemoryLevel& l : spec.memory_levels)
-    if (l.cache) p.line_bytes = std::max(p.line_bytes, l.transaction_bytes);
+  p.line_bytes = cache_line_bytes(spec);
   p.tensor_alignment = arena_alignment(spec);
   return p;
 }
