@@ -227,6 +227,11 @@ double pipeline_bytes_in_flight(const HwSpec& spec, const OperandPipeline& p) {
   return resident * static_cast<double>(std::clamp<int64_t>(p.stages - 1, 1, std::max<int64_t>(p.k_tiles, 1))) * tile;
 }
 
+double gemv_bytes_in_flight(const HwSpec& spec, const GemvStream& s) {
+  const double resident = static_cast<double>(std::min(s.blocks, std::max<int64_t>(s.per_unit, 1) * spec.compute.units));
+  return resident * static_cast<double>(s.threads * s.vectors * s.vector_bytes);
+}
+
 namespace {
 
 // The slowest of `compute_s` and each level's bytes over its bandwidth (scaled by the `active`
@@ -842,6 +847,117 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   return out;
 }
 
+// A product of a few rows emitted by the gemv family (kernels/cuda/contraction_plan.h,
+// device/gemv.cuh; KernelChoice params block_m (the rows), block_n, warps, unroll, vec, split_k,
+// and cols where B is stored N x K):
+//   - tiles = batch x ceil(n / block_n), each split in split_k parts over K, blocks of warps x 32
+//     threads, resident per SM as threads and the sums' shared memory allow;
+//   - device memory: the operands once (B dominates), the epilogue's side inputs, the output; the
+//     operands no faster than the bytes the blocks keep requested allow (each lane's unroll x
+//     cols vectors of vec elements: Little's law, in_flight_rate);
+//   - the last-level cache: B once, A once per tile, the split's partial sums;
+//   - issue slots on the CUDA cores, per element of B: a fused multiply-add per row, a widening
+//     of a 16-bit element, and A's loads (a row's value per vector of B), at the f32 rate (the f32
+//     peak over 2) of the SMs the blocks occupy;
+//   - the epilogue's nodes on the CUDA cores, and the launch.
+CostBreakdown estimate_gemv_plan(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, NodeId c) {
+  const std::map<std::string, int64_t>& p = group.kernel.params;
+  auto param = [&](const char* name, int64_t fallback) {
+    auto it = p.find(name);
+    return it == p.end() || it->second <= 0 ? fallback : it->second;
+  };
+  const TeNode& node = graph.node(c);
+  const int ns = node.num_spatial();
+  const int64_t n = node.axes()[ns - 1].extent, rows = param("block_m", 1), bn = param("block_n", 1);
+  int64_t points = 1, k = 1;
+  for (int a = 0; a < ns; ++a) points *= node.axes()[a].extent;
+  for (int r = 0; r < node.num_reduction(); ++r) k *= node.axes()[ns + r].extent;
+  const int64_t batch = std::max<int64_t>(points / std::max<int64_t>(n * rows, 1), 1);
+  const int64_t warps = param("warps", 1), unroll = param("unroll", 1), vec = param("vec", 1), split = param("split_k", 1);
+  const bool k_rows = p.count("cols") > 0;  // B stored N x K
+  const int64_t cols = k_rows ? param("cols", 1) : 1;
+  const int64_t threads = warps * spec.compute.simd_width;
+  const DType dt = input_dtype(node);
+  const int64_t in_bytes = dtype_bytes(dt);
+  const LimitSpec& lim = spec.limits;
+  const int64_t units = spec.compute.units;
+  CostBreakdown out;
+  out.tensor_cores = false;
+  const int64_t tiles = batch * ((n + bn - 1) / bn);
+  out.blocks = tiles * split;
+  const int64_t smem = (k_rows ? 1 : warps) * rows * bn * 4;
+  int64_t per_sm = std::min<int64_t>(lim.max_blocks_per_sm, lim.max_threads_per_sm / std::max<int64_t>(threads, 1));
+  if (smem > 0) per_sm = std::min(per_sm, lim.smem_per_sm_bytes / smem);
+  out.blocks_per_unit = std::max<int64_t>(per_sm, 1);
+  out.occupancy = static_cast<double>(out.blocks_per_unit * threads) / static_cast<double>(lim.max_threads_per_sm);
+  out.waves = std::ceil(static_cast<double>(out.blocks) / static_cast<double>(out.blocks_per_unit * units));
+  const double active = std::min(1.0, static_cast<double>(out.blocks) / static_cast<double>(units));
+  out.flops = static_cast<double>(node.flops());
+
+  // The epilogue: its nodes' work and side inputs (read once).
+  auto in_group = [&](NodeId x) { return std::find(group.nodes.begin(), group.nodes.end(), x) != group.nodes.end(); };
+  const double simt = spec.peak_flops(DType::f32, false);
+  TESSEL_ASSERT(simt > 0, "hardware spec '", spec.name, "' has no f32 peak");
+  double side_bytes = 0, epilogue_s = 0;
+  for (NodeId x : group.nodes) {
+    if (x == c) continue;
+    const TeNode& e = graph.node(x);
+    // (In-group copies feeding the operands are read through: no work of their own.)
+    if (e.num_reduction() == 0 && e.inputs().size() == 1 && !e.inputs()[0].is_gather() && e.body().op() == ExprOp::input &&
+        graph.consumers(graph.node_output(x)).size() == 1 && graph.node(graph.consumers(graph.node_output(x))[0]).num_reduction() > 0)
+      continue;
+    out.flops += static_cast<double>(e.flops());
+    epilogue_s += static_cast<double>(e.flops()) / simt;
+    for (size_t i = 0; i < e.inputs().size(); ++i) {
+      const NodeId prod = graph.producer(graph.node_inputs(x)[i]);
+      if (prod < 0 || !in_group(prod)) side_bytes += static_cast<double>(bytes_of(e.inputs()[i].type));
+    }
+  }
+  const double a_bytes = static_cast<double>(bytes_of(node.inputs()[0].type)), b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type));
+  const double operands = a_bytes + b_bytes;
+  const double written = static_cast<double>(bytes_of(graph.node(group.nodes.back()).output()));
+  const int device = device_level_index(spec);
+  const MemoryLevel& dram = spec.memory_levels[device];
+  const double dram_bytes = operands + side_bytes + written;
+  double dram_s = dram_bytes / (dram.bandwidth_gbps * 1e9 * active);
+  const double in_flight = gemv_bytes_in_flight(spec, {out.blocks, out.blocks_per_unit, threads, unroll * cols, vec * in_bytes});
+  const double rate = in_flight_rate(spec, in_flight);
+  if (operands / rate > dram_s) {
+    dram_s = operands / rate;
+    out.notes.push_back(cat(static_cast<int64_t>(in_flight), " B of B in flight: ", dram.name, " streams it at ", rate * 1e-9,
+                            " GB/s (Little's law, ", dram.loaded_latency_ns, " ns loaded latency)"));
+  }
+  std::vector<LevelCost> levels;
+  const int llc = last_level_cache_index(spec, device);
+  if (llc >= 0) {
+    const MemoryLevel& cache = spec.memory_levels[llc];
+    const double partials = static_cast<double>(tiles * (split - 1) * rows * bn * 4);
+    const double l2_bytes = b_bytes + static_cast<double>(tiles) * a_bytes / static_cast<double>(std::max<int64_t>(batch, 1)) + partials +
+                            side_bytes + written;
+    levels.push_back({cache.name, l2_bytes, l2_bytes / (cache.bandwidth_gbps * 1e9 * active)});
+  }
+  levels.push_back({dram.name, dram_bytes, dram_s});
+  // Issue slots per element of B: rows multiply-adds, a widening (16-bit), A's row values per vector.
+  const double b_elements = static_cast<double>(batch) * static_cast<double>(n) * static_cast<double>(k);  // read by the lanes
+  const double issues = static_cast<double>(rows) * (1.0 + 1.0 / static_cast<double>(vec)) + (in_bytes < 4 ? 1.0 : 0.0);
+  const double compute_s = b_elements * issues / (simt / 2) / active;
+  out.bound = "compute";
+  double worst = compute_s;
+  for (const MemoryLevel& level : spec.memory_levels)
+    for (const LevelCost& l : levels)
+      if (l.level == level.name) {
+        out.memory.push_back(l);
+        if (l.seconds > worst) worst = l.seconds, out.bound = l.level;
+      }
+  out.notes.push_back(cat("priced as the recorded gemv plan: ", rows, " rows, blocks of ", bn, " columns, ", warps, " warps, ", unroll * cols,
+                          " vectors of ", vec, " a lane", split > 1 ? cat(", K split in ", split) : std::string(), ", ", tiles, " tiles"));
+  out.term_ref("compute") = compute_s;
+  out.term_ref("launch") = spec.compute.launch_overhead_us * 1e-6;
+  if (epilogue_s > 0) out.term_ref("epilogue nodes") = epilogue_s;
+  out.latency_s = out.term("launch") + worst / family_efficiency(spec, group, out) + epilogue_s;
+  return out;
+}
+
 // `cfg` with its register tile replaced by the CPU micro-kernel's blocking of `node` over its task
 // box (the outermost tile): MR points of the m axis by NR vectors of the n axis, one reduction
 // point at a time -- the blocking the group's kernel choice records for the node (`recorded`,
@@ -887,6 +1003,13 @@ CostBreakdown AnalyticCostModel::estimate(const OpGraph& graph, const ScheduledG
     for (NodeId n : group.nodes)
       if (is_contraction(graph.node(n)) && (c < 0 || graph.node(n).flops() > graph.node(c).flops())) c = n;
     if (c >= 0 && graph.node(c).num_spatial() >= 1) return estimate_contraction_plan(graph, group, spec, c);
+  }
+  // The gemv family with its plan recorded: priced as that plan.
+  if (is_gpu(spec) && group.kernel.family == "gemv" && group.kernel.params.count("block_n")) {
+    NodeId c = -1;
+    for (NodeId n : group.nodes)
+      if (is_contraction(graph.node(n)) && (c < 0 || graph.node(n).flops() > graph.node(c).flops())) c = n;
+    if (c >= 0 && graph.node(c).num_spatial() >= 1 && graph.node(c).inputs().size() >= 2) return estimate_gemv_plan(graph, group, spec, c);
   }
   // A vector family with its plan recorded: priced as that plan.
   if (is_gpu(spec) && ((group.kernel.family == "vector" && group.kernel.params.count("vec")) || group.kernel.family == "transpose") &&

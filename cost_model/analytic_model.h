@@ -63,4 +63,13 @@ struct OperandPipeline {
 /// The bytes such a pipeline keeps in flight across the chip.
 double pipeline_bytes_in_flight(const HwSpec& spec, const OperandPipeline& p);
 
+/// The gemv family's stream of B (kernels/cuda/contraction_plan.h, device/gemv.cuh): `blocks`
+/// blocks of `threads` threads, `per_unit` of them resident on a unit at once, each thread
+/// requesting `vectors` loads of `vector_bytes` before it multiplies.
+struct GemvStream {
+  int64_t blocks = 0, per_unit = 1, threads = 0, vectors = 1, vector_bytes = 0;
+};
+/// The bytes such a stream keeps in flight across the chip.
+double gemv_bytes_in_flight(const HwSpec& spec, const GemvStream& s);
+
 }  // namespace tessel

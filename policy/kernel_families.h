@@ -1,5 +1,5 @@
 // Kernel families as schedule data (DESIGN.md, "Schedule"): a backend describes the kernels it
-// can emit -- CUDA: flash, wgmma, mma, row, vector, generic -- and chooses, for one fused group,
+// can emit -- CUDA: flash, wgmma, mma, simt, gemv, row, transpose, vector, generic -- and chooses, for one fused group,
 // the family and the parameters it will emit it with. The policy prices every candidate group as
 // the family its backend would emit (FamilyPricedCost), every group of the finished schedule
 // records its choice (KernelChoice in cost_model.h), saved schedules carry it in their JSON, and

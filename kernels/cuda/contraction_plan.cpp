@@ -60,6 +60,23 @@ constexpr int kSimtSliceGroups = 2;
 // one slice, 3.4-17x slower than the best form).
 constexpr int64_t kSimtLaneRegisters = kSimtLaneTile * kSimtLaneTile + 4 * 2 * kSimtLaneTile;
 constexpr int kSimtChunkFloats = 4;  // a 16-byte copy: whole reads (MmaOperand::align)
+// The gemv family (device/gemv.cuh): blocks of kGemvWarps warps; where B is stored N x K a warp
+// owns kGemvCols columns (A's loads serve each); each lane requests kGemvUnroll vectors of B (of
+// each of its columns) before it multiplies. The forms a recorded plan or a tuner's variant may
+// take: 4 or 8 warps, 1, 2 or 4 columns, 2, 4 or 8 vectors, K split in up to the cluster's blocks.
+// A K split's parts walk at least kGemvMinSteps steps of the main loop each. Where the blocks keep
+// too few bytes in flight, the planner splits K, then takes kGemvDeepUnroll vectors a lane, then
+// kGemvWideWarps warps a block.
+constexpr int kGemvWarps = 8, kGemvCols = 2, kGemvUnroll = 4, kGemvDeepUnroll = 8, kGemvWideWarps = 16;
+constexpr int kGemvWarpChoices[] = {4, 8, 16}, kGemvColChoices[] = {1, 2, 4}, kGemvUnrollChoices[] = {2, 4, 8};
+// The rows up to which a product takes the gemv family by default, by operand width. Measured on
+// an H200 (experiments/gemv/runs/h200-2026-12-01, the op sweep's decode GEMMs): 16-bit products
+// of 4 and 8 rows ran at 0.53-0.64x the best baseline on it against 0.69-0.88x on mma.sync's
+// 16-row tiles, of one row at 0.96-1.09x against 0.50-0.98x; f32 products of 1 and 8 rows 2.4x
+// and 2.0x faster than on the simt family's 16-row warp tiles.
+constexpr int64_t kGemvDefaultRows16 = 1, kGemvDefaultRowsF32 = kGemvMaxRows;
+constexpr int64_t kGemvMinSteps = 2;
+constexpr int kVectorBytes = 16;  // the widest load of a lane (ld.global.v4.u32)
 // How far a block_sparse kind's recorded density may be from the weight's (both are the same
 // count ratio; a schedule's JSON keeps doubles to 17 digits).
 constexpr double kDensityTolerance = 1e-9;
@@ -1124,6 +1141,13 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
 
 std::map<std::string, int64_t> contraction_params(const ContractionPlan& p) {
   if (p.nm_wgmma) return p.nm_recorded;
+  if (p.gemv) {
+    std::map<std::string, int64_t> out{{"block_m", p.block_m}, {"block_n", p.block_n}, {"block_k", p.block_k}, {"warps", p.warps_m}, {"unroll", p.gemv_unroll},
+                                       {"vec", p.gemv_vec}, {"split_k", p.split_k}};
+    if (p.b.k_contiguous) out["cols"] = p.gemv_cols;
+    if (p.epilogue_instructions > 0) out["epilogue_instructions"] = p.epilogue_instructions;
+    return out;
+  }
   std::map<std::string, int64_t> out{{"block_m", p.block_m}, {"block_n", p.block_n}, {"block_k", p.block_k},
                                      {"stages", p.stages}, {"split_k", p.split_k}, {"raster_group", p.raster_group},
                                      {"implicit", p.implicit}};
@@ -1156,8 +1180,121 @@ struct SimtForm {
 };
 ContractionMatch plan_simt(int raster_group, const HwSpec& spec, ContractionPlan& p, SimtForm form = {});
 
+/// The gemv form a recorded plan or a variant fixes (plan_gemv): 0 for the derived ones.
+struct GemvForm {
+  int warps = 0, cols = 0, unroll = 0, split = 0;
+};
+
+/// Step 5 for a product of at most kGemvMaxRows rows (the gemv family, device/gemv.cuh): B's
+/// vectors as wide as its rows allow up to 16 bytes; kGemvWarps warps a block, kGemvCols columns a
+/// warp where B is stored N x K, kGemvUnroll vectors requested a lane; K split over a cluster into
+/// the fewest parts (powers of two) whose blocks keep the bytes in flight that device memory needs
+/// to stream at its bandwidth (the cost model's in_flight_rate, Little's law), each part at least
+/// kGemvMinSteps steps. `form` with values > 0 fixes them instead.
+ContractionMatch plan_gemv(const HwSpec& spec, ContractionPlan& p, GemvForm form);
+
+/// Whether a product that the gemv family can take takes it by default (plan_contraction's step
+/// 5'): at most kGemvDefaultRows16 or kGemvDefaultRowsF32 rows; B read 16 bytes at a time (its
+/// narrower vectors ran 0.68-0.84x the tiled plans: experiments/gemv); and a lane's warp busy:
+/// B stored N x K with at least a warp's vectors along K (attention's scores of a 128-wide head
+/// keep their tiles), B stored K x N at least a warp's vectors wide.
+bool gemv_default(const ContractionPlan& p) {
+  const int64_t elem = dtype_bytes(p.dtype), whole = kVectorBytes / elem;
+  if (p.m > (elem == 4 ? kGemvDefaultRowsF32 : kGemvDefaultRows16) || p.implicit) return false;
+  if (p.b.align < whole) return false;
+  return (p.b.k_contiguous ? p.k : p.n) >= kMmaLanes * whole;
+}
+
+ContractionMatch plan_gemv(const HwSpec& spec, ContractionPlan& p, GemvForm form) {
+  if (p.m > kGemvMaxRows) return fail(cat("m = ", p.m, " is more rows than the gemv family's ", kGemvMaxRows));
+  if (p.implicit) return fail("an implicit GEMM (a convolution) is not a few-row product");
+  const int64_t elem = dtype_bytes(p.dtype);
+  const int whole = static_cast<int>(kVectorBytes / elem);
+  p.gemv = true;
+  p.simt = false;
+  p.gemv_vec = std::min(p.b.align, whole);
+  p.warps_m = form.warps > 0 ? form.warps : kGemvWarps;
+  p.warps_n = 1;
+  p.k_slices = 1;
+  p.gemv_cols = p.b.k_contiguous ? (form.cols > 0 ? form.cols : kGemvCols) : 1;
+  p.gemv_unroll = form.unroll > 0 ? form.unroll : kGemvUnroll;
+  if (std::find(std::begin(kGemvWarpChoices), std::end(kGemvWarpChoices), p.warps_m) == std::end(kGemvWarpChoices) ||
+      std::find(std::begin(kGemvColChoices), std::end(kGemvColChoices), p.gemv_cols) == std::end(kGemvColChoices) ||
+      std::find(std::begin(kGemvUnrollChoices), std::end(kGemvUnrollChoices), p.gemv_unroll) == std::end(kGemvUnrollChoices))
+    return fail(cat("the gemv family's blocks are 4 or 8 warps, 1, 2 or 4 columns a warp, 2, 4 or 8 vectors a lane, not ", p.warps_m,
+                    ", ", p.gemv_cols, ", ", p.gemv_unroll));
+  p.block_m = static_cast<int>(p.m);
+  p.block_n = p.b.k_contiguous ? p.warps_m * p.gemv_cols : kMmaLanes * p.gemv_vec;
+  p.block_k = p.b.k_contiguous ? kMmaLanes * p.gemv_vec * p.gemv_unroll : p.warps_m * p.gemv_unroll;
+  p.stages = 0;
+  p.tiles_m = 1;
+  p.tiles_n = ceil_div(p.n, p.block_n);
+  p.raster_group = 1;
+  p.smem_bytes = (p.b.k_contiguous ? 1 : p.warps_m) * p.m * p.block_n * 4;
+  if (p.smem_bytes > spec.limits.smem_per_block_bytes)
+    return fail(cat("the gemv block's sums need ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes));
+  const int64_t threads = p.threads(kMmaLanes);
+  const LimitSpec& lim = spec.limits;
+  const int64_t per_sm =
+      std::max<int64_t>(1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / threads, lim.smem_per_sm_bytes / p.smem_bytes}));
+  const int64_t steps = ceil_div(p.k, int64_t{p.block_k});
+  auto in_flight = [&](int split) {
+    return gemv_bytes_in_flight(spec, {p.tiles() * split, per_sm, threads, int64_t{p.gemv_unroll} * p.gemv_cols, p.gemv_vec * elem});
+  };
+  const double bandwidth = in_flight_rate(spec, std::numeric_limits<double>::infinity());
+  p.split_k = 1;
+  if (form.split > 0) {
+    if (form.split > 1 && (form.split > lim.max_cluster_blocks || !is_pow2(form.split)))
+      return fail(cat("a K split of ", form.split, " is not a power of two up to the spec's ", lim.max_cluster_blocks, "-block clusters"));
+    p.split_k = form.split;
+  } else {
+    while (2 * p.split_k <= lim.max_cluster_blocks && in_flight_rate(spec, in_flight(p.split_k)) < bandwidth &&
+           steps >= 2 * p.split_k * kGemvMinSteps)
+      p.split_k *= 2;
+  }
+  // Still short of the bytes in flight (few tiles, a long K): deeper requests, then wider blocks,
+  // where the form is not fixed and K has the steps.
+  auto retry = [&](int warps, int unroll) {
+    ContractionPlan q = p;
+    GemvForm f{warps, p.gemv_cols, unroll, p.split_k};
+    if (!plan_gemv(spec, q, f).plan || ceil_div(q.k, int64_t{q.block_k}) < q.split_k * kGemvMinSteps) return false;
+    const int64_t q_threads = q.threads(kMmaLanes);
+    const int64_t q_per_sm = std::max<int64_t>(
+        1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / q_threads, lim.smem_per_sm_bytes / q.smem_bytes}));
+    const double rate = in_flight_rate(
+        spec, gemv_bytes_in_flight(spec, {q.tiles() * q.split_k, q_per_sm, q_threads, int64_t{q.gemv_unroll} * q.gemv_cols, q.gemv_vec * elem}));
+    if (rate <= in_flight_rate(spec, in_flight(p.split_k)) * (1 + 1e-9)) return false;
+    p = q;
+    return true;
+  };
+  if (form.warps == 0 && form.unroll == 0 && in_flight_rate(spec, in_flight(p.split_k)) < bandwidth)
+    if (retry(p.warps_m, kGemvDeepUnroll) && in_flight_rate(spec, in_flight(p.split_k)) < bandwidth) retry(kGemvWideWarps, kGemvDeepUnroll);
+  if (p.split_k == 1 && in_flight_rate(spec, in_flight(1)) < bandwidth)
+    p.split_reason = lim.max_cluster_blocks < 2 ? cat("spec '", spec.name, "' has no thread-block clusters")
+                                                : cat("K has ", steps, " steps of ", p.block_k, ", too few for two parts of ", kGemvMinSteps);
+  if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
+  p.warpgroup_reason = cat(p.m, " rows: the gemv family");
+  return ContractionMatch{p, ""};
+}
+
 std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const HwSpec& spec) {
   std::vector<KernelChoice> out;
+  if (p.gemv) {
+    // Its forms: warps x columns (B stored N x K) x vectors x K splits.
+    std::vector<int> splits{1};
+    for (int s = 2; s <= spec.limits.max_cluster_blocks; s *= 2) splits.push_back(s);
+    for (int w : kGemvWarpChoices)
+      for (int c : kGemvColChoices)
+        for (int u : kGemvUnrollChoices)
+          for (int s : splits) {
+            if (!p.b.k_contiguous && c != 1) continue;
+            ContractionPlan q = p;
+            if (!plan_gemv(spec, q, {w, c, u, s}).plan || ceil_div(q.k, int64_t{q.block_k}) < s) continue;
+            KernelChoice k{"gemv", contraction_params(q), {}};
+            if (std::none_of(out.begin(), out.end(), [&](const KernelChoice& o) { return o.params == k.params; })) out.push_back(std::move(k));
+          }
+    return out;
+  }
   if (p.simt) {
     // The f32 kernel's forms: its block's warp tiles and k slices (plan_simt derives the rest).
     for (int wm = 1; wm <= kSimtMaxWarpsM; ++wm)
@@ -1326,7 +1463,7 @@ ContractionMatch plan_simt(int raster_group, const HwSpec& spec, ContractionPlan
 }
 
 ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
-                                  const HwSpec& spec, bool warpgroups) {
+                                  const HwSpec& spec, bool warpgroups, bool few_rows) {
   // 2 (first: most groups are not contractions, and the reason should say so). The contraction.
   NodeId cid = -1;
   for (NodeId n : group.nodes)
@@ -1475,6 +1612,23 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
   //    and until the grid covers the SMs (down to warp tiles of kMmaShape.m x 2 kMmaShape.n).
   auto cfg = group.tiles.find(cid);
   if (cfg == group.tiles.end()) cfg = group.tiles.find(group.nodes.back());
+  // 5'. A product of at most kGemvMaxRows rows of dense operands: the gemv family (its form
+  //     recorded, or derived), unless a tiled family is recorded or asked for (few_rows false).
+  const KernelChoice& recorded_family = group.kernel;
+  const bool dense = cfg == group.tiles.end() || std::holds_alternative<DenseProps>(cfg->second.kind);
+  if (recorded_family.family == "gemv" ||
+      (few_rows && recorded_family.family.empty() && dense && gemv_default(p))) {
+    if (!dense) return fail(cat("'", c.name(), "' has a sparse tile kind (the gemv family reads dense operands only)"));
+    GemvForm form;
+    if (recorded_family.family == "gemv") {
+      auto param = [&](const char* name) {
+        const auto it = recorded_family.params.find(name);
+        return static_cast<int>(it == recorded_family.params.end() ? 0 : it->second);
+      };
+      form = {param("warps"), param("cols"), param("unroll"), param("split_k")};
+    }
+    return plan_gemv(spec, p, form);
+  }
   if (simt) {
     if (cfg != group.tiles.end() && !std::holds_alternative<DenseProps>(cfg->second.kind))
       return fail(cat("'", c.name(), "' has a sparse tile kind (the f32 kernel reads dense operands only)"));
@@ -1717,6 +1871,15 @@ std::string print_contraction_plan(const OpGraph& graph, const ContractionPlan& 
                                       p.cluster_m > 1 ? cat(", clusters of ", p.cluster_m, " sharing B") : std::string())
                                 : std::string(),
                p.split_k > 1 ? cat("; K's ", p.k_tiles(), " tiles split in ", p.split_k, " parts over a cluster") : std::string());
+  if (p.gemv)
+    return cat("CUDA cores, few rows (fused multiply-adds, ", dtype_name(p.dtype), "): '", cn.name(), "' ", shape, "; ", operand("A", p.a), ", ",
+               operand("B", p.b), "; blocks of ", p.block_n, " columns, ", p.warps_m, " warps",
+               p.b.k_contiguous ? cat(" of ", p.gemv_cols, " columns each, lanes along k") : std::string(" splitting K, lanes along n"),
+               "; each lane requests ", p.gemv_unroll * p.gemv_cols, " vectors of ", p.gemv_vec, " elements of B before multiplying; ", p.smem_bytes,
+               " bytes of shared memory for the sums",
+               p.split_k > 1 ? cat("; K's ", ceil_div(p.k, p.block_k), " steps of ", p.block_k, " split in ", p.split_k, " parts over a cluster")
+                             : std::string(),
+               p.split_reason.empty() ? "" : cat("; K not split: ", p.split_reason));
   return cat(p.nm_wgmma    ? cat("sparse tensor cores (wgmma.sp m64n", p.block_m, "k32 ")
              : p.nm_sparse ? std::string("sparse tensor cores (mma.sp m16n8k32 ")
              : p.simt      ? std::string("CUDA cores (fused multiply-adds, ")

@@ -274,6 +274,15 @@ struct ContractionPlan {
   // KSLICES), when the tiles alone leave the SMs' schedulers short of warps.
   bool simt = false;
   int k_slices = 1;
+  // A product of a few rows (the family "gemv", device/gemv.cuh's Gemv): no tiles of m, no
+  // shared-memory stages; B streams from device memory into registers, each lane requesting
+  // gemv_unroll vectors of gemv_vec elements (16 bytes where B's rows allow) before it multiplies.
+  // B stored K x N: a block's warps_m warps split its part of K row by row over 32 lanes x gemv_vec
+  // columns (block_n); B stored N x K: each warp owns gemv_cols columns (block_n = warps_m x
+  // gemv_cols), its lanes along k. block_m is m; block_k is one step of the main loop (the split's
+  // unit); K split over a cluster (split_k) where the blocks alone keep too few bytes in flight.
+  bool gemv = false;
+  int gemv_cols = 1, gemv_unroll = 1, gemv_vec = 1;
   NmView nm_view;
   // nm_wgmma: the recorded wgmma parameters the kernel was chosen by (contraction_params reports
   // them: the schedule records the family's parameters, the 2:4 form is derived from them).
@@ -288,6 +297,10 @@ struct ContractionPlan {
   /// The simt kernel's lanes along m in a warp (SimtBlockGemm's LANES_M).
   int simt_lanes_m() const { return block_m / std::max(warps_m, 1) / kSimtLaneTile; }
 };
+
+/// The largest m the gemv family takes (device/gemv.cuh: a lane holds m x gemv_vec or m x gemv_cols
+/// sums).
+constexpr int64_t kGemvMaxRows = 8;
 
 /// A plan for the tensor-core kernel, or why the group keeps the generic kernel.
 struct ContractionMatch {
@@ -311,8 +324,10 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& plan, cons
 /// plan_group's plan of the same group (its roles say which nodes the generic kernel inlines).
 /// With `warpgroups` false the plan stays on mma.sync where wgmma would apply (the mma family's
 /// own default, which the policy prices against the wgmma variants: kernel_families.cpp).
+/// With `few_rows` false a product of at most kGemvMaxRows rows keeps the tiled families (the
+/// gemv family's alternative, kernel_families.cpp's variants).
 ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& group, const GroupPlan& generic,
-                                  const HwSpec& spec, bool warpgroups = true);
+                                  const HwSpec& spec, bool warpgroups = true, bool few_rows = true);
 
 /// The GroupPlan the runtime launches for the mma kernel: `generic`'s nodes and parameters, with
 /// the mma kernel's grid, block size and shared memory. Operand copies and C (unless it is the

@@ -227,8 +227,12 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
                                : c.batch_axes.empty() ? std::string()
                                                       : cat(", ", a_batch.size(), ", ", b_batch.size());
   const int64_t k_param = c.conv_box ? c.k_tiles() * c.block_k : c.k;  // the kernel's K: whole tiles of a convolution's taps
+  const bool f32 = c.dtype == DType::f32;
   const std::string gemm_type =
-      c.pingpong    ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", k_param,
+      c.gemv        ? cat("tsl::gemv::Gemv<", f32 ? "float" : "unsigned short", ", ", bf16, ", ", c.warps_m, ", ", c.gemv_cols, ", ",
+                          c.gemv_unroll, ", ", c.gemv_vec, ", ", std::min<int>(c.a.align, c.gemv_vec), ", ", c.a.k_contiguous ? "true" : "false",
+                          ", ", c.b.k_contiguous ? "true" : "false", ", ", c.m, ", ", c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL>")
+      : c.pingpong  ? cat("tsl::wg::WarpgroupPingpong<", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16, ", ", k_param,
                           map_dims, ">")
       : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_m, ", ", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                           ", ", k_param, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
@@ -257,6 +261,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::KC == " << c.nm_view.k_pad / 2
         << " && TslGemm::kThreads == " << plan_.threads << (c.nm_wgmma ? cat(" && TslGemm::kBlocksPerSm == ", kWgSparseBlocksPerSm) : std::string())
         << ", \"the 2:4 plan and device/mma.cuh disagree\");\n";
+  if (c.gemv)
+    os_ << "static_assert(TslGemm::kSmemBytes == " << c.smem_bytes << " && TslGemm::kThreads == " << plan_.threads
+        << " && TslGemm::BN == " << c.block_n << " && TslGemm::BK == " << c.block_k << ", \"the gemv plan and device/gemv.cuh disagree\");\n";
   if (c.simt) {
     // (A split K's partial sums may need more shared memory than the stages: split_k.)
     const std::string smem = c.split_k > 1 ? "(TslGemm::kSmemBytes > TslGemm::kReduceBytes ? TslGemm::kSmemBytes : TslGemm::kReduceBytes)"
@@ -359,7 +366,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   }
   if (c.persistent) os_ << "  };\n";
   auto batch_offset = [&](const std::vector<int64_t>& strides) { return batch_offset_expr(c.batch_axes, strides); };
-  const char* elem = "unsigned short";
+  const char* elem = c.gemv && f32 ? "float" : "unsigned short";
   if (!c.warpgroup) {
     // (The f32 kernel's copies read its rows as pairs of 16-bit elements.)
     const std::string open = c.simt ? "reinterpret_cast<const unsigned short*>(" : "", close = c.simt ? ")" : "";
@@ -405,7 +412,8 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   for (int a = 0; a < d; ++a) params += cat(a ? ", " : "", "long long x", a);
   const TeNode& cn = node(cpos);
   os_ << "  float tsl_acc = 0.0f;  // the accumulator of the point being stored\n";
-  os_ << "    // " << cn.name() << ": " << print_expr(cn.body(), cn.axis_names()) << ", summed on the tensor cores\n";
+  os_ << "    // " << cn.name() << ": " << print_expr(cn.body(), cn.axis_names()) << ", summed on the "
+      << (c.simt || c.gemv ? "CUDA cores" : "tensor cores") << "\n";
   std::string cparams;  // (C's own domain: more axes than the sink's when merged_n)
   for (int a = 0; a < cn.num_spatial(); ++a) cparams += cat(a ? ", " : "", "long long x", a);
   // The wgmma kernel's slab rounds the accumulators to the operands' 16-bit type (store_slab; a

@@ -109,11 +109,14 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
   if (choice.family == "flash") {
     if (group.stream_chunk <= 0) throw illegal("the group does not stream attention (stream_chunk 0)");
     emit(plan_attention(graph, group, generic, spec), k.attention, attention_group_plan, &Emitter::flash_kernel);
-  } else if (choice.family == "wgmma" || choice.family == "mma" || choice.family == "simt") {
+  } else if (choice.family == "wgmma" || choice.family == "mma" || choice.family == "simt" || choice.family == "gemv") {
     const ContractionMatch match = plan_contraction(graph, group, generic, spec);
-    if (match.plan && match.plan->simt != (choice.family == "simt"))
+    if (match.plan && match.plan->gemv != (choice.family == "gemv"))
+      throw illegal(match.plan->gemv ? cat("its ", match.plan->m, " rows take the gemv family")
+                                     : cat("it is not a product of at most ", kGemvMaxRows, " rows (the gemv family)"));
+    if (match.plan && !match.plan->gemv && match.plan->simt != (choice.family == "simt"))
       throw illegal(match.plan->simt ? "its operands are f32 (the simt family)" : "its operands are not f32 (the simt family takes f32)");
-    if (match.plan && !match.plan->simt && (match.plan->warpgroup || match.plan->nm_wgmma) != (choice.family == "wgmma"))
+    if (match.plan && !match.plan->gemv && !match.plan->simt && (match.plan->warpgroup || match.plan->nm_wgmma) != (choice.family == "wgmma"))
       throw illegal(match.plan->warpgroup ? "the spec and tiles select warpgroup MMA (wgmma)"
                                           : cat("no warpgroup MMA: ", match.plan->warpgroup_reason));
     emit(match, k.contraction, mma_group_plan, &Emitter::mma_kernel);
@@ -130,7 +133,7 @@ GeneratedKernel emit_group_kernel(const OpGraph& graph, const Schedule& schedule
     source = e.kernel(kPlaceholder);
   } else {
     throw UserError("schedule", where + "/family",
-                    cat("unknown CUDA kernel family '", choice.family, "' (flash, wgmma, mma, row, transpose, vector, generic)"));
+                    cat("unknown CUDA kernel family '", choice.family, "' (flash, wgmma, mma, simt, gemv, row, transpose, vector, generic)"));
   }
   finish_kernel(k, cat(declined_comments(choice), source), graph, schedule, index);
   return k;

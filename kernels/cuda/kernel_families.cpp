@@ -23,6 +23,8 @@ std::vector<KernelFamilies::Family> CudaKernelFamilies::families() const {
       {"simt", "f32 contraction + elementwise epilogue: the mma family's pipeline with fused multiply-adds on the CUDA cores",
        {"block_m", "block_n", "block_k", "warps_m", "warps_n", "k_slices", "stages", "split_k", "raster_group", "implicit", "a_align",
         "b_align", "epilogue_instructions"}},
+      {"gemv", "a product of a few rows (decoding): B streamed into registers, many loads in flight, fused multiply-adds on the CUDA cores",
+       {"block_m", "block_n", "block_k", "warps", "cols", "unroll", "vec", "split_k", "epilogue_instructions"}},
       {"row", "rows reduced and normalized in registers, or streamed in passes when too long (softmax, layer norm)",
        {"vec", "lanes", "chunks", "rows_per_block", "threads", "streamed", "passes", "shifted", "online", "splits"}},
       {"transpose", "a permuting copy through shared-memory tiles, read and written along each side's contiguous axis",
@@ -100,7 +102,7 @@ KernelChoice CudaKernelFamilies::choose(const OpGraph& graph, const ScheduledGro
   if (m.plan) {
     const bool wg = m.plan->warpgroup || m.plan->nm_wgmma;  // (a 2:4 weight's wgmma form is wgmma.sp)
     if (!wg && !m.plan->warpgroup_reason.empty()) k.rejected.push_back("wgmma: " + m.plan->warpgroup_reason);
-    k.family = wg ? "wgmma" : m.plan->simt ? "simt" : "mma";
+    k.family = m.plan->gemv ? "gemv" : wg ? "wgmma" : m.plan->simt ? "simt" : "mma";
     k.params = family_params(*m.plan);
     return k;
   }
@@ -141,23 +143,42 @@ std::vector<KernelChoice> CudaKernelFamilies::variants(const OpGraph& graph, con
   ScheduledGroup g = group;
   g.kernel = {};
   std::vector<KernelChoice> out{choose(graph, g, spec)};
-  if (out.front().family != "mma" && out.front().family != "wgmma" && out.front().family != "simt") return out;
+  const std::string family = out.front().family;
+  if (family != "mma" && family != "wgmma" && family != "simt" && family != "gemv") return out;
   const GroupPlan generic = plan_group(graph, g, spec);
-  const ContractionMatch m = plan_contraction(graph, g, generic, spec);
+  ContractionMatch m = plan_contraction(graph, g, generic, spec);
   if (!m.plan) return out;
+  auto add = [&](KernelChoice k) {
+    if (std::none_of(out.begin(), out.end(), [&](const KernelChoice& o) { return o.family == k.family && o.params == k.params; }))
+      out.push_back(std::move(k));
+  };
+  if (m.plan->gemv) {
+    // A few-row product: the gemv family's forms, then the tiled families' plans of it (their
+    // default first, then their variants, as below).
+    for (KernelChoice& k : contraction_variants(*m.plan, spec)) add(std::move(k));
+    m = plan_contraction(graph, g, generic, spec, true, false);
+    if (!m.plan) return out;
+    const bool wg = m.plan->warpgroup || m.plan->nm_wgmma;
+    add({wg ? "wgmma" : m.plan->simt ? "simt" : "mma", family_params(*m.plan), {}});
+  }
   // Second, where wgmma applies: the mma family's own default (the first mma choice listed).
   // (Where it fails -- a block-sparse group whose tiles mma.sync cannot walk -- no mma variant is
   // listed, so that none is taken for the default.)
   bool simt = !m.plan->warpgroup;
   if (m.plan->warpgroup)
-    if (const ContractionMatch d = plan_contraction(graph, g, generic, spec, false); d.plan) {
-      out.push_back({"mma", family_params(*d.plan), {}});
+    if (const ContractionMatch d = plan_contraction(graph, g, generic, spec, false, false); d.plan) {
+      add({"mma", family_params(*d.plan), {}});
       simt = true;
     }
   for (KernelChoice& k : contraction_variants(*m.plan, spec))
-    if ((simt || k.family != "mma") &&
-        std::none_of(out.begin(), out.end(), [&](const KernelChoice& o) { return o.family == k.family && o.params == k.params; }))
-      out.push_back(std::move(k));
+    if (simt || k.family != "mma") add(std::move(k));
+  // A product of few rows that keeps a tiled family by default: the gemv family's forms after them.
+  if (!m.plan->gemv && m.plan->m <= kGemvMaxRows && !m.plan->implicit) {
+    ScheduledGroup as_gemv = g;
+    as_gemv.kernel = {"gemv", {}, {}};
+    if (const ContractionMatch v = plan_contraction(graph, as_gemv, generic, spec); v.plan)
+      for (KernelChoice& k : contraction_variants(*v.plan, spec)) add(std::move(k));
+  }
   return out;
 }
 

@@ -875,7 +875,7 @@ TEST_CASE("normalize: contractions by a weight whose rows are not 16-byte aligne
   // (zero-padded: the activation by a Pad, the weight once here), both, a Gemm storing B as [N, K]
   // with a K of 19, and one weight and one activation read by two contractions (one copy each).
   ModelBuilder b(DType::f16);
-  const std::string x = b.input("x", {2, 5, 24}), h = b.input("h", {6, 19});
+  const std::string x = b.input("x", {2, 5, 24}), h = b.input("h", {12, 19});  // (more rows than the gemv family takes)
   const std::string w_vocab = b.weight("w_vocab", {24, 37}, 1, -0.3, 0.3);
   const std::string vocab = b.op("MatMul", {x, w_vocab});
   const std::string vocab2 = b.op("MatMul", {b.op("Relu", {x}), w_vocab});
