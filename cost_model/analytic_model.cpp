@@ -500,6 +500,26 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
   return out;
 }
 
+// The slowest of `compute_s` and the levels' times: sets out.bound and out.memory (the levels in
+// the spec's order), returns that time.
+double slowest_level(const HwSpec& spec, double compute_s, const std::vector<LevelCost>& levels, CostBreakdown& out) {
+  out.bound = "compute";
+  double worst = compute_s;
+  for (const MemoryLevel& level : spec.memory_levels)
+    for (const LevelCost& l : levels)
+      if (l.level == level.name) {
+        out.memory.push_back(l);
+        if (l.seconds > worst) worst = l.seconds, out.bound = l.level;
+      }
+  return worst;
+}
+
+// A recorded kernel parameter, or `fallback` where it is absent or not positive.
+int64_t positive_param(const std::map<std::string, int64_t>& params, const char* name, int64_t fallback) {
+  const auto it = params.find(name);
+  return it == params.end() || it->second <= 0 ? fallback : it->second;
+}
+
 // A contraction group emitted by a tiled family whose plan is recorded (mma, wgmma, or simt -- f32
 // on the CUDA cores, priced at the f32 peak; KernelChoice params block_m, block_n, block_k,
 // stages, split_k, and warpgroups or warps_m x warps_n): the
@@ -516,10 +536,7 @@ CostBreakdown estimate_vector_plan(const OpGraph& graph, const ScheduledGroup& g
 // The epilogue's elementwise work runs on the SIMT units.
 CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, NodeId c) {
   const std::map<std::string, int64_t>& p = group.kernel.params;
-  auto param = [&](const char* name, int64_t fallback) {
-    auto it = p.find(name);
-    return it == p.end() || it->second <= 0 ? fallback : it->second;
-  };
+  auto param = [&](const char* name, int64_t fallback) { return positive_param(p, name, fallback); };
   const TeNode& node = graph.node(c);
   const int ns = node.num_spatial();
   const bool implicit = param("implicit", 0) > 0;
@@ -756,14 +773,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
     }
   }
   levels.push_back({dram.name, dram_bytes, dram_s});
-  out.bound = "compute";
-  double worst = compute_s;
-  for (const MemoryLevel& level : spec.memory_levels)
-    for (const LevelCost& l : levels)
-      if (l.level == level.name) {
-        out.memory.push_back(l);
-        if (l.seconds > worst) worst = l.seconds, out.bound = l.level;
-      }
+  double worst = slowest_level(spec, compute_s, levels, out);
   out.notes.push_back(cat("priced as the recorded ", group.kernel.family, " plan: block ", bm, "x", bn, "x", bk, ", ", stages,
                           " stages", split > 1 ? cat(", K split in ", split) : std::string(), ", ", tiles, " tiles"));
   if (sparse_input >= 0)
@@ -862,10 +872,7 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
 //   - the epilogue's nodes on the CUDA cores, and the launch.
 CostBreakdown estimate_gemv_plan(const OpGraph& graph, const ScheduledGroup& group, const HwSpec& spec, NodeId c) {
   const std::map<std::string, int64_t>& p = group.kernel.params;
-  auto param = [&](const char* name, int64_t fallback) {
-    auto it = p.find(name);
-    return it == p.end() || it->second <= 0 ? fallback : it->second;
-  };
+  auto param = [&](const char* name, int64_t fallback) { return positive_param(p, name, fallback); };
   const TeNode& node = graph.node(c);
   const int ns = node.num_spatial();
   const int64_t n = node.axes()[ns - 1].extent, rows = param("block_m", 1), bn = param("block_n", 1);
@@ -939,16 +946,9 @@ CostBreakdown estimate_gemv_plan(const OpGraph& graph, const ScheduledGroup& gro
   levels.push_back({dram.name, dram_bytes, dram_s});
   // Issue slots per element of B: rows multiply-adds, a widening (16-bit), A's row values per vector.
   const double b_elements = static_cast<double>(batch) * static_cast<double>(n) * static_cast<double>(k);  // read by the lanes
-  const double issues = static_cast<double>(rows) * (1.0 + 1.0 / static_cast<double>(vec)) + (in_bytes < 4 ? 1.0 : 0.0);
+  const double issues = static_cast<double>(rows) * (1.0 + 1.0 / static_cast<double>(vec)) + (in_bytes < dtype_bytes(DType::f32) ? 1.0 : 0.0);
   const double compute_s = b_elements * issues / (simt / 2) / active;
-  out.bound = "compute";
-  double worst = compute_s;
-  for (const MemoryLevel& level : spec.memory_levels)
-    for (const LevelCost& l : levels)
-      if (l.level == level.name) {
-        out.memory.push_back(l);
-        if (l.seconds > worst) worst = l.seconds, out.bound = l.level;
-      }
+  double worst = slowest_level(spec, compute_s, levels, out);
   out.notes.push_back(cat("priced as the recorded gemv plan: ", rows, " rows, blocks of ", bn, " columns, ", warps, " warps, ", unroll * cols,
                           " vectors of ", vec, " a lane", split > 1 ? cat(", K split in ", split) : std::string(), ", ", tiles, " tiles"));
   out.term_ref("compute") = compute_s;

@@ -8,33 +8,16 @@ predicted and measured over all its variants and over each family's, and the der
 Python 3 standard library only.
 """
 import json
+import os
 import sys
 
-
-def ranks(v):
-    order = sorted(range(len(v)), key=lambda i: v[i])
-    r = [0.0] * len(v)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2.0
-        i = j + 1
-    return r
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "op_sweep"))
+from run_sweep import spearman as _spearman  # noqa: E402  (standard library only at import)
 
 
 def spearman(a, b):
-    if len(a) < 3:
-        return float("nan")
-    ra, rb = ranks(a), ranks(b)
-    n = len(a)
-    ma, mb = sum(ra) / n, sum(rb) / n
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va = sum((x - ma) ** 2 for x in ra) ** 0.5
-    vb = sum((y - mb) ** 2 for y in rb) ** 0.5
-    return cov / (va * vb) if va > 0 and vb > 0 else float("nan")
+    r = _spearman(a, b)
+    return float("nan") if r is None else r
 
 
 def main():

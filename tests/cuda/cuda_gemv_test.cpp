@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include "contraction_graphs.h"
 #include "cuda_check.h"
 #include "../model_builder.h"
 #include "cost_model/analytic_model.h"
@@ -21,37 +22,11 @@ using namespace tessel::testing;
 
 namespace {
 
-OpGraph matmul(DType dt, int64_t m, int64_t k, int64_t n) {
-  ModelBuilder b(dt);
-  return b.graph(b.op("MatMul", {b.input("a", {m, k}), b.weight("b", {k, n}, 3)}));
-}
-
-/// Gemm with transposed operands (A stored K x M, B stored N x K: a Linear layer's weight).
-OpGraph gemm(DType dt, int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b) {
-  ModelBuilder b(dt);
-  const std::string a = b.input("a", trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
-  const std::string w = b.weight("w", trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 7);
-  return b.graph(b.op("Gemm", {a, w}, {{"transA", int64_t{trans_a}}, {"transB", int64_t{trans_b}}}));
-}
-
-OpGraph batched(DType dt, std::vector<int64_t> a, std::vector<int64_t> bshape) {
-  ModelBuilder b(dt);
-  return b.graph(b.op("MatMul", {b.input("a", std::move(a)), b.input("b", std::move(bshape))}));
-}
-
 /// gelu(x W^T + bias).
 OpGraph bias_gelu(DType dt, int64_t m, int64_t k, int64_t n) {
   ModelBuilder b(dt);
   const std::string y = b.op("Gemm", {b.input("x", {m, k}), b.weight("w", {n, k}, 3)}, {{"transB", int64_t{1}}});
   return b.graph(b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})}));
-}
-
-/// f32(x W + residual).
-OpGraph residual_cast(DType dt, int64_t m, int64_t k, int64_t n) {
-  ModelBuilder b(dt);
-  const std::string y = b.op("MatMul", {b.input("x", {m, k}), b.input("w", {k, n})});
-  const std::string r = b.op("Add", {y, b.input("residual", {m, n})});
-  return b.graph(b.op("Cast", {r}, {{"to", std::string("f32")}}));
 }
 
 std::vector<GraphCase> gemv_cases() {
@@ -69,14 +44,6 @@ std::vector<GraphCase> gemv_cases() {
   add("f16 bias gelu 8x512 @ (384x512)^T", bias_gelu(DType::f16, 8, 512, 384));
   add("f16 residual cast 5x256 @ 256x130", residual_cast(DType::f16, 5, 256, 130));
   return out;
-}
-
-int contraction_group(const OpGraph& g, const Schedule& s) {
-  int gi = -1;
-  for (size_t i = 0; i < s.groups.size(); ++i)
-    for (NodeId n : s.groups[i].group.nodes) gi = g.node(n).num_reduction() > 0 ? static_cast<int>(i) : gi;
-  REQUIRE(gi >= 0);
-  return gi;
 }
 
 /// welder's schedule of `g` with its contraction group recording the gemv family (its own plan:

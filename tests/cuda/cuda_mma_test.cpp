@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include "contraction_graphs.h"
 #include "cuda_check.h"
 #include "../model_builder.h"
 #include "cost_model/analytic_model.h"
@@ -26,47 +27,11 @@ using namespace tessel::testing;
 
 namespace {
 
-/// The index of the last group of `s` holding a reducing node (the contraction); fails the test
-/// when there is none.
-int contraction_group(const OpGraph& g, const Schedule& s) {
-  int gi = -1;
-  for (size_t i = 0; i < s.groups.size(); ++i)
-    for (NodeId n : s.groups[i].group.nodes) gi = g.node(n).num_reduction() > 0 ? static_cast<int>(i) : gi;
-  REQUIRE(gi >= 0);
-  return gi;
-}
-
-OpGraph matmul(DType dt, int64_t m, int64_t k, int64_t n) {
-  ModelBuilder b(dt);
-  return b.graph(b.op("MatMul", {b.input("a", {m, k}), b.input("b", {k, n})}));
-}
-
-/// Gemm with transposed operands (A stored K x M, B stored N x K) and a constant B.
-OpGraph gemm(DType dt, int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b) {
-  ModelBuilder b(dt);
-  const std::string a = b.input("a", trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
-  const std::string w = b.weight("w", trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 7);
-  return b.graph(b.op("Gemm", {a, w}, {{"transA", int64_t{trans_a}}, {"transB", int64_t{trans_b}}}));
-}
-
-OpGraph batched(DType dt, std::vector<int64_t> a, std::vector<int64_t> bshape) {
-  ModelBuilder b(dt);
-  return b.graph(b.op("MatMul", {b.input("a", std::move(a)), b.input("b", std::move(bshape))}));
-}
-
 /// gelu(x W + bias): the FFN's first half.
 OpGraph bias_gelu(DType dt, int64_t m, int64_t k, int64_t n) {
   ModelBuilder b(dt);
   const std::string y = b.op("MatMul", {b.input("x", {m, k}), b.weight("w", {k, n}, 3)});
   return b.graph(b.op("Gelu", {b.op("Add", {y, b.weight("bias", {n}, 4)})}));
-}
-
-/// f32(x W + residual).
-OpGraph residual_cast(DType dt, int64_t m, int64_t k, int64_t n) {
-  ModelBuilder b(dt);
-  const std::string y = b.op("MatMul", {b.input("x", {m, k}), b.input("w", {k, n})});
-  const std::string r = b.op("Add", {y, b.input("residual", {m, n})});
-  return b.graph(b.op("Cast", {r}, {{"to", std::string("f32")}}));
 }
 
 /// softmax(Q K^T * scale) V over [batch, heads, s, d] (the attention workload, unfused).

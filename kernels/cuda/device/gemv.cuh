@@ -80,6 +80,19 @@ struct Gemv {
     return widen<BF16>(__ldg(a + (A_K_CONTIG ? m * LDA + k : k * LDA + m)));
   }
 
+  // B stored N x K: the vectors at k of the COLS columns from nb on (zeros past N).
+  static __device__ __forceinline__ void load_columns(const E* b, long long nb, long long k, E (&bv)[COLS][VB]) {
+#pragma unroll
+    for (int c = 0; c < COLS; ++c) {
+      if (nb + c < N) {
+        load<E, VB>(b + (nb + c) * LDB + k, bv[c]);
+      } else {
+#pragma unroll
+        for (int v = 0; v < VB; ++v) bv[c][v] = E(0);
+      }
+    }
+  }
+
   // The whole of K.
   __device__ __forceinline__ void run(unsigned char* smem, const E* a, const E* b, int m0, int n0) {
     run(smem, a, b, m0, n0, 0, static_cast<int>((K + BK - 1) / BK));
@@ -93,27 +106,14 @@ struct Gemv {
     const long long k1 = k0 + static_cast<long long>(ktiles) * BK < K ? k0 + static_cast<long long>(ktiles) * BK : K;
     const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
     if constexpr (B_K_CONTIG) {
-      float acc[ROWS][COLS];
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-        for (int c = 0; c < COLS; ++c) acc[r][c] = 0.0f;
+      float acc[ROWS][COLS] = {};
       const long long nb = n0 + warp * COLS;
       long long k = k0 + lane * VB;
       // Whole steps: every lane's UNROLL vectors of each column inside [k0, k1).
       for (; k + static_cast<long long>(UNROLL - 1) * 32 * VB + VB <= k1; k += 32LL * VB * UNROLL) {
         E bv[UNROLL][COLS][VB];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-          for (int c = 0; c < COLS; ++c) {
-            if (nb + c < N) {
-              load<E, VB>(b + (nb + c) * LDB + k + u * 32 * VB, bv[u][c]);
-            } else {
-#pragma unroll
-              for (int v = 0; v < VB; ++v) bv[u][c][v] = E(0);
-            }
-          }
+        for (int u = 0; u < UNROLL; ++u) load_columns(b, nb, k + u * 32 * VB, bv[u]);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
           const long long ku = k + u * 32 * VB;
@@ -140,15 +140,7 @@ struct Gemv {
       for (; k < k1; k += 32LL * VB) {
         if (k + VB <= k1) {
           E bv[COLS][VB];
-#pragma unroll
-          for (int c = 0; c < COLS; ++c) {
-            if (nb + c < N) {
-              load<E, VB>(b + (nb + c) * LDB + k, bv[c]);
-            } else {
-#pragma unroll
-              for (int v = 0; v < VB; ++v) bv[c][v] = E(0);
-            }
-          }
+          load_columns(b, nb, k, bv);
 #pragma unroll
           for (int r = 0; r < ROWS; ++r)
 #pragma unroll
@@ -183,11 +175,7 @@ struct Gemv {
         }
       __syncthreads();
     } else {
-      float acc[ROWS][VB];
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-        for (int v = 0; v < VB; ++v) acc[r][v] = 0.0f;
+      float acc[ROWS][VB] = {};
       const long long n = n0 + lane * VB;
       const bool whole = n + VB <= N;  // the lane's vector lies inside N
       long long k = k0 + warp;
