@@ -1273,7 +1273,7 @@ ContractionMatch plan_gemv(const HwSpec& spec, ContractionPlan& p, GemvForm form
     p.split_reason = lim.max_cluster_blocks < 2 ? cat("spec '", spec.name, "' has no thread-block clusters")
                                                 : cat("K has ", steps, " steps of ", p.block_k, ", too few for two parts of ", kGemvMinSteps);
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
-  p.warpgroup_reason = cat(p.m, " rows: the gemv family");
+  p.warpgroup_reason = cat(p.m, p.m == 1 ? " row" : " rows", ": a few-row product (the gemv family)");
   return ContractionMatch{p, ""};
 }
 

@@ -125,7 +125,9 @@ TEST_CASE("cuda gemv: K is split over a cluster where the blocks keep too few by
 TEST_CASE("cuda gemv: more rows keep the tiled families, and a recorded gemv there is refused, naming the family") {
   const HwSpec& spec = gpu_spec();
   const cuda::CudaKernelFamilies families;
-  for (const auto& [dt, tiled] : {std::pair{DType::f32, "simt"}, std::pair{DType::f16, "mma"}}) {
+  for (const auto& want : {std::pair{DType::f32, "simt"}, std::pair{DType::f16, "mma"}}) {
+    const DType dt = want.first;  // (named copies: INFO's lambda cannot capture a structured binding before C++20)
+    const std::string tiled = want.second;
     const OpGraph g = gemm(dt, cuda::kGemvMaxRows + 1, 512, 256, false, true);
     Schedule s = with_families(g, spec, "welder");
     const int gi = contraction_group(g, s);
