@@ -1200,7 +1200,7 @@ ContractionMatch plan_gemv(const HwSpec& spec, ContractionPlan& p, GemvForm form
 /// keep their tiles), B stored K x N at least a warp's vectors wide.
 bool gemv_default(const ContractionPlan& p) {
   const int64_t elem = dtype_bytes(p.dtype), whole = kVectorBytes / elem;
-  if (p.m > (elem == 4 ? kGemvDefaultRowsF32 : kGemvDefaultRows16) || p.implicit) return false;
+  if (p.m > (p.dtype == DType::f32 ? kGemvDefaultRowsF32 : kGemvDefaultRows16) || p.implicit) return false;
   if (p.b.align < whole) return false;
   return (p.b.k_contiguous ? p.k : p.n) >= kMmaLanes * whole;
 }
@@ -1221,7 +1221,7 @@ ContractionMatch plan_gemv(const HwSpec& spec, ContractionPlan& p, GemvForm form
   if (std::find(std::begin(kGemvWarpChoices), std::end(kGemvWarpChoices), p.warps_m) == std::end(kGemvWarpChoices) ||
       std::find(std::begin(kGemvColChoices), std::end(kGemvColChoices), p.gemv_cols) == std::end(kGemvColChoices) ||
       std::find(std::begin(kGemvUnrollChoices), std::end(kGemvUnrollChoices), p.gemv_unroll) == std::end(kGemvUnrollChoices))
-    return fail(cat("the gemv family's blocks are 4 or 8 warps, 1, 2 or 4 columns a warp, 2, 4 or 8 vectors a lane, not ", p.warps_m,
+    return fail(cat("the gemv family's blocks are 4, 8 or 16 warps, 1, 2 or 4 columns a warp, 2, 4 or 8 vectors a lane, not ", p.warps_m,
                     ", ", p.gemv_cols, ", ", p.gemv_unroll));
   p.block_m = static_cast<int>(p.m);
   p.block_n = p.b.k_contiguous ? p.warps_m * p.gemv_cols : kMmaLanes * p.gemv_vec;
@@ -1233,14 +1233,17 @@ ContractionMatch plan_gemv(const HwSpec& spec, ContractionPlan& p, GemvForm form
   p.smem_bytes = (p.b.k_contiguous ? 1 : p.warps_m) * p.m * p.block_n * 4;
   if (p.smem_bytes > spec.limits.smem_per_block_bytes)
     return fail(cat("the gemv block's sums need ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes));
-  const int64_t threads = p.threads(kMmaLanes);
   const LimitSpec& lim = spec.limits;
-  const int64_t per_sm =
-      std::max<int64_t>(1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / threads, lim.smem_per_sm_bytes / p.smem_bytes}));
-  const int64_t steps = ceil_div(p.k, int64_t{p.block_k});
-  auto in_flight = [&](int split) {
-    return gemv_bytes_in_flight(spec, {p.tiles() * split, per_sm, threads, int64_t{p.gemv_unroll} * p.gemv_cols, p.gemv_vec * elem});
+  // The rate device memory streams B at for plan q with its K in `split` parts (Little's law over
+  // the bytes its resident blocks keep requested).
+  auto rate = [&](const ContractionPlan& q, int split) {
+    const int64_t threads = q.threads(kMmaLanes);
+    const int64_t per_sm =
+        std::max<int64_t>(1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / threads, lim.smem_per_sm_bytes / q.smem_bytes}));
+    return in_flight_rate(spec, gemv_bytes_in_flight(spec, {q.tiles() * split, per_sm, threads, int64_t{q.gemv_unroll} * q.gemv_cols,
+                                                            q.gemv_vec * elem}));
   };
+  const int64_t steps = ceil_div(p.k, int64_t{p.block_k});
   const double bandwidth = in_flight_rate(spec, std::numeric_limits<double>::infinity());
   p.split_k = 1;
   if (form.split > 0) {
@@ -1248,30 +1251,24 @@ ContractionMatch plan_gemv(const HwSpec& spec, ContractionPlan& p, GemvForm form
       return fail(cat("a K split of ", form.split, " is not a power of two up to the spec's ", lim.max_cluster_blocks, "-block clusters"));
     p.split_k = form.split;
   } else {
-    while (2 * p.split_k <= lim.max_cluster_blocks && in_flight_rate(spec, in_flight(p.split_k)) < bandwidth &&
-           steps >= 2 * p.split_k * kGemvMinSteps)
+    while (2 * p.split_k <= lim.max_cluster_blocks && rate(p, p.split_k) < bandwidth && steps >= 2 * p.split_k * kGemvMinSteps)
       p.split_k *= 2;
   }
   // Still short of the bytes in flight (few tiles, a long K): deeper requests, then wider blocks,
-  // where the form is not fixed and K has the steps.
-  auto retry = [&](int warps, int unroll) {
-    ContractionPlan q = p;
-    GemvForm f{warps, p.gemv_cols, unroll, p.split_k};
-    if (!plan_gemv(spec, q, f).plan || ceil_div(q.k, int64_t{q.block_k}) < q.split_k * kGemvMinSteps) return false;
-    const int64_t q_threads = q.threads(kMmaLanes);
-    const int64_t q_per_sm = std::max<int64_t>(
-        1, std::min({lim.max_blocks_per_sm, lim.max_threads_per_sm / q_threads, lim.smem_per_sm_bytes / q.smem_bytes}));
-    const double rate = in_flight_rate(
-        spec, gemv_bytes_in_flight(spec, {q.tiles() * q.split_k, q_per_sm, q_threads, int64_t{q.gemv_unroll} * q.gemv_cols, q.gemv_vec * elem}));
-    if (rate <= in_flight_rate(spec, in_flight(p.split_k)) * (1 + 1e-9)) return false;
-    p = q;
-    return true;
-  };
-  if (form.warps == 0 && form.unroll == 0 && in_flight_rate(spec, in_flight(p.split_k)) < bandwidth)
-    if (retry(p.warps_m, kGemvDeepUnroll) && in_flight_rate(spec, in_flight(p.split_k)) < bandwidth) retry(kGemvWideWarps, kGemvDeepUnroll);
-  if (p.split_k == 1 && in_flight_rate(spec, in_flight(1)) < bandwidth)
+  // where the form is not fixed and K has the steps for the split.
+  if (form.warps == 0 && form.unroll == 0)
+    for (const auto& [warps, unroll] : {std::pair{p.warps_m, kGemvDeepUnroll}, std::pair{kGemvWideWarps, kGemvDeepUnroll}}) {
+      if (rate(p, p.split_k) >= bandwidth) break;
+      ContractionPlan q = p;
+      if (!plan_gemv(spec, q, {warps, p.gemv_cols, unroll, p.split_k}).plan || ceil_div(q.k, int64_t{q.block_k}) < q.split_k * kGemvMinSteps ||
+          rate(q, q.split_k) <= rate(p, p.split_k) * (1 + 1e-9))
+        break;
+      p = q;
+    }
+  if (p.split_k == 1 && rate(p, 1) < bandwidth)
     p.split_reason = lim.max_cluster_blocks < 2 ? cat("spec '", spec.name, "' has no thread-block clusters")
-                                                : cat("K has ", steps, " steps of ", p.block_k, ", too few for two parts of ", kGemvMinSteps);
+                                                : cat("K has ", ceil_div(p.k, int64_t{p.block_k}), " steps of ", p.block_k,
+                                                      ", too few for two parts of ", kGemvMinSteps);
   if (p.blocks() >= (int64_t{1} << 31)) return fail(cat(p.blocks(), " blocks do not fit one launch"));
   p.warpgroup_reason = cat(p.m, p.m == 1 ? " row" : " rows", ": a few-row product (the gemv family)");
   return ContractionMatch{p, ""};

@@ -152,7 +152,8 @@ std::vector<KernelChoice> CudaKernelFamilies::variants(const OpGraph& graph, con
     if (std::none_of(out.begin(), out.end(), [&](const KernelChoice& o) { return o.family == k.family && o.params == k.params; }))
       out.push_back(std::move(k));
   };
-  if (m.plan->gemv) {
+  const bool gemv_first = m.plan->gemv;
+  if (gemv_first) {
     // A few-row product: the gemv family's forms, then the tiled families' plans of it (their
     // default first, then their variants, as below).
     for (KernelChoice& k : contraction_variants(*m.plan, spec)) add(std::move(k));
@@ -172,8 +173,9 @@ std::vector<KernelChoice> CudaKernelFamilies::variants(const OpGraph& graph, con
     }
   for (KernelChoice& k : contraction_variants(*m.plan, spec))
     if (simt || k.family != "mma") add(std::move(k));
-  // A product of few rows that keeps a tiled family by default: the gemv family's forms after them.
-  if (!m.plan->gemv && m.plan->m <= kGemvMaxRows && !m.plan->implicit) {
+  // A product of few rows that keeps a tiled family by default: the gemv family's forms after them
+  // (listed first above where gemv is the default).
+  if (!gemv_first && m.plan->m <= kGemvMaxRows && !m.plan->implicit) {
     ScheduledGroup as_gemv = g;
     as_gemv.kernel = {"gemv", {}, {}};
     if (const ContractionMatch v = plan_contraction(graph, as_gemv, generic, spec); v.plan)
