@@ -829,8 +829,6 @@ std::string plan_sparse(const OpGraph& graph, NodeId cid, const BlockSparseProps
 // X's tile, W's compressed tile (half the K step) and its metadata (32 16-bit elements per 16
 // rows of W^T and 32 of k), each row padded.
 constexpr int kSpInstK = 32, kSpMetaElems = 32;
-// The 2:4 wgmma kernel's ring keeps STAGES - 2 K tiles ahead of the one multiplied (device/wgmma.cuh).
-constexpr int kWgSparseMinStages = 3;
 int64_t nm_stage_bytes(const ContractionPlan& p) {
   const int64_t x = p.a.k_contiguous ? int64_t{p.block_m} * (p.block_k + kPadElems) : int64_t{p.block_k} * (p.block_m + kPadElems);
   const int64_t w = int64_t{p.block_n} * (p.block_k / 2 + kPadElems);
@@ -838,11 +836,11 @@ int64_t nm_stage_bytes(const ContractionPlan& p) {
   return (x + w + e) * dtype_bytes(p.dtype);
 }
 
-// One stage of the 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm::kStageBytes): W's
-// compressed rows (64 bytes: half a K tile of 64), X's rows (128 bytes) and each 16 rows' metadata
-// (two k32 steps of 16 words).
+// One stage of the 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm::kStageBytes): X's
+// rows (128 bytes: a K tile of 64), W's compressed rows (64 bytes: half of it) and each 16 rows'
+// metadata (two k32 steps of 16 words).
 int64_t wgmma_sparse_stage_bytes(const ContractionPlan& p) {
-  return int64_t{p.block_n} * kWgRowBytes / 2 + int64_t{p.block_m} * kWgRowBytes +
+  return int64_t{p.block_m} * kWgRowBytes + int64_t{p.block_n} * kWgRowBytes / 2 +
          int64_t{p.block_n} / kMmaShape.m * (p.block_k / kSpInstK) * (kSpMetaElems / 2) * 4;
 }
 
@@ -871,25 +869,32 @@ std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props
     if (s != 0) return cat("the 2:4 weight '", info.name, "' differs per batch point");
   if (p.block_k % (2 * kSpInstK) != 0) return cat("the 2:4 kernel steps K by multiples of ", 2 * kSpInstK, ", not ", p.block_k);
   if (p.warpgroup) {
-    // wgmma.mma_async.sp: two consumers of 64 rows of W^T (block_n 128) against block_m rows of X.
-    if (p.block_n != kWgConsumers * kWgInstM || p.block_m != kWgBlockN)
-      return cat("the 2:4 wgmma kernel's blocks are ", kWgBlockN, " x ", kWgConsumers * kWgInstM, ", not ", p.block_m, " x ", p.block_n);
+    // wgmma.mma_async.sp: two consumers of 64 rows of W^T (C's n: 128) against the rows of X (C's
+    // m, wgmma's n). The recorded wgmma tile, transposed: its block_n (128, 192 or 256) rows of X
+    // by its block_m (128) rows of W^T, the same area.
+    if (p.block_m != kWgConsumers * kWgInstM)
+      return cat("the 2:4 wgmma kernel's blocks are ", kWgConsumers * kWgInstM, " rows of W^T (two consumers), not ", p.block_m);
+    if (p.block_n != kWgBlockN && p.block_n != kWgBlockNMid && p.block_n != kWgBlockNWide)
+      return cat("the 2:4 wgmma kernel takes ", kWgBlockN, ", ", kWgBlockNMid, " or ", kWgBlockNWide, " rows of X, not ", p.block_n);
     // (It runs one tile per block: a recorded persistent grid or ping-pong is not taken.)
     if (p.cluster_m > 1) return "the 2:4 wgmma kernel shares no operand over a cluster";
     p.nm_recorded = contraction_params(p);
     p.pingpong = false;
     if (!p.a.k_contiguous || p.a.align < kChunkElems)
       return cat("the 2:4 wgmma kernel reads X with k contiguous and 16-byte aligned rows");
-    if (p.stages < kWgSparseMinStages) return cat("the 2:4 wgmma kernel keeps ", kWgSparseMinStages - 2, " K tiles ahead: ", kWgSparseMinStages, " stages at least");
-    // Two blocks share an SM (device/wgmma.cuh): as many of the recorded stages as fit half its
-    // shared memory.
-    const int64_t stage = wgmma_sparse_stage_bytes(p);
-    while (p.stages > kWgSparseMinStages && p.stages * stage + kWgAtomBytes > spec.limits.smem_per_sm_bytes / kWgSparseBlocksPerSm -
-                                                                                 (spec.limits.smem_per_sm_bytes - spec.limits.smem_per_block_bytes))
-      --p.stages;
+    if (!p.a.batch_strides.empty())
+      for (int64_t s : p.a.batch_strides)
+        if (s != 0) return "the 2:4 wgmma kernel reads one X (a batched product runs on mma.sp)";
+    std::swap(p.block_m, p.block_n);
+    // One block per SM (the launch bound): as many stages as its shared memory holds, each with
+    // its two mbarriers, after the consumers' epilogue slabs and the alignment slack.
+    const int64_t stage = wgmma_sparse_stage_bytes(p) + 2 * kWgMbarrierBytes, fixed = kWgConsumers * kWgEpiSlabBytes + kWgAtomBytes;
+    p.stages = static_cast<int>((spec.limits.smem_per_block_bytes - fixed) / stage);
+    if (p.stages < 2) return cat("the 2:4 wgmma kernel's two stages need ", 2 * stage + fixed, " bytes of shared memory, the spec allows ",
+                                 spec.limits.smem_per_block_bytes);
     p.warpgroup = false;
     p.nm_wgmma = true;
-    p.warps_m = 2;
+    p.warps_m = kWgConsumers + 1;  // the producer warpgroup and two consumers
     p.warps_n = kWarpgroupWarps;
     p.tiles_m = ceil_div(p.m, p.block_m);
     p.tiles_n = ceil_div(p.n, p.block_n);
@@ -897,11 +902,14 @@ std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props
     return cat("the 2:4 kernel's warp tiles are multiples of ", kMmaShape.m, " along m and n, not ", p.block_m / p.warps_m, "x",
                p.block_n / p.warps_n);
   }
-  p.persistent = 0;
+  // The wgmma.sp kernel is persistent: a block per SM (or per tile, where they are fewer) walks
+  // the tiles, its producer loading the next tile's stages while the consumers store one.
+  p.persistent = p.nm_wgmma ? std::min<int64_t>(p.tiles(), spec.compute.units) : 0;
   p.nm_sparse = true;
   p.nm_view = NmView{p.n, p.k, p.b.k_contiguous, p.b.ld, p.b.offset, ceil_div(p.k, p.block_k) * p.block_k};
-  // (The wgmma.sp kernel's stage: W's 64-byte rows and X's 128-byte rows, aligned to a swizzle atom.)
-  p.smem_bytes = p.nm_wgmma ? p.stages * wgmma_sparse_stage_bytes(p) + kWgAtomBytes
+  // (The wgmma.sp kernel's stages -- X's 128-byte rows, W's 64-byte rows, the metadata -- and
+  // its epilogue slabs, aligned to a swizzle atom.)
+  p.smem_bytes = p.nm_wgmma ? p.stages * (wgmma_sparse_stage_bytes(p) + 2 * kWgMbarrierBytes) + kWgConsumers * kWgEpiSlabBytes + kWgAtomBytes
                             : p.stages * nm_stage_bytes(p);
   if (p.smem_bytes > spec.limits.smem_per_block_bytes)
     return cat("the 2:4 pipeline needs ", p.smem_bytes, " bytes of shared memory, the spec allows ", spec.limits.smem_per_block_bytes);
@@ -1739,6 +1747,17 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   if (c.nm_sparse) {
     plan.derived.push_back({DerivedBuffer::Kind::nm_values, c.b.tensor, c.nm_view});
     plan.derived.push_back({DerivedBuffer::Kind::nm_metadata, c.b.tensor, c.nm_view});
+  }
+  if (c.nm_wgmma) {
+    // The 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm): X's block_m x 64 boxes (the
+    // dense kernel's A), W's compressed values (n rows of k_pad / 2, boxes of the block's 128
+    // rows x 32: 64-byte rows, 64-byte swizzle) and the metadata (ceil(n / 16) rows of k_pad
+    // 16-bit elements, boxes of the block's 8 x 64: one K tile, unswizzled) from the derived buffers.
+    const int64_t kc = c.nm_view.k_pad / 2, meta_rows = ceil_div(c.n, kMmaShape.m), meta_cols = c.nm_view.k_pad / kSpInstK * kSpMetaElems;
+    plan.tensor_maps.push_back(TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m, kWgRowElems, {}, {}, c.a.offset, {}, {}, -1, kWgRowBytes});
+    plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, kc, kc, c.block_n, kWgRowElems / 2, {}, {}, 0, {}, {}, 0, kWgRowBytes / 2});
+    plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, meta_rows, meta_cols, meta_cols, c.block_n / kMmaShape.m,
+                                              c.block_k / kSpInstK * kSpMetaElems, {}, {}, 0, {}, {}, 1, 0});
   }
   if (c.warpgroup) {
     // A: rows m, k contiguous, one box of the block's rows per stage; B: rows n (k contiguous)

@@ -87,9 +87,10 @@
 // runs on the sparse tensor cores (ContractionPlan::nm_sparse): the spec must list mma_sparse,
 // the weight must be B itself (no in-group copy), broadcast over any batch axes, a plain product,
 // f16 or bf16, the K step a multiple of 64 and the warp tiles multiples of 16 along m and n. Where
-// the recorded family is wgmma (a 128 x 128 block, no split or cluster; a recorded
-// persistent grid or ping-pong is not taken: one tile per block), X stored M x K with 16-byte
-// aligned rows, it runs on wgmma.mma_async.sp instead (nm_wgmma).
+// the recorded family is wgmma (a block of 128 rows by 128, 192 or 256 columns, run transposed;
+// no split or cluster; a recorded persistent grid or ping-pong is not taken: one tile per block),
+// X stored M x K with 16-byte aligned rows and one X for every batch point, it runs on
+// wgmma.mma_async.sp instead (nm_wgmma), fed by the tensor copy engine.
 #pragma once
 
 #include <algorithm>
@@ -122,9 +123,9 @@ constexpr int kWgConsumers = 2;
 constexpr int kWgProducerRegs = 40, kWgConsumerRegs = 232;
 constexpr int kWgPairedMaxBlockN = 128;
 constexpr int kWgPairedBlocks = 2;  // the launch bound's blocks per SM of those
-/// The 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm::kBlocksPerSm) is launched for two
-/// blocks per SM, its stages sized to fit.
-constexpr int kWgSparseBlocksPerSm = 2;
+/// The 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm::kBlocksPerSm) is launched for one
+/// block per SM, as many stages as its shared memory holds.
+constexpr int kWgSparseBlocksPerSm = 1;
 /// The GEMM kernel's epilogue slab per consumer: 64 rows of 128 16-bit values (device/wgmma.cuh's
 /// kEpiSlabBytes), after the stages.
 constexpr int kWgEpiSlabBytes = kWgInstM * 128 * 2;
@@ -259,9 +260,10 @@ struct ContractionPlan {
   // cores (device/mma.cuh's SparseBlockGemm, mma.sp): C^T = W^T X^T, mma's m along C's n.
   // Runs on mma.sync's pipeline, K steps of 64, K not split, one tile per block. nm_wgmma: where
   // the recorded plan is the wgmma kernel, on wgmma.mma_async.sp instead (device/wgmma.cuh's
-  // SparseWarpgroupGemm: two consumer warpgroups of 64 rows of W^T against block_m = 128 rows of
-  // X, wgmma's N; cp.async copies, no producer); warpgroup is then false and warps_m x warps_n are
-  // its 8 warps.
+  // SparseWarpgroupGemm: a producer warpgroup copying with the tensor copy engine, two consumer
+  // warpgroups of 64 rows of W^T -- block_n 128 -- against block_m = 128, 192 or 256 rows of X,
+  // wgmma's N: the recorded tile transposed); warpgroup is then false and warps_m x warps_n are
+  // its 12 warps.
   bool nm_sparse = false;
   bool nm_wgmma = false;
   // f32 operands: the same cp.async pipeline and epilogue with fused multiply-adds on the CUDA

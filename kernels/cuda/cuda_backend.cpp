@@ -174,7 +174,10 @@ class CudaExecutable : public Executable {
         l.arg_tensors.push_back(-1);
       }
       for (const TensorMapParam& m : k.plan.tensor_maps) {
-        l.maps.push_back(tensor_map(m, where[m.tensor] + static_cast<CUdeviceptr>(m.offset * 2), k.name));
+        const CUdeviceptr at = m.derived >= 0 ? derived_buffer(k.plan.derived.at(static_cast<size_t>(m.derived)), k.name)
+                                              : where[m.tensor] + static_cast<CUdeviceptr>(m.offset * 2);
+        l.maps.push_back(tensor_map(m, at, k.name, m.derived >= 0 ? k.plan.derived[static_cast<size_t>(m.derived)].kind
+                                                                  : DerivedBuffer::Kind::nm_values));
         l.map_params.push_back(m);
       }
       launches_.push_back(std::move(l));
@@ -218,9 +221,17 @@ class CudaExecutable : public Executable {
   }
 
   // The TMA tensor map of `m` over the 16-bit tensor at `at` (device/wgmma.cuh): dimensions
-  // innermost first, 128-byte swizzle, out-of-range elements read as zero.
-  CUtensorMap tensor_map(const TensorMapParam& m, CUdeviceptr at, const std::string& kernel) const {
+  // innermost first, m.swizzle_bytes swizzle, out-of-range elements read as zero. A map over a
+  // derived buffer of 2:4 metadata (`derived`) reads unsigned 16-bit elements.
+  CUtensorMap tensor_map(const TensorMapParam& m, CUdeviceptr at, const std::string& kernel,
+                         DerivedBuffer::Kind derived = DerivedBuffer::Kind::nm_values) const {
     const DType dt = graph_.tensor(m.tensor).type.dtype;
+    const bool metadata = m.derived >= 0 && derived == DerivedBuffer::Kind::nm_metadata;
+    TESSEL_ASSERT(m.swizzle_bytes == 128 || m.swizzle_bytes == 64 || m.swizzle_bytes == 0, "tensor map of '",
+                  graph_.tensor(m.tensor).name, "' for ", kernel, ": a swizzle of ", m.swizzle_bytes, " bytes");
+    const CUtensorMapSwizzle swizzle = m.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                       : m.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                               : CU_TENSOR_MAP_SWIZZLE_NONE;
     TESSEL_ASSERT(dtype_bytes(dt) == 2 && at % 16 == 0 && (m.ld * 2) % 16 == 0, "tensor map of '", graph_.tensor(m.tensor).name,
                   "' for ", kernel, ": not a 16-byte aligned view of 16-bit elements");
     const size_t nb = m.batch_extents.size();
@@ -239,9 +250,11 @@ class CudaExecutable : public Executable {
       strides[1 + b] = static_cast<cuuint64_t>(m.batch_strides[b] * 2);
       box[2 + b] = m.batch_box.empty() ? 1 : static_cast<cuuint32_t>(m.batch_box[b]);
     }
-    d_.check(d_.cuTensorMapEncodeTiled(&map, dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                       static_cast<cuuint32_t>(2 + nb), reinterpret_cast<void*>(at), dims, strides, box, element_strides,
-                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    const CUtensorMapDataType type = metadata ? CU_TENSOR_MAP_DATA_TYPE_UINT16
+                                     : dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                         : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    d_.check(d_.cuTensorMapEncodeTiled(&map, type, static_cast<cuuint32_t>(2 + nb), reinterpret_cast<void*>(at), dims, strides, box,
+                                       element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
              cat("cuTensorMapEncodeTiled (", kernel, ": '", graph_.tensor(m.tensor).name, "' ", m.rows, "x", m.cols, ", ld ", m.ld,
                  ", box ", m.box_rows, "x", m.box_cols, ", ", nb, " batch dimensions)").c_str());
@@ -638,7 +651,7 @@ class CudaExecutable : public Executable {
         if (l.arg_tensors[a] >= 0) l.args[a] = where[l.arg_tensors[a]];
       for (size_t m = 0; m < l.maps.size(); ++m) {
         const TensorMapParam& p = l.map_params[m];
-        if (where[p.tensor] != launch_where_[p.tensor])
+        if (p.derived < 0 && where[p.tensor] != launch_where_[p.tensor])  // (a derived buffer stays where it is)
           l.maps[m] = tensor_map(p, where[p.tensor] + static_cast<CUdeviceptr>(p.offset * 2), l.name);
       }
     }
@@ -869,10 +882,14 @@ class CudaBackend : public Backend {
       }
       if (!k.plan.tensor_maps.empty()) {
         nlohmann::ordered_json maps = nlohmann::ordered_json::array();
-        for (const TensorMapParam& m : k.plan.tensor_maps)
-          maps.push_back({{"tensor", graph.tensor(m.tensor).name}, {"rows", m.rows}, {"cols", m.cols}, {"ld", m.ld},
-                          {"box", {m.box_rows, m.box_cols}}, {"batch_extents", m.batch_extents},
-                          {"batch_strides", m.batch_strides}, {"offset", m.offset}, {"swizzle", "128B"}, {"out_of_bounds", "zero"}});
+        for (const TensorMapParam& m : k.plan.tensor_maps) {
+          nlohmann::ordered_json j{{"tensor", graph.tensor(m.tensor).name}, {"rows", m.rows}, {"cols", m.cols}, {"ld", m.ld},
+                                   {"box", {m.box_rows, m.box_cols}}, {"batch_extents", m.batch_extents},
+                                   {"batch_strides", m.batch_strides}, {"offset", m.offset},
+                                   {"swizzle", m.swizzle_bytes ? cat(m.swizzle_bytes, "B") : std::string("none")}, {"out_of_bounds", "zero"}};
+          if (m.derived >= 0) j["derived"] = m.derived;  // over that derived buffer, not the tensor
+          maps.push_back(std::move(j));
+        }
         e["tensor_maps"] = std::move(maps);
       }
       manifest["kernels"].push_back(e);

@@ -237,8 +237,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_m, ", ", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                           ", ", k_param, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
-      : c.nm_wgmma  ? cat("tsl::wg::SparseWarpgroupGemm<", c.block_m, ", ", c.stages, ", ", bf16, ", ", c.m, ", ", c.n, ", ", c.k, ", ",
-                          c.a.ld, "LL>")
+      : c.nm_wgmma  ? cat("tsl::wg::SparseWarpgroupGemm<", c.block_m, ", ", c.stages, ", ", bf16, ", ", c.n, ", ", c.k, ">")
       : c.simt      ? cat("tsl::mma::SimtBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                           c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", c.m, ", ",
                           c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL, ", c.a.align, ", ", c.b.align, ", ", c.simt_lanes_m(), ", ", c.k_slices, ">")
@@ -392,6 +391,10 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     os_ << "  tsl::mma::ListCopy<TslGemm::CopyA> tsl_copy_a(tsl_dense_a, " << name << "_sparse_tiles + tsl_first_tile);\n";
     os_ << "  tsl::mma::ListCopy<TslGemm::CopyB> tsl_copy_b(tsl_dense_b, " << name << "_sparse_tiles + tsl_first_tile);\n";
     os_ << "  tsl_gemm.run_with(tsl_smem, tsl_copy_a, tsl_copy_b, tsl_ktiles);\n";
+  } else if (c.nm_wgmma) {
+    // (The wgmma.sp kernel reads X, W's values and its metadata through tsl_map0..2 and runs the
+    // epilogue inside its run_tiles, below, as the wgmma kernel does.)
+    os_ << "  (void)tsl_a; (void)tsl_b; (void)tsl_derived0; (void)tsl_derived1;\n";
   } else if (c.nm_sparse) {
     os_ << "  (void)tsl_b;  // read compressed: tsl_derived0 (values), tsl_derived1 (metadata)\n";
     os_ << "  tsl_gemm.run(tsl_smem, tsl_a, tsl_derived0, tsl_derived1, tsl_m0, tsl_n0);\n";
@@ -418,7 +421,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   for (int a = 0; a < cn.num_spatial(); ++a) cparams += cat(a ? ", " : "", "long long x", a);
   // The wgmma kernel's slab rounds the accumulators to the operands' 16-bit type (store_slab; a
   // split K passes its f32 sums instead): where C has that type its value is the slab's as it is.
-  const bool slab_rounded = c.warpgroup && c.split_k <= 1 && cn.output().dtype == c.dtype;
+  // (The 2:4 wgmma kernel stores through slabs the same way: wg_epilogue.)
+  const bool wg_epilogue = c.warpgroup || c.nm_wgmma;
+  const bool slab_rounded = wg_epilogue && c.split_k <= 1 && cn.output().dtype == c.dtype;
   os_ << "    auto val" << cpos << " = [&](" << cparams << ") -> float { return "
       << (slab_rounded ? std::string("tsl_acc") : round_to_dtype(cn.output().dtype, "tsl_acc")) << "; };\n";
   std::vector<std::string> point(d);  // the stored point's coordinates, by the sink's axes
@@ -430,7 +435,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
   // (A K split stores pairs: kPairElems a prefetch.)
   const bool pairs = c.split_k > 1;
   const std::vector<RunRead> runs =
-      c.warpgroup && chunk == kRunElems && !c.merged_n ? run_reads(c, cpos, point) : std::vector<RunRead>();
+      wg_epilogue && chunk == kRunElems && !c.merged_n ? run_reads(c, cpos, point) : std::vector<RunRead>();
   // Every run (pair) a prefetch loads lies inside the output: n is whole runs.
   TESSEL_ASSERT(runs.empty() || c.n % kRunElems == 0, "prefetched runs of a partial row");
   int loads = 0;
@@ -500,7 +505,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       emit_unflatten("    ", "long long", "tsl_q", c.m_axes, c.m_extents, "tsl_x");
     }
   };
-  if (c.warpgroup) {
+  if (wg_epilogue) {
     // The wgmma kernel passes runs of consecutive values of a row (device/wgmma.cuh's store_slab):
     // 8 at a time when every row starts 16-byte aligned, else one at a time (consecutive threads
     // on consecutive columns); a split K passes pairs. A run inside the output is stored with the
@@ -520,7 +525,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     }
     const std::string callback = runs.empty() ? "[&](int tsl_dm, int tsl_dn, const auto& tsl_v) {\n"
                                               : "tsl::wg::prefetching<TslRuns>(tsl_prefetch, [&](int tsl_dm, int tsl_dn, const auto& tsl_v, const TslRuns& tsl_p) {\n";
-    if (c.persistent)
+    if (c.nm_wgmma)
+      os_ << "  tsl_gemm.run_tiles<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, &tsl_map2, " << c.batch * tiles << "LL, tsl_origin, " << callback;
+    else if (c.persistent)
       os_ << "  tsl_gemm.run_tiles<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, " << c.batch * tiles << "LL, tsl_origin, " << callback;
     else
       os_ << "  tsl_gemm.run<" << chunk << ">(tsl_smem, &tsl_map0, &tsl_map1, tsl_at, " << callback;

@@ -56,7 +56,7 @@ struct TileBox {
 /// A TMA tensor map the runtime makes for a kernel (the wgmma paths, device/wgmma.cuh and
 /// device/flash.cuh) and passes by value after the status word: `tensor` viewed as a rows x cols
 /// row-major matrix of 16-bit elements, rows `ld` elements apart, copied in boxes of box_rows x
-/// box_cols with 128-byte swizzling, out-of-range elements read as zero. A batched view has
+/// box_cols with 128-byte swizzling (swizzle_bytes), out-of-range elements read as zero. A batched view has
 /// outer dimensions after the matrix's two (at most three: a map has five): batch_extents[i]
 /// matrices batch_strides[i] elements apart, copied one matrix per box.
 struct TensorMapParam {
@@ -69,6 +69,11 @@ struct TensorMapParam {
   // dimension (empty: 1 each) and the element stride of every dimension, innermost first (empty:
   // 1 each; the box extent along a dimension is then the points read times its stride).
   std::vector<int> batch_box, element_strides;
+  // A map over a derived buffer (GroupPlan::derived[derived]) instead of `tensor` (whose dtype the
+  // values keep; metadata is read as unsigned 16-bit elements), and the swizzle span in bytes
+  // (128, 64, or 0: none).
+  int derived = -1;
+  int swizzle_bytes = 128;
 };
 
 /// A buffer the runtime derives once from a weight's values when it loads the kernel, passed

@@ -291,6 +291,14 @@ template <bool BF16> __device__ __forceinline__ void wgmma_sp_n128(float (&d)[64
   if (BF16) TSL_WG_MMA_SP("m64n128k32", "bf16", TSL_WG_D64, ", %64, %65, %66, 0, p, 1, 1, 0, 0", TSL_WG_OUT64);
   else TSL_WG_MMA_SP("m64n128k32", "f16", TSL_WG_D64, ", %64, %65, %66, 0, p, 1, 1, 0, 0", TSL_WG_OUT64);
 }
+template <bool BF16> __device__ __forceinline__ void wgmma_sp_n192(float (&d)[96], u64 da, u64 db, unsigned e) {
+  if (BF16) TSL_WG_MMA_SP("m64n192k32", "bf16", TSL_WG_D96, ", %96, %97, %98, 0, p, 1, 1, 0, 0", TSL_WG_OUT96);
+  else TSL_WG_MMA_SP("m64n192k32", "f16", TSL_WG_D96, ", %96, %97, %98, 0, p, 1, 1, 0, 0", TSL_WG_OUT96);
+}
+template <bool BF16> __device__ __forceinline__ void wgmma_sp_n256(float (&d)[128], u64 da, u64 db, unsigned e) {
+  if (BF16) TSL_WG_MMA_SP("m64n256k32", "bf16", TSL_WG_D128, ", %128, %129, %130, 0, p, 1, 1, 0, 0", TSL_WG_OUT128);
+  else TSL_WG_MMA_SP("m64n256k32", "f16", TSL_WG_D128, ", %128, %129, %130, 0, p, 1, 1, 0, 0", TSL_WG_OUT128);
+}
 
 #undef TSL_WG_MMA_SP
 #undef TSL_WG_MMA_P
@@ -974,17 +982,19 @@ struct WarpgroupPingpong {
 // C[m, n] = sum_k X[m, k] W[k, n] with W 2:4 sparse along k, read compressed (mma.cuh's
 // SparseBlockGemm has the layout, kernels/cuda/nm_compress.h makes it). wgmma.sp's sparse operand
 // is its A, so a block computes C^T = W^T X^T: two consumer warpgroups of 64 rows of W^T (C's n;
-// the block's 128) against BM = 128 rows of X (C's m; wgmma's N). No producer warpgroup:
-// every thread copies with cp.async into a STAGES-deep ring (then fence.proxy.async, so that the
-// tensor cores' reads see the copies), STAGES - 2 K tiles of 64 ahead; one barrier per K tile, one
-// tile's wgmmas in flight while the next is issued (their metadata operands are registers: the K
-// loop runs tiles in pairs, even and odd tiles on their own registers), two blocks on an SM.
-// W's tile is 128 rows of 32 compressed values (64 bytes: the 64-byte swizzle, chunk c of row r at
-// c ^ ((r / 2) % 4)); X's is BM rows of 64 k (the 128-byte swizzle of the dense kernel). The
-// block's metadata words (16 per 16 rows and k32 step) are copied with the stage, and each warp
-// reads its two per K tile from shared memory. The accumulators lie as the m16n8 fragments of
-// mma.sync (C^T rows 16 w + l / 4 + 8 h, columns 8 j + 2 (l % 4) + {0, 1}); for_each_pair turns
-// them into pairs along C's n.
+// the block's 128) against BM = 128, 192 or 256 rows of X (C's m; wgmma's N), fed like the dense
+// kernel: warpgroup 0's first thread copies each K tile of 64 into a STAGES-deep ring with the
+// tensor copy engine -- X's BM x 64 box (the dense kernel's 128-byte swizzle), W's 128 rows of 32
+// compressed values (64-byte rows: the 64-byte swizzle, chunk c of row r at c ^ ((r / 2) % 4)) and
+// the block's metadata (8 rows of 16 x 128 bytes: two k32 steps of 16 words per 16 rows of W^T,
+// unswizzled) -- on the stage's `full` mbarrier; the consumers release a stage on its `empty` one
+// once its wgmmas are done. A consumer keeps one tile's wgmmas in flight while it issues the next;
+// their metadata operands are registers read asynchronously, so the K loop runs tiles in pairs,
+// even and odd tiles on their own registers. The producer gives registers to the consumers
+// (setmaxnreg). Out-of-range rows of X and W read zeros (the copy engine's fill); 16-row groups of
+// W^T past the metadata's last one take valid metadata for zero rows (mma::kSpMetaFill). The
+// accumulators lie as the m16n8 fragments of mma.sync (C^T rows 16 w + l / 4 + 8 h, columns 8 j +
+// 2 (l % 4) + {0, 1}); run's epilogue gets pairs along C's n.
 
 // A descriptor of a K-major tile with the 64-byte swizzle (mode 2 in bits 62-63): 8-row groups
 // `sbo` bytes apart.
@@ -992,141 +1002,198 @@ __device__ __forceinline__ u64 smem_desc_64b(unsigned addr, unsigned sbo) {
   return static_cast<u64>((addr & 0x3FFFFu) >> 4) | (static_cast<u64>(1) << 16) | (static_cast<u64>(sbo >> 4) << 32) | (2ull << 62);
 }
 
-template <int BM, int STAGES, bool BF16, int M, int N, int K, long long LDX>
+// One consumer warpgroup's slab of a 2:4 tile, transposed: acc holds C^T (rows: the consumer's 64
+// columns n of C; columns: rows m of C), as the m16n8 fragments (row 16 w + l / 4 + 8 h, column
+// 8 j + 2 (l % 4) + e for accumulator 4 j + 2 h + e). Column groups J0 .. J0 + ROWS / 8 - 1 (ROWS
+// rows of C: 128, or 64 for the last of a 192-row tile) are written to `buf` as rows of C -- 64 16-bit values (128 bytes) each, chunk q of row r at
+// q ^ (r % 8) -- rounded to the 16-bit type, then read back along the rows and passed to
+// epilogue(r0 + r, c0 + c, v) as store_slab does (CHUNK 8: runs of 8 columns, side inputs
+// prefetched; CHUNK 1: one column at a time). `bar`: the warpgroup's named barrier.
+constexpr int kSpSlabRows = 128, kSpSlabCols = kInstM;  // 128 x 64 16-bit values: kEpiSlabBytes
+template <bool BF16, int CHUNK, int J0, int ROWS = kSpSlabRows, int NACC, class F>
+__device__ __forceinline__ void store_slab_transposed(unsigned char* buf, const float (&acc)[NACC], int bar, int r0, int c0, F& epilogue) {
+  static_assert(CHUNK == 1 || CHUNK == kEpiChunk, "a slab is read by chunks of 16 bytes or by elements");
+  static_assert(ROWS == kSpSlabRows || ROWS == kSpSlabRows / 2, "a slab holds 128 rows of C, or 64: a 192-row tile's last");
+  static_assert(4 * (J0 + ROWS / 8) <= NACC, "the slab's column groups are accumulators of the thread");
+  static_assert(kSpSlabRows * kSpSlabCols * 2 == kEpiSlabBytes, "the transposed slab is the size of the dense one");
+  const int t = static_cast<int>(threadIdx.x) % kWarpgroup, w = t / 32, lane = t % 32;
+  const int g = lane / 4, q = lane % 4;
+  const bool even = g % 2 == 0;
+  constexpr int kPerRow = kSpSlabCols / kEpiChunk, kRuns = ROWS * kPerRow / kWarpgroup;
+  auto offset = [](int r, int c) { return r * kSpSlabCols * 2 + (((c / kEpiChunk) ^ (r % 8)) * 16) + (c % kEpiChunk) * 2; };
+  decltype(prefetch_run(epilogue, 0, 0)) pre[CHUNK == kEpiChunk ? kRuns : 1];
+  if constexpr (CHUNK == kEpiChunk) {
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i) {
+      const int p = t + kWarpgroup * i;
+      pre[i] = prefetch_run(epilogue, r0 + p / kPerRow, c0 + (p % kPerRow) * kEpiChunk);
+    }
+  }
+  named_sync(bar, kWarpgroup);
+  // Lanes of even g pair their value at (n, m) with the odd neighbour's at (n + 1, m), and odd ones
+  // theirs at (n, m + 1) with the even neighbour's at (n - 1, m + 1): one 32-bit word each.
+#pragma unroll
+  for (int j = 0; j < ROWS / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float own0 = acc[4 * (J0 + j) + 2 * h], own1 = acc[4 * (J0 + j) + 2 * h + 1];
+      const float other = __shfl_xor_sync(0xffffffffu, even ? own1 : own0, 4);
+      const float v0 = even ? own0 : other, v1 = even ? other : own1;
+      const int n = 16 * w + 8 * h + (even ? g : g - 1), m = 8 * j + 2 * q + (even ? 0 : 1);
+      const unsigned lo = BF16 ? f32_to_bf16(v0) : f32_to_f16(v0), hi = BF16 ? f32_to_bf16(v1) : f32_to_f16(v1);
+      *reinterpret_cast<unsigned*>(buf + offset(m, n)) = lo | (hi << 16);
+    }
+  named_sync(bar, kWarpgroup);
+  auto value = [](unsigned short x) { return BF16 ? bf16_to_f32(x) : f16_to_f32(x); };
+  if constexpr (CHUNK == kEpiChunk) {
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i) {
+      const int p = t + kWarpgroup * i, r = p / kPerRow, c = (p % kPerRow) * kEpiChunk;
+      const uint4 raw = *reinterpret_cast<const uint4*>(buf + offset(r, c));
+      const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+      float v[kEpiChunk];
+#pragma unroll
+      for (int e = 0; e < kEpiChunk; ++e) v[e] = value(static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2))));
+      epilogue_run(epilogue, r0 + r, c0 + c, v, pre[i]);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = 0; i < ROWS * kSpSlabCols / kWarpgroup; ++i) {
+      const int p = t + kWarpgroup * i, r = p / kSpSlabCols, c = p % kSpSlabCols;
+      const float v[1] = {value(*reinterpret_cast<const unsigned short*>(buf + offset(r, c)))};
+      epilogue(r0 + r, c0 + c, v);
+    }
+  }
+}
+
+template <int BM, int STAGES, bool BF16, int N, int K>
 struct SparseWarpgroupGemm {
   static constexpr int BN = 2 * kInstM;  // W^T rows: two consumers of 64
   static constexpr int BK = kRowElems;   // k per stage
-  static constexpr int kThreads = 2 * kWarpgroup;
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
   static constexpr int kAccs = BM / 2;
   static constexpr int kSpK = 32;                    // wgmma.sp's k
   static constexpr int kWRowBytes = BK;              // 32 compressed 16-bit values: the 64-byte swizzle span
   static constexpr int kWAtomBytes = 8 * kWRowBytes;  // its period: 8 rows
   static constexpr int kMetaWords = 16;  // per 16 rows and k32 step (mma.cuh's kSpMetaElems / 2)
   static constexpr int kERowBytes = BK / kSpK * kMetaWords * 4;  // a K tile's metadata of 16 rows: 128 bytes
-  static constexpr int kWBytes = BN * kWRowBytes, kXBytes = BM * kRowBytes, kEBytes = BN / 16 * kERowBytes;
-  static constexpr int kStageBytes = kWBytes + kXBytes + kEBytes;
+  static constexpr int kXBytes = BM * kRowBytes, kWBytes = BN * kWRowBytes, kEBytes = BN / 16 * kERowBytes;
+  static constexpr int kStageBytes = kXBytes + kWBytes + kEBytes;
   static constexpr int kKTiles = (K + BK - 1) / BK;
-  static constexpr int KC = kKTiles * BK / 2, K32 = kKTiles * BK / kSpK;  // as SparseBlockGemm's
+  static constexpr int KC = kKTiles * BK / 2;  // compressed values per row of W^T (as SparseBlockGemm's)
   static constexpr int kMetaRows = (N + 15) / 16;
-  static constexpr int kSmemBytes = STAGES * kStageBytes + kAtomBytes;
-  static_assert(BM == 128, "wgmma.sp tiles are 64 x 128 per consumer (256 wide measured slower, and two blocks per SM would spill)");
-  static_assert(STAGES >= 3, "the ring keeps STAGES - 2 tiles ahead of the one multiplied");
-  static constexpr int kBlocksPerSm = 2;  // the launch bound (contraction_plan.cpp sizes the stages for it)
-  static_assert(kWBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0, "tiles start swizzle-atom aligned");
+  // The stages, 1024-byte aligned (slack for aligning the dynamic shared memory), each consumer's
+  // epilogue slab, then the barriers.
+  static constexpr int kEpiBytes = kConsumers * kEpiSlabBytes;
+  static constexpr int kSmemBytes = STAGES * kStageBytes + kEpiBytes + kAtomBytes + 2 * STAGES * 8;
+  static constexpr int kBlocksPerSm = 1;  // the launch bound
+  static_assert(BM == 128 || BM == 192 || BM == 256, "wgmma.sp tiles are 64 x 128, 192 or 256 per consumer");
+  static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+  static_assert(kXBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0, "tiles start swizzle-atom aligned");
 
   float acc[kAccs];
 
-  // Starts the copies of K tile `kt` into the stage at `st` (rows past M or N and k past K read
-  // zeros): W's and X's tiles and the metadata of the block's rows of 16 (rows past the last read
-  // zeros, replaced by a fill when read).
-  __device__ __forceinline__ void copy(unsigned st, int kt, const u16* __restrict__ x, const u16* __restrict__ w, const u16* __restrict__ e,
-                                       int m0, int n0) const {
-    const int t = static_cast<int>(threadIdx.x);
-    constexpr int kWChunks = kWRowBytes / 16, kXChunks = kRowBytes / 16, kEChunks = kERowBytes / 16;
-    if (t < BN / 16 * kEChunks) {
-      const int r = t / kEChunks, c = t % kEChunks, row = n0 / 16 + r;
-      const u16* src = e + (static_cast<long long>(row) * K32 + kt * (BK / kSpK)) * kMetaWords * 2 + c * 8;
-      mma::cp_async_16(st + static_cast<unsigned>(kWBytes + kXBytes + r * kERowBytes + c * 16), row < kMetaRows ? src : e,
-                       row < kMetaRows ? 16 : 0);
-    }
-#pragma unroll
-    for (int i = t; i < BN * kWChunks; i += kThreads) {
-      const int r = i / kWChunks, c = i % kWChunks, row = n0 + r;
-      const u16* src = w + static_cast<long long>(row) * KC + kt * (BK / 2) + c * 8;
-      mma::cp_async_16(st + static_cast<unsigned>(r * kWRowBytes + ((c ^ ((r >> 1) & 3)) * 16)), row < N ? src : w, row < N ? 16 : 0);
-    }
-#pragma unroll
-    for (int i = t; i < BM * kXChunks; i += kThreads) {
-      const int r = i / kXChunks, c = i % kXChunks, row = m0 + r, k = kt * BK + c * 8;
-      const int v = row < M ? (K - k < 0 ? 0 : (K - k > 8 ? 8 : K - k)) : 0;
-      const u16* src = x + static_cast<long long>(row) * LDX + k;
-      mma::cp_async_16(st + static_cast<unsigned>(kWBytes + r * kRowBytes + ((c ^ (r & 7)) * 16)), v > 0 ? src : x, v * 2);
-    }
-  }
-
-  // acc = the block's tile at (m0, n0) over all of K: `x` the dense operand (M x K, rows LDX
-  // apart, 16-byte aligned), `w` the compressed values, `e` the metadata (16-bit view, pairs are
-  // the 32-bit words). Ends with every copy complete and a barrier.
-  __device__ __forceinline__ void run(unsigned char* smem, const u16* __restrict__ x, const u16* __restrict__ w,
-                                      const u16* __restrict__ e, int m0, int n0) {
+  // The persistent form (at most one block per SM): the block computes tiles blockIdx.x,
+  // blockIdx.x + gridDim.x, ... of `tiles`, origin(t, at) placing tile t (at.m0: its first row of
+  // C, at.n0: its first column), each over all of K through the tensor maps of X (BM x 64 boxes),
+  // W's compressed values (128 x 32 boxes, 64-byte swizzle) and its metadata (8 x 64 boxes of
+  // 16-bit elements: a K tile of 16 rows each), and calls epilogue(m, n, v) in the consumer
+  // threads for runs of C's rows (v: float[CHUNK], relative to the tile) through each consumer's
+  // slab (store_slab_transposed). The stages' round count runs on across tiles, and the consumers
+  // release a tile's last stage before its epilogue, so the producer loads the next tile's first
+  // stages while they store this one.
+  template <int CHUNK = kEpiChunk, class Origin, class F>
+  __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_x, const TensorMap* map_w, const TensorMap* map_e,
+                                            long long tiles, Origin&& origin, F&& epilogue) {
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
-    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup, warp = (static_cast<int>(threadIdx.x) % kWarpgroup) / 32,
-              lane = static_cast<int>(threadIdx.x) % 32;
-    const int tile16 = (n0 + wg * kInstM + warp * 16) / 16;
-    // This warp's metadata words in a stage: its row of 16, the lane's word of each k32 step.
-    const unsigned meta_at = static_cast<unsigned>(kWBytes + kXBytes + (wg * kInstM / 16 + warp) * kERowBytes + mma::sp_meta_word(lane) * 4);
-#pragma unroll
-    for (int i = 0; i < kAccs; ++i) acc[i] = 0.0f;
-#pragma unroll
-    for (int s = 0; s < STAGES - 2; ++s) {
-      if (s < kKTiles) copy(base + s * kStageBytes, s, x, w, e, m0, n0);
-      mma::cp_async_commit();
+    const unsigned bars = base + STAGES * kStageBytes + kEpiBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
+    init_stage_barriers<STAGES>(bars, kConsumers);
+    if (wg == 0) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
+      if (threadIdx.x == 0) {
+        int i = 0;  // stage rounds so far, over all of this block's tiles
+        for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+          TileAt at;
+          origin(t, at);
+          for (int kt = 0; kt < kKTiles; ++kt, ++i) {
+            const int s = i % STAGES;
+            const unsigned full = bars + 8 * s, st = base + s * kStageBytes;
+            mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
+            mbar_expect_tx(full, kStageBytes);
+            tma_load_2d(st, map_x, full, kt * BK, at.m0);
+            tma_load_2d(st + kXBytes, map_w, full, kt * (BK / 2), at.n0);
+            tma_load_2d(st + kXBytes + kWBytes, map_e, full, kt * (kERowBytes / 2), at.n0 / 16);
+          }
+        }
+      }
+      return;
     }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
+    const int c = wg - 1, warp = (static_cast<int>(threadIdx.x) % kWarpgroup) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+    const bool signals = threadIdx.x % kWarpgroup == 0;
+    unsigned char* slab = smem + (base - raw) + STAGES * kStageBytes + c * kEpiSlabBytes;
+    // This warp's metadata words in a stage: its row of 16, the lane's word of each k32 step.
+    const unsigned meta_at = static_cast<unsigned>(kXBytes + kWBytes + (c * kInstM / 16 + warp) * kERowBytes + mma::sp_meta_word(lane) * 4);
     // The metadata of even and odd K tiles in their own registers: a tile's wgmmas read theirs
     // asynchronously until they complete (the next tile's wgmma_wait), so the next tile's words go
     // to the other pair, and the fence after each wait keeps all four live.
     unsigned ea0 = mma::kSpMetaFill, ea1 = mma::kSpMetaFill, eb0 = mma::kSpMetaFill, eb1 = mma::kSpMetaFill;
-    // One K tile with its metadata in (e0, e1); the loop below runs even tiles on one pair and odd
-    // ones on the other, with no branch between them.
-    auto tile = [&](int kt, unsigned& e0, unsigned& e1) __attribute__((always_inline)) {
-      mma::cp_async_wait<STAGES - 3>();
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      __syncthreads();
-      // Every warpgroup has waited for tile kt - 2's wgmmas (in tile kt - 1): its stage is free.
-      const int fill = kt + STAGES - 2;
-      if (fill < kKTiles) copy(base + (fill % STAGES) * kStageBytes, fill, x, w, e, m0, n0);
-      mma::cp_async_commit();
-      const unsigned st = base + (kt % STAGES) * kStageBytes;
-      const unsigned sw = st + wg * kInstM * kWRowBytes, sx = st + kWBytes;
-      if (tile16 < kMetaRows) {
-        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + meta_at) : "memory");
-        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + meta_at + kMetaWords * 4) : "memory");
-      }
-      fence_registers(acc);
-      wgmma_fence();
+    int i = 0;  // stage rounds so far
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+      TileAt at;
+      origin(t, at);
+      const bool has_meta = (at.n0 + c * kInstM + warp * 16) / 16 < kMetaRows;
 #pragma unroll
-      for (int step = 0; step < BK / kSpK; ++step) {
-        // A: 16 compressed values (32 bytes) per step inside the 64-byte rows, 8-row groups one
-        // atom apart; B: 32 k (64 bytes) per step inside the 128-byte rows.
-        const u64 da = smem_desc_64b(sw + step * (kSpK / 2) * 2, kWAtomBytes);
-        const u64 db = smem_desc(sx + step * kSpK * 2, 16, kAtomBytes);
-        wgmma_sp_n128<BF16>(acc, da, db, step ? e1 : e0);
+      for (int j = 0; j < kAccs; ++j) acc[j] = 0.0f;
+      auto tile = [&](int kt, unsigned& e0, unsigned& e1) __attribute__((always_inline)) {
+        const int s = i % STAGES;
+        const unsigned st = base + s * kStageBytes;
+        mbar_wait(bars + 8 * s, (i / STAGES) & 1);
+        if (has_meta) {
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e0) : "r"(st + meta_at) : "memory");
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(e1) : "r"(st + meta_at + kMetaWords * 4) : "memory");
+        } else {
+          e0 = e1 = mma::kSpMetaFill;
+        }
+        const unsigned sw = st + kXBytes + c * kInstM * kWRowBytes;
+        fence_registers(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int step = 0; step < BK / kSpK; ++step) {
+          // A: 16 compressed values (32 bytes) per step inside the 64-byte rows, 8-row groups one
+          // atom apart; B: 32 k (64 bytes) per step inside the 128-byte rows.
+          const u64 da = smem_desc_64b(sw + step * (kSpK / 2) * 2, kWAtomBytes);
+          const u64 db = smem_desc(st + step * kSpK * 2, 16, kAtomBytes);
+          if constexpr (BM == 256) wgmma_sp_n256<BF16>(acc, da, db, step ? e1 : e0);
+          else if constexpr (BM == 192) wgmma_sp_n192<BF16>(acc, da, db, step ? e1 : e0);
+          else wgmma_sp_n128<BF16>(acc, da, db, step ? e1 : e0);
+        }
+        wgmma_commit();
+        fence_registers(acc);
+        if (kt > 0) {
+          wgmma_wait<1>();  // the previous tile's wgmmas are done: its stage and metadata pair are free
+          fence_registers(acc);
+          if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+        }
+        ++i;
+        asm volatile("" : "+r"(ea0), "+r"(ea1), "+r"(eb0), "+r"(eb1)::"memory");
+      };
+      for (int kt = 0; kt < kKTiles; kt += 2) {
+        tile(kt, ea0, ea1);
+        if (kt + 1 < kKTiles) tile(kt + 1, eb0, eb1);
       }
-      wgmma_commit();
+      wgmma_wait<0>();
       fence_registers(acc);
-      wgmma_wait<1>();  // the previous tile's wgmmas are done (their stage and metadata pair are free)
-      fence_registers(acc);
-      asm volatile("" : "+r"(ea0), "+r"(ea1), "+r"(eb0), "+r"(eb1)::"memory");
-    };
-    for (int kt = 0; kt < kKTiles; kt += 2) {
-      tile(kt, ea0, ea1);
-      if (kt + 1 < kKTiles) tile(kt + 1, eb0, eb1);
+      // The tile's last stage is free: the producer refills it while this tile is stored.
+      if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+      store_slab_transposed<BF16, CHUNK, 0>(slab, acc, 3 + c, 0, c * kInstM, epilogue);
+      if constexpr (BM >= 2 * kSpSlabRows) store_slab_transposed<BF16, CHUNK, kSpSlabRows / 8>(slab, acc, 3 + c, kSpSlabRows, c * kInstM, epilogue);
+      if constexpr (BM == kSpSlabRows + kSpSlabRows / 2)
+        store_slab_transposed<BF16, CHUNK, kSpSlabRows / 8, kSpSlabRows / 2>(slab, acc, 3 + c, kSpSlabRows, c * kInstM, epilogue);
     }
-    wgmma_wait<0>();
-    fence_registers(acc);
-    mma::cp_async_wait<0>();
-    __syncthreads();
-  }
-
-  // As SparseBlockGemm::for_each_pair: f(m, n, v0, v1), v0 at (m, n) and v1 at (m, n + 1) of C,
-  // relative to the tile. Every lane must call it.
-  template <class F> __device__ __forceinline__ void for_each_pair(F&& f) const {
-    const int wg = static_cast<int>(threadIdx.x) / kWarpgroup, warp = (static_cast<int>(threadIdx.x) % kWarpgroup) / 32,
-              lane = static_cast<int>(threadIdx.x) % 32;
-    const int g = lane / 4, q = lane % 4;
-    const bool even = g % 2 == 0;
-#pragma unroll
-    for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float own0 = acc[4 * j + 2 * h], own1 = acc[4 * j + 2 * h + 1];
-        const float other = __shfl_xor_sync(0xffffffffu, even ? own1 : own0, 4);
-        const int n = wg * kInstM + warp * 16 + h * 8 + (even ? g : g - 1);
-        const int m = 8 * j + 2 * q + (even ? 0 : 1);
-        if (even) f(m, n, own0, other);
-        else f(m, n, other, own1);
-      }
   }
 };
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 22, call 1 (1x H200): the TMA-fed 2:4 wgmma.sp kernel -- the 2:4 GPU tests, then
+# run_sparse.py --nm-only on four linear layers in both weight layouts.
+set -u
+D=$OUT/c1; mkdir -p $D; cp dist/call1.sh $D/call.sh
+nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv > $D/nvidia-smi.csv
+tar -C dist -xJf dist/tessel-0.1.0-x86_64.tar.xz
+export TESSEL_SOURCE_DIR=$PWD
+TESSEL_CACHE_DIR=/tmp/tc timeout 200 dist/tessel/bin/tessel_tests -tc="cuda nm sparse*" > $D/tests.log 2>&1
+echo "tests rc=$? t=$SECONDS" | tee -a $D/rc.txt
+grep -E "^\[doctest\] (test cases|assertions|Status)|ERROR|FATAL|error|mismatch" $D/tests.log | head -30 | tee -a $D/rc.txt
+tar -C $OUT -czf $OUT/c1.tgz c1
+timeout $((570 - SECONDS)) python3 experiments/sparse/run_sparse.py --nm-only --weight-layout both \
+  --only-shapes llama7b.4096x4096 llama7b.4096x11008 llama7b.11008x4096 bert.768x3072 \
+  --hw hw_specs/nvidia-h200.json --out $D/sparse --time-budget $((540 - SECONDS)) --jobs 6 --interp-threads 4 > $D/sparse.log 2>&1
+echo "sparse rc=$? t=$SECONDS" | tee -a $D/rc.txt
+grep -E "^- 2:4|^2:4:" $D/sparse/report.md | tee -a $D/rc.txt
+tar -C $OUT -czf $OUT/c1.tgz c1
