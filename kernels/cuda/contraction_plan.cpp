@@ -904,7 +904,9 @@ std::string plan_nm(const OpGraph& graph, NodeId cid, const NmSparseProps& props
   }
   // The wgmma.sp kernel is persistent: a block per SM (or per tile, where they are fewer) walks
   // the tiles, its producer loading the next tile's stages while the consumers store one.
-  p.persistent = p.nm_wgmma ? std::min<int64_t>(p.tiles(), spec.compute.units) : 0;
+  // Two blocks of a cluster share X where the tiles have two columns to share it over.
+  if (p.nm_wgmma && spec.limits.max_cluster_blocks >= kWgSparseCluster && p.tiles_n >= kWgSparseCluster) p.cluster_n = kWgSparseCluster;
+  p.persistent = p.nm_wgmma ? std::min<int64_t>(p.batch * p.tiles_m * ceil_div(p.tiles_n, p.cluster_n), spec.compute.units / p.cluster_n) * p.cluster_n : 0;
   p.nm_sparse = true;
   p.nm_view = NmView{p.n, p.k, p.b.k_contiguous, p.b.ld, p.b.offset, ceil_div(p.k, p.block_k) * p.block_k};
   // (The wgmma.sp kernel's stages -- X's 128-byte rows, W's 64-byte rows, the metadata -- and
@@ -1736,7 +1738,8 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
   GroupPlan plan = inlined_launch_plan(generic, c.blocks(), c.threads(generic.warp));
   for (NodePlan& np : plan.nodes) np.writes_global = np.role == NodeRole::sink;
   plan.num_tiles = c.tiles();
-  plan.cluster_blocks = c.split_k * c.cluster_m;
+  plan.cluster_blocks = c.split_k * c.cluster_m * c.cluster_n;
+  plan.persistent_grid = c.persistent > 0;
   plan.sink_tile[c.m_axis] = c.block_m;
   plan.sink_tile[c.merged_n ? plan.sink_tile.size() - 1 : c.n_axis] = c.block_n;
   plan.grid = c.batch_extents;
@@ -1754,7 +1757,9 @@ GroupPlan mma_group_plan(const GroupPlan& generic, const ContractionPlan& c) {
     // rows x 32: 64-byte rows, 64-byte swizzle) and the metadata (ceil(n / 16) rows of k_pad
     // 16-bit elements, boxes of the block's 8 x 64: one K tile, unswizzled) from the derived buffers.
     const int64_t kc = c.nm_view.k_pad / 2, meta_rows = ceil_div(c.n, kMmaShape.m), meta_cols = c.nm_view.k_pad / kSpInstK * kSpMetaElems;
-    plan.tensor_maps.push_back(TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m, kWgRowElems, {}, {}, c.a.offset, {}, {}, -1, kWgRowBytes});
+    // (A cluster's blocks copy block_m / cluster_n rows of X each, for both.)
+    plan.tensor_maps.push_back(
+        TensorMapParam{c.a.tensor, c.m, c.k, c.a.ld, c.block_m / c.cluster_n, kWgRowElems, {}, {}, c.a.offset, {}, {}, -1, kWgRowBytes});
     plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, c.n, kc, kc, c.block_n, kWgRowElems / 2, {}, {}, 0, {}, {}, 0, kWgRowBytes / 2});
     plan.tensor_maps.push_back(TensorMapParam{c.b.tensor, meta_rows, meta_cols, meta_cols, c.block_n / kMmaShape.m,
                                               c.block_k / kSpInstK * kSpMetaElems, {}, {}, 0, {}, {}, 1, 0});

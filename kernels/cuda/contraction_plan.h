@@ -126,6 +126,8 @@ constexpr int kWgPairedBlocks = 2;  // the launch bound's blocks per SM of those
 /// The 2:4 wgmma kernel (device/wgmma.cuh's SparseWarpgroupGemm::kBlocksPerSm) is launched for one
 /// block per SM, as many stages as its shared memory holds.
 constexpr int kWgSparseBlocksPerSm = 1;
+/// Its blocks per cluster where the spec has clusters (SparseWarpgroupGemm's CLUSTER): two, sharing X.
+constexpr int kWgSparseCluster = 2;
 /// The GEMM kernel's epilogue slab per consumer: 64 rows of 128 16-bit values (device/wgmma.cuh's
 /// kEpiSlabBytes), after the stages.
 constexpr int kWgEpiSlabBytes = kWgInstM * 128 * 2;
@@ -266,6 +268,9 @@ struct ContractionPlan {
   // its 12 warps.
   bool nm_sparse = false;
   bool nm_wgmma = false;
+  // nm_wgmma: blocks per thread-block cluster along n (2: neighbouring column tiles of the same
+  // rows, sharing X's tile by multicast; 1 where the spec has no clusters or n is one tile).
+  int cluster_n = 1;
   // f32 operands: the same cp.async pipeline and epilogue with fused multiply-adds on the CUDA
   // cores (device/mma.cuh's SimtBlockGemm; the family "simt"): lanes of kSimtLaneTile x
   // kSimtLaneTile outputs, warp tiles of 16 x 128, 32 x 64 or 64 x 32 (the fewest rows that

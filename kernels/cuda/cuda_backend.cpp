@@ -155,6 +155,20 @@ class CudaExecutable : public Executable {
       if (l.smem_bytes > 0)
         d_.check(d_.cuFuncSetAttribute(l.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem_bytes)),
                  cat("cuFuncSetAttribute (", k.name, ": ", l.smem_bytes, " bytes of shared memory)").c_str());
+      if (k.plan.persistent_grid && k.plan.cluster_blocks > 1) {
+        // A persistent grid of clusters: only as many clusters as the device holds at once
+        // (its GPCs fit fewer clusters than SMs / cluster size), so the blocks all run together
+        // instead of some waiting for others to finish every tile.
+        CUlaunchConfig config{};
+        config.gridDimX = static_cast<unsigned>(l.blocks);
+        config.gridDimY = config.gridDimZ = 1;
+        config.blockDimX = static_cast<unsigned>(l.threads);
+        config.blockDimY = config.blockDimZ = 1;
+        config.sharedMemBytes = static_cast<unsigned>(l.smem_bytes);
+        int clusters = 0;
+        d_.check(d_.cuOccupancyMaxActiveClusters(&clusters, l.function, &config), cat("cuOccupancyMaxActiveClusters (", k.name, ")").c_str());
+        if (clusters > 0) l.blocks = std::min<int64_t>(l.blocks, int64_t{clusters} * k.plan.cluster_blocks);
+      }
       for (TensorId t : k.plan.inputs) {
         l.args.push_back(where[t]);
         l.arg_tensors.push_back(t);

@@ -36,7 +36,8 @@ struct CudaDriver {
   X(cuGetErrorName, "cuGetErrorName") X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")          \
   X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2") X(cuStreamWaitEvent, "cuStreamWaitEvent")          \
   X(cuEventQuery, "cuEventQuery") X(cuStreamIsCapturing, "cuStreamIsCapturing")                     \
-  X(cuMemAllocHost, "cuMemAllocHost_v2") X(cuMemFreeHost, "cuMemFreeHost")
+  X(cuMemAllocHost, "cuMemAllocHost_v2") X(cuMemFreeHost, "cuMemFreeHost")                         \
+  X(cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters")
 #define TESSEL_CUDA_DRIVER_MEMBER(fn, sym) decltype(&::fn) fn = nullptr;
   TESSEL_CUDA_DRIVER_FUNCTIONS(TESSEL_CUDA_DRIVER_MEMBER)
 #undef TESSEL_CUDA_DRIVER_MEMBER

@@ -237,7 +237,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
       : c.warpgroup ? cat("tsl::wg::WarpgroupGemm<", c.block_m, ", ", c.block_n, ", ", c.stages, ", ", c.b.k_contiguous ? "true" : "false", ", ", bf16,
                           ", ", k_param, c.split_k > 1 || c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.split_k) : std::string(),
                           c.cluster_m > 1 || !map_dims.empty() ? cat(", ", c.cluster_m) : std::string(), map_dims, ">")
-      : c.nm_wgmma  ? cat("tsl::wg::SparseWarpgroupGemm<", c.block_m, ", ", c.stages, ", ", bf16, ", ", c.n, ", ", c.k, ">")
+      : c.nm_wgmma  ? cat("tsl::wg::SparseWarpgroupGemm<", c.block_m, ", ", c.stages, ", ", bf16, ", ", c.n, ", ", c.k, ", ", c.cluster_n, ">")
       : c.simt      ? cat("tsl::mma::SimtBlockGemm<", c.block_m, ", ", c.block_n, ", ", c.block_k, ", ", c.warps_m, ", ", c.warps_n, ", ",
                           c.stages, ", ", c.a.k_contiguous ? "true" : "false", ", ", c.b.k_contiguous ? "true" : "false", ", ", c.m, ", ",
                           c.n, ", ", c.k, ", ", c.a.ld, "LL, ", c.b.ld, "LL, ", c.a.align, ", ", c.b.align, ", ", c.simt_lanes_m(), ", ", c.k_slices, ">")
@@ -296,8 +296,9 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
 
   // 2. The block's tile.
   // A cluster sharing B walks tiles of cluster_m block rows (its blocks' m tiles consecutive).
-  const int64_t rows_m = (c.tiles_m + c.cluster_m - 1) / c.cluster_m;
-  const int64_t tiles = rows_m * c.tiles_n, width = c.raster_group * c.tiles_n;
+  // (A 2:4 wgmma cluster walks tiles of cluster_n block columns, its blocks' n tiles consecutive.)
+  const int64_t rows_m = (c.tiles_m + c.cluster_m - 1) / c.cluster_m, cols_n = (c.tiles_n + c.cluster_n - 1) / c.cluster_n;
+  const int64_t tiles = rows_m * cols_n, width = c.raster_group * cols_n;
   os_ << "  // the block's tile: a batch point, then groups of " << c.raster_group << " block rows, column by column\n";
   if (c.split_k > 1) {
     // Split K: the cluster's blocks share the tile; rank r sums K tiles [r T / split, (r + 1) T / split).
@@ -339,7 +340,11 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
         << "LL + tsl::mma::cluster_rank()) * " << c.block_m << "LL);  // this block's rows of the cluster's tile\n";
   else
     os_ << in << m0 << " = static_cast<int>((tsl_first + (tsl_t % " << width << "LL) % tsl_rows) * " << c.block_m << "LL);\n";
-  os_ << in << n0 << " = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
+  if (c.cluster_n > 1)
+    os_ << in << n0 << " = static_cast<int>((((tsl_t % " << width << "LL) / tsl_rows) * " << c.cluster_n
+        << "LL + tsl::mma::cluster_rank()) * " << c.block_n << "LL);  // this block's columns of the cluster's tile\n";
+  else
+    os_ << in << n0 << " = static_cast<int>(((tsl_t % " << width << "LL) / tsl_rows) * " << c.block_n << "LL);\n";
   if (c.persistent) {
     for (int b = static_cast<int>(c.batch_axes.size()) - 1; b >= 0; --b)
       os_ << "    tsl_x" << c.batch_axes[b] << " = tsl_batch % " << c.batch_extents[b] << "LL; tsl_batch /= " << c.batch_extents[b]

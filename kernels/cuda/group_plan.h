@@ -97,6 +97,9 @@ struct GroupPlan {
   bool pool_in_smem = true;           // else a per-block slice of global scratch
   int64_t blocks = 0;                 // grid size of the launch
   int cluster_blocks = 1;             // blocks per thread-block cluster (compiled into the kernel)
+  // The kernel walks its tiles by gridDim (a persistent grid): the runtime may launch fewer
+  // blocks -- as many whole clusters as the device holds at once, where that is fewer.
+  bool persistent_grid = false;
   int64_t reduce_scratch_bytes = 0;   // static shared memory for cross-warp reductions
   std::vector<TensorId> inputs;       // tensors read from device memory, in parameter order
   std::vector<TensorId> outputs;      // tensors written to device memory, in parameter order

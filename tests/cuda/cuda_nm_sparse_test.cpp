@@ -79,6 +79,10 @@ std::vector<NmCase> cases() {
   out.push_back({"Gemm transB bf16 1024x1536x768", nm_gemm(DType::bf16, 1024, 1536, 768, true), "wgmma"});
   out.push_back({"bias + GELU epilogue, 512x4096x1024 f16", nm_gemm(DType::f16, 512, 4096, 1024, false, true), "wgmma"});
   out.push_back({"odd n, 300x200x97 f16", nm_gemm(DType::f16, 300, 200, 97), "mma"});
+  // The wgmma.sp kernel's clusters: five column tiles (the last cluster's second block past n)
+  // and one (no cluster).
+  out.push_back({"five column tiles, 4001x2048x640 f16", nm_gemm(DType::f16, 4001, 2048, 640), "wgmma"});
+  out.push_back({"one column tile, 16384x2048x128 f16", nm_gemm(DType::f16, 16384, 2048, 128), "wgmma"});
   {  // X stored K x M: read through the folded Transpose, k strided
     ModelBuilder b(DType::f16);
     const std::string xt = b.op("Transpose", {b.input("xt", {256, 192})}, {{"perm", std::vector<int64_t>{1, 0}}});
@@ -182,6 +186,17 @@ TEST_CASE("cuda nm sparse: forced 2:4 kernels emit mma.sp or wgmma.sp with the d
     CHECK(sg.group.kernel.family == c.family);
     const bool wg = sg.group.kernel.family == "wgmma";
     CHECK(k.source.find(wg ? "tsl::wg::SparseWarpgroupGemm<" : "tsl::mma::SparseBlockGemm<") != std::string::npos);
+    if (wg) {
+      // Fed by the tensor copy engine: X, then W's values and metadata from the derived buffers;
+      // two blocks of a cluster share X where there are two column tiles of 128.
+      REQUIRE(k.plan.tensor_maps.size() == 3);
+      CHECK(k.plan.tensor_maps[0].derived == -1);
+      CHECK(k.plan.tensor_maps[1].derived == 0);
+      CHECK(k.plan.tensor_maps[1].swizzle_bytes == 64);
+      CHECK(k.plan.tensor_maps[2].derived == 1);
+      CHECK(k.plan.cluster_blocks == (k.plan.grid.back() >= 2 ? 2 : 1));
+      CHECK(k.plan.threads == 384);
+    }
     kernels.insert(sg.group.kernel.family);
     CHECK(k.source.find("tsl_derived1") != std::string::npos);
     REQUIRE(k.plan.derived.size() == 2);

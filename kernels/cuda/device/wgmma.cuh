@@ -94,11 +94,15 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const Tensor
                ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(mask) : "memory");
 }
 // Arrives on the mbarrier at `bar`'s offset in the shared memory of cluster block `rank` (this one's
-// too), releasing this thread's reads at cluster scope.
+// too), with the instruction's default semantics (release at CTA scope, as CUTLASS's cluster
+// barrier arrives): what it orders is the wgmmas' reads of a stage, complete before (wgmma_wait),
+// against the copy engine's next write. Releasing at cluster scope instead made every arrive a
+// cluster-wide fence: the clustered 2:4 kernel ran 1.85x slower than unclustered (H200, ncu: 31%
+// of the SMs' throughput, 46% of the L2's).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 
 // The same for a tensor map with NB outer (batch) dimensions after the two of the matrix: the
@@ -1066,7 +1070,7 @@ __device__ __forceinline__ void store_slab_transposed(unsigned char* buf, const 
   }
 }
 
-template <int BM, int STAGES, bool BF16, int N, int K>
+template <int BM, int STAGES, bool BF16, int N, int K, int CLUSTER = 1>
 struct SparseWarpgroupGemm {
   static constexpr int BN = 2 * kInstM;  // W^T rows: two consumers of 64
   static constexpr int BK = kRowElems;   // k per stage
@@ -1091,6 +1095,8 @@ struct SparseWarpgroupGemm {
   static_assert(BM == 128 || BM == 192 || BM == 256, "wgmma.sp tiles are 64 x 128, 192 or 256 per consumer");
   static_assert(STAGES >= 2, "the pipeline needs at least two stages");
   static_assert(kXBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0, "tiles start swizzle-atom aligned");
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "X is shared by at most two blocks");
+  static_assert(kXBytes / CLUSTER % kAtomBytes == 0, "each block's part of X starts swizzle-atom aligned");
 
   float acc[kAccs];
 
@@ -1103,6 +1109,12 @@ struct SparseWarpgroupGemm {
   // slab (store_slab_transposed). The stages' round count runs on across tiles, and the consumers
   // release a tile's last stage before its epilogue, so the producer loads the next tile's first
   // stages while they store this one.
+  //
+  // With CLUSTER = 2 the grid is made of two-block clusters whose blocks compute tiles of the same
+  // rows of C and neighbouring columns (tile blockIdx.x / 2, + gridDim.x / 2, ...; origin places
+  // this block's columns of it): each block copies half of X's box (BM / 2 rows: the map's boxes)
+  // into both blocks' stages at once (multicast), so X crosses the L2 once for the two. A stage
+  // is refilled when both blocks' consumers released it (`empty` counts the cluster's four).
   template <int CHUNK = kEpiChunk, class Origin, class F>
   __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_x, const TensorMap* map_w, const TensorMap* map_e,
                                             long long tiles, Origin&& origin, F&& epilogue) {
@@ -1110,12 +1122,14 @@ struct SparseWarpgroupGemm {
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
     const unsigned bars = base + STAGES * kStageBytes + kEpiBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
-    init_stage_barriers<STAGES>(bars, kConsumers);
+    const int rank = CLUSTER > 1 ? static_cast<int>(mma::cluster_rank()) : 0;
+    init_stage_barriers<STAGES>(bars, kConsumers * CLUSTER);
+    if (CLUSTER > 1) mma::cluster_sync();
     if (wg == 0) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
       if (threadIdx.x == 0) {
         int i = 0;  // stage rounds so far, over all of this block's tiles
-        for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        for (long long t = blockIdx.x / CLUSTER; t < tiles; t += gridDim.x / CLUSTER) {
           TileAt at;
           origin(t, at);
           for (int kt = 0; kt < kKTiles; ++kt, ++i) {
@@ -1123,17 +1137,36 @@ struct SparseWarpgroupGemm {
             const unsigned full = bars + 8 * s, st = base + s * kStageBytes;
             mbar_wait(bars + 8 * (STAGES + s), ((i / STAGES) & 1) ^ 1);
             mbar_expect_tx(full, kStageBytes);
-            tma_load_2d(st, map_x, full, kt * BK, at.m0);
+            if constexpr (CLUSTER > 1) {
+              constexpr unsigned short kAll = (1u << CLUSTER) - 1;
+              tma_load_2d_multicast(st + rank * (kXBytes / CLUSTER), map_x, full, kt * BK, at.m0 + rank * (BM / CLUSTER), kAll);
+            } else {
+              tma_load_2d(st, map_x, full, kt * BK, at.m0);
+            }
             tma_load_2d(st + kXBytes, map_w, full, kt * (BK / 2), at.n0);
             tma_load_2d(st + kXBytes + kWBytes, map_e, full, kt * (kERowBytes / 2), at.n0 / 16);
           }
         }
+      }
+      if (CLUSTER > 1) {
+        __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barrier
+        mma::cluster_sync();
       }
       return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
     const int c = wg - 1, warp = (static_cast<int>(threadIdx.x) % kWarpgroup) / 32, lane = static_cast<int>(threadIdx.x) % 32;
     const bool signals = threadIdx.x % kWarpgroup == 0;
+    // Releases stage s for its next round: in every block that shares it.
+    auto release = [&](int s) {
+      if (!signals) return;
+      if constexpr (CLUSTER > 1) {
+#pragma unroll
+        for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bars + 8 * (STAGES + s), r);
+      } else {
+        mbar_arrive(bars + 8 * (STAGES + s));
+      }
+    };
     unsigned char* slab = smem + (base - raw) + STAGES * kStageBytes + c * kEpiSlabBytes;
     // This warp's metadata words in a stage: its row of 16, the lane's word of each k32 step.
     const unsigned meta_at = static_cast<unsigned>(kXBytes + kWBytes + (c * kInstM / 16 + warp) * kERowBytes + mma::sp_meta_word(lane) * 4);
@@ -1142,7 +1175,7 @@ struct SparseWarpgroupGemm {
     // to the other pair, and the fence after each wait keeps all four live.
     unsigned ea0 = mma::kSpMetaFill, ea1 = mma::kSpMetaFill, eb0 = mma::kSpMetaFill, eb1 = mma::kSpMetaFill;
     int i = 0;  // stage rounds so far
-    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    for (long long t = blockIdx.x / CLUSTER; t < tiles; t += gridDim.x / CLUSTER) {
       TileAt at;
       origin(t, at);
       const bool has_meta = (at.n0 + c * kInstM + warp * 16) / 16 < kMetaRows;
@@ -1176,7 +1209,7 @@ struct SparseWarpgroupGemm {
         if (kt > 0) {
           wgmma_wait<1>();  // the previous tile's wgmmas are done: its stage and metadata pair are free
           fence_registers(acc);
-          if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+          release((i - 1) % STAGES);
         }
         ++i;
         asm volatile("" : "+r"(ea0), "+r"(ea1), "+r"(eb0), "+r"(eb1)::"memory");
@@ -1188,11 +1221,15 @@ struct SparseWarpgroupGemm {
       wgmma_wait<0>();
       fence_registers(acc);
       // The tile's last stage is free: the producer refills it while this tile is stored.
-      if (signals) mbar_arrive(bars + 8 * (STAGES + (i - 1) % STAGES));
+      release((i - 1) % STAGES);
       store_slab_transposed<BF16, CHUNK, 0>(slab, acc, 3 + c, 0, c * kInstM, epilogue);
       if constexpr (BM >= 2 * kSpSlabRows) store_slab_transposed<BF16, CHUNK, kSpSlabRows / 8>(slab, acc, 3 + c, kSpSlabRows, c * kInstM, epilogue);
       if constexpr (BM == kSpSlabRows + kSpSlabRows / 2)
         store_slab_transposed<BF16, CHUNK, kSpSlabRows / 8, kSpSlabRows / 2>(slab, acc, 3 + c, kSpSlabRows, c * kInstM, epilogue);
+    }
+    if (CLUSTER > 1) {
+      __syncwarp();
+      mma::cluster_sync();  // the other block's copies into this one's stages and its releases are done
     }
   }
 };
