@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Whole sparse layers on the GPU: a BERT-base layer and a LLaMA-7B MLP (f16, M = 4096 tokens) whose
-linear weights carry a block-sparsity attribute, compiled by Tessel three ways in one run on one
+linear weights carry a block-sparsity attribute (or, with --pattern nm, a 2:4 one along K), compiled by Tessel three ways in one run on one
 device -- every kernel dense (`--sparse-kernels dense`, on the same pruned weights), as the cost model
 chooses (the default), every sparse weight's contraction block-sparse (`--sparse-kernels
 block_sparse`) -- each checked against the interpreter, then timed (`tessel run --time N`: GPU time,
 CUDA-graph replays between events, L2 warm unless --cold-l2).
 
-    python3 experiments/sparse/sparse_layers.py --out DIR [--density 0.1] [--block 64] [--tessel PATH]
+    python3 experiments/sparse/sparse_layers.py --out DIR [--density 0.1] [--block 64] [--pattern block|nm] [--tessel PATH]
 
 Writes DIR/layers.json and DIR/layers.md. The issue's target: the sparse BERT-base layer (FFN
 weights at 90% block sparsity) >= 1.5x the dense Tessel layer. PyTorch baselines for whole layers
@@ -26,9 +26,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODES = ("dense", "cost", "block_sparse")
 
 
-def bert_layer(batch, density, block, which):
+def sparsity(pattern, density, block):
+    """The weights' sparsity attribute: blocks at `density`, or 2:4 along K (axis 0 of a MatMul
+    weight [K, N]; Tessel prunes the random weights to it)."""
+    if pattern == "nm":
+        return {"pattern": "nm", "n": 2, "m": 4, "axis": 0}
+    return {"pattern": "block", "block": [block, block], "density": density}
+
+
+def bert_layer(batch, density, block, which, pattern="block"):
     """experiments/models/bert_base_layer.json at `batch` sequences of 128 in f16, the weights in
-    `which` block-sparse."""
+    `which` sparse."""
     d = json.load(open(os.path.join(ROOT, "experiments", "models", "bert_base_layer.json")))
     d["name"] = "bert_base_layer_sparse"
     for v in d["inputs"]:
@@ -39,16 +47,16 @@ def bert_layer(batch, density, block, which):
         if w["name"] in ("shape_heads", "shape_hidden"):
             w["data"][0] = batch
         if w["name"] in which:
-            w["sparsity"] = {"pattern": "block", "block": [block, block], "density": density}
+            w["sparsity"] = sparsity(pattern, density, block)
     return d
 
 
-def llama_mlp(tokens, density, block):
-    """x + down(silu(norm(x) gate) * norm(x) up), LLaMA-7B sizes, every projection block-sparse."""
+def llama_mlp(tokens, density, block, pattern="block"):
+    """x + down(silu(norm(x) gate) * norm(x) up), LLaMA-7B sizes, every projection sparse."""
     def weight(name, shape, seed, sparse=True):
         w = {"name": name, "dtype": "f16", "shape": shape, "init": {"dist": "normal", "mean": 0, "std": 0.02, "seed": seed}}
         if sparse:
-            w["sparsity"] = {"pattern": "block", "block": [block, block], "density": density}
+            w["sparsity"] = sparsity(pattern, density, block)
         return w
     return {
         "format": "tessel-model", "version": 1, "name": "llama_mlp_sparse", "opset": 23,
@@ -108,6 +116,7 @@ def main():
     p.add_argument("--work", default="/tmp/tessel-sparse-layers")
     p.add_argument("--density", type=float, default=0.1)
     p.add_argument("--block", type=int, default=64)
+    p.add_argument("--pattern", choices=["block", "nm"], default="block", help="block: --block blocks at --density; nm: 2:4 along K")
     p.add_argument("--tokens", type=int, default=4096, help="M: tokens per run (BERT: sequences of 128)")
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--timeout", type=int, default=300)
@@ -118,9 +127,9 @@ def main():
     os.makedirs(os.path.join(args.work, "cache"), exist_ok=True)
     linear = ["l0_attn_q_w", "l0_attn_k_w", "l0_attn_v_w", "l0_attn_o_w", "l0_ffn1_w", "l0_ffn2_w"]
     models = {
-        "bert_ffn": bert_layer(args.tokens // 128, args.density, args.block, ["l0_ffn1_w", "l0_ffn2_w"]),
-        "bert_all": bert_layer(args.tokens // 128, args.density, args.block, linear),
-        "llama_mlp": llama_mlp(args.tokens, args.density, args.block),
+        "bert_ffn": bert_layer(args.tokens // 128, args.density, args.block, ["l0_ffn1_w", "l0_ffn2_w"], args.pattern),
+        "bert_all": bert_layer(args.tokens // 128, args.density, args.block, linear, args.pattern),
+        "llama_mlp": llama_mlp(args.tokens, args.density, args.block, args.pattern),
     }
     rows = []
     for name in args.models:
@@ -132,14 +141,14 @@ def main():
             print("%-10s %-13s correct=%s ms=%s predicted=%s" % (name, mode, row["correct"], row.get("ms"), row.get("predicted_ms")),
                   file=sys.stderr)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    meta = {"gpu": gpu, "date": time.strftime("%Y-%m-%d", time.gmtime()), "density": args.density, "block": args.block,
+    meta = {"gpu": gpu, "date": time.strftime("%Y-%m-%d", time.gmtime()), "pattern": args.pattern, "density": args.density, "block": args.block,
             "tokens": args.tokens, "repeats": args.repeats, "l2": "cold" if args.cold_l2 else "warm", "argv": sys.argv[1:]}
     json.dump({"meta": meta, "rows": rows}, open(os.path.join(args.out, "layers.json"), "w"), indent=1)
-    lines = ["# Sparse layers: %s, %s, f16, M = %d tokens, %dx%d blocks at density %g, L2 %s" %
-             (gpu, meta["date"], args.tokens, args.block, args.block, args.density, meta["l2"]), "",
+    what = "2:4 along K" if args.pattern == "nm" else "%dx%d blocks at density %g" % (args.block, args.block, args.density)
+    lines = ["# Sparse layers: %s, %s, f16, M = %d tokens, %s, L2 %s" % (gpu, meta["date"], args.tokens, what, meta["l2"]), "",
              "Each model compiled three ways on the same pruned weights, checked against the interpreter, timed "
              "(GPU time, CUDA-graph replays, median of %d)." % args.repeats, "",
-             "| model | dense ms | cost model's pick ms | all block-sparse ms | pick vs dense | kinds picked |", "|---|---|---|---|---|---|"]
+             "| model | dense ms | cost model's pick ms | all sparse ms | pick vs dense | kinds picked |", "|---|---|---|---|---|---|"]
     for name in args.models:
         r = {x["mode"]: x for x in rows if x["model"] == name}
         def ms(mode):
