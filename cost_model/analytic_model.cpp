@@ -147,6 +147,11 @@ constexpr int64_t kWgInstM = 64, kWgEpiSlabBytes = 64 * 128 * 2, kWgMbarrierByte
 // through distributed shared memory, (S - 1) / S of a tile's f32 sums read per block at this
 // rate (fitted with the rest, on 9 GEMMs split 1, 2, 4 and 8 ways).
 constexpr double kWgSplitBarrierSeconds = 4e-6;
+// The 2:4 wgmma kernel (kernels/cuda/contraction_plan.h's nm_wgmma, device/wgmma.cuh's
+// SparseWarpgroupGemm) runs the recorded tile transposed -- block_n rows of A by block_m columns
+// of B -- and, where the spec has clusters and B has at least two such column tiles, the blocks of
+// a cluster of this many read each A panel once between them (TMA multicast).
+constexpr int64_t kWgSparseCluster = 2;
 constexpr double kWgSplitReduceBytesPerSecond = 25.6e9;
 
 // Multiply-adds' time per accumulator that the CPU micro-kernel's block-sparse walk spends at each
@@ -724,12 +729,21 @@ CostBreakdown estimate_contraction_plan(const OpGraph& graph, const ScheduledGro
   const double b_bytes = static_cast<double>(bytes_of(node.inputs()[1].type)) * (sparse_input == 1 ? density : 1.0) * b_scale;
   const double written = static_cast<double>(bytes_of(graph.node(group.nodes.back()).output()));
   // Operand panels through the cache: each tile reads block_m x K of A and K x block_n of B; the
-  // split parts add their f32 partial sums through the cluster. (A wgmma cluster sharing B,
-  // cluster_m, reads half the B panels, but its kernels ran 1.5-2.8x slower than the unshared
-  // ones on an H100 (2026-11-27c, cause not found): the model does not credit the sharing, so it
-  // never ranks it first; --tune can still measure it.)
-  const double panels = density * static_cast<double>(tiles) * (static_cast<double>(bm) * a_scale + static_cast<double>(bn) * b_scale) *
-                        static_cast<double>(k) * static_cast<double>(in_bytes);
+  // split parts add their f32 partial sums through the cluster. The 2:4 wgmma kernel's tile is
+  // the recorded one transposed, its A panels shared by a cluster where B has the column tiles
+  // (kWgSparseCluster). (A dense wgmma cluster sharing B, cluster_m, reads half the B panels; it
+  // ran 1.5-2.8x slower than the unshared kernels until its releases became CTA-scope arrives,
+  // and then 0.98-1.02x them (H200, experiments/sparse/runs/h200-2026-12-01-nm-tma/
+  // call7_dense_cluster): the model does not credit that sharing, so it never ranks it first;
+  // --tune can still measure it.)
+  const bool nm_wgmma = nm_input >= 0 && group.kernel.family == "wgmma";
+  const int64_t panel_a = nm_wgmma ? bn : bm, panel_b = nm_wgmma ? bm : bn;
+  const double a_share =
+      nm_wgmma && spec.limits.max_cluster_blocks >= kWgSparseCluster && (n + panel_b - 1) / panel_b >= kWgSparseCluster ? 1.0 / kWgSparseCluster : 1.0;
+  if (a_share < 1) out.notes.push_back(cat("the 2:4 kernel's clusters of ", kWgSparseCluster, " blocks read each A panel once"));
+  const double panels = density * static_cast<double>(tiles) *
+                        (static_cast<double>(panel_a) * a_scale * a_share + static_cast<double>(panel_b) * b_scale) * static_cast<double>(k) *
+                        static_cast<double>(in_bytes);
   const double partials = split > 1 ? static_cast<double>(tiles * (split - 1) * bm * bn * 4) : 0;
   const int device = device_level_index(spec);
   const int llc = last_level_cache_index(spec, device);

@@ -6,6 +6,7 @@
 // fused epilogues).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <set>
@@ -259,4 +260,25 @@ TEST_CASE("cuda nm sparse run: 2:4 kernels match the interpreter (odd shapes, ta
     CHECK(reducing_group(c.graph, s).group.kernel.family == c.family);
     check_schedule_on_gpu(c.graph, nm_test_spec(), s);
   }
+}
+
+TEST_CASE("cuda nm sparse: the model prices the 2:4 wgmma kernel's transposed tile and its clusters' shared X panels") {
+  // LLaMA-7B's 4096 x 4096 projection at 4096 tokens: the 2:4 kernel runs the recorded 128 x 256
+  // tile as 256 rows of X by 128 of W^T, two blocks of a cluster reading each X panel once.
+  const OpGraph g = nm_gemm(DType::f16, 4096, 4096, 4096);
+  const Schedule s = schedule(g, gpu_spec("nvidia-h200"), SparseKernels::block_sparse);
+  const ScheduleGroup& sg = reducing_group(g, s);
+  REQUIRE(nm_kind(g, sg) != nullptr);
+  REQUIRE(sg.group.kernel.family == "wgmma");
+  const AnalyticCostModel cost;
+  const CostBreakdown clustered = cost.estimate(g, sg.group, gpu_spec("nvidia-h200"));
+  INFO(clustered.bound);
+  CHECK(std::any_of(clustered.notes.begin(), clustered.notes.end(),
+                    [](const std::string& n) { return n == "the 2:4 kernel's clusters of 2 blocks read each A panel once"; }));
+  // Without clusters each block reads its X panel: more L2 bytes, never a faster prediction.
+  HwSpec single = gpu_spec("nvidia-h200");
+  single.limits.max_cluster_blocks = 1;
+  const CostBreakdown alone = cost.estimate(g, sg.group, single);
+  CHECK(std::none_of(alone.notes.begin(), alone.notes.end(), [](const std::string& n) { return n.find("clusters of 2") != std::string::npos; }));
+  CHECK(alone.latency_s > clustered.latency_s);
 }
