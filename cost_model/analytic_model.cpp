@@ -75,11 +75,16 @@ bool is_gpu(const HwSpec& spec) { return spec.kind == "gpu"; }
 // An mma or wgmma group whose contraction is 2:4 sparse runs a sparse tensor-core kernel
 // (kernels/cuda/device/mma.cuh's SparseBlockGemm, wgmma.cuh's SparseWarpgroupGemm), fitted on its
 // own as "mma_sparse" or "wgmma_sparse" where the spec lists it.
+// A block-sparse one (the block_sparse kind: its K loop walks a list of tiles) likewise as
+// "mma_block_sparse" or "wgmma_block_sparse".
 double family_efficiency(const HwSpec& spec, const ScheduledGroup& group, CostBreakdown& out) {
   std::string family = group.kernel.family;
-  if ((family == "mma" || family == "wgmma") && spec.compute.family_efficiency.count(family + "_sparse"))
-    for (const auto& [n, cfg] : group.tiles)
-      if (std::holds_alternative<NmSparseProps>(cfg.kind)) family += "_sparse";
+  if (family == "mma" || family == "wgmma")
+    for (const auto& [n, cfg] : group.tiles) {
+      if (std::holds_alternative<NmSparseProps>(cfg.kind) && spec.compute.family_efficiency.count(family + "_sparse")) family += "_sparse";
+      else if (std::holds_alternative<BlockSparseProps>(cfg.kind) && spec.compute.family_efficiency.count(family + "_block_sparse"))
+        family += "_block_sparse";
+    }
   auto it = spec.compute.family_efficiency.find(family);
   if (it == spec.compute.family_efficiency.end()) return 1;
   out.notes.push_back(cat("the ", family, " family reaches ", it->second, " of the roofline on ", spec.name,

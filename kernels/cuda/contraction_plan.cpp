@@ -633,13 +633,14 @@ std::string plan_conv_box(const ContractionPlan& p, int64_t rows, std::vector<in
 }
 
 /// The wgmma block widths the spec allows for `dt` in blocks of `block_m` rows, widest first: 256
-/// and 128 (use_warpgroups requires both), 192 where the spec lists m64n192k16, and for 64-row
-/// blocks 64 where it lists m64n64k16.
-std::vector<int> wgmma_block_widths(const HwSpec& spec, DType dt, int64_t block_m) {
+/// and 128 (use_warpgroups requires both), 192 where the spec lists m64n192k16, and 64 where it
+/// lists m64n64k16 for 64-row blocks, and for 128-row ones of a product reading a block-sparse
+/// weight (ContractionPlan::block_weight).
+std::vector<int> wgmma_block_widths(const HwSpec& spec, DType dt, int64_t block_m, bool block_weight = false) {
   std::vector<int> out{kWgBlockNWide};
   if (wgmma_listed(spec, dt, kWgBlockNMid)) out.push_back(kWgBlockNMid);
   out.push_back(kWgBlockN);
-  if (block_m == kWgInstM && wgmma_listed(spec, dt, kWgBlockNNarrow)) out.push_back(kWgBlockNNarrow);
+  if ((block_m == kWgInstM || block_weight) && wgmma_listed(spec, dt, kWgBlockNNarrow)) out.push_back(kWgBlockNNarrow);
   return out;
 }
 
@@ -809,7 +810,11 @@ std::string plan_sparse(const OpGraph& graph, NodeId cid, const BlockSparseProps
   const int64_t panels = o.k_contiguous ? tr : tc, ktiles = o.k_contiguous ? tc : tr;
   if (panels != (is_a ? p.tiles_m : p.tiles_n) || ktiles != ceil_div(p.k, p.block_k))
     return cat("the block-sparse weight '", info.name, "' does not match the kernel's tiles");
-  p.persistent = 0;  // the block-sparse K loop runs one tile per block
+  // The block-sparse K loop runs one tile per block, or on the wgmma kernel's persistent grid,
+  // cooperative (not ping-pong) and with no cluster sharing B.
+  if (p.warpgroup && (p.pingpong || p.cluster_m > 1))
+    return cat("the block-sparse K loop runs on the cooperative wgmma kernel, not ", p.pingpong ? "ping-pong" : "a cluster sharing B");
+  if (!p.warpgroup) p.persistent = 0;
   p.sparse_operand = is_a ? 0 : 1;
   p.sparse_ptr.assign(1, 0);
   p.sparse_tiles.clear();
@@ -1006,7 +1011,7 @@ std::string apply_recorded(ContractionPlan& p, const KernelChoice& k, const HwSp
   const int64_t split = std::max<int64_t>(param("split_k"), 1), raster = std::max<int64_t>(param("raster_group"), 1);
   if (k.family == "wgmma") {
     if (!p.warpgroup) return cat("family wgmma recorded, but ", p.warpgroup_reason);
-    const std::vector<int> widths = wgmma_block_widths(spec, p.dtype, bm);
+    const std::vector<int> widths = wgmma_block_widths(spec, p.dtype, bm, p.block_weight);
     if ((bm != kWgInstM && bm != kWgConsumers * kWgInstM) || std::find(widths.begin(), widths.end(), bn) == widths.end() ||
         bk != kWgRowElems) {
       std::string listed;
@@ -1333,7 +1338,7 @@ std::vector<KernelChoice> contraction_variants(const ContractionPlan& p, const H
   if (p.warpgroup && wgmma_lone_consumer_pays(p, spec)) rows.push_back(kWgInstM);
   if (p.warpgroup)
     for (int64_t bm : rows)
-      for (int64_t bn : wgmma_block_widths(spec, p.dtype, bm))
+      for (int64_t bn : wgmma_block_widths(spec, p.dtype, bm, p.block_weight))
         for (int64_t stages = kWgMaxStages; stages >= 3; --stages)
           for (int64_t persistent : {1, 0})
             for (int64_t pingpong : {0, 1})
@@ -1611,6 +1616,12 @@ ContractionMatch plan_contraction(const OpGraph& graph, const ScheduledGroup& gr
     for (TensorId t : graph.node_inputs(id))
       if (!in_group(group, graph.producer(t))) p.epilogue_instructions += 2;
     if (half && i != static_cast<int>(group.nodes.size()) - 1) p.epilogue_instructions += 2;
+  }
+
+  // (A block-sparse weight among the operands widens the wgmma family's choice of tiles.)
+  for (const MmaOperand* o : {&p.a, &p.b}) {
+    const TensorInfo& info = graph.tensor(o->tensor);
+    if (info.kind == TensorKind::weight && info.sparsity && info.sparsity->pattern == Sparsity::Pattern::block) p.block_weight = true;
   }
 
   // 5. Tiling. The schedule's block tile when the warp layout splits it into kMaxWarps warp

@@ -231,7 +231,7 @@ struct ContractionPlan {
   // A persistent wgmma kernel: `persistent` blocks (one per SM), each looping over tiles
   // blockIdx.x, blockIdx.x + gridDim.x, ..., so that the next tile's first stages load while a
   // tile is stored (device/wgmma.cuh, run_tiles); 0: one block per tile. Taken when the tiles
-  // outnumber the SMs, not with a block-sparse K loop.
+  // outnumber the SMs; a block-sparse K loop walks each tile's panel list on it.
   int64_t persistent = 0;
   // The ping-pong form of the persistent kernel (device/wgmma.cuh, WarpgroupPingpong): each
   // consumer warpgroup computes whole block_m x 128 tiles of its own, the two taking turns on the
@@ -252,8 +252,13 @@ struct ContractionPlan {
   // `sparse_operand` (0: A, 1: B, -1: none) is a weight whose zero block_k x block_n (B) or
   // block_m x block_k (A) tiles are skipped. The tile in panel q (its n tile for B, m tile for A)
   // walks the K tiles sparse_tiles[sparse_ptr[q] .. sparse_ptr[q + 1]), ascending; built from the
-  // weight's values, so the kernel is specific to them. Runs on mma.sync, K not split.
+  // weight's values, so the kernel is specific to them. Runs on mma.sync or wgmma (cooperative,
+  // persistent or one block a tile), K not split.
   int sparse_operand = -1;
+  // An operand is a weight with a block-sparsity attribute (whatever the tile kind): the wgmma
+  // family then also offers 128 x 64 tiles (two consumers of 64 x 64), whose 64-wide panels keep
+  // the density of 64-column blocks, and a block-sparse K loop runs on the persistent grid.
+  bool block_weight = false;
   double sparse_density = 1;
   std::vector<int> sparse_ptr, sparse_tiles;
   // A 2:4 sparse B (the contraction's tile kind is nm_sparse): the weight is read compressed --

@@ -382,7 +382,7 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
 
   // 3. The main loop (the wgmma kernel runs it with the epilogue, below).
   os_ << "  TslGemm tsl_gemm;\n";
-  if (c.sparse_operand >= 0) {
+  if (c.sparse_operand >= 0 && !c.persistent) {  // (a persistent kernel finds each tile's panel in run_tiles)
     const std::string panel = c.sparse_operand == 0 ? cat("tsl_m0 / ", c.block_m) : cat("tsl_n0 / ", c.block_n);
     os_ << "  const int tsl_panel = " << panel << ";  // the block-sparse K loop walks this panel's list\n";
     os_ << "  const int tsl_first_tile = " << name << "_sparse_ptr[tsl_panel], tsl_ktiles = " << name
@@ -584,7 +584,10 @@ std::string Emitter::mma_kernel(const std::string& name, const ContractionPlan& 
     }
   }
   const std::string close = runs.empty() ? "  }" : "  })";
-  if (c.warpgroup && c.sparse_operand >= 0) os_ << close << ", " << name << "_sparse_tiles + tsl_first_tile, tsl_ktiles);\n}\n";
+  if (c.warpgroup && c.sparse_operand >= 0 && c.persistent)  // each tile walks its panel's list
+    os_ << close << ", tsl::wg::SparseLists{" << name << "_sparse_ptr, " << name << "_sparse_tiles, " << (c.sparse_operand == 1 ? "true" : "false")
+        << "});\n}\n";
+  else if (c.warpgroup && c.sparse_operand >= 0) os_ << close << ", " << name << "_sparse_tiles + tsl_first_tile, tsl_ktiles);\n}\n";
   else os_ << close << ");\n}\n";
   return os_.str();
 }

@@ -6,6 +6,7 @@
 // interpreter (odd shapes, K tails, transposed weights, fused epilogues, an all-zero panel).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "../model_builder.h"
@@ -74,8 +75,10 @@ TEST_CASE("cuda sparse: a sparse weight gets a block-sparse kernel when the mode
     CHECK(props->density == doctest::Approx(sparse.nonzero_map(sparse.weights()[0])->density(props->block_m, props->block_n)));
     CHECK(props->density < 0.35);
     const cuda::GeneratedKernel k = emit_kernel(sparse, s, static_cast<int>(&sg - s.groups.data()), gpu_spec());
-    CHECK(k.source.find(sg.group.kernel.family == "mma" ? "tsl::mma::ListCopy" : "_sparse_tiles + tsl_first_tile, tsl_ktiles);") !=
-          std::string::npos);
+    // (The wgmma kernel walks the block's list, or each tile's on the persistent grid.)
+    CHECK((sg.group.kernel.family == "mma" ? k.source.find("tsl::mma::ListCopy") != std::string::npos
+                                           : k.source.find("_sparse_tiles + tsl_first_tile, tsl_ktiles);") != std::string::npos ||
+                                                 k.source.find("tsl::wg::SparseLists{") != std::string::npos));
     CHECK(k.source.find("_sparse_tiles") != std::string::npos);
     CHECK(nvrtc_compile_all(sparse, s, gpu_spec()) >= 1);
 
@@ -89,7 +92,7 @@ TEST_CASE("cuda sparse: a sparse weight gets a block-sparse kernel when the mode
 }
 
 TEST_CASE("cuda sparse: the cases cover both block-sparse kernels: mma.sync's ListCopy and wgmma's producer walking the list") {
-  std::set<std::string> families;
+  std::set<std::string> families, wgmma_forms;
   for (const SparseCase& c : cases()) {
     const Schedule s = sparse_schedule(c.graph, "welder");
     const ScheduleGroup& sg = reducing_group(c.graph, s);
@@ -99,12 +102,18 @@ TEST_CASE("cuda sparse: the cases cover both block-sparse kernels: mma.sync's Li
     const cuda::GeneratedKernel k = emit_kernel(c.graph, s, static_cast<int>(&sg - s.groups.data()), gpu_spec());
     if (sg.group.kernel.family == "wgmma") {
       CHECK(k.source.find("tsl::wg::WarpgroupGemm") != std::string::npos);
-      CHECK(k.source.find("_sparse_tiles + tsl_first_tile, tsl_ktiles);") != std::string::npos);
+      // One block a tile walking its list, or the persistent grid walking each tile's panel list.
+      const bool per_block = k.source.find("_sparse_tiles + tsl_first_tile, tsl_ktiles);") != std::string::npos;
+      const bool persistent = k.source.find("tsl::wg::SparseLists{") != std::string::npos;
+      CHECK(per_block != persistent);
+      CHECK(persistent == (sg.group.kernel.params.count("persistent") && sg.group.kernel.params.at("persistent") == 1));
+      wgmma_forms.insert(persistent ? "persistent" : "per block");
     } else {
       CHECK(k.source.find("tsl::mma::ListCopy") != std::string::npos);
     }
   }
   CHECK(families == std::set<std::string>{"mma", "wgmma"});
+  CHECK(wgmma_forms == std::set<std::string>{"persistent", "per block"});
 }
 
 TEST_CASE("cuda sparse: every case's kernels compile with NVRTC, and replay from JSON to the same kernel") {
@@ -207,4 +216,30 @@ TEST_CASE("cuda sparse: with --tune, the dense and block-sparse kernels are meas
   // Measured once: a second schedule is answered from the cache.
   schedule_with_families(*welder, PolicyContext{g, gpu_spec(), cost}, &families);
   CHECK(slow.calls == calls);
+}
+
+TEST_CASE("cuda sparse: the model prices a block-sparse kernel with its family's block-sparse efficiency where the spec lists one") {
+  // The H100 spec lists mma_block_sparse (fitted on the H200) and no wgmma_block_sparse.
+  const HwSpec& spec = gpu_spec();
+  REQUIRE(spec.compute.family_efficiency.count("mma_block_sparse") == 1);
+  REQUIRE(spec.compute.family_efficiency.count("wgmma_block_sparse") == 0);
+  const AnalyticCostModel cost;
+  std::set<std::string> seen;
+  for (const SparseCase& c : cases()) {
+    const Schedule s = sparse_schedule(c.graph, "welder");
+    const ScheduleGroup& sg = reducing_group(c.graph, s);
+    INFO(c.name, ": ", sg.kind_choice);
+    REQUIRE(sparse_kind(c.graph, sg) != nullptr);
+    const CostBreakdown b = cost.estimate(c.graph, sg.group, spec);
+    const std::string family = sg.group.kernel.family;
+    const std::string priced = family == "mma" ? "the mma_block_sparse family reaches " : "the wgmma family reaches ";
+    CHECK(std::any_of(b.notes.begin(), b.notes.end(), [&](const std::string& n) { return n.rfind(priced, 0) == 0; }));
+    // The same group priced as dense: the plain family's efficiency.
+    ScheduledGroup dense = sg.group;
+    for (auto& [n, cfg] : dense.tiles) cfg.kind = DenseProps{};
+    const CostBreakdown d = cost.estimate(c.graph, dense, spec);
+    CHECK(std::none_of(d.notes.begin(), d.notes.end(), [](const std::string& n) { return n.find("_block_sparse family") != std::string::npos; }));
+    seen.insert(family);
+  }
+  CHECK(seen.count("mma") == 1);
 }

@@ -427,6 +427,15 @@ __device__ __forceinline__ void produce_tiles(unsigned base, unsigned bars, cons
   }
 }
 
+// A block-sparse K loop on the persistent grid (run_tiles): the tile whose panel is q -- its n
+// tile when by_n (a sparse B), else its m tile -- walks the K tiles list[ptr[q] .. ptr[q + 1]),
+// ascending (kernels/cuda/contraction_plan.h's sparse_ptr and sparse_tiles). No ptr: every K tile.
+struct SparseLists {
+  const int* ptr = nullptr;
+  const int* list = nullptr;
+  bool by_n = true;
+};
+
 // Named barriers 1 and 2 (0 is __syncthreads') between the two consumer warpgroups of a
 // ping-pong block: bar.arrive does not wait, bar.sync waits for the other's arrival.
 __device__ __forceinline__ void named_arrive(int id, int threads) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory"); }
@@ -817,20 +826,45 @@ struct WarpgroupGemm {
   // together (tile blockIdx.x / 2, + gridDim.x / 2, ...; origin places this block's BM rows of it)
   // and load each stage's B once for both (load_stage). The blocks synchronize after initializing
   // their barriers (the other's copies and releases target them) and before exiting.
+  //
+  // With `lists` (a block-sparse operand, CLUSTER 1), each tile walks only its panel's K tiles
+  // (SparseLists); a tile with none stores zeros.
   template <int CHUNK = kEpiChunk, class Origin, class F>
   __device__ __forceinline__ void run_tiles(unsigned char* smem, const TensorMap* map_a, const TensorMap* map_b, long long tiles,
-                                            Origin&& origin, F&& epilogue) {
+                                            Origin&& origin, F&& epilogue, SparseLists lists = {}) {
     const unsigned raw = mma::smem_address(smem);
     const unsigned base = (raw + kAtomBytes - 1) & ~static_cast<unsigned>(kAtomBytes - 1);
     const unsigned bars = base + STAGES * kStageBytes + kEpiBytes;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
     const int wg = static_cast<int>(threadIdx.x) / kWarpgroup;
     const int rank = CLUSTER > 1 ? static_cast<int>(mma::cluster_rank()) : 0;
+    // The K tiles of the tile at `at`: its panel's list, or all of them.
+    auto k_range = [&](const TileAt& at, int& first, int& count) {
+      if (lists.ptr == nullptr) {
+        first = 0;
+        count = kKTiles;
+        return;
+      }
+      const int q = lists.by_n ? at.n0 / BN : at.m0 / BM;
+      first = __ldg(lists.ptr + q);
+      count = __ldg(lists.ptr + q + 1) - first;
+    };
     init_stage_barriers<STAGES>(bars, kConsumers * CLUSTER);
     if (CLUSTER > 1) mma::cluster_sync();
     if (wg == 0) {
       if constexpr (kConsumers > 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs) : "memory");
-      if (threadIdx.x == 0)
+      if (threadIdx.x == 0 && lists.ptr != nullptr) {
+        int i = 0;  // stage rounds so far, over all of this block's tiles
+        for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+          TileAt at;
+          origin(t, at);
+          int first = 0, count = 0;
+          k_range(at, first, count);
+          for (int j = 0; j < count; ++j, ++i)
+            load_stage<BM, BN, STAGES, B_K_CONTIG, 1, NBA, NBB, COORDS>(base, bars, map_a, map_b, i, __ldg(lists.list + first + j), at);
+        }
+      } else if (threadIdx.x == 0) {
         produce_tiles<BM, BN, STAGES, B_K_CONTIG, kKTiles, CLUSTER, NBA, NBB, COORDS>(base, bars, map_a, map_b, tiles, origin, rank);
+      }
       if (CLUSTER > 1) {
         __syncwarp();  // thread 0 rejoins its warp before the aligned cluster barrier
         mma::cluster_sync();
@@ -853,9 +887,11 @@ struct WarpgroupGemm {
       for (long long t = blockIdx.x / CLUSTER; t < tiles; t += gridDim.x / CLUSTER) {
         TileAt at;
         origin(t, at);
+        int first = 0, count = 0;
+        k_range(at, first, count);
 #pragma unroll
         for (int j = 0; j < kAccs; ++j) acc[j] = 0.0f;
-        for (int kt = 0; kt < kKTiles; ++kt, ++i) {
+        for (int kt = 0; kt < count; ++kt, ++i) {
           const int s = i % STAGES;
           mbar_wait(bars + 8 * s, (i / STAGES) & 1);
           const unsigned a = base + s * kStageBytes + c * kInstM * kRowBytes, b = base + s * kStageBytes + kABytes;
@@ -882,7 +918,7 @@ struct WarpgroupGemm {
         wgmma_wait<0>();
         fence_registers(acc);
         // The tile's last stage is free: the producer refills it while this tile is stored.
-        release((i - 1) % STAGES);
+        if (count > 0) release((i - 1) % STAGES);
         store_tile<CHUNK>(smem, base, c, epilogue);
       }
       if (CLUSTER > 1) {
