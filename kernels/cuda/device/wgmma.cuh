@@ -523,6 +523,38 @@ template <bool BF16> __device__ __forceinline__ float pair_value(unsigned q, int
   return BF16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
+// The read-back of a slab of ROWS x COLS 16-bit values written by store_slab or
+// store_slab_transposed (offset(r, c): the byte offset of (r, c) in `buf`), in the warpgroup's
+// threads: epilogue(r0 + r, c0 + c, v) with CHUNK = 8 consecutive columns of a row per call (run
+// i of thread t: the (t + 128 i)-th run, its side inputs already loaded into pre[i]), or with
+// CHUNK = 1 one column at a time, consecutive threads on consecutive columns.
+template <bool BF16, int CHUNK, int ROWS, int COLS, class Offset, class F, class Pre>
+__device__ __forceinline__ void read_slab(const unsigned char* buf, Offset offset, int r0, int c0, F& epilogue, const Pre* pre) {
+  const int t = static_cast<int>(threadIdx.x) % kWarpgroup;
+  constexpr int kPerRow = COLS / kEpiChunk, kRuns = ROWS * kPerRow / kWarpgroup;
+  auto value = [](unsigned short x) { return BF16 ? bf16_to_f32(x) : f16_to_f32(x); };
+  if constexpr (CHUNK == kEpiChunk) {
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i) {
+      const int q = t + kWarpgroup * i, r = q / kPerRow, c = (q % kPerRow) * kEpiChunk;
+      const uint4 raw = *reinterpret_cast<const uint4*>(buf + offset(r, c));
+      const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+      float v[kEpiChunk];
+#pragma unroll
+      for (int e = 0; e < kEpiChunk; ++e) v[e] = value(static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2))));
+      epilogue_run(epilogue, r0 + r, c0 + c, v, pre[i]);
+    }
+  } else {
+    (void)pre;
+#pragma unroll 4
+    for (int i = 0; i < ROWS * COLS / kWarpgroup; ++i) {
+      const int q = t + kWarpgroup * i, r = q / COLS, c = q % COLS;
+      const float v[1] = {value(*reinterpret_cast<const unsigned short*>(buf + offset(r, c)))};
+      epilogue(r0 + r, c0 + c, v);
+    }
+  }
+}
+
 // One consumer warpgroup's slab: the accumulators acc[4 (J0 + j) + 2 h + e] of column groups J0 ..
 // J0 + COLS / 8 - 1 (COLS 128, or 64: the last of a 192-wide tile, a 64-wide tile; row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e of the slab, for lane l of warp w)
 // written to `buf` rounded to the 16-bit type, then read back and passed to epilogue(r0 + r,
@@ -557,26 +589,7 @@ __device__ __forceinline__ void store_slab(unsigned char* buf, const float (&acc
       *reinterpret_cast<unsigned*>(buf + slab_offset(r, c)) = lo | (hi << 16);
     }
   named_sync(bar, kWarpgroup);
-  auto value = [](unsigned short x) { return BF16 ? bf16_to_f32(x) : f16_to_f32(x); };
-  if constexpr (CHUNK == kEpiChunk) {
-#pragma unroll
-    for (int i = 0; i < kRuns; ++i) {
-      const int q = t + kWarpgroup * i, r = q / kPerRow, c = (q % kPerRow) * kEpiChunk;
-      const uint4 raw = *reinterpret_cast<const uint4*>(buf + slab_offset(r, c));
-      const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
-      float v[kEpiChunk];
-#pragma unroll
-      for (int e = 0; e < kEpiChunk; ++e) v[e] = value(static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2))));
-      epilogue_run(epilogue, r0 + r, c0 + c, v, pre[i]);
-    }
-  } else {
-#pragma unroll 4
-    for (int i = 0; i < kInstM * COLS / kWarpgroup; ++i) {
-      const int q = t + kWarpgroup * i, r = q / COLS, c = q % COLS;
-      const float v[1] = {value(*reinterpret_cast<const unsigned short*>(buf + slab_offset(r, c)))};
-      epilogue(r0 + r, c0 + c, v);
-    }
-  }
+  read_slab<BF16, CHUNK, kInstM, COLS>(buf, [](int r, int c) { return slab_offset(r, c); }, r0, c0, epilogue, pre);
 }
 
 // The bits of a 16- or 32-bit storage value.
@@ -1084,26 +1097,7 @@ __device__ __forceinline__ void store_slab_transposed(unsigned char* buf, const 
       *reinterpret_cast<unsigned*>(buf + offset(m, n)) = lo | (hi << 16);
     }
   named_sync(bar, kWarpgroup);
-  auto value = [](unsigned short x) { return BF16 ? bf16_to_f32(x) : f16_to_f32(x); };
-  if constexpr (CHUNK == kEpiChunk) {
-#pragma unroll
-    for (int i = 0; i < kRuns; ++i) {
-      const int p = t + kWarpgroup * i, r = p / kPerRow, c = (p % kPerRow) * kEpiChunk;
-      const uint4 raw = *reinterpret_cast<const uint4*>(buf + offset(r, c));
-      const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
-      float v[kEpiChunk];
-#pragma unroll
-      for (int e = 0; e < kEpiChunk; ++e) v[e] = value(static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2))));
-      epilogue_run(epilogue, r0 + r, c0 + c, v, pre[i]);
-    }
-  } else {
-#pragma unroll 4
-    for (int i = 0; i < ROWS * kSpSlabCols / kWarpgroup; ++i) {
-      const int p = t + kWarpgroup * i, r = p / kSpSlabCols, c = p % kSpSlabCols;
-      const float v[1] = {value(*reinterpret_cast<const unsigned short*>(buf + offset(r, c)))};
-      epilogue(r0 + r, c0 + c, v);
-    }
-  }
+  read_slab<BF16, CHUNK, ROWS, kSpSlabCols>(buf, offset, r0, c0, epilogue, pre);
 }
 
 template <int BM, int STAGES, bool BF16, int N, int K, int CLUSTER = 1>
